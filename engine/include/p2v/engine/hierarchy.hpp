@@ -1,0 +1,46 @@
+#pragma once
+// Synthesis hierarchies (a)-(d) (SPEC §3).
+#include <string>
+#include <vector>
+
+#include "p2v/engine/placement.hpp"
+
+namespace p2v::engine {
+
+enum class HierarchyKind {
+  System,                // (a)
+  ColumnBased,           // (b)
+  RowBased,              // (c)
+  ReductionAxes,         // (d), collapsed (default)
+  ReductionUncollapsed,  // (d) without collapsing
+};
+
+const char* to_string(HierarchyKind k);   // "a", "b", "c", "d", "d-uncollapsed"
+HierarchyKind parse_hierarchy_kind(const std::string& s);  // accepts the same names
+
+// A synthesis hierarchy over k "local" devices. Local device l of copy c is system device
+// to_system[c][l]; within a copy, local order is system-device order, so the root of any group
+// (its lowest local index) is its lowest system device. (a)-(c) have one copy (the identity);
+// (d) has one copy per reduction group.
+struct SynthesisHierarchy {
+  HierarchyKind kind = HierarchyKind::ReductionAxes;
+  std::vector<int> cards;          // cardinalities, root (1) first
+  std::vector<std::string> names;  // level names (unique)
+  std::vector<std::vector<int>> coords;     // coords[l][level]
+  std::vector<std::vector<int>> to_system;  // to_system[copy][l]
+
+  int num_levels() const { return static_cast<int>(cards.size()); }
+  int num_local() const { return static_cast<int>(coords.size()); }
+  int level_index(const std::string& name) const;  // -1 if absent
+};
+
+// Builds hierarchy `kind` for a placement; `level_names` are the system's user-level names.
+SynthesisHierarchy make_hierarchy(const Placement& p, const std::vector<std::string>& level_names,
+                                  HierarchyKind kind);
+
+// A hierarchy given directly as cardinalities (e.g. [1 2 4] of SPEC Example 5.2), reducing over
+// all of its devices: one copy, the identity. Names default to "l0", "l1", ... or the given ones.
+SynthesisHierarchy make_plain_hierarchy(const std::vector<int>& cards,
+                                        const std::vector<std::string>& names = {});
+
+}  // namespace p2v::engine

@@ -1,0 +1,60 @@
+#pragma once
+// A system: a hierarchy of levels, outermost first (SPEC §1), with per-level interconnects.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace p2v::engine {
+
+enum class LinkKind { Switch, Ring, Pcie, Nic };
+
+const char* to_string(LinkKind k);
+
+// The link or switch joining the instances of a level inside one instance of the level above
+// (i.e. the children of one parent instance). Only the cost model reads it.
+struct Interconnect {
+  LinkKind kind = LinkKind::Switch;
+  double bandwidth_gbps = 0.0;  // GB/s, one direction
+  double latency_us = 0.0;      // µs
+};
+
+struct Level {
+  std::string name;
+  int cardinality = 1;
+  std::optional<Interconnect> interconnect;  // joins the instances of this level within its parent
+};
+
+struct System {
+  std::string name;
+  // The levels the user wrote, outermost first. Parallelism matrices have one column per entry.
+  std::vector<Level> levels;
+  // Raw JSON text of an optional "topology" section (read by the simulator), empty if absent.
+  std::string topology_json;
+
+  // Cardinalities of the user's levels (the matrix columns).
+  std::vector<int> cardinalities() const;
+  // Total number of devices (product of cardinalities).
+  std::int64_t num_devices() const;
+  // True when the user's first level does not have cardinality 1, so a (root,1) is implied.
+  bool root_implied() const;
+  // Level names for the system hierarchy (a), with "root" prepended when implied.
+  std::vector<std::string> hierarchy_names() const;
+  std::vector<int> hierarchy_cardinalities() const;
+};
+
+// Largest number of devices a system may have.
+inline constexpr std::int64_t kMaxSystemDevices = 1 << 20;
+
+// Parses a system from JSON text; `origin` names the source in error messages.
+System parse_system_json(const std::string& text, const std::string& origin);
+// Loads a system file.
+System load_system_file(const std::string& path);
+// Parses an inline hierarchy, e.g. "node=4,gpu=16" (no interconnects).
+System parse_system_inline(const std::string& spec);
+// What `--system` accepts: an existing file path, or an inline `name=card,...` list.
+System parse_system_arg(const std::string& arg);
+// Serializes a system back to JSON text (round-trips through parse_system_json).
+std::string system_to_json(const System& s);
+
+}  // namespace p2v::engine

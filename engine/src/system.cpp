@@ -1,0 +1,231 @@
+#include "p2v/engine/system.hpp"
+
+#include <fmt/core.h>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <sys/stat.h>
+
+#include "p2v/engine/error.hpp"
+
+namespace p2v::engine {
+
+using nlohmann::json;
+
+const char* to_string(LinkKind k) {
+  switch (k) {
+    case LinkKind::Switch: return "switch";
+    case LinkKind::Ring: return "ring";
+    case LinkKind::Pcie: return "pcie";
+    case LinkKind::Nic: return "nic";
+  }
+  return "?";
+}
+
+std::vector<int> System::cardinalities() const {
+  std::vector<int> c;
+  for (const auto& l : levels) c.push_back(l.cardinality);
+  return c;
+}
+
+std::int64_t System::num_devices() const {
+  std::int64_t n = 1;
+  for (const auto& l : levels) n *= l.cardinality;
+  return n;
+}
+
+bool System::root_implied() const { return levels.empty() || levels[0].cardinality != 1; }
+
+std::vector<std::string> System::hierarchy_names() const {
+  std::vector<std::string> n;
+  if (root_implied()) n.push_back("root");
+  for (const auto& l : levels) n.push_back(l.name);
+  return n;
+}
+
+std::vector<int> System::hierarchy_cardinalities() const {
+  std::vector<int> c;
+  if (root_implied()) c.push_back(1);
+  for (const auto& l : levels) c.push_back(l.cardinality);
+  return c;
+}
+
+namespace {
+
+bool valid_name(const std::string& s) {
+  if (s.empty() || s.size() > 64) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-')) return false;
+  return true;
+}
+
+void check_levels(const std::vector<Level>& levels, const std::string& origin) {
+  if (levels.empty()) throw Error(fmt::format("{}: levels: a system needs at least one level", origin));
+  std::set<std::string> seen;
+  std::int64_t n = 1;
+  for (std::size_t i = 0; i < levels.size(); ++i) {
+    const auto& l = levels[i];
+    if (!valid_name(l.name))
+      throw Error(fmt::format("{}: levels[{}].name: '{}' is not a valid level name (letters, digits, "
+                              "'_' or '-', at most 64 characters)",
+                              origin, i, l.name));
+    if (l.name == "root" && !(i == 0 && l.cardinality == 1))
+      throw Error(fmt::format("{}: levels[{}].name: 'root' is reserved for the implicit outermost level", origin, i));
+    if (!seen.insert(l.name).second)
+      throw Error(fmt::format("{}: levels[{}].name: duplicate level name '{}'", origin, i, l.name));
+    if (l.cardinality < 1)
+      throw Error(fmt::format("{}: levels[{}].cardinality: must be a positive integer, got {}", origin, i, l.cardinality));
+    n *= l.cardinality;
+    if (n > kMaxSystemDevices)
+      throw Error(fmt::format("{}: levels: the system has more than {} devices; p2v does not handle systems that large",
+                              origin, kMaxSystemDevices));
+  }
+}
+
+LinkKind parse_kind(const std::string& s, const std::string& where) {
+  if (s == "switch") return LinkKind::Switch;
+  if (s == "ring") return LinkKind::Ring;
+  if (s == "pcie") return LinkKind::Pcie;
+  if (s == "nic") return LinkKind::Nic;
+  throw Error(fmt::format("{}: unknown interconnect kind '{}' (expected switch, ring, pcie or nic)", where, s));
+}
+
+double get_number(const json& o, const char* key, const std::string& where, bool positive) {
+  if (!o.contains(key)) throw Error(fmt::format("{}.{}: missing", where, key));
+  const auto& v = o.at(key);
+  if (!v.is_number()) throw Error(fmt::format("{}.{}: must be a number, got {}", where, key, v.dump()));
+  double d = v.get<double>();
+  if (!std::isfinite(d) || (positive ? d <= 0 : d < 0))
+    throw Error(fmt::format("{}.{}: must be {} number, got {}", where, key, positive ? "a positive" : "a non-negative", v.dump()));
+  return d;
+}
+
+}  // namespace
+
+System parse_system_json(const std::string& text, const std::string& origin) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw Error(fmt::format("{}: malformed JSON: {}", origin, e.what()));
+  }
+  if (!j.is_object()) throw Error(fmt::format("{}: the top level must be a JSON object", origin));
+  static const std::set<std::string> known{"name", "description", "levels", "topology"};
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (!known.count(it.key()))
+      throw Error(fmt::format("{}: unknown field '{}' (expected name, description, levels, topology)", origin, it.key()));
+  System s;
+  if (j.contains("name")) {
+    if (!j["name"].is_string()) throw Error(fmt::format("{}: name: must be a string", origin));
+    s.name = j["name"].get<std::string>();
+  }
+  if (!j.contains("levels")) throw Error(fmt::format("{}: levels: missing (a list of {{name, cardinality, interconnect}})", origin));
+  const auto& lv = j["levels"];
+  if (!lv.is_array()) throw Error(fmt::format("{}: levels: must be a list", origin));
+  for (std::size_t i = 0; i < lv.size(); ++i) {
+    const std::string where = fmt::format("{}: levels[{}]", origin, i);
+    const auto& o = lv[i];
+    if (!o.is_object()) throw Error(where + ": must be an object {name, cardinality, interconnect}");
+    for (auto it = o.begin(); it != o.end(); ++it)
+      if (it.key() != "name" && it.key() != "cardinality" && it.key() != "interconnect")
+        throw Error(fmt::format("{}: unknown field '{}'", where, it.key()));
+    Level l;
+    if (!o.contains("name") || !o["name"].is_string()) throw Error(where + ".name: missing or not a string");
+    l.name = o["name"].get<std::string>();
+    if (!o.contains("cardinality")) throw Error(where + ".cardinality: missing");
+    const auto& c = o["cardinality"];
+    if (!c.is_number_integer()) throw Error(fmt::format("{}.cardinality: must be an integer, got {}", where, c.dump()));
+    auto cv = c.get<long long>();
+    if (cv < 1 || cv > kMaxSystemDevices)
+      throw Error(fmt::format("{}.cardinality: must be between 1 and {}, got {}", where, kMaxSystemDevices, cv));
+    l.cardinality = static_cast<int>(cv);
+    if (o.contains("interconnect")) {
+      const auto& ic = o["interconnect"];
+      const std::string w = where + ".interconnect";
+      if (!ic.is_object()) throw Error(w + ": must be an object {kind, bandwidth_gbps, latency_us}");
+      for (auto it = ic.begin(); it != ic.end(); ++it)
+        if (it.key() != "kind" && it.key() != "bandwidth_gbps" && it.key() != "latency_us")
+          throw Error(fmt::format("{}: unknown field '{}'", w, it.key()));
+      Interconnect x;
+      if (!ic.contains("kind") || !ic["kind"].is_string()) throw Error(w + ".kind: missing or not a string");
+      x.kind = parse_kind(ic["kind"].get<std::string>(), w + ".kind");
+      x.bandwidth_gbps = get_number(ic, "bandwidth_gbps", w, true);
+      x.latency_us = get_number(ic, "latency_us", w, false);
+      l.interconnect = x;
+    }
+    s.levels.push_back(std::move(l));
+  }
+  check_levels(s.levels, origin);
+  if (j.contains("topology")) s.topology_json = j["topology"].dump();
+  if (s.name.empty()) s.name = origin;
+  return s;
+}
+
+System load_system_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(fmt::format("{}: cannot open system file", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_system_json(ss.str(), path);
+}
+
+System parse_system_inline(const std::string& spec) {
+  System s;
+  s.name = spec;
+  std::stringstream ss(spec);
+  std::string item;
+  std::size_t i = 0;
+  while (std::getline(ss, item, ',')) {
+    auto eq = item.find('=');
+    if (eq == std::string::npos)
+      throw Error(fmt::format("--system '{}': entry {} '{}' is not name=cardinality", spec, i, item));
+    Level l;
+    l.name = item.substr(0, eq);
+    std::string c = item.substr(eq + 1);
+    std::size_t pos = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(c, &pos);
+    } catch (...) {
+      pos = 0;
+    }
+    if (c.empty() || pos != c.size())
+      throw Error(fmt::format("--system '{}': cardinality of '{}' is not an integer: '{}'", spec, l.name, c));
+    if (v < 1 || v > kMaxSystemDevices)
+      throw Error(fmt::format("--system '{}': cardinality of '{}' must be between 1 and {}, got {}", spec, l.name,
+                              kMaxSystemDevices, v));
+    l.cardinality = static_cast<int>(v);
+    s.levels.push_back(std::move(l));
+    ++i;
+  }
+  check_levels(s.levels, "--system '" + spec + "'");
+  return s;
+}
+
+System parse_system_arg(const std::string& arg) {
+  struct stat st {};
+  if (::stat(arg.c_str(), &st) == 0) return load_system_file(arg);
+  if (arg.find('=') != std::string::npos) return parse_system_inline(arg);
+  throw Error(fmt::format("--system '{}': no such file, and not an inline hierarchy like node=4,gpu=16", arg));
+}
+
+std::string system_to_json(const System& s) {
+  json j;
+  j["name"] = s.name;
+  j["levels"] = json::array();
+  for (const auto& l : s.levels) {
+    json o{{"name", l.name}, {"cardinality", l.cardinality}};
+    if (l.interconnect)
+      o["interconnect"] = {{"kind", to_string(l.interconnect->kind)},
+                           {"bandwidth_gbps", l.interconnect->bandwidth_gbps},
+                           {"latency_us", l.interconnect->latency_us}};
+    j["levels"].push_back(o);
+  }
+  if (!s.topology_json.empty()) j["topology"] = json::parse(s.topology_json);
+  return j.dump(2);
+}
+
+}  // namespace p2v::engine

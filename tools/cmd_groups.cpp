@@ -1,0 +1,72 @@
+// p2v groups: the instructions of a synthesis hierarchy and the device groups each forms (SPEC §5).
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+
+#include <nlohmann/json.hpp>
+
+#include "command.hpp"
+#include "common.hpp"
+#include "p2v/engine/instruction.hpp"
+
+namespace p2v::tools {
+namespace {
+
+std::string groups_text(const engine::Groups& g) {
+  std::string s;
+  for (const auto& grp : g) s += fmt::format("{{{}}}", fmt::join(grp, ","));
+  return s;
+}
+
+Registrar reg("groups", "Show the instructions of a synthesis hierarchy and the device groups each forms", 20,
+              [](CLI::App& sub) -> std::function<int()> {
+                auto a = std::make_shared<ProblemArgs>();
+                auto json = std::make_shared<bool>(false);
+                auto kind = std::make_shared<std::string>("d");
+                add_problem_options(sub, *a);
+                sub.add_option("--hierarchy", *kind, "synthesis hierarchy: a, b, c, d or d-uncollapsed")
+                    ->capture_default_str();
+                sub.add_flag("--json", *json, "machine-readable output");
+                return [a, json, kind] {
+                  Problem p = load_problem(*a);
+                  const auto hk = engine::parse_hierarchy_kind(*kind);
+                  nlohmann::json out;
+                  out["system"] = p.system.name;
+                  out["axes"] = p.axes;
+                  out["reduce"] = p.reduce;
+                  out["results"] = nlohmann::json::array();
+                  for (const auto& x : p.matrices) {
+                    auto pl = p.placement(x);
+                    auto h = engine::make_hierarchy(pl, [&] {
+                      std::vector<std::string> n;
+                      for (const auto& l : p.system.levels) n.push_back(l.name);
+                      return n;
+                    }(), hk);
+                    auto gs = engine::groupings(h);
+                    if (*json) {
+                      nlohmann::json r;
+                      r["matrix"] = x;
+                      r["hierarchy"] = h.cards;
+                      r["hierarchy_names"] = h.names;
+                      r["instructions"] = nlohmann::json::array();
+                      for (const auto& g : gs)
+                        r["instructions"].push_back({{"slice", h.names[g.slice]},
+                                                     {"form", engine::form_name(h, g)},
+                                                     {"groups", engine::lower_groups(h, g.groups)}});
+                      out["results"].push_back(r);
+                      continue;
+                    }
+                    fmt::print("matrix {}  hierarchy ({}) [{}] = [{}]\n", engine::format_matrix_brackets(x),
+                               engine::to_string(hk), fmt::join(h.names, " "), fmt::join(h.cards, " "));
+                    for (const auto& g : gs)
+                      fmt::print("  {:<28} {}\n", engine::grouping_name(h, g),
+                                 groups_text(engine::lower_groups(h, g.groups)));
+                    if (gs.empty()) fmt::print("  (no instruction forms a group of two or more devices)\n");
+                  }
+                  if (*json) fmt::print("{}\n", out.dump(2));
+                  return 0;
+                };
+              });
+
+}  // namespace
+}  // namespace p2v::tools

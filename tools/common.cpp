@@ -1,0 +1,70 @@
+#include "common.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include "p2v/engine/error.hpp"
+
+namespace p2v::tools {
+
+void add_problem_options(CLI::App& sub, ProblemArgs& a, bool need_reduce) {
+  a.need_reduce = need_reduce;
+  sub.add_option("--system", a.system,
+                 "system file (JSON) or inline hierarchy, e.g. node=4,gpu=16")
+      ->required();
+  sub.add_option("--axes", a.axes, "parallelism axis sizes, e.g. 4,16")->required();
+  auto* r = sub.add_option("--reduce", a.reduce, "reduction axis indices (0-based), e.g. 0 or 0,2");
+  if (need_reduce) r->required();
+  sub.add_option("--matrix", a.matrix,
+                 "one parallelism matrix, rows separated by ';', e.g. \"1 4;4 4\" (default: all)");
+}
+
+Problem load_problem(const ProblemArgs& a) {
+  Problem p;
+  p.system = engine::parse_system_arg(a.system);
+  p.axes = engine::parse_int_list(a.axes, "--axes");
+  const auto levels = p.system.cardinalities();
+  engine::check_axes(levels, p.axes);
+  if (!a.reduce.empty() || a.need_reduce) {
+    std::vector<int> r;
+    if (a.reduce.empty()) throw Error("--reduce: give at least one reduction axis index");
+    // Reduction indices may be 0, so parse without the positivity check.
+    std::string cur;
+    auto flush = [&] {
+      if (cur.empty()) throw Error("--reduce '" + a.reduce + "': empty entry");
+      std::size_t pos = 0;
+      long v = -1;
+      try {
+        v = std::stol(cur, &pos);
+      } catch (...) {
+        pos = 0;
+      }
+      if (pos != cur.size())
+        throw Error("--reduce '" + a.reduce + "': '" + cur + "' is not an axis index");
+      if (v < 0 || v > 1000000)
+        throw Error("--reduce: axis index " + cur + " is out of range (axes are 0.." +
+                    std::to_string(p.axes.size() - 1) + ")");
+      r.push_back(static_cast<int>(v));
+      cur.clear();
+    };
+    for (char c : a.reduce) {
+      if (c == ',' || c == ' ') flush();
+      else cur += c;
+    }
+    flush();
+    p.reduce = engine::check_reduce(r, p.axes.size());
+  }
+  if (!a.matrix.empty()) {
+    auto x = engine::parse_matrix(a.matrix);
+    engine::check_matrix(x, levels, p.axes);
+    p.matrices.push_back(std::move(x));
+  } else {
+    p.matrices = engine::enumerate_matrices(levels, p.axes);
+  }
+  return p;
+}
+
+engine::Placement Problem::placement(const engine::ParallelismMatrix& x) const {
+  return engine::Placement(system.cardinalities(), axes, x, reduce);
+}
+
+}  // namespace p2v::tools

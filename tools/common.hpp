@@ -1,0 +1,38 @@
+#pragma once
+// Options shared by the subcommands that take a placement problem.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "p2v/engine/hierarchy.hpp"
+#include "p2v/engine/placement.hpp"
+#include "p2v/engine/system.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace p2v::tools {
+
+// --system F --axes 4,16 --reduce 0 [--matrix "1 4;4 4"]
+struct ProblemArgs {
+  std::string system, axes, reduce, matrix;
+  bool need_reduce = true;
+};
+
+// Adds --system/--axes/--reduce/--matrix to `sub`.
+void add_problem_options(CLI::App& sub, ProblemArgs& a, bool need_reduce = true);
+
+// A parsed, validated problem: the system, axes, reduction axes and the matrices to consider
+// (the one given with --matrix, or all of them).
+struct Problem {
+  engine::System system;
+  std::vector<int> axes;
+  std::vector<int> reduce;  // sorted; empty when not needed
+  std::vector<engine::ParallelismMatrix> matrices;
+  engine::Placement placement(const engine::ParallelismMatrix& x) const;
+};
+
+Problem load_problem(const ProblemArgs& a);
+
+}  // namespace p2v::tools
