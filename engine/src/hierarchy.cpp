@@ -52,15 +52,16 @@ void prepend_root(SynthesisHierarchy& h) {
 
 }  // namespace
 
-SynthesisHierarchy make_hierarchy(const Placement& p, const std::vector<std::string>& level_names,
-                                  HierarchyKind kind) {
-  const auto& x = p.matrix();
-  const int m = static_cast<int>(p.axes().size());
-  const int L = static_cast<int>(p.levels().size());
+namespace {
+
+std::vector<LevelSpec> level_specs(const ParallelismMatrix& x, const std::vector<int>& reduce,
+                                   const std::vector<std::string>& level_names, HierarchyKind kind) {
+  const int m = static_cast<int>(x.size());
+  const int L = m ? static_cast<int>(x[0].size()) : 0;
   if (static_cast<int>(level_names.size()) != L)
     throw Error(fmt::format("internal: {} level names for {} levels", level_names.size(), L));
   const bool reduction = kind == HierarchyKind::ReductionAxes || kind == HierarchyKind::ReductionUncollapsed;
-  if (reduction && p.reduce().empty()) throw Error("hierarchy (d) needs reduction axes (--reduce)");
+  if (reduction && reduce.empty()) throw Error("hierarchy (d) needs reduction axes (--reduce)");
   std::vector<LevelSpec> specs;
   auto part_name = [&](int i, int j) { return fmt::format("{}.{}", level_names[j], i); };
   switch (kind) {
@@ -82,15 +83,43 @@ SynthesisHierarchy make_hierarchy(const Placement& p, const std::vector<std::str
     case HierarchyKind::ReductionAxes:
       for (int j = 0; j < L; ++j) {
         LevelSpec s{level_names[j], {}};
-        for (int i : p.reduce()) s.parts.push_back({i, j});
+        for (int i : reduce) s.parts.push_back({i, j});
         specs.push_back(s);
       }
       break;
     case HierarchyKind::ReductionUncollapsed:
-      for (int i : p.reduce())
+      for (int i : reduce)
         for (int j = 0; j < L; ++j) specs.push_back({part_name(i, j), {{i, j}}});
       break;
   }
+  return specs;
+}
+
+}  // namespace
+
+std::pair<std::vector<int>, std::vector<std::string>> hierarchy_shape(const ParallelismMatrix& x,
+                                                                      const std::vector<int>& reduce,
+                                                                      const std::vector<std::string>& level_names,
+                                                                      HierarchyKind kind) {
+  std::pair<std::vector<int>, std::vector<std::string>> out;
+  for (const auto& s : level_specs(x, reduce, level_names, kind)) {
+    int card = 1;
+    for (auto [i, j] : s.parts) card *= x[i][j];
+    out.first.push_back(card);
+    out.second.push_back(s.name);
+  }
+  if (out.first.empty() || out.first[0] != 1) {
+    out.first.insert(out.first.begin(), 1);
+    out.second.insert(out.second.begin(), "root");
+  }
+  return out;
+}
+
+SynthesisHierarchy make_hierarchy(const Placement& p, const std::vector<std::string>& level_names,
+                                  HierarchyKind kind) {
+  const auto& x = p.matrix();
+  const bool reduction = kind == HierarchyKind::ReductionAxes || kind == HierarchyKind::ReductionUncollapsed;
+  const std::vector<LevelSpec> specs = level_specs(x, p.reduce(), level_names, kind);
   SynthesisHierarchy h;
   h.kind = kind;
   for (const auto& s : specs) {

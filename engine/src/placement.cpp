@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <sstream>
 
@@ -133,8 +134,27 @@ std::vector<int> check_reduce(const std::vector<int>& reduce, std::size_t num_ax
 ParallelismMatrix parse_matrix(const std::string& text) {
   ParallelismMatrix x;
   std::string t = text;
-  for (char& c : t)
-    if (c == '[' || c == ']') c = ' ';
+  // Bracket form "[[1 4] [4 4]]" (or JSON "[[1,4],[4,4]]"): each inner bracket is a row.
+  if (t.find('[') != std::string::npos) {
+    std::string rows;
+    int depth = 0;
+    for (char c : t) {
+      if (c == '[') {
+        ++depth;
+      } else if (c == ']') {
+        if (depth == 2) rows += ';';
+        --depth;
+      } else if (depth == 2) {
+        rows += c;
+      } else if (!std::isspace(static_cast<unsigned char>(c)) && c != ',') {
+        throw Error(fmt::format("--matrix '{}': unexpected '{}' outside a row", text, c));
+      }
+    }
+    if (depth != 0) throw Error(fmt::format("--matrix '{}': unbalanced brackets", text));
+    if (!rows.empty() && rows.back() == ';') rows.pop_back();
+    t = rows;
+    if (t.empty()) throw Error(fmt::format("--matrix '{}': no rows", text));
+  }
   std::stringstream rows(t);
   std::string row;
   while (std::getline(rows, row, ';')) {

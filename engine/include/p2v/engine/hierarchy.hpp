@@ -38,6 +38,12 @@ struct SynthesisHierarchy {
 SynthesisHierarchy make_hierarchy(const Placement& p, const std::vector<std::string>& level_names,
                                   HierarchyKind kind);
 
+// The cardinalities (root first) and level names of hierarchy `kind` for matrix x and reduction
+// axes `reduce`, without building device coordinates (cheap for any system size).
+std::pair<std::vector<int>, std::vector<std::string>> hierarchy_shape(
+    const ParallelismMatrix& x, const std::vector<int>& reduce, const std::vector<std::string>& level_names,
+    HierarchyKind kind);
+
 // A hierarchy given directly as cardinalities (e.g. [1 2 4] of SPEC Example 5.2), reducing over
 // all of its devices: one copy, the identity. Names default to "l0", "l1", ... or the given ones.
 SynthesisHierarchy make_plain_hierarchy(const std::vector<int>& cards,

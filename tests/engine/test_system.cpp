@@ -1,0 +1,82 @@
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "p2v/engine/error.hpp"
+#include "p2v/engine/system.hpp"
+
+using namespace p2v::engine;
+
+namespace {
+std::string error_of(const std::string& json) {
+  try {
+    parse_system_json(json, "t.json");
+  } catch (const p2v::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("bundled system files load with the SPEC §8 bandwidths") {
+  const std::string dir = std::string(P2V_SOURCE_DIR) + "/examples/systems/";
+  auto f = load_system_file(dir + "fig2a.json");
+  CHECK(f.cardinalities() == std::vector<int>{1, 2, 2, 4});
+  CHECK(f.num_devices() == 16);
+  CHECK_FALSE(f.root_implied());
+  auto a = load_system_file(dir + "a100-4node.json");
+  CHECK(a.cardinalities() == std::vector<int>{4, 16});
+  CHECK(a.root_implied());
+  CHECK(a.hierarchy_cardinalities() == std::vector<int>{1, 4, 16});
+  CHECK(a.hierarchy_names() == std::vector<std::string>{"root", "node", "gpu"});
+  REQUIRE(a.levels[0].interconnect);
+  CHECK(a.levels[0].interconnect->kind == LinkKind::Nic);
+  CHECK(a.levels[0].interconnect->bandwidth_gbps == 8);
+  CHECK(a.levels[1].interconnect->bandwidth_gbps == 270);
+  auto v = load_system_file(dir + "v100-2node.json");
+  CHECK(v.cardinalities() == std::vector<int>{2, 8});
+  CHECK(v.levels[1].interconnect->bandwidth_gbps == 135);
+  CHECK(load_system_file(dir + "a100-2node.json").num_devices() == 32);
+  CHECK(load_system_file(dir + "v100-4node.json").num_devices() == 32);
+}
+
+TEST_CASE("system JSON round-trips") {
+  auto a = load_system_file(std::string(P2V_SOURCE_DIR) + "/examples/systems/a100-4node.json");
+  auto b = parse_system_json(system_to_json(a), "rt");
+  CHECK(b.cardinalities() == a.cardinalities());
+  CHECK(b.levels[0].interconnect->latency_us == a.levels[0].interconnect->latency_us);
+}
+
+TEST_CASE("inline systems") {
+  auto s = parse_system_inline("rack=1,server=2,cpu=2,gpu=4");
+  CHECK(s.cardinalities() == std::vector<int>{1, 2, 2, 4});
+  CHECK(parse_system_arg("node=4,gpu=16").num_devices() == 64);
+  CHECK_THROWS_WITH_AS(parse_system_inline("node=4,gpu"), doctest::Contains("not name=cardinality"), p2v::Error);
+  CHECK_THROWS_WITH_AS(parse_system_inline("node=0"), doctest::Contains("between 1 and"), p2v::Error);
+  CHECK_THROWS_WITH_AS(parse_system_inline("node=x"), doctest::Contains("not an integer"), p2v::Error);
+  CHECK_THROWS_WITH_AS(parse_system_inline("a=2,a=2"), doctest::Contains("duplicate level name"), p2v::Error);
+  CHECK_THROWS_WITH_AS(parse_system_arg("/no/such/file.json"), doctest::Contains("no such file"), p2v::Error);
+}
+
+TEST_CASE("bad system files name the field and the problem") {
+  CHECK(error_of("{\"levels\": [") .find("malformed JSON") != std::string::npos);
+  CHECK(error_of("[]").find("top level must be a JSON object") != std::string::npos);
+  CHECK(error_of("{}").find("levels: missing") != std::string::npos);
+  CHECK(error_of("{\"levels\": []}").find("at least one level") != std::string::npos);
+  CHECK(error_of("{\"levels\": [{\"name\":\"gpu\",\"cardinality\":-3}]}").find("levels[0].cardinality") !=
+        std::string::npos);
+  CHECK(error_of("{\"levels\": [{\"name\":\"gpu\",\"cardinality\":2.5}]}").find("must be an integer") !=
+        std::string::npos);
+  CHECK(error_of("{\"levels\": [{\"cardinality\":2}]}").find("levels[0].name") != std::string::npos);
+  CHECK(error_of("{\"levels\": [{\"name\":\"n\",\"cardinality\":2,\"interconnect\":{\"kind\":\"wifi\","
+                 "\"bandwidth_gbps\":1,\"latency_us\":1}}]}")
+            .find("unknown interconnect kind 'wifi'") != std::string::npos);
+  CHECK(error_of("{\"levels\": [{\"name\":\"n\",\"cardinality\":2,\"interconnect\":{\"kind\":\"nic\","
+                 "\"bandwidth_gbps\":0,\"latency_us\":1}}]}")
+            .find("levels[0].interconnect.bandwidth_gbps") != std::string::npos);
+  CHECK(error_of("{\"levels\": [{\"name\":\"n\",\"cardinality\":2}], \"extra\": 1}").find("unknown field 'extra'") !=
+        std::string::npos);
+  CHECK(error_of("{\"levels\": [{\"name\":\"a\",\"cardinality\":2048},{\"name\":\"b\",\"cardinality\":2048}]}")
+            .find("more than") != std::string::npos);
+  CHECK(error_of("{\"levels\": [{\"name\":\"gpu\",\"cardinality\":4}]}").empty());
+}
