@@ -1,0 +1,77 @@
+#include <chrono>
+
+#include "twin.hpp"
+
+#ifdef P2V_PROOFS_HAVE_SMT
+#include "p2v/encodings/smt.hpp"
+#endif
+
+namespace p2v::proofs::detail {
+
+#ifdef P2V_PROOFS_HAVE_SMT
+namespace {
+// Signature of a lowered instruction: 3 bits of collective, then one bit per device pair (u < v)
+// saying whether u and v share a group. Groups have >= 2 members, so this determines them.
+std::vector<bool> signature(const engine::LoweredStep& s, int n) {
+  std::vector<bool> bits(3 + static_cast<std::size_t>(n) * (n - 1) / 2, false);
+  const unsigned c = static_cast<unsigned>(s.collective);
+  for (int b = 0; b < 3; ++b) bits[b] = (c >> b) & 1u;
+  std::vector<int> group_of(n, -1);
+  for (std::size_t g = 0; g < s.groups.size(); ++g)
+    for (int d : s.groups[g]) group_of[d] = static_cast<int>(g);
+  std::size_t at = 3;
+  for (int u = 0; u < n; ++u)
+    for (int v = u + 1; v < n; ++v, ++at) bits[at] = group_of[u] >= 0 && group_of[u] == group_of[v];
+  return bits;
+}
+}  // namespace
+#endif
+
+TwinAnswer twin_query(const std::string& solver, const std::vector<engine::LoweredStep>& weak,
+                      const std::vector<engine::LoweredStep>& strong, int n, unsigned timeout_ms) {
+  TwinAnswer a;
+#ifndef P2V_PROOFS_HAVE_SMT
+  (void)solver, (void)weak, (void)strong, (void)n, (void)timeout_ms;
+  a.result = "unavailable";
+  a.why = "built without the SMT encodings (P2V_WITH_SMT=OFF)";
+  return a;
+#else
+  namespace smt = p2v::encodings::smt;
+  const auto t0 = std::chrono::steady_clock::now();
+  smt::SolverOptions so;
+  so.timeout_ms = timeout_ms;
+  smt::Solver s(smt::parse_solver_kind(solver), so);
+  a.solver = s.name() + " " + s.version();
+  if (weak.empty()) {
+    a.result = "unsat";
+    a.why = "vacuous: no instruction of the weaker hierarchy occurs in a valid program";
+    return a;
+  }
+  const unsigned width = static_cast<unsigned>(3 + static_cast<std::size_t>(n) * (n - 1) / 2);
+  unsigned ibits = 1;
+  while ((std::size_t{1} << ibits) < weak.size()) ++ibits;
+  // i picks a weak instruction; sig is its signature; sig differs from every strong signature.
+  smt::Term i = s.bv_var("i", ibits);
+  s.add(smt::ule(i, s.bv_val(ibits, weak.size() - 1)));
+  smt::Term sig = s.bv_var("sig", width);
+  std::vector<smt::Term> pick;
+  for (std::size_t w = 0; w < weak.size(); ++w)
+    pick.push_back(smt::implies(i == s.bv_val(ibits, w), sig == s.bv_val(width, signature(weak[w], n))));
+  s.add(smt::all_of(pick, s.bool_val(true)));
+  for (const auto& st : strong) s.add(sig != s.bv_val(width, signature(st, n)));
+  const auto r = s.check();
+  a.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (r == smt::Result::unsat) {
+    a.result = "unsat";
+  } else if (r == smt::Result::sat) {
+    a.result = "sat";
+    a.witness = static_cast<int>(s.value_u64(i));
+  } else {
+    a.result = "unknown";
+    a.why = s.reason_unknown();
+  }
+  return a;
+#endif
+}
+
+}  // namespace p2v::proofs::detail
