@@ -11,6 +11,9 @@
 #include "common.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/synth.hpp"
+#ifdef HAVE_P2V_ENCODINGS
+#include "p2v/encodings/certificate.hpp"
+#endif
 
 namespace p2v::tools {
 namespace {
@@ -23,6 +26,9 @@ struct SynthArgs {
   bool no_collapse = false;
   bool json = false;
   int show = -1;
+  std::string certify, solver = "both";
+  bool proofs = false;
+  double timeout_s = 300;
 };
 
 Registrar reg(
@@ -40,6 +46,12 @@ Registrar reg(
       sub.add_flag("--no-collapse", a->no_collapse, "use the uncollapsed reduction-axes hierarchy (d)");
       sub.add_flag("--json", a->json, "machine-readable output");
       sub.add_option("--show", a->show, "print at most this many programs per matrix in the table (default all)");
+      sub.add_option("--certify", a->certify,
+                     "write one JSON certificate per program into DIR, after the solvers (--solver) reproduce "
+                     "the enumerator's set and prove minimality and completeness");
+      sub.add_option("--solver", a->solver, "with --certify: z3, cvc5 or both")->capture_default_str();
+      sub.add_flag("--proofs", a->proofs, "with --certify: store cvc5's proofs of the unsat answers beside them");
+      sub.add_option("--timeout", a->timeout_s, "with --certify: per solver check, seconds")->capture_default_str();
       return [a] {
         Problem p = load_problem(a->problem);
         engine::SynthOptions opt;
@@ -55,6 +67,11 @@ Registrar reg(
         }
         std::vector<std::string> names;
         for (const auto& l : p.system.levels) names.push_back(l.name);
+        if (a->proofs && a->certify.empty()) throw Error("--proofs needs --certify DIR");
+#ifndef HAVE_P2V_ENCODINGS
+        if (!a->certify.empty()) throw Error("--certify needs the SMT encodings (p2v was built without Z3/cvc5)");
+#endif
+        std::size_t certificates = 0;
         const bool progress = !a->json && p.matrices.size() > 1 && isatty(2);
         nlohmann::json out;
         out["system"] = nlohmann::json::parse(engine::system_to_json(p.system));
@@ -72,6 +89,18 @@ Registrar reg(
           auto r = engine::synthesize(p.placement(x), names, kind, opt);
           const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
           total += r.programs.size();
+          std::vector<std::string> cert_files;
+#ifdef HAVE_P2V_ENCODINGS
+          if (!a->certify.empty()) {
+            encodings::CertifyOptions co;
+            co.dir = a->certify;
+            co.solvers = encodings::smt::parse_solver_list(a->solver);
+            co.search.proofs = a->proofs;
+            co.search.timeout_ms = static_cast<unsigned>(a->timeout_s * 1000);
+            cert_files = encodings::certify_programs(p.system, p.placement(x), r, opt, co).files;
+            certificates += cert_files.size();
+          }
+#endif
           if (a->json) {
             nlohmann::json res;
             res["matrix"] = x;
@@ -92,6 +121,7 @@ Registrar reg(
               }
               res["programs"].push_back(std::move(pj));
             }
+            if (!a->certify.empty()) res["certificates"] = cert_files;
             res["search_nodes"] = r.nodes;
             res["search_applied"] = r.applied;
             out["results"].push_back(std::move(res));
@@ -112,6 +142,9 @@ Registrar reg(
         if (progress) fmt::print(stderr, "\n");
         if (a->json) fmt::print("{}\n", out.dump(2));
         else fmt::print("total: {} programs over {} matrices\n", total, p.matrices.size());
+        if (!a->certify.empty() && !a->json)
+          fmt::print("{} certificates written to {} (check them with: p2v check {}/*.json)\n", certificates, a->certify,
+                     a->certify);
         return 0;
       };
     });

@@ -4,6 +4,11 @@
 #include <cstdio>
 #include <fmt/core.h>
 
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <unistd.h>
+
 #include "command.hpp"
 #include "p2v/engine/error.hpp"
 
@@ -14,8 +19,61 @@ std::vector<Command>& registry() {
 }
 }  // namespace p2v::tools
 
+namespace {
+
+// Subcommands that live in companion executables (see tools/CMakeLists.txt).
+struct External {
+  const char* name;
+  const char* exe;
+  const char* description;
+  int order;
+};
+constexpr External kExternal[] = {
+    {"verify", "p2v-smt", "Enumerate with Z3/cvc5 and the enumerator and check the sets are identical", 40},
+    {"check", "p2v-smt", "Check certificates with the independent checker", 50},
+    {"prove", "p2v-smt", "Check Theorem 3.2 and lemmas B.1-B.8 on concrete hierarchies", 60},
+    {"run", "p2v-run", "Run programs on MPI (CPUs) or NCCL (GPUs) and check the results", 70},
+};
+
+bool registered(const std::string& name) {
+  for (const auto& c : p2v::tools::registry())
+    if (c.name == name) return true;
+  return false;
+}
+
+// Replaces this process with the companion executable beside it (same argv and pid).
+[[noreturn]] void exec_companion(const char* exe, char** argv) {
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  std::string dir = ".";
+  if (n > 0) {
+    self[n] = 0;
+    dir = self;
+    dir = dir.substr(0, dir.rfind('/'));
+  }
+  const std::string path = dir + "/" + exe;
+  ::execv(path.c_str(), argv);
+  fmt::print(stderr, "p2v: error: this subcommand needs {} ({}), which is not installed beside p2v: {}\n", exe, path,
+             std::strerror(errno));
+  std::exit(2);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace p2v::tools;
+  if (argc > 1) {
+    const std::string sub = argv[1];
+    for (const auto& e : kExternal)
+      if (sub == e.name && !registered(sub)) exec_companion(e.exe, argv);
+#ifndef P2V_TOOL_SMT
+    // Certificates need the solvers: hand `synth --certify` to p2v-smt.
+    if (sub == "synth")
+      for (int i = 2; i < argc; ++i)
+        if (std::strncmp(argv[i], "--certify", 9) == 0 || std::strcmp(argv[i], "--proofs") == 0)
+          exec_companion("p2v-smt", argv);
+#endif
+  }
   CLI::App app{"p2v: synthesize, certify, simulate and run reduction programs for "
                "hierarchical accelerator systems"};
   app.require_subcommand(1);
@@ -29,6 +87,8 @@ int main(int argc, char** argv) {
     subs[i] = app.add_subcommand(cmds[i].name, cmds[i].description);
     runners[i] = cmds[i].setup(*subs[i]);
   }
+  for (const auto& e : kExternal)
+    if (!registered(e.name)) app.add_subcommand(e.name, e.description)->allow_extras()->group("Subcommands");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

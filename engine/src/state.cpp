@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "p2v/engine/error.hpp"
+#include "state_kernel.hpp"
 
 namespace p2v::engine {
 
@@ -105,7 +106,7 @@ bool StateSet::same_device(int d, const StateSet& o, int od) const {
   return k_ == o.k_ && std::memcmp(dev(d), o.dev(od), stride_ * sizeof(std::uint64_t)) == 0;
 }
 
-namespace {
+namespace kernel {
 
 std::string set_text(const std::vector<int>& v) {
   // Compress runs: {0-3,8,10-11}
@@ -120,12 +121,15 @@ std::string set_text(const std::vector<int>& v) {
   return s + "}";
 }
 
-inline int popcount_words(const std::uint64_t* p, int w) {
-  int n = 0;
-  for (int i = 0; i < w; ++i) n += std::popcount(p[i]);
-  return n;
-}
+}  // namespace kernel
 
+using kernel::popcount_words;
+using kernel::set_text;
+
+namespace {
+kernel::Layout layout_of(const StateSet& s) {
+  return {s.k(), s.words(), static_cast<std::size_t>(s.words()) * (s.k() + 1)};
+}
 }  // namespace
 
 std::string StateSet::describe_device(int d) const {
@@ -149,172 +153,22 @@ std::string StateSet::describe_device(int d) const {
 }
 
 bool StateSet::check_group(Collective c, const int* m, int g, std::string* why) const {
-  const int w = w_;
-  auto fail = [&](const std::string& msg) {
-    if (why) {
-      std::vector<int> mem(m, m + g);
-      *why = fmt::format("{} precondition fails on group {}: {}", to_string(c), set_text(mem), msg);
-    }
-    return false;
-  };
-  const std::uint64_t* d0 = dev(m[0]);
-  switch (c) {
-    case Collective::AllReduce:
-    case Collective::ReduceScatter:
-    case Collective::Reduce: {
-      bool nonempty = false;
-      for (int i = 0; i < w; ++i) nonempty |= d0[i] != 0;
-      if (!nonempty) return why ? fail(fmt::format("device {} holds no rows", m[0])) : false;
-      for (int a = 1; a < g; ++a)
-        if (std::memcmp(d0, dev(m[a]), w * sizeof(std::uint64_t)) != 0)
-          return why ? fail(fmt::format("devices {} and {} hold different rows", m[0], m[a])) : false;
-      if (c == Collective::ReduceScatter && popcount_words(d0, w) % g != 0)
-        return why ? fail(fmt::format("{} rows are not divisible among {} members", popcount_words(d0, w), g))
-                   : false;
-      // Pairwise-disjoint column sets, row by row.
-      if (w == 1) {
-        const std::size_t st = stride_;
-        const std::uint64_t* base = bits_.data() + 1;
-        std::uint64_t mask = d0[0];
-        while (mask) {
-          const int r = std::countr_zero(mask);
-          mask &= mask - 1;
-          std::uint64_t u = 0;
-          for (int a = 0; a < g; ++a) {
-            const std::uint64_t cs = base[static_cast<std::size_t>(m[a]) * st + r];
-            if (u & cs)
-              return why ? fail(fmt::format("row {}: column sets of the members overlap (device {})", r, m[a])) : false;
-            u |= cs;
-          }
-        }
-        return true;
-      }
-      std::uint64_t acc[8];
-      std::vector<std::uint64_t> accv;
-      std::uint64_t* u = acc;
-      if (w > 8) {
-        accv.resize(w);
-        u = accv.data();
-      }
-      for (int wi = 0; wi < w; ++wi) {
-        std::uint64_t mask = d0[wi];
-        while (mask) {
-          const int r = wi * 64 + std::countr_zero(mask);
-          mask &= mask - 1;
-          std::fill(u, u + w, 0);
-          for (int a = 0; a < g; ++a) {
-            const std::uint64_t* cs = dev(m[a]) + w + static_cast<std::size_t>(r) * w;
-            for (int i = 0; i < w; ++i) {
-              if (u[i] & cs[i])
-                return why ? fail(fmt::format("row {}: column sets of the members overlap (device {})", r, m[a]))
-                           : false;
-              u[i] |= cs[i];
-            }
-          }
-        }
-      }
-      return true;
-    }
-    case Collective::AllGather: {
-      const int n0 = popcount_words(d0, w);
-      if (n0 == 0) return why ? fail(fmt::format("device {} holds no rows", m[0])) : false;
-      std::uint64_t acc[8];
-      std::vector<std::uint64_t> accv;
-      std::uint64_t* u = acc;
-      if (w > 8) {
-        accv.resize(w);
-        u = accv.data();
-      }
-      std::fill(u, u + w, 0);
-      for (int a = 0; a < g; ++a) {
-        const std::uint64_t* da = dev(m[a]);
-        if (popcount_words(da, w) != n0)
-          return why ? fail(fmt::format("devices {} and {} hold different numbers of rows", m[0], m[a])) : false;
-        for (int i = 0; i < w; ++i) {
-          if (u[i] & da[i]) return why ? fail(fmt::format("device {} holds a row another member holds", m[a])) : false;
-          u[i] |= da[i];
-        }
-      }
-      return true;
-    }
-    case Collective::Broadcast: {
-      const std::size_t n = stride_;
-      // Strictness first: it is what fails most often (e.g. after an AllReduce of the group).
-      bool strict = false;
-      for (int a = 1; a < g && !strict; ++a)
-        strict = std::memcmp(dev(m[a]), d0, n * sizeof(std::uint64_t)) != 0;
-      if (!strict) return why ? fail("every member already equals the root") : false;
-      for (int a = 1; a < g; ++a) {
-        const std::uint64_t* da = dev(m[a]);
-        for (std::size_t i = 0; i < n; ++i)
-          if (da[i] & ~d0[i])
-            return why ? fail(fmt::format("device {} holds data the root {} lacks", m[a], m[0])) : false;
-      }
-      return true;
-    }
-  }
-  return false;
+  thread_local std::vector<const std::uint64_t*> P;
+  P.resize(g);
+  for (int a = 0; a < g; ++a) P[a] = dev(m[a]);
+  return kernel::group_check(c, P.data(), m, g, layout_of(*this), why);
 }
 
 void StateSet::apply_group(Collective c, const int* m, int g, StateSet& out) const {
-  const int w = w_;
-  const std::size_t n = stride_;
-  switch (c) {
-    case Collective::AllReduce:
-    case Collective::Reduce: {
-      std::uint64_t* o = out.dev(m[0]);
-      std::memcpy(o, dev(m[0]), n * sizeof(std::uint64_t));
-      for (int a = 1; a < g; ++a) {
-        const std::uint64_t* da = dev(m[a]);
-        for (std::size_t i = w; i < n; ++i) o[i] |= da[i];
-      }
-      for (int a = 1; a < g; ++a) {
-        if (c == Collective::AllReduce) std::memcpy(out.dev(m[a]), o, n * sizeof(std::uint64_t));
-        else std::memset(out.dev(m[a]), 0, n * sizeof(std::uint64_t));
-      }
-      return;
-    }
-    case Collective::ReduceScatter: {
-      // S = union; member i gets the i-th block of rows(S).
-      const std::uint64_t* d0 = dev(m[0]);
-      const int total = popcount_words(d0, w);
-      const int block = total / g;
-      for (int a = 0; a < g; ++a) std::memset(out.dev(m[a]), 0, n * sizeof(std::uint64_t));
-      int idx = 0;
-      for (int wi = 0; wi < w; ++wi) {
-        std::uint64_t mask = d0[wi];
-        while (mask) {
-          const int r = wi * 64 + std::countr_zero(mask);
-          mask &= mask - 1;
-          std::uint64_t* o = out.dev(m[idx / block]);
-          ++idx;
-          o[r >> 6] |= std::uint64_t{1} << (r & 63);
-          std::uint64_t* oc = o + w + static_cast<std::size_t>(r) * w;
-          for (int a = 0; a < g; ++a) {
-            const std::uint64_t* cs = dev(m[a]) + w + static_cast<std::size_t>(r) * w;
-            for (int i = 0; i < w; ++i) oc[i] |= cs[i];
-          }
-        }
-      }
-      return;
-    }
-    case Collective::AllGather: {
-      std::uint64_t* o = out.dev(m[0]);
-      std::memcpy(o, dev(m[0]), n * sizeof(std::uint64_t));
-      for (int a = 1; a < g; ++a) {
-        const std::uint64_t* da = dev(m[a]);
-        // Rows are disjoint, so OR-ing masks and column sets unions them.
-        for (std::size_t i = 0; i < n; ++i) o[i] |= da[i];
-      }
-      for (int a = 1; a < g; ++a) std::memcpy(out.dev(m[a]), o, n * sizeof(std::uint64_t));
-      return;
-    }
-    case Collective::Broadcast: {
-      const std::uint64_t* d0 = dev(m[0]);
-      for (int a = 0; a < g; ++a) std::memcpy(out.dev(m[a]), d0, n * sizeof(std::uint64_t));
-      return;
-    }
+  thread_local std::vector<const std::uint64_t*> P;
+  thread_local std::vector<std::uint64_t*> O;
+  P.resize(g);
+  O.resize(g);
+  for (int a = 0; a < g; ++a) {
+    P[a] = dev(m[a]);
+    O[a] = out.dev(m[a]);
   }
+  kernel::group_apply(c, P.data(), O.data(), g, layout_of(*this));
 }
 
 bool StateSet::check(Collective c, const Groups& groups, std::string* why) const {

@@ -3,68 +3,153 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <unordered_map>
 
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/state.hpp"
+#include "state_kernel.hpp"
 
 namespace p2v::engine {
 
 namespace {
 
-// Depth-first search with memoization: suffixes(state, t) is the list of every valid suffix of at
-// most t steps from `state` (each ending exactly at the goal), in instruction order. Different
-// prefixes often reach the same state (commuting steps), so suffix lists are shared.
+// Device states are interned: a search state is one id per device (4 bytes), the device states
+// themselves (k+1 bitset rows of k bits) live once in a table. Copying, hashing and comparing a
+// search state is then O(k) instead of O(k^2) words, and the Hoare rule of a collective on a
+// group is computed once per distinct tuple of member states (cached), however many search
+// paths meet it.
+class DeviceTable {
+ public:
+  explicit DeviceTable(int k)
+      : layout_{k, (k + 63) / 64, static_cast<std::size_t>((k + 63) / 64) * (k + 1)} {}
+  const kernel::Layout& layout() const { return layout_; }
+  const std::uint64_t* get(std::uint32_t id) const { return data_.data() + id * layout_.stride; }
+  std::uint32_t intern(const std::uint64_t* p) {
+    const std::size_t n = layout_.stride;
+    std::uint64_t h = 0x9E3779B97F4A7C15ull;
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0xff51afd7ed558ccdull + (h >> 31);
+    auto& bucket = index_[h];
+    for (std::uint32_t id : bucket)
+      if (std::memcmp(get(id), p, n * sizeof(std::uint64_t)) == 0) return id;
+    const auto id = static_cast<std::uint32_t>(data_.size() / n);
+    data_.insert(data_.end(), p, p + n);
+    bucket.push_back(id);
+    return id;
+  }
+  std::size_t size() const { return data_.size() / layout_.stride; }
+
+ private:
+  kernel::Layout layout_;
+  std::vector<std::uint64_t> data_;
+  std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> index_;
+};
+
+using IdState = std::vector<std::uint32_t>;
+
+struct IdHash {
+  std::size_t operator()(const std::vector<std::uint32_t>& v) const {
+    std::uint64_t h = 0xcbf29ce484222325ull ^ v.size();
+    for (std::uint32_t x : v) h = (h ^ x) * 0x100000001b3ull;
+    return static_cast<std::size_t>(h ^ (h >> 29));
+  }
+};
+
 struct Search {
   const std::vector<Instruction>& ins;
-  const StateSet& goal;
   const SynthOptions& opt;
+  DeviceTable table;
+  IdState goal;
+  std::vector<char> covers_all;  // per instruction: do its groups cover every device?
   std::int64_t nodes = 0, applied = 0, memo_hits = 0;
 
+  // (collective, member ids...) -> offset of the members' new ids in `results`, or -1 if invalid.
+  std::unordered_map<std::vector<std::uint32_t>, std::int64_t, IdHash> group_cache;
+  std::vector<std::uint32_t> results;
+  std::vector<std::uint32_t> key;
+  std::vector<const std::uint64_t*> in_ptrs;
+  std::vector<std::uint64_t*> out_ptrs;
+  std::vector<std::uint64_t> out_buf;
+
   struct Entry {
-    StateSet state;
     int remaining;
     std::shared_ptr<const std::vector<Program>> suffixes;
   };
-  std::unordered_map<std::uint64_t, std::vector<Entry>> memo;
+  std::unordered_map<IdState, std::vector<Entry>, IdHash> memo;
+  std::vector<IdState> scratch;  // scratch[t]: the successor while exploring with t steps left
 
-  std::vector<StateSet> scratch;  // scratch[t]: the successor state while exploring with t steps left
+  Search(const std::vector<Instruction>& in, const SynthOptions& o, int k) : ins(in), opt(o), table(k) {}
 
-  std::shared_ptr<const std::vector<Program>> suffixes(const StateSet& cur, int remaining) {
-    // Memoize where it pays: with one step left the test is cheap and writes nothing.
+  // The members' new ids for collective c on a group, or nullptr if the precondition fails.
+  const std::uint32_t* group_result(Collective c, const IdState& cur, const std::vector<int>& grp) {
+    const int g = static_cast<int>(grp.size());
+    key.resize(g + 1);
+    key[0] = static_cast<std::uint32_t>(c);
+    for (int a = 0; a < g; ++a) key[a + 1] = cur[grp[a]];
+    auto it = group_cache.find(key);
+    if (it == group_cache.end()) {
+      const auto& L = table.layout();
+      in_ptrs.resize(g);
+      for (int a = 0; a < g; ++a) in_ptrs[a] = table.get(key[a + 1]);
+      std::int64_t off = -1;
+      if (kernel::group_check(c, in_ptrs.data(), grp.data(), g, L, nullptr)) {
+        // Equal results share a buffer: one for AllReduce/AllGather/Broadcast, root + rest for
+        // Reduce, one per member for ReduceScatter.
+        const int distinct = c == Collective::ReduceScatter ? g : c == Collective::Reduce ? 2 : 1;
+        out_buf.resize(static_cast<std::size_t>(distinct) * L.stride);
+        out_ptrs.resize(g);
+        for (int a = 0; a < g; ++a)
+          out_ptrs[a] = out_buf.data() + static_cast<std::size_t>(std::min(a, distinct - 1)) * L.stride;
+        kernel::group_apply(c, in_ptrs.data(), out_ptrs.data(), g, L);
+        off = static_cast<std::int64_t>(results.size());
+        std::uint32_t prev = 0;
+        for (int a = 0; a < g; ++a) {  // intern may move the table: in_ptrs are dead by now
+          const bool same = a > 0 && out_ptrs[a] == out_ptrs[a - 1];
+          prev = same ? prev : table.intern(out_ptrs[a]);
+          results.push_back(prev);
+        }
+      }
+      it = group_cache.emplace(key, off).first;
+    }
+    return it->second < 0 ? nullptr : results.data() + it->second;
+  }
+
+  bool apply(const Instruction& in, bool all, const IdState& cur, IdState& next) {
+    if (!all) next = cur;  // Master: devices outside the group keep their state
+    else next.resize(cur.size());
+    for (const auto& grp : in.grouping.groups) {
+      const std::uint32_t* r = group_result(in.collective, cur, grp);
+      if (!r) return false;
+      for (std::size_t a = 0; a < grp.size(); ++a) next[grp[a]] = r[a];
+    }
+    return true;
+  }
+
+  std::shared_ptr<const std::vector<Program>> suffixes(const IdState& cur, int remaining) {
     const bool use_memo = remaining >= 2;
-    std::uint64_t h = 0;
     if (use_memo) {
-      h = cur.hash() ^ (static_cast<std::uint64_t>(remaining) * 0x9E3779B97F4A7C15ull);
-      auto it = memo.find(h);
+      auto it = memo.find(cur);
       if (it != memo.end())
         for (const auto& e : it->second)
-          if (e.remaining == remaining && e.state == cur) {
+          if (e.remaining == remaining) {
             ++memo_hits;
             return e.suffixes;
           }
     }
     auto out = std::make_shared<std::vector<Program>>();
-    StateSet& next = scratch[remaining];
+    IdState& next = scratch[remaining];
     for (std::size_t i = 0; i < ins.size(); ++i) {
       ++nodes;
       const int idx = static_cast<int>(i);
-      if (remaining == 1) {
-        // Last step: only a step that lands exactly on the goal matters; test without writing.
-        if (cur.finishes(ins[i].collective, ins[i].grouping.groups, goal)) {
-          ++applied;
-          out->push_back({idx});
-        }
-        continue;
-      }
-      if (!cur.apply(ins[i].collective, ins[i].grouping.groups, next)) continue;
+      if (!apply(ins[i], covers_all[i], cur, next)) continue;
       ++applied;
       if (next == goal) {
         // The goal admits no further rule (SPEC §5), so a valid program is never extended.
         out->push_back({idx});
         continue;
       }
+      if (remaining == 1) continue;
       auto rest = suffixes(next, remaining - 1);
       for (const auto& r : *rest) {
         Program p;
@@ -74,7 +159,7 @@ struct Search {
         out->push_back(std::move(p));
       }
     }
-    if (use_memo) memo[h].push_back({cur, remaining, out});
+    if (use_memo) memo[cur].push_back({remaining, out});
     return out;
   }
 };
@@ -90,10 +175,21 @@ SynthResult synthesize(const SynthesisHierarchy& h, const Groups& goal_groups, c
   r.instructions = instructions(h, opt.master);
   const int k = h.num_local();
   const StateSet goal = StateSet::goal(k, goal_groups);
-  Search s{r.instructions, goal, opt, 0, 0, 0, {}, {}};
-  s.scratch.assign(opt.max_size + 1, StateSet(k));
   const StateSet init = StateSet::initial(k);
-  if (!(init == goal)) r.programs = *s.suffixes(init, opt.max_size);
+  Search s(r.instructions, opt, k);
+  IdState init_ids(k);
+  s.goal.resize(k);
+  for (int d = 0; d < k; ++d) {
+    init_ids[d] = s.table.intern(init.dev(d));
+    s.goal[d] = s.table.intern(goal.dev(d));
+  }
+  for (const auto& in : r.instructions) {
+    std::size_t covered = 0;
+    for (const auto& g : in.grouping.groups) covered += g.size();
+    s.covers_all.push_back(covered == static_cast<std::size_t>(k));
+  }
+  s.scratch.assign(opt.max_size + 1, IdState(k));
+  if (init_ids != s.goal) r.programs = *s.suffixes(init_ids, opt.max_size);
   if (opt.max_programs > 0 && static_cast<std::int64_t>(r.programs.size()) > opt.max_programs) {
     r.programs.resize(opt.max_programs);
     r.truncated = true;
