@@ -3,7 +3,10 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <unordered_map>
 
@@ -71,10 +74,19 @@ struct Search {
   std::vector<const std::uint64_t*> in_ptrs;
   std::vector<std::uint64_t*> out_ptrs;
   std::vector<std::uint64_t> out_buf;
+  std::vector<char> can_finish;  // per instruction: may it be the last step?
 
+  // The valid suffixes of a state as a DAG: an edge (instruction, child) extends every suffix of
+  // the child; child == nullptr means the step itself reaches the goal. Shared between all
+  // prefixes that reach the same state, so memory is O(states x instructions), not O(programs).
+  struct Node {
+    std::vector<std::pair<int, const Node*>> edges;
+    std::int64_t count = 0;  // programs below this node
+  };
+  std::deque<Node> nodes_store;
   struct Entry {
     int remaining;
-    std::shared_ptr<const std::vector<Program>> suffixes;
+    const Node* node;
   };
   std::unordered_map<IdState, std::vector<Entry>, IdHash> memo;
   std::vector<IdState> scratch;  // scratch[t]: the successor while exploring with t steps left
@@ -115,7 +127,37 @@ struct Search {
     return it->second < 0 ? nullptr : results.data() + it->second;
   }
 
+  // Cheap necessary conditions on one group, from the members' ids and row masks alone (equal ids
+  // mean equal states). Most rejected steps fail here, before the group cache is consulted.
+  bool quick_reject(Collective c, const IdState& cur, const std::vector<int>& grp) const {
+    const std::uint32_t id0 = cur[grp[0]];
+    const int w = table.layout().w;
+    const std::uint64_t* m0 = table.get(id0);
+    switch (c) {
+      case Collective::AllReduce:
+      case Collective::ReduceScatter:
+      case Collective::Reduce:
+        for (std::size_t a = 1; a < grp.size(); ++a) {
+          const std::uint32_t id = cur[grp[a]];
+          if (id == id0) return true;  // identical non-empty states overlap (or both are empty)
+          if (std::memcmp(table.get(id), m0, w * sizeof(std::uint64_t)) != 0) return true;  // rows differ
+        }
+        return false;
+      case Collective::Broadcast:
+        for (std::size_t a = 1; a < grp.size(); ++a)
+          if (cur[grp[a]] != id0) return false;
+        return true;  // every member equals the root: not strict
+      case Collective::AllGather:
+        for (std::size_t a = 1; a < grp.size(); ++a)
+          if (cur[grp[a]] == id0) return true;  // same rows twice
+        return false;
+    }
+    return false;
+  }
+
   bool apply(const Instruction& in, bool all, const IdState& cur, IdState& next) {
+    const auto& g0 = in.grouping.groups.front();
+    if (g0.size() > 1 && quick_reject(in.collective, cur, g0)) return false;
     if (!all) next = cur;  // Master: devices outside the group keep their state
     else next.resize(cur.size());
     for (const auto& grp : in.grouping.groups) {
@@ -126,7 +168,7 @@ struct Search {
     return true;
   }
 
-  std::shared_ptr<const std::vector<Program>> suffixes(const IdState& cur, int remaining) {
+  const Node* suffixes(const IdState& cur, int remaining) {
     const bool use_memo = remaining >= 2;
     if (use_memo) {
       auto it = memo.find(cur);
@@ -134,33 +176,44 @@ struct Search {
         for (const auto& e : it->second)
           if (e.remaining == remaining) {
             ++memo_hits;
-            return e.suffixes;
+            return e.node;
           }
     }
-    auto out = std::make_shared<std::vector<Program>>();
+    Node& out = nodes_store.emplace_back();
     IdState& next = scratch[remaining];
     for (std::size_t i = 0; i < ins.size(); ++i) {
+      // With one step left only AllReduce, AllGather or Broadcast can land on the goal:
+      // ReduceScatter and Reduce leave some member of a group of two or more without every row.
+      if (remaining == 1 && !can_finish[i]) continue;
       ++nodes;
       const int idx = static_cast<int>(i);
       if (!apply(ins[i], covers_all[i], cur, next)) continue;
       ++applied;
       if (next == goal) {
         // The goal admits no further rule (SPEC §5), so a valid program is never extended.
-        out->push_back({idx});
+        out.edges.push_back({idx, nullptr});
+        ++out.count;
         continue;
       }
       if (remaining == 1) continue;
-      auto rest = suffixes(next, remaining - 1);
-      for (const auto& r : *rest) {
-        Program p;
-        p.reserve(r.size() + 1);
-        p.push_back(idx);
-        p.insert(p.end(), r.begin(), r.end());
-        out->push_back(std::move(p));
-      }
+      const Node* child = suffixes(next, remaining - 1);
+      if (child->count == 0) continue;
+      out.edges.push_back({idx, child});
+      out.count += child->count;
     }
-    if (use_memo) memo[cur].push_back({remaining, out});
-    return out;
+    if (use_memo) memo[cur].push_back({remaining, &out});
+    return &out;
+  }
+
+  // Every program below `n`, depth first in instruction order (the order of the plain search).
+  void expand(const Node* n, Program& prefix, std::vector<Program>& out, std::int64_t limit) {
+    for (const auto& [idx, child] : n->edges) {
+      if (limit > 0 && static_cast<std::int64_t>(out.size()) >= limit) return;
+      prefix.push_back(idx);
+      if (!child) out.push_back(prefix);
+      else expand(child, prefix, out, limit);
+      prefix.pop_back();
+    }
   }
 };
 
@@ -188,11 +241,25 @@ SynthResult synthesize(const SynthesisHierarchy& h, const Groups& goal_groups, c
     for (const auto& g : in.grouping.groups) covered += g.size();
     s.covers_all.push_back(covered == static_cast<std::size_t>(k));
   }
+  for (const auto& in : r.instructions) {
+    const bool singletons = in.grouping.groups.empty() || in.grouping.groups[0].size() < 2;
+    s.can_finish.push_back(singletons || (in.collective != Collective::ReduceScatter &&
+                                          in.collective != Collective::Reduce));
+  }
   s.scratch.assign(opt.max_size + 1, IdState(k));
-  if (init_ids != s.goal) r.programs = *s.suffixes(init_ids, opt.max_size);
-  if (opt.max_programs > 0 && static_cast<std::int64_t>(r.programs.size()) > opt.max_programs) {
-    r.programs.resize(opt.max_programs);
-    r.truncated = true;
+  if (init_ids != s.goal) {
+    const auto* root = s.suffixes(init_ids, opt.max_size);
+    if (root->count > kMaxPrograms && (opt.max_programs <= 0 || opt.max_programs > kMaxPrograms))
+      throw Error(fmt::format("{} valid programs up to size {}: more than p2v lists ({}); lower --max-size",
+                              root->count, opt.max_size, kMaxPrograms));
+    if (std::getenv("P2V_SYNTH_STATS"))
+      std::fprintf(stderr, "synth stats: attempts %lld applied %lld memo %zu hits %lld nodes %zu cache %zu results %zu devstates %zu\n",
+                   (long long)s.nodes, (long long)s.applied, s.memo.size(), (long long)s.memo_hits, s.nodes_store.size(),
+                   s.group_cache.size(), s.results.size(), s.table.size());
+    Program prefix;
+    r.programs.reserve(static_cast<std::size_t>(root->count));
+    s.expand(root, prefix, r.programs, opt.max_programs);
+    r.truncated = opt.max_programs > 0 && root->count > opt.max_programs;
   }
   std::stable_sort(r.programs.begin(), r.programs.end(),
                    [](const Program& a, const Program& b) { return a.size() < b.size(); });

@@ -18,6 +18,8 @@ struct SynthOptions {
 };
 
 inline constexpr int kMaxProgramSize = 10;
+// Largest number of programs one synthesis lists (the count itself is computed exactly).
+inline constexpr std::int64_t kMaxPrograms = 5'000'000;
 
 // A program: indices into SynthResult::instructions.
 using Program = std::vector<int>;
