@@ -28,6 +28,19 @@ inline int popcount_words(const std::uint64_t* p, int w) {
 
 std::string set_text(const std::vector<int>& v);
 
+// w words of scratch, on the stack for states of up to 512 devices.
+class Words {
+ public:
+  explicit Words(int w) {
+    if (w > 8) big_.resize(w);
+  }
+  std::uint64_t* data() { return big_.empty() ? small_ : big_.data(); }
+
+ private:
+  std::uint64_t small_[8] = {};
+  std::vector<std::uint64_t> big_;
+};
+
 // Precondition of `c` on members P[0..g) (device numbers m, for messages).
 inline bool group_check(Collective c, const std::uint64_t* const* P, const int* m, int g, const Layout& L,
                         std::string* why) {
@@ -69,13 +82,8 @@ inline bool group_check(Collective c, const std::uint64_t* const* P, const int* 
         }
         return true;
       }
-      std::uint64_t acc[8];
-      std::vector<std::uint64_t> accv;
-      std::uint64_t* u = acc;
-      if (w > 8) {
-        accv.resize(w);
-        u = accv.data();
-      }
+      Words acc(w);
+      std::uint64_t* u = acc.data();
       for (int wi = 0; wi < w; ++wi) {
         std::uint64_t mask = d0[wi];
         while (mask) {
@@ -98,13 +106,8 @@ inline bool group_check(Collective c, const std::uint64_t* const* P, const int* 
     case Collective::AllGather: {
       const int n0 = popcount_words(d0, w);
       if (n0 == 0) return why ? fail(fmt::format("device {} holds no rows", m[0])) : false;
-      std::uint64_t acc[8];
-      std::vector<std::uint64_t> accv;
-      std::uint64_t* u = acc;
-      if (w > 8) {
-        accv.resize(w);
-        u = accv.data();
-      }
+      Words acc(w);
+      std::uint64_t* u = acc.data();
       std::fill(u, u + w, 0);
       for (int a = 0; a < g; ++a) {
         const std::uint64_t* da = P[a];
