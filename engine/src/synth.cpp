@@ -28,24 +28,35 @@ class DeviceTable {
   explicit DeviceTable(int k)
       : layout_{k, (k + 63) / 64, static_cast<std::size_t>((k + 63) / 64) * (k + 1)} {}
   const kernel::Layout& layout() const { return layout_; }
-  const std::uint64_t* get(std::uint32_t id) const { return data_.data() + id * layout_.stride; }
+  const std::uint64_t* get(std::uint32_t id) const {
+    return blocks_[id / kPerBlock].get() + static_cast<std::size_t>(id % kPerBlock) * layout_.stride;
+  }
   std::uint32_t intern(const std::uint64_t* p) {
     const std::size_t n = layout_.stride;
-    std::uint64_t h = 0x9E3779B97F4A7C15ull;
-    for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0xff51afd7ed558ccdull + (h >> 31);
-    auto& bucket = index_[h];
+    // Four independent lanes so the multiplies overlap.
+    std::uint64_t h[4] = {0x9E3779B97F4A7C15ull, 0xC2B2AE3D27D4EB4Full, 0x165667B19E3779F9ull, 0x27D4EB2F165667C5ull};
+    std::size_t i = 0;
+    for (; i + 4 <= n; i += 4)
+      for (int l = 0; l < 4; ++l) h[l] = (h[l] ^ p[i + l]) * 0xff51afd7ed558ccdull;
+    for (; i < n; ++i) h[0] = (h[0] ^ p[i]) * 0xff51afd7ed558ccdull;
+    const std::uint64_t key = h[0] ^ (h[1] >> 17) ^ (h[2] << 13) ^ (h[3] >> 29);
+    auto& bucket = index_[key];
     for (std::uint32_t id : bucket)
       if (std::memcmp(get(id), p, n * sizeof(std::uint64_t)) == 0) return id;
-    const auto id = static_cast<std::uint32_t>(data_.size() / n);
-    data_.insert(data_.end(), p, p + n);
+    const auto id = static_cast<std::uint32_t>(size_);
+    if (id % kPerBlock == 0) blocks_.push_back(std::make_unique<std::uint64_t[]>(kPerBlock * n));
+    std::memcpy(blocks_.back().get() + static_cast<std::size_t>(id % kPerBlock) * n, p, n * sizeof(std::uint64_t));
+    ++size_;
     bucket.push_back(id);
     return id;
   }
-  std::size_t size() const { return data_.size() / layout_.stride; }
+  std::size_t size() const { return size_; }
 
  private:
+  static constexpr std::size_t kPerBlock = 64;  // device states per block; blocks never move
   kernel::Layout layout_;
-  std::vector<std::uint64_t> data_;
+  std::vector<std::unique_ptr<std::uint64_t[]>> blocks_;
+  std::size_t size_ = 0;
   std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> index_;
 };
 
@@ -116,7 +127,7 @@ struct Search {
         kernel::group_apply(c, in_ptrs.data(), out_ptrs.data(), g, L);
         off = static_cast<std::int64_t>(results.size());
         std::uint32_t prev = 0;
-        for (int a = 0; a < g; ++a) {  // intern may move the table: in_ptrs are dead by now
+        for (int a = 0; a < g; ++a) {
           const bool same = a > 0 && out_ptrs[a] == out_ptrs[a - 1];
           prev = same ? prev : table.intern(out_ptrs[a]);
           results.push_back(prev);
