@@ -64,6 +64,13 @@ Registrar reg(
         else if (a->master != "allreduce") throw Error("--master-collectives: expected allreduce or all");
 
         const auto t0 = std::chrono::steady_clock::now();
+        // The lemma x case table printed at the end: one row per (case, matrix).
+        const std::vector<std::pair<std::string, std::string>> columns{
+            {"b>=a", "thm:b>=a"}, {"c>=b", "thm:c>=b"}, {"d>=c", "thm:d>=c"}, {"d>=b", "thm:d>=b"},
+            {"d>=a", "thm:d>=a"}, {"c>=a", "thm:c>=a"}, {"B.1", "B.1"},       {"B.2", "B.2"},
+            {"B.3", "B.3"},       {"B.4", "B.4"},       {"B.5", "B.5"},       {"B.6", "B.6"},
+            {"B.7", "B.7"},       {"B.8", "B.8"},       {"z3", "smt:z3:"},    {"cvc5", "smt:cvc5:"}};
+        std::vector<std::string> table_rows;
         nlohmann::json out = nlohmann::json::array();
         std::map<std::string, int> totals;
         bool ok = true;
@@ -137,12 +144,35 @@ Registrar reg(
               }
             }
             for (const auto& ch : rep.checks) ++totals[proofs::to_string(ch.status)];
+            // '+' holds, 'x' fails as the suite expects, 'X' fails, '?' unknown, '-' not run.
+            std::string row = fmt::format("{:<34.34} {:>7.3f}s ", c.name + " " + engine::format_matrix(x), secs);
+            for (const auto& [label, id] : columns) {
+              char mark = '-';
+              for (const auto& ch : rep.checks) {
+                const bool match = id.back() == ':' ? ch.id.rfind(id, 0) == 0 : ch.id == id;
+                if (!match) continue;
+                const char m = ch.status == proofs::Status::Unknown ? '?'
+                               : ch.status != proofs::Status::Fails ? '+'
+                               : c.expect_fail.count(ch.id)       ? 'x'
+                                                                   : 'X';
+                auto rank = [](char v) { return v == '?' ? 4 : v == 'X' ? 3 : v == 'x' ? 2 : v == '+' ? 1 : 0; };
+                if (rank(m) > rank(mark)) mark = m;
+              }
+              row += fmt::format(" {:^{}}", std::string(1, mark), label.size());
+            }
+            table_rows.push_back(row);
           }
         }
         const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         if (a->json) {
           fmt::print("{}\n", nlohmann::json{{"cases", out}, {"ok", ok}, {"seconds", total}}.dump(2));
         } else {
+          std::string head = fmt::format("{:<34} {:>8} ", "case", "time");
+          for (const auto& [label, id] : columns) head += " " + label;
+          fmt::print("\n{}\n", head);
+          for (const auto& r : table_rows) fmt::print("{}\n", r);
+          fmt::print("('+' holds, 'x' fails as recorded in the suite, 'X' fails, '?' unknown, '-' not run; "
+                     "z3/cvc5: the instruction-twin queries)\n");
           fmt::print("checks: {} holds, {} fails, {} unknown, {} info; {:.2f} s\n", totals["holds"], totals["fails"],
                      totals["unknown"], totals["info"], total);
         }
