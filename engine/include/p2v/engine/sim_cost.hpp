@@ -1,0 +1,91 @@
+#pragma once
+// The simulator's cost model (issue 5, SPEC §8): every group's collective of a lowered step,
+// expanded into NCCL-like point-to-point transfers, routed over the topology graph; all groups of
+// a step run at once and share links. docs/simulator.md states the model and its assumptions.
+#include <string>
+#include <vector>
+
+#include "p2v/engine/instruction.hpp"
+#include "p2v/engine/sim_topology.hpp"
+#include "p2v/engine/system.hpp"
+
+namespace p2v::engine::sim {
+
+// Ring: NCCL's ring (AllReduce = reduce-scatter + all-gather rings; Reduce/Broadcast pipelined
+// chains). Tree: NCCL's tree for AllReduce (chains inside a node, double binary tree across nodes;
+// the other collectives have no tree in NCCL and stay ring). Auto: per step, what NCCL's tuner
+// would pick under this model (the faster of the two for AllReduce).
+enum class Algorithm { Ring, Tree, Auto };
+const char* to_string(Algorithm a);             // "ring", "tree", "auto"
+Algorithm parse_algorithm(const std::string& s);  // throws p2v::Error
+
+// The paper's data size: 2^29 × nodes float32 values per device, where nodes is the number of
+// instances of the level above the devices (product of all but the last level's cardinalities).
+double default_bytes(const System& s);
+
+struct CostOptions {
+  Algorithm algo = Algorithm::Ring;
+  double bytes = 0.0;      // per device at the start of the program; must be positive
+                           // (default_bytes(system) gives the paper's size)
+  bool breakdown = true;   // per-link loads in StepCost::links
+};
+
+struct LinkLoad {
+  int edge = -1;
+  double bytes = 0.0;   // bytes crossing this directed link during the step
+  double busy_s = 0.0;  // bytes / bandwidth
+};
+
+struct StepCost {
+  Collective collective = Collective::AllReduce;
+  int num_groups = 0, group_size = 0;
+  Algorithm algo = Algorithm::Ring;       // the algorithm used for this step
+  Algorithm nccl_pick = Algorithm::Ring;  // what NCCL's tuner would pick (model-based)
+  double bytes_per_rank = 0.0;  // S of nccl-tests: the buffer (for ReduceScatter/AllGather: full array)
+  double time_s = 0.0;
+  double latency_s = 0.0;    // α part
+  double bandwidth_s = 0.0;  // β part (with link sharing)
+  double algbw_gbps = 0.0, busbw_gbps = 0.0;  // nccl-tests definitions, GB/s
+  int bottleneck_edge = -1;  // the link busiest in the step (-1 for an idle step)
+  double bottleneck_bytes = 0.0;
+  std::vector<LinkLoad> links;  // every loaded link, busiest first (when breakdown is on)
+};
+
+struct ProgramCost {
+  double time_s = 0.0;
+  std::vector<StepCost> steps;
+};
+
+class Simulator {
+ public:
+  explicit Simulator(Topology t) : topo_(std::move(t)) {}
+  explicit Simulator(const System& s) : topo_(Topology::build(s)) {}
+
+  const Topology& topology() const { return topo_; }
+  Topology& topology() { return topo_; }
+
+  // Cost of a lowered program starting from full buffers of `bytes` on every device.
+  ProgramCost simulate(const LoweredProgram& prog, const CostOptions& opt) const;
+  // Total time only (no per-step records): the fast path for ranking.
+  double time(const LoweredProgram& prog, const CostOptions& opt) const;
+
+  // One collective measured as nccl-tests does: buffer S = `bytes` per rank (for AllGather the
+  // full output, for ReduceScatter the full input). Used by calibration.
+  StepCost collective(const LoweredStep& step, double bytes, Algorithm algo,
+                      bool breakdown = false) const;
+
+  // One step, given each device's held fraction of the buffer (updated in place).
+  StepCost step(const LoweredStep& st, double bytes, std::vector<double>& fraction, Algorithm algo,
+                bool breakdown) const;
+
+ private:
+  Topology topo_;
+};
+
+// The default single AllReduce over the given reduction groups.
+LoweredProgram single_allreduce(const Groups& reduction_groups);
+
+// "1.23 s", "45.6 ms", "7.8 us"
+std::string format_seconds(double s);
+
+}  // namespace p2v::engine::sim

@@ -1,0 +1,359 @@
+#include "p2v/engine/sim_calibrate.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <fmt/core.h>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "p2v/engine/error.hpp"
+
+namespace p2v::engine::sim {
+
+namespace {
+
+std::string trim(std::string s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  std::size_t i = 0;
+  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+  return s.substr(i);
+}
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Splits a CSV line (double quotes protect commas).
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> f;
+  std::string cur;
+  bool q = false;
+  for (char c : line) {
+    if (c == '"') q = !q;
+    else if (c == ',' && !q) {
+      f.push_back(trim(cur));
+      cur.clear();
+    } else cur += c;
+  }
+  f.push_back(trim(cur));
+  return f;
+}
+
+long parse_int(const std::string& s, const std::string& where) {
+  std::size_t pos = 0;
+  long v = -1;
+  try {
+    v = std::stol(s, &pos);
+  } catch (...) {
+    pos = 0;
+  }
+  if (s.empty() || pos != s.size()) throw Error(where + ": '" + s + "' is not a device number");
+  return v;
+}
+
+Groups parse_groups(const std::string& text, const std::string& where, int nd) {
+  Groups gs;
+  std::string t = text;
+  for (auto& c : t)
+    if (c == ';') c = '|';
+  std::stringstream ss(t);
+  std::string g;
+  std::vector<int> seen(static_cast<std::size_t>(nd), 0);
+  while (std::getline(ss, g, '|')) {
+    std::vector<int> grp;
+    std::string tok;
+    std::stringstream gs2(g);
+    while (gs2 >> tok) {
+      for (auto& c : tok)
+        if (c == ',') c = ' ';
+      std::stringstream ts(tok);
+      std::string item;
+      while (ts >> item) {
+        auto dash = item.find('-', 1);
+        long lo, hi;
+        if (dash != std::string::npos) {
+          lo = parse_int(item.substr(0, dash), where);
+          hi = parse_int(item.substr(dash + 1), where);
+        } else {
+          lo = hi = parse_int(item, where);
+        }
+        if (lo < 0 || hi >= nd || lo > hi)
+          throw Error(fmt::format("{}: device range '{}' is outside 0..{}", where, item, nd - 1));
+        for (long d = lo; d <= hi; ++d) {
+          if (seen[static_cast<std::size_t>(d)]++)
+            throw Error(fmt::format("{}: device {} appears twice", where, d));
+          grp.push_back(static_cast<int>(d));
+        }
+      }
+    }
+    if (grp.empty()) continue;
+    std::sort(grp.begin(), grp.end());
+    gs.push_back(std::move(grp));
+  }
+  if (gs.empty()) throw Error(where + ": no device groups");
+  std::sort(gs.begin(), gs.end());
+  return gs;
+}
+
+double parse_pos(const std::string& s, const std::string& where) {
+  std::size_t pos = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &pos);
+  } catch (...) {
+    pos = 0;
+  }
+  if (s.empty() || pos != s.size() || !std::isfinite(v) || v <= 0)
+    throw Error(where + ": '" + s + "' is not a positive number");
+  return v;
+}
+
+// Solves A x = b (n×n, dense) by Gaussian elimination with partial pivoting.
+std::vector<double> solve(std::vector<std::vector<double>> A, std::vector<double> b) {
+  const std::size_t n = b.size();
+  for (std::size_t c = 0; c < n; ++c) {
+    std::size_t piv = c;
+    for (std::size_t r = c + 1; r < n; ++r)
+      if (std::fabs(A[r][c]) > std::fabs(A[piv][c])) piv = r;
+    std::swap(A[c], A[piv]);
+    std::swap(b[c], b[piv]);
+    if (std::fabs(A[c][c]) < 1e-300) continue;
+    for (std::size_t r = 0; r < n; ++r) {
+      if (r == c) continue;
+      const double f = A[r][c] / A[c][c];
+      if (f == 0) continue;
+      for (std::size_t k = c; k < n; ++k) A[r][k] -= f * A[c][k];
+      b[r] -= f * b[c];
+    }
+  }
+  std::vector<double> x(n, 1.0);
+  for (std::size_t i = 0; i < n; ++i)
+    if (std::fabs(A[i][i]) >= 1e-300) x[i] = b[i] / A[i][i];
+  return x;
+}
+
+}  // namespace
+
+std::vector<Measurement> parse_measurements(const std::string& text, const std::string& origin,
+                                            int num_devices) {
+  std::vector<Measurement> ms;
+  std::stringstream ss(text);
+  std::string line;
+  int ln = 0;
+  int ccol = 0, gcol = 1, bcol = 2, scol = 3;
+  bool header_seen = false;
+  while (std::getline(ss, line)) {
+    ++ln;
+    const auto t = trim(line);
+    if (t.empty() || t[0] == '#') continue;
+    auto f = split_csv(t);
+    if (!header_seen) {
+      header_seen = true;
+      if (lower(f[0]) == "collective" || std::any_of(f.begin(), f.end(), [](const std::string& x) {
+            return lower(x) == "seconds" || lower(x) == "bytes";
+          })) {
+        ccol = gcol = bcol = scol = -1;
+        for (int i = 0; i < static_cast<int>(f.size()); ++i) {
+          const auto h = lower(f[static_cast<std::size_t>(i)]);
+          if (h == "collective") ccol = i;
+          else if (h == "groups" || h == "group") gcol = i;
+          else if (h == "bytes") bcol = i;
+          else if (h == "seconds" || h == "time_s") scol = i;
+        }
+        for (auto [c, nm] : {std::pair{ccol, "collective"}, {gcol, "groups"}, {bcol, "bytes"}, {scol, "seconds"}})
+          if (c < 0)
+            throw Error(fmt::format("{}:{}: header has no column '{}' (need collective,groups,bytes,seconds)",
+                                    origin, ln, nm));
+        continue;
+      }
+    }
+    const auto where = fmt::format("{}:{}", origin, ln);
+    const int need = std::max({ccol, gcol, bcol, scol}) + 1;
+    if (static_cast<int>(f.size()) < need)
+      throw Error(fmt::format("{}: {} columns, expected at least {} (collective,groups,bytes,seconds)", where,
+                              f.size(), need));
+    Measurement m;
+    m.line = ln;
+    m.step.collective = parse_collective(f[static_cast<std::size_t>(ccol)]);
+    m.groups_text = f[static_cast<std::size_t>(gcol)];
+    m.step.groups = parse_groups(m.groups_text, where, num_devices);
+    m.bytes = parse_pos(f[static_cast<std::size_t>(bcol)], where + " bytes");
+    m.seconds = parse_pos(f[static_cast<std::size_t>(scol)], where + " seconds");
+    ms.push_back(std::move(m));
+  }
+  if (ms.empty()) throw Error(origin + ": no measurements (expected rows collective,groups,bytes,seconds)");
+  return ms;
+}
+
+std::vector<Measurement> load_measurements(const std::string& path, int num_devices) {
+  std::ifstream in(path);
+  if (!in) throw Error(path + ": cannot open measurements file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_measurements(ss.str(), path, num_devices);
+}
+
+std::vector<Prediction> predict(const Simulator& sim, const std::vector<Measurement>& ms, Algorithm algo) {
+  std::vector<Prediction> ps;
+  for (const auto& m : ms) {
+    Prediction p;
+    p.measured_s = m.seconds;
+    p.predicted_s = sim.collective(m.step, m.bytes, algo).time_s;
+    p.rel_error = (p.predicted_s - p.measured_s) / p.measured_s;
+    ps.push_back(p);
+  }
+  return ps;
+}
+
+double mean_abs_rel_error(const std::vector<Prediction>& ps) {
+  if (ps.empty()) return 0.0;
+  double s = 0;
+  for (const auto& p : ps) s += std::fabs(p.rel_error);
+  return s / static_cast<double>(ps.size());
+}
+
+Calibration calibrate(Simulator& sim, const std::vector<Measurement>& ms, Algorithm algo) {
+  Calibration cal;
+  auto& topo = sim.topology();
+  const auto classes = topo.classes();
+  const std::size_t C = classes.size();
+  // Parameters: alpha_c (s per path), beta_c (s per byte); unknowns are scale factors
+  // relative to the starting point, which keeps the system well conditioned.
+  std::vector<double> alpha0(C), beta0(C);
+  for (std::size_t c = 0; c < C; ++c) {
+    auto [bw, lat] = topo.class_params(classes[c]);
+    alpha0[c] = std::max(lat, 1e-7);
+    beta0[c] = 1.0 / bw;
+    cal.classes.push_back({classes[c], bw, bw, lat, lat, 0, 0});
+  }
+  cal.error_before = mean_abs_rel_error(predict(sim, ms, algo));
+  std::vector<double> alpha = alpha0, beta = beta0;
+  // The per-step overhead is fitted additively, in units of o_ref.
+  const double o_ref = 1e-5;
+  double overhead = topo.step_overhead();
+  cal.overhead_before = overhead;
+  auto apply = [&](Topology& t, const std::vector<double>& al, const std::vector<double>& be) {
+    for (std::size_t c = 0; c < C; ++c) t.set_class(classes[c], 1.0 / be[c], al[c]);
+  };
+  apply(topo, alpha, beta);
+  const double lambda = 1e-3;  // ridge towards the current values for weakly constrained classes
+  double best_err = mean_abs_rel_error(predict(sim, ms, algo));
+  auto best_alpha = alpha, best_beta = beta;
+  double best_overhead = overhead;
+  for (int it = 0; it < 20; ++it) {
+    ++cal.iterations;
+    // Linearize: t_i = sum_c a_ic alpha_c + b_ic beta_c exactly (the model is piecewise linear and
+    // homogeneous in (alpha, beta)); the derivatives come from small perturbations.
+    const std::size_t N = ms.size(), P = 2 * C + 1;  // last: the step overhead
+    std::vector<std::vector<double>> J(N, std::vector<double>(P, 0.0));
+    std::vector<double> t0(N);
+    for (std::size_t i = 0; i < N; ++i) t0[i] = sim.collective(ms[i].step, ms[i].bytes, algo).time_s;
+    for (std::size_t i = 0; i < N; ++i)
+      J[i][P - 1] = sim.collective(ms[i].step, ms[i].bytes, algo).num_groups > 0 ? o_ref : 0.0;
+    for (std::size_t k = 0; k + 1 < P; ++k) {
+      Simulator s2 = sim;
+      auto al = alpha, be = beta;
+      const double eps = 1e-4;
+      if (k < C) al[k] *= 1 + eps;
+      else be[k - C] *= 1 + eps;
+      apply(s2.topology(), al, be);
+      for (std::size_t i = 0; i < N; ++i) {
+        const double t1 = s2.collective(ms[i].step, ms[i].bytes, algo).time_s;
+        // d t / d(scale_k) where param = scale * current
+        J[i][k] = (t1 - t0[i]) / eps;
+      }
+    }
+    // Least squares on relative residuals: sum_i ((J_i · s) / m_i - 1)^2 + lambda |s - 1|^2.
+    std::vector<std::vector<double>> A(P, std::vector<double>(P, 0.0));
+    std::vector<double> b(P, 0.0);
+    for (std::size_t i = 0; i < N; ++i) {
+      const double w = 1.0 / ms[i].seconds;
+      for (std::size_t k = 0; k < P; ++k) {
+        const double jk = J[i][k] * w;
+        if (jk == 0) continue;
+        if (k < C) cal.classes[k].alpha_weight += jk;
+        else if (k < 2 * C) cal.classes[k - C].beta_weight += jk;
+        b[k] += jk * 1.0;
+        for (std::size_t l = 0; l < P; ++l) A[k][l] += jk * J[i][l] * w;
+      }
+    }
+    for (std::size_t k = 0; k + 1 < P; ++k) {
+      A[k][k] += lambda;
+      b[k] += lambda;
+    }
+    // Overhead unknown u = overhead / o_ref, ridge towards its current value.
+    A[P - 1][P - 1] += lambda;
+    b[P - 1] += lambda * overhead / o_ref;
+    auto s = solve(A, b);
+    double change = 0;
+    for (std::size_t c = 0; c < C; ++c) {
+      const double sa = std::clamp(s[c], 1e-3, 1e3), sb = std::clamp(s[C + c], 1e-3, 1e3);
+      change = std::max({change, std::fabs(sa - 1), std::fabs(sb - 1)});
+      alpha[c] *= sa;
+      beta[c] *= sb;
+    }
+    const double new_overhead = std::max(0.0, s[P - 1] * o_ref);
+    change = std::max(change, std::fabs(new_overhead - overhead) / o_ref);
+    overhead = new_overhead;
+    apply(topo, alpha, beta);
+    topo.set_step_overhead(overhead);
+    const double err = mean_abs_rel_error(predict(sim, ms, algo));
+    if (err < best_err) {
+      best_err = err;
+      best_alpha = alpha;
+      best_beta = beta;
+      best_overhead = overhead;
+    }
+    if (change < 1e-6) break;
+  }
+  apply(topo, best_alpha, best_beta);
+  topo.set_step_overhead(best_overhead);
+  cal.overhead_after = best_overhead;
+  for (std::size_t c = 0; c < C; ++c) {
+    auto [bw, lat] = topo.class_params(classes[c]);
+    cal.classes[c].bandwidth_after = bw;
+    cal.classes[c].latency_after = lat;
+    if (cal.classes[c].alpha_weight == 0) cal.classes[c].latency_after = cal.classes[c].latency_before;
+  }
+  // Unconstrained classes: restore the original latency exactly (alpha0 was floored).
+  for (std::size_t c = 0; c < C; ++c)
+    if (cal.classes[c].alpha_weight == 0 && cal.classes[c].beta_weight == 0)
+      topo.set_class(classes[c], cal.classes[c].bandwidth_before, cal.classes[c].latency_before);
+  cal.error_after = mean_abs_rel_error(predict(sim, ms, algo));
+  return cal;
+}
+
+std::string calibrated_system_json(const System& s, const Topology& t, const std::string& note) {
+  using json = nlohmann::json;
+  json j = json::parse(system_to_json(s));
+  const auto classes = t.classes();
+  auto has = [&](const std::string& c) { return std::find(classes.begin(), classes.end(), c) != classes.end(); };
+  for (auto& l : j["levels"]) {
+    const auto name = l["name"].get<std::string>();
+    if (l.contains("interconnect") && has(name)) {
+      auto [bw, lat] = t.class_params(name);
+      l["interconnect"]["bandwidth_gbps"] = bw / 1e9;
+      l["interconnect"]["latency_us"] = lat * 1e6;
+    }
+  }
+  if (j.contains("topology") && j["topology"].contains("links"))
+    for (auto& l : j["topology"]["links"]) {
+      const auto kind = l.value("kind", std::string("link"));
+      if (!has(kind)) continue;
+      auto [bw, lat] = t.class_params(kind);
+      l["bandwidth_gbps"] = bw / 1e9;
+      l["latency_us"] = lat * 1e6;
+    }
+  if (t.step_overhead() > 0 || (j.contains("topology") && j["topology"].contains("step_overhead_us"))) {
+    if (!j.contains("topology")) j["topology"] = json::object();
+    j["topology"]["step_overhead_us"] = t.step_overhead() * 1e6;
+  }
+  j["description"] = note;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace p2v::engine::sim

@@ -1,0 +1,189 @@
+#include "p2v/engine/sim_rank.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <fmt/core.h>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <sstream>
+
+#include "p2v/engine/error.hpp"
+
+namespace p2v::engine::sim {
+
+MatrixRanking rank_placement(const Simulator& sim, const Placement& p,
+                             const std::vector<std::string>& level_names, const SynthOptions& synth,
+                             const CostOptions& cost) {
+  MatrixRanking mr;
+  mr.matrix = p.matrix();
+  mr.reduce = p.reduce();
+  mr.allreduce_s = sim.time(single_allreduce(p.reduction_groups()), cost);
+  const auto r = synthesize(p, level_names, HierarchyKind::ReductionAxes, synth);
+  mr.truncated = r.truncated;
+  mr.programs.reserve(r.programs.size());
+  for (std::size_t i = 0; i < r.programs.size(); ++i) {
+    RankedProgram rp;
+    rp.name = program_name(r, r.programs[i]);
+    rp.synth_index = static_cast<int>(i);
+    rp.lowered = lower(r, r.programs[i]);
+    rp.time_s = sim.time(rp.lowered, cost);
+    mr.programs.push_back(std::move(rp));
+  }
+  // Times equal up to a picosecond (floating-point noise between equivalent programs) tie, and
+  // ties keep synthesis order: fewer steps first.
+  auto key = [](double t) { return std::round(t * 1e12); };
+  std::stable_sort(mr.programs.begin(), mr.programs.end(), [&](const RankedProgram& a, const RankedProgram& b) {
+    return key(a.time_s) < key(b.time_s);
+  });
+  return mr;
+}
+
+namespace {
+
+std::string trim(std::string s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  std::size_t i = 0;
+  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+  return s.substr(i);
+}
+
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> f;
+  std::string cur;
+  bool q = false;
+  for (char c : line) {
+    if (c == '"') q = !q;
+    else if (c == ',' && !q) {
+      f.push_back(trim(cur));
+      cur.clear();
+    } else cur += c;
+  }
+  f.push_back(trim(cur));
+  return f;
+}
+
+std::vector<double> ranks_of(const std::vector<double>& v) {
+  std::vector<std::size_t> idx(v.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return v[a] < v[b]; });
+  std::vector<double> r(v.size());
+  for (std::size_t i = 0; i < idx.size();) {  // average ranks over ties
+    std::size_t j = i;
+    while (j + 1 < idx.size() && v[idx[j + 1]] == v[idx[i]]) ++j;
+    for (std::size_t k = i; k <= j; ++k) r[idx[k]] = (static_cast<double>(i + j) / 2.0) + 1.0;
+    i = j + 1;
+  }
+  return r;
+}
+
+}  // namespace
+
+std::vector<ProgramMeasurement> parse_program_measurements(const std::string& text, const std::string& origin) {
+  std::stringstream ss(text);
+  std::string line;
+  int ln = 0, pcol = -1, scol = -1, mcol = -1;
+  bool header = false;
+  std::vector<ProgramMeasurement> out;
+  while (std::getline(ss, line)) {
+    ++ln;
+    const auto t = trim(line);
+    if (t.empty() || t[0] == '#') continue;
+    auto f = split_csv(t);
+    if (!header) {
+      header = true;
+      for (int i = 0; i < static_cast<int>(f.size()); ++i) {
+        std::string h = f[static_cast<std::size_t>(i)];
+        for (auto& c : h) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        if (h == "program") pcol = i;
+        else if (h == "seconds" || h == "time_s") scol = i;
+        else if (h == "matrix") mcol = i;
+      }
+      if (pcol < 0 || scol < 0)
+        throw Error(fmt::format("{}:{}: the header must name the columns program and seconds (and optionally "
+                                "matrix)",
+                                origin, ln));
+      continue;
+    }
+    const int need = std::max({pcol, scol, mcol}) + 1;
+    if (static_cast<int>(f.size()) < need)
+      throw Error(fmt::format("{}:{}: {} columns, expected {} (quote the program: it contains commas)", origin, ln,
+                              f.size(), need));
+    ProgramMeasurement m;
+    m.line = ln;
+    m.program = f[static_cast<std::size_t>(pcol)];
+    const auto& sv = f[static_cast<std::size_t>(scol)];
+    std::size_t pos = 0;
+    try {
+      m.seconds = std::stod(sv, &pos);
+    } catch (...) {
+      pos = 0;
+    }
+    if (sv.empty() || pos != sv.size() || !(m.seconds > 0) || !std::isfinite(m.seconds))
+      throw Error(fmt::format("{}:{}: seconds '{}' is not a positive number", origin, ln, sv));
+    if (mcol >= 0 && !f[static_cast<std::size_t>(mcol)].empty()) m.matrix = parse_matrix(f[static_cast<std::size_t>(mcol)]);
+    out.push_back(std::move(m));
+  }
+  if (out.empty()) throw Error(origin + ": no program measurements (header program,seconds[,matrix])");
+  return out;
+}
+
+std::vector<ProgramMeasurement> load_program_measurements(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(path + ": cannot open program measurements file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_program_measurements(ss.str(), path);
+}
+
+RankAccuracy rank_accuracy(const MatrixRanking& r, const std::vector<ProgramMeasurement>& ms) {
+  RankAccuracy acc;
+  acc.measured_s.assign(r.programs.size(), -1.0);
+  std::map<std::string, std::size_t> by_name;
+  for (std::size_t i = 0; i < r.programs.size(); ++i) by_name.emplace(r.programs[i].name, i);
+  for (const auto& m : ms) {
+    if (!m.matrix.empty() && m.matrix != r.matrix) continue;
+    auto it = by_name.find(m.program);
+    if (it == by_name.end()) {
+      ++acc.unmatched;
+      continue;
+    }
+    auto& slot = acc.measured_s[it->second];
+    slot = slot < 0 ? m.seconds : std::min(slot, m.seconds);  // repeated rows: keep the best
+  }
+  std::vector<double> pred, meas;
+  std::size_t best = 0;
+  double best_t = -1;
+  for (std::size_t i = 0; i < r.programs.size(); ++i)
+    if (acc.measured_s[i] > 0) {
+      pred.push_back(r.programs[i].time_s);
+      meas.push_back(acc.measured_s[i]);
+      acc.mean_abs_rel_error += std::fabs(r.programs[i].time_s - acc.measured_s[i]) / acc.measured_s[i];
+      if (best_t < 0 || acc.measured_s[i] < best_t) {
+        best_t = acc.measured_s[i];
+        best = i;
+      }
+    }
+  acc.measured = static_cast<int>(pred.size());
+  if (acc.measured == 0) return acc;
+  acc.mean_abs_rel_error /= acc.measured;
+  acc.best_measured = r.programs[best].name;
+  // Its position in the predicted order (ties broken by synthesis order, as displayed).
+  acc.predicted_rank_of_best = static_cast<int>(best) + 1;
+  if (acc.measured > 1) {
+    auto rp = ranks_of(pred), rm = ranks_of(meas);
+    const double n = static_cast<double>(rp.size());
+    const double mean = (n + 1) / 2;
+    double sxy = 0, sxx = 0, syy = 0;
+    for (std::size_t i = 0; i < rp.size(); ++i) {
+      sxy += (rp[i] - mean) * (rm[i] - mean);
+      sxx += (rp[i] - mean) * (rp[i] - mean);
+      syy += (rm[i] - mean) * (rm[i] - mean);
+    }
+    acc.spearman = (sxx > 0 && syy > 0) ? sxy / std::sqrt(sxx * syy) : 0.0;
+  }
+  return acc;
+}
+
+}  // namespace p2v::engine::sim

@@ -1,0 +1,97 @@
+#include "p2v/engine/sim_report.hpp"
+
+#include <cctype>
+#include <cmath>
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "p2v/engine/error.hpp"
+
+namespace p2v::engine::sim {
+
+std::string steps_json(const Topology& t, const ProgramCost& pc, int max_links) {
+  using json = nlohmann::json;
+  json arr = json::array();
+  for (const auto& s : pc.steps) {
+    json o;
+    o["collective"] = to_string(s.collective);
+    o["groups"] = s.num_groups;
+    o["group_size"] = s.group_size;
+    o["algo"] = to_string(s.algo);
+    o["nccl_pick"] = to_string(s.nccl_pick);
+    o["bytes_per_rank"] = s.bytes_per_rank;
+    o["time_s"] = s.time_s;
+    o["latency_s"] = s.latency_s;
+    o["bandwidth_s"] = s.bandwidth_s;
+    o["algbw_gbps"] = s.algbw_gbps;
+    o["busbw_gbps"] = s.busbw_gbps;
+    if (s.bottleneck_edge >= 0)
+      o["bottleneck"] = {{"link", t.edge_name(s.bottleneck_edge)},
+                         {"bytes", s.bottleneck_bytes},
+                         {"busy_s", s.bottleneck_bytes /
+                                        t.edges()[static_cast<std::size_t>(s.bottleneck_edge)].bandwidth}};
+    else
+      o["bottleneck"] = nullptr;
+    json links = json::array();
+    int n = 0;
+    for (const auto& l : s.links) {
+      if (max_links >= 0 && n++ >= max_links) break;
+      links.push_back({{"link", t.edge_name(l.edge)}, {"bytes", l.bytes}, {"busy_s", l.busy_s}});
+    }
+    o["links"] = std::move(links);
+    arr.push_back(std::move(o));
+  }
+  return arr.dump();
+}
+
+std::string format_bytes(double b) {
+  const double a = std::fabs(b);
+  if (a >= 1024.0 * 1024 * 1024) return fmt::format("{:.2f} GiB", b / (1024.0 * 1024 * 1024));
+  if (a >= 1024.0 * 1024) return fmt::format("{:.1f} MiB", b / (1024.0 * 1024));
+  if (a >= 1024.0) return fmt::format("{:.1f} KiB", b / 1024.0);
+  return fmt::format("{:.0f} B", b);
+}
+
+double parse_bytes(const std::string& s) {
+  std::size_t pos = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &pos);
+  } catch (...) {
+    throw Error("--bytes '" + s + "': expected a byte count such as 8589934592, 1e9, 8GiB or 512MiB");
+  }
+  std::string unit = s.substr(pos);
+  while (!unit.empty() && std::isspace(static_cast<unsigned char>(unit.front()))) unit.erase(0, 1);
+  double m = 1;
+  if (unit.empty() || unit == "B") m = 1;
+  else if (unit == "KiB") m = 1024.0;
+  else if (unit == "MiB") m = 1024.0 * 1024;
+  else if (unit == "GiB") m = 1024.0 * 1024 * 1024;
+  else if (unit == "KB" || unit == "kB") m = 1e3;
+  else if (unit == "MB") m = 1e6;
+  else if (unit == "GB") m = 1e9;
+  else
+    throw Error("--bytes '" + s + "': unknown unit '" + unit + "' (use B, KiB, MiB, GiB, KB, MB, GB)");
+  v *= m;
+  if (!std::isfinite(v) || v <= 0 || v > 1e15)
+    throw Error("--bytes '" + s + "': must be positive and at most 1e15");
+  return v;
+}
+
+std::string steps_table(const Topology& t, const ProgramCost& pc, const std::string& indent) {
+  std::string out = fmt::format("{}{:>4}  {:<13} {:>9}  {:<11} {:>11} {:>9}  {}\n", indent, "step",
+                                "collective", "groups", "algo(nccl)", "time", "busbw", "bottleneck link (bytes)");
+  int i = 0;
+  for (const auto& s : pc.steps) {
+    out += fmt::format("{}{:>4}  {:<13} {:>9}  {:<11} {:>11} {:>9}  {}\n", indent, i++,
+                       to_string(s.collective), fmt::format("{}x{}", s.num_groups, s.group_size),
+                       fmt::format("{}({})", to_string(s.algo), to_string(s.nccl_pick)),
+                       format_seconds(s.time_s), fmt::format("{:.1f}GB/s", s.busbw_gbps),
+                       s.bottleneck_edge >= 0
+                           ? fmt::format("{} ({})", t.edge_name(s.bottleneck_edge), format_bytes(s.bottleneck_bytes))
+                           : std::string("-"));
+  }
+  return out;
+}
+
+}  // namespace p2v::engine::sim

@@ -1,0 +1,205 @@
+// p2v explore: rank every placement by the weighted total predicted time of several reductions
+// (a model with several parallelism axes reduces along more than one of them), each reduction
+// with its best synthesized program (issue 5).
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <numeric>
+
+#include "command.hpp"
+#include "common.hpp"
+#include "p2v/engine/error.hpp"
+#include "p2v/engine/sim_rank.hpp"
+#include "p2v/engine/sim_report.hpp"
+
+namespace p2v::tools {
+namespace {
+
+namespace sim = engine::sim;
+
+struct ExploreArgs {
+  ProblemArgs problem;
+  std::vector<std::string> reductions;
+  std::string algo = "ring";
+  std::string bytes;
+  int top = -1;
+  int max_size = 5;
+  std::string master = "allreduce";
+  bool json = false;
+};
+
+struct Reduction {
+  std::vector<int> axes;
+  double weight = 1.0;
+  std::string text;
+};
+
+// "0", "0,2@0.5", "1@3"
+Reduction parse_reduction(const std::string& s, std::size_t num_axes) {
+  Reduction r;
+  r.text = s;
+  std::string axes = s;
+  auto at = s.find('@');
+  if (at != std::string::npos) {
+    axes = s.substr(0, at);
+    const std::string w = s.substr(at + 1);
+    std::size_t pos = 0;
+    try {
+      r.weight = std::stod(w, &pos);
+    } catch (...) {
+      pos = 0;
+    }
+    if (w.empty() || pos != w.size() || !(r.weight >= 0) || r.weight > 1e12)
+      throw Error("--reduction '" + s + "': weight '" + w + "' is not a non-negative number");
+  }
+  std::vector<int> ax;
+  std::string cur;
+  auto flush = [&] {
+    if (cur.empty()) throw Error("--reduction '" + s + "': empty axis index (write e.g. 0,2@1.5)");
+    std::size_t pos = 0;
+    long v = -1;
+    try {
+      v = std::stol(cur, &pos);
+    } catch (...) {
+      pos = 0;
+    }
+    if (pos != cur.size() || v < 0 || v > 1000000)
+      throw Error("--reduction '" + s + "': '" + cur + "' is not an axis index");
+    ax.push_back(static_cast<int>(v));
+    cur.clear();
+  };
+  for (char c : axes) {
+    if (c == ',') flush();
+    else cur += c;
+  }
+  flush();
+  r.axes = engine::check_reduce(ax, num_axes);
+  return r;
+}
+
+Registrar reg(
+    "explore",
+    "Rank all placements by the weighted total predicted time of several reductions", 51,
+    [](CLI::App& sub) -> std::function<int()> {
+      auto a = std::make_shared<ExploreArgs>();
+      add_problem_options(sub, a->problem, false);
+      sub.add_option("--reduction", a->reductions,
+                     "a reduction and its weight, AXES[@WEIGHT], repeatable: e.g. --reduction 0@1 "
+                     "--reduction 1@4 (data-parallel gradients once, shard reductions 4 times per step); "
+                     "--reduce R adds R with weight 1");
+      sub.add_option("--algo", a->algo, "NCCL algorithm: ring, tree or auto")->capture_default_str();
+      sub.add_option("--bytes", a->bytes, "data per device (default: the paper's 2^29 x nodes float32)");
+      sub.add_option("--top", a->top, "placements listed (-1: all)")->capture_default_str();
+      sub.add_option("--max-size", a->max_size, "largest program size")->capture_default_str();
+      sub.add_option("--master-collectives", a->master, "allreduce or all (SPEC §5)")->capture_default_str();
+      sub.add_flag("--json", a->json, "machine-readable output");
+      return [a] {
+        Problem p = load_problem(a->problem);
+        std::vector<Reduction> reds;
+        if (!p.reduce.empty()) reds.push_back({p.reduce, 1.0, a->problem.reduce});
+        for (const auto& s : a->reductions) reds.push_back(parse_reduction(s, p.axes.size()));
+        if (reds.empty())
+          throw Error("explore: give at least one reduction, e.g. --reduction 0@1 --reduction 1@2 (or --reduce 0)");
+        sim::Simulator simulator(p.system);
+        sim::CostOptions copt;
+        copt.algo = sim::parse_algorithm(a->algo);
+        copt.bytes = a->bytes.empty() ? sim::default_bytes(p.system) : sim::parse_bytes(a->bytes);
+        engine::SynthOptions sopt;
+        sopt.max_size = a->max_size;
+        if (a->master == "allreduce") sopt.master = engine::MasterCollectives::AllReduceOnly;
+        else if (a->master == "all") sopt.master = engine::MasterCollectives::All;
+        else throw Error(fmt::format("--master-collectives '{}': expected allreduce or all", a->master));
+        std::vector<std::string> names;
+        for (const auto& l : p.system.levels) names.push_back(l.name);
+
+        struct Row {
+          engine::ParallelismMatrix x;
+          std::vector<sim::MatrixRanking> per;
+          double total = 0, total_ar = 0;
+        };
+        std::vector<Row> rows;
+        for (const auto& x : p.matrices) {
+          Row r;
+          r.x = x;
+          for (const auto& red : reds) {
+            engine::Placement pl(p.system.cardinalities(), p.axes, x, red.axes);
+            auto mr = sim::rank_placement(simulator, pl, names, sopt, copt);
+            r.total += red.weight * mr.best_s();
+            r.total_ar += red.weight * mr.allreduce_s;
+            mr.programs.resize(std::min<std::size_t>(mr.programs.size(), 1));
+            r.per.push_back(std::move(mr));
+          }
+          rows.push_back(std::move(r));
+        }
+        std::vector<std::size_t> order(rows.size());
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(),
+                         [&](std::size_t i, std::size_t j) { return rows[i].total < rows[j].total; });
+        const std::size_t shown = a->top < 0 ? rows.size() : std::min<std::size_t>(rows.size(), static_cast<std::size_t>(a->top));
+        if (a->json) {
+          nlohmann::json out;
+          out["system"] = nlohmann::json::parse(engine::system_to_json(p.system));
+          out["axes"] = p.axes;
+          out["algo"] = a->algo;
+          out["bytes"] = copt.bytes;
+          out["reductions"] = nlohmann::json::array();
+          for (const auto& r : reds) out["reductions"].push_back({{"reduce", r.axes}, {"weight", r.weight}});
+          out["results"] = nlohmann::json::array();
+          for (std::size_t k = 0; k < shown; ++k) {
+            const auto& r = rows[order[k]];
+            nlohmann::json o;
+            o["rank"] = k + 1;
+            o["matrix"] = r.x;
+            o["total_s"] = r.total;
+            o["total_allreduce_s"] = r.total_ar;
+            o["speedup"] = r.total > 0 ? r.total_ar / r.total : 1.0;
+            o["reductions"] = nlohmann::json::array();
+            for (std::size_t i = 0; i < reds.size(); ++i) {
+              const auto& mr = r.per[i];
+              nlohmann::json ro{{"reduce", reds[i].axes}, {"weight", reds[i].weight}, {"allreduce_s", mr.allreduce_s}};
+              if (!mr.programs.empty())
+                ro["best"] = {{"program", mr.programs.front().name}, {"time_s", mr.programs.front().time_s}};
+              else
+                ro["best"] = nullptr;
+              o["reductions"].push_back(std::move(ro));
+            }
+            out["results"].push_back(std::move(o));
+          }
+          fmt::print("{}\n", out.dump(2));
+          return 0;
+        }
+        fmt::print("system {}: {} devices; axes [{}]; algo {}; {} per device\n", p.system.name,
+                   simulator.topology().num_devices(), fmt::join(p.axes, " "), a->algo, sim::format_bytes(copt.bytes));
+        fmt::print("reductions:");
+        for (const auto& r : reds) fmt::print("  [{}] x {}", fmt::join(r.axes, ","), r.weight);
+        std::size_t mw = 6;
+        for (const auto& r : rows) mw = std::max(mw, engine::format_matrix_brackets(r.x).size());
+        fmt::print("\n\n{:>4}  {:<{}} {:>11} {:>13} {:>8}", "rank", "matrix", mw, "total", "all-AllReduce", "speedup");
+        for (const auto& r : reds) fmt::print("  {:>14}", fmt::format("reduce [{}]", fmt::join(r.axes, ",")));
+        fmt::print("\n");
+        for (std::size_t k = 0; k < shown; ++k) {
+          const auto& r = rows[order[k]];
+          fmt::print("{:>4}  {:<{}} {:>11} {:>13} {:>7.2f}x", k + 1, engine::format_matrix_brackets(r.x), mw,
+                     sim::format_seconds(r.total), sim::format_seconds(r.total_ar), r.total > 0 ? r.total_ar / r.total : 1.0);
+          for (const auto& mr : r.per) fmt::print("  {:>14}", sim::format_seconds(mr.best_s()));
+          fmt::print("\n");
+        }
+        if (!rows.empty()) {
+          const auto& b = rows[order[0]];
+          fmt::print("\nbest placement {}:\n", engine::format_matrix_brackets(b.x));
+          for (std::size_t i = 0; i < reds.size(); ++i) {
+            const auto& mr = b.per[i];
+            fmt::print("  reduce [{}] x {}: {} (single AllReduce {}, {:.2f}x)  {}\n", fmt::join(reds[i].axes, ","),
+                       reds[i].weight, sim::format_seconds(mr.best_s()), sim::format_seconds(mr.allreduce_s), mr.speedup(),
+                       mr.programs.empty() ? std::string("-") : mr.programs.front().name);
+          }
+        }
+        return 0;
+      };
+    });
+
+}  // namespace
+}  // namespace p2v::tools
