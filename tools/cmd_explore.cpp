@@ -55,27 +55,7 @@ Reduction parse_reduction(const std::string& s, std::size_t num_axes) {
     if (w.empty() || pos != w.size() || !(r.weight >= 0) || r.weight > 1e12)
       throw Error("--reduction '" + s + "': weight '" + w + "' is not a non-negative number");
   }
-  std::vector<int> ax;
-  std::string cur;
-  auto flush = [&] {
-    if (cur.empty()) throw Error("--reduction '" + s + "': empty axis index (write e.g. 0,2@1.5)");
-    std::size_t pos = 0;
-    long v = -1;
-    try {
-      v = std::stol(cur, &pos);
-    } catch (...) {
-      pos = 0;
-    }
-    if (pos != cur.size() || v < 0 || v > 1000000)
-      throw Error("--reduction '" + s + "': '" + cur + "' is not an axis index");
-    ax.push_back(static_cast<int>(v));
-    cur.clear();
-  };
-  for (char c : axes) {
-    if (c == ',') flush();
-    else cur += c;
-  }
-  flush();
+  const std::vector<int> ax = engine::parse_axis_indices(axes, "--reduction '" + s + "'");
   r.axes = engine::check_reduce(ax, num_axes);
   return r;
 }
@@ -109,9 +89,7 @@ Registrar reg(
         copt.bytes = a->bytes.empty() ? sim::default_bytes(p.system) : sim::parse_bytes(a->bytes);
         engine::SynthOptions sopt;
         sopt.max_size = a->max_size;
-        if (a->master == "allreduce") sopt.master = engine::MasterCollectives::AllReduceOnly;
-        else if (a->master == "all") sopt.master = engine::MasterCollectives::All;
-        else throw Error(fmt::format("--master-collectives '{}': expected allreduce or all", a->master));
+        sopt.master = engine::parse_master_collectives(a->master);
         std::vector<std::string> names;
         for (const auto& l : p.system.levels) names.push_back(l.name);
 

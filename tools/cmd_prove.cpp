@@ -60,8 +60,7 @@ Registrar reg(
           throw Error("this p2v was built without the SMT encodings; use --solver none");
         if (!(a->timeout_s > 0)) throw Error("--timeout must be positive");
         opt.timeout_ms = static_cast<unsigned>(a->timeout_s * 1000);
-        if (a->master == "all") opt.master = engine::MasterCollectives::All;
-        else if (a->master != "allreduce") throw Error("--master-collectives: expected allreduce or all");
+        opt.master = engine::parse_master_collectives(a->master);
 
         const auto t0 = std::chrono::steady_clock::now();
         // The lemma x case table printed at the end: one row per (case, matrix).

@@ -79,9 +79,7 @@ Registrar reg(
         copt.bytes = a->bytes.empty() ? sim::default_bytes(p.system) : sim::parse_bytes(a->bytes);
         engine::SynthOptions sopt;
         sopt.max_size = a->max_size;
-        if (a->master == "allreduce") sopt.master = engine::MasterCollectives::AllReduceOnly;
-        else if (a->master == "all") sopt.master = engine::MasterCollectives::All;
-        else throw Error(fmt::format("--master-collectives '{}': expected allreduce or all", a->master));
+        sopt.master = engine::parse_master_collectives(a->master);
         std::vector<std::string> names;
         for (const auto& l : p.system.levels) names.push_back(l.name);
 

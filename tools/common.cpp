@@ -25,32 +25,8 @@ Problem load_problem(const ProblemArgs& a) {
   const auto levels = p.system.cardinalities();
   engine::check_axes(levels, p.axes);
   if (!a.reduce.empty() || a.need_reduce) {
-    std::vector<int> r;
     if (a.reduce.empty()) throw Error("--reduce: give at least one reduction axis index");
-    // Reduction indices may be 0, so parse without the positivity check.
-    std::string cur;
-    auto flush = [&] {
-      if (cur.empty()) throw Error("--reduce '" + a.reduce + "': empty entry");
-      std::size_t pos = 0;
-      long v = -1;
-      try {
-        v = std::stol(cur, &pos);
-      } catch (...) {
-        pos = 0;
-      }
-      if (pos != cur.size())
-        throw Error("--reduce '" + a.reduce + "': '" + cur + "' is not an axis index");
-      if (v < 0 || v > 1000000)
-        throw Error("--reduce: axis index " + cur + " is out of range (axes are 0.." +
-                    std::to_string(p.axes.size() - 1) + ")");
-      r.push_back(static_cast<int>(v));
-      cur.clear();
-    };
-    for (char c : a.reduce) {
-      if (c == ',' || c == ' ') flush();
-      else cur += c;
-    }
-    flush();
+    const std::vector<int> r = engine::parse_axis_indices(a.reduce, "--reduce");
     p.reduce = engine::check_reduce(r, p.axes.size());
   }
   if (!a.matrix.empty()) {

@@ -27,6 +27,12 @@ Collective parse_collective(const std::string& s) {
   throw Error(fmt::format("unknown collective '{}' (expected AllReduce, ReduceScatter, AllGather, Reduce or Broadcast)", s));
 }
 
+MasterCollectives parse_master_collectives(const std::string& s) {
+  if (s == "allreduce") return MasterCollectives::AllReduceOnly;
+  if (s == "all") return MasterCollectives::All;
+  throw Error(fmt::format("--master-collectives '{}': expected allreduce or all", s));
+}
+
 Groups form_groups(const SynthesisHierarchy& h, int slice, FormKind form, int e) {
   const int n = h.num_levels();
   if (slice < 0 || slice >= n - 1)

@@ -99,6 +99,31 @@ std::vector<int> parse_int_list(const std::string& text, const std::string& what
   return out;
 }
 
+std::vector<int> parse_axis_indices(const std::string& text, const std::string& what) {
+  std::vector<int> out;
+  std::string cur;
+  auto flush = [&] {
+    if (cur.empty()) throw Error(fmt::format("{} '{}': empty axis index", what, text));
+    std::size_t pos = 0;
+    long v = -1;
+    try {
+      v = std::stol(cur, &pos);
+    } catch (...) {
+      pos = 0;
+    }
+    if (pos != cur.size() || v < 0 || v > 1000000)
+      throw Error(fmt::format("{} '{}': '{}' is not an axis index", what, text, cur));
+    out.push_back(static_cast<int>(v));
+    cur.clear();
+  };
+  for (char c : text) {
+    if (c == ',' || c == ' ') flush();
+    else cur += c;
+  }
+  flush();
+  return out;
+}
+
 void check_axes(const std::vector<int>& levels, const std::vector<int>& axes) {
   if (axes.empty()) throw Error("--axes: give at least one parallelism axis");
   if (axes.size() > 16) throw Error(fmt::format("--axes: {} axes is more than p2v handles (16)", axes.size()));

@@ -10,38 +10,21 @@
 #include <sstream>
 
 #include "p2v/engine/error.hpp"
+#include "text_util.hpp"
 
 namespace p2v::engine::sim {
 
+using text::split_csv;
+using text::trim;
+
 namespace {
 
-std::string trim(std::string s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
-  std::size_t i = 0;
-  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
-  return s.substr(i);
-}
 
 std::string lower(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
 }
 
-// Splits a CSV line (double quotes protect commas).
-std::vector<std::string> split_csv(const std::string& line) {
-  std::vector<std::string> f;
-  std::string cur;
-  bool q = false;
-  for (char c : line) {
-    if (c == '"') q = !q;
-    else if (c == ',' && !q) {
-      f.push_back(trim(cur));
-      cur.clear();
-    } else cur += c;
-  }
-  f.push_back(trim(cur));
-  return f;
-}
 
 long parse_int(const std::string& s, const std::string& where) {
   std::size_t pos = 0;

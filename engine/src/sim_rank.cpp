@@ -10,8 +10,12 @@
 #include <sstream>
 
 #include "p2v/engine/error.hpp"
+#include "text_util.hpp"
 
 namespace p2v::engine::sim {
+
+using text::split_csv;
+using text::trim;
 
 MatrixRanking rank_placement(const Simulator& sim, const Placement& p,
                              const std::vector<std::string>& level_names, const SynthOptions& synth,
@@ -42,27 +46,7 @@ MatrixRanking rank_placement(const Simulator& sim, const Placement& p,
 
 namespace {
 
-std::string trim(std::string s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
-  std::size_t i = 0;
-  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
-  return s.substr(i);
-}
 
-std::vector<std::string> split_csv(const std::string& line) {
-  std::vector<std::string> f;
-  std::string cur;
-  bool q = false;
-  for (char c : line) {
-    if (c == '"') q = !q;
-    else if (c == ',' && !q) {
-      f.push_back(trim(cur));
-      cur.clear();
-    } else cur += c;
-  }
-  f.push_back(trim(cur));
-  return f;
-}
 
 std::vector<double> ranks_of(const std::vector<double>& v) {
   std::vector<std::size_t> idx(v.size());

@@ -22,6 +22,8 @@ using Groups = std::vector<std::vector<int>>;
 
 // Which collectives Master may carry (SPEC §5): AllReduce only (default), or all five.
 enum class MasterCollectives { AllReduceOnly, All };
+// "allreduce" or "all" (the --master-collectives option); throws p2v::Error otherwise.
+MasterCollectives parse_master_collectives(const std::string& s);
 
 struct Grouping {
   int slice = 0;

@@ -25,6 +25,9 @@ std::string format_matrix_brackets(const ParallelismMatrix& x);
 // "4,16" -> {4,16}; throws on empty, non-numeric or non-positive entries.
 std::vector<int> parse_int_list(const std::string& text, const std::string& what);
 
+// "0,2" -> {0,2}: axis indices (0 allowed), unchecked against the number of axes.
+std::vector<int> parse_axis_indices(const std::string& text, const std::string& what);
+
 // Checks that `axes` factor the device count of `levels` (throws p2v::Error naming the mismatch).
 void check_axes(const std::vector<int>& levels, const std::vector<int>& axes);
 // Checks reduction axis indices (non-empty, in range, no duplicates); returns them sorted.
