@@ -1,0 +1,32 @@
+#pragma once
+// What the executor needs from "the world" besides the collectives themselves: rank, size, a
+// barrier, agreement on a flag, and gathering to rank 0. Over MPI (one rank per process, under
+// mpirun) or over threads (one process, one thread per device: the NCCL single-process mode and
+// the host `threads` backend).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <mpi.h>
+
+namespace p2v::runtime {
+
+class Coordinator {
+ public:
+  virtual ~Coordinator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual void barrier() = 0;
+  virtual int allreduce_max(int v) = 0;
+  virtual int allreduce_min(int v) = 0;
+  // On rank 0: every rank's value, in rank order; elsewhere: empty.
+  virtual std::vector<std::string> gather(const std::string& mine) = 0;
+  virtual std::vector<double> gather(const std::vector<double>& mine) = 0;  // concatenated
+  virtual double now() const = 0;  // seconds
+};
+
+std::unique_ptr<Coordinator> make_mpi_coordinator(MPI_Comm world);
+// `n` coordinators sharing one team: give coordinator i to thread i.
+std::vector<std::unique_ptr<Coordinator>> make_thread_team(int n);
+
+}  // namespace p2v::runtime

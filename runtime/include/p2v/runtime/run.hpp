@@ -1,0 +1,62 @@
+#pragma once
+// The executor: fill, run, check after every step, time; collective over the world communicator.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <mpi.h>
+
+#include "p2v/runtime/backend.hpp"
+#include "p2v/runtime/coordinator.hpp"
+#include "p2v/runtime/plan.hpp"
+
+namespace p2v::runtime {
+
+struct RunOptions {
+  std::int64_t bytes = 1 << 20;  // per rank (rounded up to a whole number of units)
+  int iters = 20, warmup = 5;
+  Dtype dtype = Dtype::Int32;
+  bool verify = true;      // one untimed run checked after every step
+  bool baseline = true;    // also time one AllReduce over the reduction groups
+  int fault_step = -1, fault_rank = -1;  // corrupt one element after this step on this rank
+};
+
+struct Stats {
+  double min = 0, median = 0, max = 0;  // seconds
+};
+Stats make_stats(std::vector<double> samples);
+
+struct Timing {
+  std::string what;        // collective name, "total", "baseline AllReduce"
+  std::string groups;      // group description
+  std::string groups_list; // every group, "0-3|4-7" or "0 4|1 5" (what p2v calibrate reads)
+  int group_size = 0, num_groups = 0;
+  std::int64_t bytes = 0;  // nccl-tests size S of the operation on one rank
+  Stats t;
+  double algbw = 0, busbw = 0;  // GB/s (1e9 bytes/s), from the median time
+};
+
+struct RunReport {
+  bool ok = true;
+  std::string failure;  // verification failure (step, rank, chunk, values), on rank 0
+  std::int64_t elems = 0, bytes = 0, elems_per_row = 0;
+  std::vector<Timing> steps;  // on rank 0
+  Timing total, baseline;     // on rank 0
+  std::vector<double> total_samples, baseline_samples;  // on rank 0, per iteration (max over ranks)
+};
+
+// The value rank `rank` starts with at element `e` (identifies rank, row = e / elems_per_row,
+// element). Values stay small enough that any sum over `num_ranks` ranks is exact.
+std::int32_t fill_value(int rank, std::int64_t e, int num_ranks, Dtype dt);
+
+// Runs `plan` with `be` on every rank of `world` (world size == plan.num_ranks). Collective.
+RunReport run_program(const Plan& plan, Backend& be, const RunOptions& opt, MPI_Comm world);
+// The same over any coordinator (e.g. one thread per device in one process).
+RunReport run_program(const Plan& plan, Backend& be, const RunOptions& opt, Coordinator& co);
+
+double busbw_factor(Collective c, int n);
+
+// "0-3|4-7", "0 4|1 5": groups as the calibration CSV writes them.
+std::string format_groups_list(const Groups& g);
+
+}  // namespace p2v::runtime

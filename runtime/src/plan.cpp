@@ -1,0 +1,387 @@
+#include "p2v/runtime/plan.hpp"
+
+#include <algorithm>
+#include <fmt/core.h>
+#include <map>
+#include <numeric>
+
+#include "p2v/engine/error.hpp"
+#include "p2v/engine/state.hpp"
+
+namespace p2v::runtime {
+
+const char* to_string(Space s) {
+  switch (s) {
+    case Space::Main: return "main";
+    case Space::Stage0: return "stage0";
+    case Space::Stage1: return "stage1";
+  }
+  return "?";
+}
+
+std::int64_t total_units(const Intervals& v) {
+  std::int64_t n = 0;
+  for (const auto& i : v) n += i.size();
+  return n;
+}
+
+std::string format_intervals(const Intervals& v) {
+  if (v.empty()) return "{}";
+  std::string s = "{";
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ",";
+    s += v[i].size() == 1 ? fmt::format("{}", v[i].begin)
+                          : fmt::format("{}-{}", v[i].begin, v[i].end - 1);
+  }
+  return s + "}";
+}
+
+std::string describe_groups(const Groups& g, std::size_t max_groups) {
+  std::string s;
+  std::size_t sz = g.empty() ? 0 : g[0].size();
+  bool uniform = true;
+  for (const auto& x : g) uniform &= x.size() == sz;
+  s = uniform ? fmt::format("{} x {}:", g.size(), sz) : fmt::format("{} groups:", g.size());
+  for (std::size_t i = 0; i < g.size() && i < max_groups; ++i) {
+    s += " {";
+    for (std::size_t j = 0; j < g[i].size(); ++j) {
+      if (j) s += ',';
+      s += std::to_string(g[i][j]);
+    }
+    s += "}";
+  }
+  if (g.size() > max_groups) s += " ...";
+  return s;
+}
+
+std::string PlanStep::describe() const { return describe_groups(groups); }
+
+Layout Plan::final_layout(int rank) const {
+  if (steps.empty()) return Layout{Space::Main, {{0, units}}};
+  Layout l = steps.back().ranks[rank].after;
+  if (!final_copies[rank].empty()) l.where = Space::Main;
+  return l;
+}
+
+namespace {
+
+// Sorted row list -> intervals of rows.
+Intervals to_intervals(const std::vector<int>& rows) {
+  Intervals v;
+  for (int r : rows) {
+    if (!v.empty() && v.back().end == r) ++v.back().end;
+    else v.push_back({r, r + 1});
+  }
+  return v;
+}
+
+Intervals scale_down(const Intervals& v, int u) {
+  Intervals o;
+  for (const auto& i : v) o.push_back({i.begin / u, i.end / u});
+  return o;
+}
+
+// Copies packing `rows` (home positions in main) into `dst` contiguously, ascending.
+std::vector<Copy> pack_copies(const Intervals& rows, Region dst) {
+  std::vector<Copy> cs;
+  std::int64_t off = dst.offset;
+  for (const auto& i : rows) {
+    cs.push_back({{Space::Main, i.begin}, {dst.space, off}, i.size()});
+    off += i.size();
+  }
+  return cs;
+}
+// Copies unpacking rows stored contiguously at `src` to their home positions.
+std::vector<Copy> unpack_copies(const Intervals& rows, Region src) {
+  std::vector<Copy> cs;
+  std::int64_t off = src.offset;
+  for (const auto& i : rows) {
+    cs.push_back({{src.space, off}, {Space::Main, i.begin}, i.size()});
+    off += i.size();
+  }
+  return cs;
+}
+
+Space other_stage(Space s) { return s == Space::Stage0 ? Space::Stage1 : Space::Stage0; }
+
+// The rows at positions [from, from+n) of the ascending row list `rows` (as intervals).
+Intervals slice(const Intervals& rows, std::int64_t from, std::int64_t n) {
+  Intervals o;
+  std::int64_t pos = 0;
+  for (const auto& i : rows) {
+    const std::int64_t b = std::max(i.begin, i.begin + (from - pos));
+    const std::int64_t e = std::min(i.end, i.begin + (from + n - pos));
+    if (b < e) o.push_back({b, e});
+    pos += i.size();
+  }
+  return o;
+}
+
+Intervals merge(Intervals v) {
+  std::sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
+  Intervals o;
+  for (const auto& i : v) {
+    if (!o.empty() && o.back().end == i.begin) o.back().end = i.end;
+    else o.push_back(i);
+  }
+  return o;
+}
+
+}  // namespace
+
+Plan make_plan(const engine::LoweredProgram& prog, int num_ranks, const Groups& reduction_groups,
+               int check_rank) {
+  if (num_ranks < 1) throw Error("the runtime needs at least one rank");
+  if (num_ranks > engine::kMaxStateDevices)
+    throw Error(fmt::format("{} ranks: the runtime's planner supports at most {} ranks", num_ranks,
+                            engine::kMaxStateDevices));
+  Plan plan;
+  plan.num_ranks = plan.k = num_ranks;
+  plan.reduction_groups = reduction_groups;
+  plan.check_rank = check_rank;
+  const int N = num_ranks;
+
+  // 1. Validate the groups and follow the state semantics.
+  auto check_groups = [&](const Groups& gs, const std::string& what) {
+    std::vector<char> seen(N, 0);
+    for (const auto& g : gs) {
+      if (g.empty()) throw Error(what + ": an empty group");
+      for (std::size_t i = 0; i < g.size(); ++i) {
+        if (g[i] < 0 || g[i] >= N)
+          throw Error(fmt::format("{}: device {} does not exist with {} ranks (devices 0..{}); "
+                                  "the program is for another system or rank count",
+                                  what, g[i], N, N - 1));
+        if (i && g[i] <= g[i - 1])
+          throw Error(fmt::format("{}: group {} is not in ascending device order", what,
+                                  describe_groups({g}, 1)));
+        if (seen[g[i]]++) throw Error(fmt::format("{}: device {} is in two groups", what, g[i]));
+      }
+    }
+  };
+  check_groups(reduction_groups, "reduction groups");
+  std::vector<engine::StateSet> states;
+  states.push_back(engine::StateSet::initial(N));
+  for (std::size_t s = 0; s < prog.size(); ++s) {
+    const std::string what = fmt::format("step {} ({})", s + 1, engine::to_string(prog[s].collective));
+    check_groups(prog[s].groups, what);
+    engine::StateSet next(N);
+    std::string why;
+    if (!states.back().apply(prog[s].collective, prog[s].groups, next, &why))
+      throw Error(fmt::format("{} is not valid here: {}", what, why));
+    states.push_back(std::move(next));
+  }
+  {
+    const auto goal = engine::StateSet::goal(N, reduction_groups);
+    plan.reaches_goal = states.back() == goal;
+    if (!plan.reaches_goal) {
+      for (int d = 0; d < N && plan.goal_failure.empty(); ++d)
+        if (!states.back().same_device(d, goal, d))
+          plan.goal_failure = fmt::format("rank {} ends with {} instead of {}", d,
+                                          states.back().describe_device(d), goal.describe_device(d));
+    }
+  }
+
+  // 2. Rows per rank per state, and the unit size u.
+  const std::size_t S = prog.size();
+  std::vector<std::vector<Intervals>> rows(S + 1, std::vector<Intervals>(N));
+  int u = N;
+  for (std::size_t s = 0; s <= S; ++s)
+    for (int d = 0; d < N; ++d) {
+      rows[s][d] = to_intervals(states[s].rows(d));
+      for (const auto& i : rows[s][d]) u = std::gcd(u, std::gcd(static_cast<int>(i.begin), static_cast<int>(i.end)));
+    }
+  plan.rows_per_unit = u;
+  plan.units = N / u;
+  for (auto& st : rows)
+    for (auto& r : st) r = scale_down(r, u);
+
+  if (check_rank >= 0 && check_rank < N) {
+    plan.columns.resize(S);
+    for (std::size_t s = 0; s < S; ++s) {
+      auto& cs = plan.columns[s];
+      cs.resize(plan.units);
+      // Rows of one unit move together, so their columns agree; take the unit's first row.
+      for (int un = 0; un < plan.units; ++un)
+        if (states[s + 1].has_row(check_rank, un * u)) cs[un] = states[s + 1].columns(check_rank, un * u);
+    }
+  }
+
+  // 3. Communicators: the distinct groups of size >= 2, in order of first use.
+  std::map<std::vector<int>, int> comm_index;
+  auto comm_of = [&](const std::vector<int>& g) {
+    auto [it, fresh] = comm_index.try_emplace(g, static_cast<int>(plan.comms.size()));
+    if (fresh) plan.comms.push_back(g);
+    return it->second;
+  };
+
+  // 4. Layouts and per-rank actions.
+  std::vector<Layout> lay(N, Layout{Space::Main, {{0, plan.units}}});
+  auto need = [&](Region r, std::int64_t units) {
+    if (r.space == Space::Main) return;
+    auto& n = plan.stage_units[r.space == Space::Stage0 ? 0 : 1];
+    n = std::max(n, r.offset + units);
+  };
+  // The contiguous input region of rank d's held rows, packing into Stage0 when needed.
+  auto input_region = [&](int d, RankStep& rs) -> Region {
+    const Layout& l = lay[d];
+    if (l.where != Space::Main) return Region{l.where, 0};
+    if (l.rows.size() == 1) return Region{Space::Main, l.rows[0].begin};
+    Region dst{Space::Stage0, 0};
+    rs.pre = pack_copies(l.rows, dst);
+    need(dst, total_units(l.rows));
+    return dst;
+  };
+
+  for (std::size_t s = 0; s < S; ++s) {
+    PlanStep ps;
+    ps.collective = prog[s].collective;
+    ps.groups = prog[s].groups;
+    ps.ranks.resize(N);
+    const auto& before = rows[s];
+    const auto& after = rows[s + 1];
+    std::vector<Layout> next = lay;
+    for (const auto& g : ps.groups) {
+      const int gs = static_cast<int>(g.size());
+      if (gs < 2) continue;  // a singleton moves no data (its state is unchanged or trivially so)
+      const int ci = comm_of(g);
+      ps.comms.push_back(ci);
+      std::vector<Region> in(gs);
+      for (int m = 0; m < gs; ++m) {
+        RankStep& rs = ps.ranks[g[m]];
+        rs.comm = ci;
+        rs.member = m;
+        rs.group_size = gs;
+      }
+      switch (ps.collective) {
+        case Collective::AllReduce: {
+          for (int m = 0; m < gs; ++m) {
+            const int d = g[m];
+            RankStep& rs = ps.ranks[d];
+            const Region r = input_region(d, rs);
+            rs.in_place = true;
+            rs.send = rs.recv = r;
+            rs.count = rs.data_units = total_units(before[d]);
+            next[d] = Layout{r.space, after[d]};
+          }
+          break;
+        }
+        case Collective::Reduce: {
+          for (int m = 0; m < gs; ++m) {
+            const int d = g[m];
+            RankStep& rs = ps.ranks[d];
+            const Region r = input_region(d, rs);
+            rs.in_place = m == 0;
+            rs.send = rs.recv = r;
+            rs.count = rs.data_units = total_units(before[d]);
+            next[d] = Layout{m == 0 ? r.space : Space::Main, after[d]};
+          }
+          break;
+        }
+        case Collective::ReduceScatter: {
+          for (int m = 0; m < gs; ++m) {
+            const int d = g[m];
+            RankStep& rs = ps.ranks[d];
+            const Region r = input_region(d, rs);
+            rs.send = r;
+            rs.recv = Region{other_stage(r.space), 0};
+            rs.data_units = total_units(before[d]);
+            rs.count = rs.data_units / gs;
+            need(rs.recv, rs.count);
+            next[d] = Layout{rs.recv.space, after[d]};
+          }
+          break;
+        }
+        case Collective::AllGather: {
+          const std::int64_t q = total_units(before[g[0]]);
+          Intervals all;
+          for (int d : g) all.insert(all.end(), before[d].begin(), before[d].end());
+          const Intervals U = merge(all);
+          bool ordered = true;  // member i holds the i-th block of U
+          for (int m = 0; m < gs && ordered; ++m) ordered = merge(before[g[m]]) == slice(U, m * q, q);
+          const bool contiguous = U.size() == 1;
+          bool all_home = true;
+          for (int d : g) all_home &= lay[d].where == Space::Main;
+          for (int m = 0; m < gs; ++m) {
+            const int d = g[m];
+            RankStep& rs = ps.ranks[d];
+            rs.count = q;
+            rs.data_units = total_units(U);
+            if (ordered && contiguous && all_home) {
+              rs.in_place = true;  // every member's rows already sit at their place in U
+              rs.send = rs.recv = Region{Space::Main, U[0].begin};
+              next[d] = Layout{Space::Main, after[d]};
+              continue;
+            }
+            const bool to_main = ordered && contiguous;
+            Region src;
+            if (lay[d].where != Space::Main) {
+              src = Region{lay[d].where, 0};
+            } else if (!to_main && lay[d].rows.size() == 1) {
+              src = Region{Space::Main, lay[d].rows[0].begin};  // no overlap with a stage target
+            } else {
+              // Own rows at home: pack (the receive region would overlap them).
+              src = Region{Space::Stage0, 0};
+              rs.pre = pack_copies(lay[d].rows, src);
+              need(src, q);
+            }
+            rs.send = src;
+            if (to_main) {
+              rs.recv = Region{Space::Main, U[0].begin};
+              next[d] = Layout{Space::Main, after[d]};
+            } else {
+              rs.recv = Region{other_stage(src.space), 0};
+              need(rs.recv, q * gs);
+              if (ordered) {
+                next[d] = Layout{rs.recv.space, after[d]};  // ascending already: stays packed
+              } else {
+                for (int i = 0; i < gs; ++i) {
+                  auto cs = unpack_copies(before[g[i]], Region{rs.recv.space, i * q});
+                  rs.post.insert(rs.post.end(), cs.begin(), cs.end());
+                }
+                next[d] = Layout{Space::Main, after[d]};
+              }
+            }
+          }
+          break;
+        }
+        case Collective::Broadcast: {
+          const int root = g[0];
+          const Intervals& R0 = before[root];
+          for (int m = 0; m < gs; ++m) {
+            const int d = g[m];
+            RankStep& rs = ps.ranks[d];
+            rs.count = rs.data_units = total_units(R0);
+            if (m == 0) {
+              const Region r = input_region(d, rs);
+              rs.send = rs.recv = r;
+              next[d] = Layout{r.space, after[d]};
+            } else {
+              const Region r = R0.size() == 1 ? Region{Space::Main, R0[0].begin} : Region{Space::Stage0, 0};
+              need(r, rs.count);
+              rs.send = rs.recv = r;
+              next[d] = Layout{r.space, after[d]};
+            }
+          }
+          break;
+        }
+      }
+      for (int d : g) ps.ranks[d].after = next[d];
+    }
+    // Idle ranks (and singleton groups) keep their data where it is.
+    for (int d = 0; d < N; ++d)
+      if (ps.ranks[d].comm < 0) {
+        next[d].rows = after[d];
+        ps.ranks[d].after = next[d];
+      }
+    lay = std::move(next);
+    plan.steps.push_back(std::move(ps));
+  }
+  plan.final_copies.resize(N);
+  for (int d = 0; d < N; ++d)
+    if (lay[d].where != Space::Main) plan.final_copies[d] = unpack_copies(lay[d].rows, Region{lay[d].where, 0});
+  for (const auto& g : reduction_groups)
+    if (g.size() >= 2) plan.baseline_comms.push_back(comm_of(g));
+  return plan;
+}
+
+}  // namespace p2v::runtime
