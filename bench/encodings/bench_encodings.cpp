@@ -35,7 +35,7 @@ struct Config {
 
 int main(int argc, char** argv) {
   int reps = 1, L = 5;
-  std::string solver = "both", choice = "binary", incr = "on", plain, reduce = "both", states = "var", lemma = "on";
+  std::string solver = "both", choice = "binary", incr = "on", plain, reduce = "both", states = "var", lemma = "off";
   bool verbose = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
     if (choice == "both" || choice == "binary") choices.push_back(ChoiceEncoding::Binary);
     if (choice == "both" || choice == "onehot") choices.push_back(ChoiceEncoding::OneHot);
     std::vector<bool> funs;
-    if (states == "all" || states == "both" || states == "var") funs.push_back(false);
+    if (states != "fun") funs.push_back(false);
     if (states == "all" || states == "both" || states == "fun") funs.push_back(true);
     std::vector<bool> facts;
     if (states == "all" || states == "factored" || states == "both" || states == "var") facts.push_back(true);
@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
     if (incr == "both" || incr == "off") incs.push_back(false);
     fmt::print("{:<34} {:>3} {:>5} {:>9} | {:<5} {:<6} {:<8} {:>9} {:>6}  per-bound seconds\n", "config", "k",
                "ins", "enum ms", "solver", "choice", "inc", "median s", "progs");
-    fmt::print("(inc = incremental across bounds; states: fac = state variables, one constraint per grouping (default); ins = one per instruction; fun = functional; -nl = without the last-step lemma)\n");
+    fmt::print("(inc = incremental across bounds; states: fac = state variables, one constraint per grouping (default); ins = one per instruction; fun = functional; +lemma = with the last-step lemma)\n");
     for (const auto& c : configs) {
       engine::SynthOptions so;
       so.max_size = L;
@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
             const bool same = e.programs == r.programs;
             fmt::print("{:<34} {:>3} {:>5} {:>9.2f} | {:<5} {:<6} {:<8} {:>9.2f} {:>6}{} {}\n", c.name,
                        c.h.num_local(), r.instructions.size(), median(te), smt::to_string(kind), to_string(ch),
-                       std::string(inc ? "yes" : "no") + (fun ? "/fun" : fac ? "/fac" : "/ins") + (lem ? "" : "-nl"), median(ts), e.programs.size(), same ? "" : " MISMATCH", per);
+                       std::string(inc ? "yes" : "no") + (fun ? "/fun" : fac ? "/fac" : "/ins") + (lem ? "+lemma" : ""), median(ts), e.programs.size(), same ? "" : " MISMATCH", per);
             std::fflush(stdout);
           }
     }

@@ -1,0 +1,54 @@
+#pragma once
+// Certificates: one JSON file per synthesized program, with the placement, the hierarchy, the
+// program and its lowered groups, the state after every step, and the solver facts (who found
+// it, unsat below the shortest bound, unsat after blocking all found up to the bound).
+// The independent checker (proofs/checker) re-derives and replays everything but the facts.
+#include <string>
+#include <vector>
+
+#include "p2v/encodings/search.hpp"
+#include "p2v/engine/placement.hpp"
+#include "p2v/engine/synth.hpp"
+#include "p2v/engine/system.hpp"
+
+namespace p2v::encodings {
+
+inline constexpr const char* kCertificateFormat = "p2v-certificate/1";
+
+struct CertifyOptions {
+  std::string dir;  // created if missing
+  std::vector<smt::SolverKind> solvers = {smt::SolverKind::Z3, smt::SolverKind::Cvc5};
+  SearchOptions search;  // search.proofs: store cvc5's proofs beside the certificates
+};
+
+struct CertifyResult {
+  std::vector<std::string> files;        // certificates written
+  std::vector<EnumerationResult> runs;   // one per solver
+};
+
+// Compact state text of one local device: "rows:cols;rows:cols" with ranges, e.g. "0-3:0-1;4-7:2-3";
+// "" for a device that holds nothing. Rows with equal column sets are grouped; ordered by first row.
+std::string state_text(const LocalState& s, int device);
+
+// The states 0..n of `prog` on the hierarchy of `r`, replayed with the engine's Hoare rules.
+// Throws if a step is invalid.
+std::vector<LocalState> replay_states(const engine::SynthResult& r, const engine::Program& prog);
+
+// One certificate (JSON text).
+std::string certificate_json(const engine::System& sys, const engine::Placement& p,
+                             const engine::SynthResult& r, const engine::SynthOptions& opt,
+                             const engine::Program& prog,
+                             const std::vector<EnumerationResult>& runs,
+                             const std::vector<std::string>& proof_files = {});
+
+// Writes one certificate per program of `r` (the enumerator's result for placement p, built with
+// `opt`) into c.dir, after running every solver of c.solvers on the same hierarchy. Throws
+// p2v::Error when a solver's set of programs differs from the enumerator's or a solver answers
+// unknown (nothing is certified then). `runs`: reuse solver runs already made (same order as
+// c.solvers) instead of running again.
+CertifyResult certify_programs(const engine::System& sys, const engine::Placement& p,
+                               const engine::SynthResult& r, const engine::SynthOptions& opt,
+                               const CertifyOptions& c,
+                               const std::vector<EnumerationResult>* runs = nullptr);
+
+}  // namespace p2v::encodings

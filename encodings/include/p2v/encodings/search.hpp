@@ -1,0 +1,97 @@
+#pragma once
+// The bounded encoding of reduction-program search (SPEC §4-§5) over state-matrix bitvectors,
+// and enumeration of every valid program up to a size bound with blocking constraints.
+//
+// Per step t (0..n) and device d: a k-bit row-presence vector and k column bitvectors of k bits
+// (row r <-> bit r, column j <-> bit j). Per step t (1..n): a choice among the instructions
+// (binary-coded bitvector or one-hot booleans). For every instruction and every group of it,
+// "choice_t = i  =>  pre_i(S_{t-1}) and S_t = post_i(S_{t-1})". The initial state at t = 0, the
+// goal at t = n, and not the goal at 1..n-1 (a valid program stops at the goal, as the
+// enumerator's programs do).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "p2v/encodings/smt.hpp"
+#include "p2v/engine/instruction.hpp"
+#include "p2v/engine/synth.hpp"
+
+namespace p2v::encodings {
+
+enum class ChoiceEncoding { Binary, OneHot };
+const char* to_string(ChoiceEncoding c);
+ChoiceEncoding parse_choice_encoding(const std::string& s);  // "binary" | "onehot"
+
+struct SearchOptions {
+  ChoiceEncoding choice = ChoiceEncoding::Binary;
+  bool incremental = true;  // one solver across bounds (push/pop) vs. a fresh solver per bound
+  // States as functions of the choices (a multiplexer per row, no state variables) instead of
+  // fresh state variables constrained by "choice = i => state = post_i".
+  bool functional = false;
+  // One transition constraint per grouping (all collectives on the same groups share it; under
+  // each precondition the post-state is "keep ? union : 0") instead of one per instruction.
+  bool factored = true;
+  // Assert the derived lemma "the last step is no Reduce/ReduceScatter on groups of >= 2".
+  // Off by default: measured neutral for z3 and 4-15x slower for cvc5's final unsat at L = 5.
+  bool last_step_lemma = false;
+  unsigned timeout_ms = 0;  // per solver check; 0 = none. A timeout throws p2v::Error.
+  bool proofs = false;      // cvc5: keep the proof of the final unsat answer of every bound
+  bool keep_states = false; // keep the model's state after every step of every program
+  std::int64_t max_programs = 0;  // stop (throws) after this many programs; 0 = no limit
+};
+
+// One instruction as the encoding sees it: a collective on a partition of (some) local devices.
+struct SearchInstruction {
+  engine::Collective collective = engine::Collective::AllReduce;
+  engine::Groups groups;
+};
+
+struct SearchProblem {
+  int k = 0;
+  std::vector<SearchInstruction> instructions;
+  engine::Groups goal_groups;  // partition of 0..k-1
+};
+
+SearchProblem make_search_problem(const engine::SynthesisHierarchy& h,
+                                  const std::vector<engine::Instruction>& ins,
+                                  const engine::Groups& goal_groups);
+
+// State of k local devices: cols[d][r] = column set of row r of device d (empty = row absent).
+using LocalState = std::vector<std::vector<std::vector<bool>>>;
+
+struct BoundFact {
+  int bound = 0;            // exactly this many steps
+  int programs = 0;         // found at this bound
+  smt::Result final_result = smt::Result::unsat;  // after blocking all found: unsat
+  double seconds = 0;       // whole bound (encoding + all checks)
+  double final_seconds = 0; // the final (unsat) check
+  std::string proof;        // proof of the final unsat (cvc5 with proofs), else ""
+};
+
+struct EnumerationResult {
+  std::string solver, version;
+  std::vector<engine::Program> programs;  // shortest first, then lexicographic (as the enumerator)
+  std::vector<std::vector<LocalState>> states;  // with keep_states: per program, states 0..n
+  std::vector<BoundFact> bounds;               // bounds 1..max_size
+  int shortest = 0;                            // 0: no program up to max_size
+  double seconds = 0;
+  std::size_t terms = 0;
+};
+
+// Every valid program of 1..max_size steps. Throws p2v::Error on unknown / timeout.
+EnumerationResult enumerate_programs(smt::SolverKind kind, const SearchProblem& p, int max_size,
+                                     const SearchOptions& opt = {});
+
+// Is there a valid program of exactly n steps? Returns one, or nullopt when unsat. Throws on unknown.
+std::optional<engine::Program> find_program(smt::SolverKind kind, const SearchProblem& p, int n,
+                                            const SearchOptions& opt = {});
+// At most n steps (tries 1..n incrementally; the shortest found).
+std::optional<engine::Program> find_program_at_most(smt::SolverKind kind, const SearchProblem& p,
+                                                    int n, const SearchOptions& opt = {});
+
+// Does the encoding accept this exact program (the choices fixed)? For diagnostics.
+bool encoding_accepts(smt::SolverKind kind, const SearchProblem& p, const engine::Program& prog,
+                      const SearchOptions& opt = {});
+
+}  // namespace p2v::encodings

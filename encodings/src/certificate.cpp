@@ -1,0 +1,249 @@
+#include "p2v/encodings/certificate.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "p2v/engine/error.hpp"
+#include "p2v/engine/state.hpp"
+
+namespace p2v::encodings {
+
+using nlohmann::json;
+
+namespace {
+
+std::string ranges(const std::vector<int>& v) {
+  std::string s;
+  for (std::size_t i = 0; i < v.size();) {
+    std::size_t j = i;
+    while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
+    if (!s.empty()) s += ',';
+    s += std::to_string(v[i]);
+    if (j > i) {
+      s += '-';
+      s += std::to_string(v[j]);
+    }
+    i = j + 1;
+  }
+  return s;
+}
+
+const char* form_text(engine::FormKind f) {
+  switch (f) {
+    case engine::FormKind::Inside: return "Inside";
+    case engine::FormKind::Parallel: return "Parallel";
+    case engine::FormKind::Master: return "Master";
+  }
+  return "?";
+}
+
+std::string matrix_tag(const engine::ParallelismMatrix& x) {
+  std::string s;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (i) s += "_";
+    for (std::size_t j = 0; j < x[i].size(); ++j) {
+      if (j) s += '-';
+      s += std::to_string(x[i][j]);
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string state_text(const LocalState& s, int device) {
+  const auto& dev = s.at(static_cast<std::size_t>(device));
+  std::map<std::vector<int>, std::vector<int>> by_cols;  // cols -> rows
+  std::vector<std::vector<int>> order;
+  for (std::size_t r = 0; r < dev.size(); ++r) {
+    std::vector<int> cols;
+    for (std::size_t j = 0; j < dev[r].size(); ++j)
+      if (dev[r][j]) cols.push_back(static_cast<int>(j));
+    if (cols.empty()) continue;
+    auto [it, fresh] = by_cols.emplace(cols, std::vector<int>{});
+    if (fresh) order.push_back(cols);
+    it->second.push_back(static_cast<int>(r));
+  }
+  std::string out;
+  for (const auto& cols : order) {
+    if (!out.empty()) out += ';';
+    out += ranges(by_cols[cols]) + ":" + ranges(cols);
+  }
+  return out;
+}
+
+std::vector<LocalState> replay_states(const engine::SynthResult& r, const engine::Program& prog) {
+  const int k = r.hierarchy.num_local();
+  auto to_local = [k](const engine::StateSet& s) {
+    LocalState ls(k, std::vector<std::vector<bool>>(k, std::vector<bool>(k, false)));
+    for (int d = 0; d < k; ++d)
+      for (int row = 0; row < k; ++row)
+        for (int c = 0; c < k; ++c) ls[d][row][c] = s.get(d, row, c);
+    return ls;
+  };
+  std::vector<LocalState> out;
+  engine::StateSet cur = engine::StateSet::initial(k), next(k);
+  out.push_back(to_local(cur));
+  for (int i : prog) {
+    const auto& in = r.instructions.at(static_cast<std::size_t>(i));
+    std::string why;
+    if (!cur.apply(in.collective, in.grouping.groups, next, &why))
+      throw Error("replay: step " + engine::instruction_name(r.hierarchy, in) + " is invalid: " + why);
+    cur = next;
+    out.push_back(to_local(cur));
+  }
+  return out;
+}
+
+std::string certificate_json(const engine::System& sys, const engine::Placement& p,
+                             const engine::SynthResult& r, const engine::SynthOptions& opt,
+                             const engine::Program& prog, const std::vector<EnumerationResult>& runs,
+                             const std::vector<std::string>& proof_files) {
+  const auto& h = r.hierarchy;
+  json c;
+  c["format"] = kCertificateFormat;
+  c["system"] = json::parse(engine::system_to_json(sys));
+  c["levels"] = p.levels();
+  c["axes"] = p.axes();
+  c["reduce"] = p.reduce();
+  c["matrix"] = p.matrix();
+  c["master_collectives"] = opt.master == engine::MasterCollectives::All ? "all" : "allreduce";
+  c["max_size"] = opt.max_size;
+  c["hierarchy"] = {{"kind", engine::to_string(h.kind)}, {"cards", h.cards}, {"names", h.names}};
+  c["goal_groups"] = engine::local_goal_groups(h, p);
+  json steps = json::array(), lowered = json::array();
+  for (int i : prog) {
+    const auto& in = r.instructions.at(static_cast<std::size_t>(i));
+    steps.push_back({{"name", engine::instruction_name(h, in)},
+                     {"collective", engine::to_string(in.collective)},
+                     {"slice", in.grouping.slice},
+                     {"form", form_text(in.grouping.form)},
+                     {"e", in.grouping.e},
+                     {"groups", in.grouping.groups}});
+    lowered.push_back({{"collective", engine::to_string(in.collective)},
+                       {"groups", engine::lower_groups(h, in.grouping.groups)}});
+  }
+  c["program"] = {{"size", prog.size()}, {"notation", engine::program_name(r, prog)}, {"steps", steps}};
+  c["lowered"] = lowered;
+  json states = json::array();
+  for (const auto& s : replay_states(r, prog)) {
+    json st = json::array();
+    for (int d = 0; d < h.num_local(); ++d) st.push_back(state_text(s, d));
+    states.push_back(std::move(st));
+  }
+  c["states"] = states;
+  // Solver facts.
+  json facts;
+  facts["enumerator"] = {{"found", true}, {"programs", r.programs.size()}, {"nodes", r.nodes}};
+  json found = json::array(), shorter = json::array(), complete = json::array();
+  const int n = static_cast<int>(prog.size());
+  for (const auto& run : runs) {
+    const bool has = std::binary_search(run.programs.begin(), run.programs.end(), prog,
+                                        [](const engine::Program& a, const engine::Program& b) {
+                                          return a.size() != b.size() ? a.size() < b.size() : a < b;
+                                        });
+    double bound_s = 0;
+    for (const auto& b : run.bounds)
+      if (b.bound == n) bound_s = b.seconds;
+    if (has) found.push_back({{"solver", run.solver}, {"version", run.version}, {"bound", n}, {"seconds", bound_s}});
+    for (const auto& b : run.bounds) {
+      if (b.bound < n && b.programs == 0)
+        shorter.push_back({{"solver", run.solver}, {"version", run.version}, {"bound", b.bound},
+                           {"query", "a valid program of exactly " + std::to_string(b.bound) + " steps"},
+                           {"result", smt::to_string(b.final_result)}, {"seconds", b.final_seconds}});
+      complete.push_back({{"solver", run.solver}, {"version", run.version}, {"bound", b.bound},
+                          {"programs", b.programs},
+                          {"query", "another valid program of exactly " + std::to_string(b.bound) +
+                                        " steps after blocking the " + std::to_string(b.programs) + " found"},
+                          {"result", smt::to_string(b.final_result)}, {"seconds", b.final_seconds},
+                          {"bound_seconds", b.seconds}});
+    }
+  }
+  facts["found_by"] = found;
+  int shortest = r.programs.empty() ? 0 : static_cast<int>(r.programs.front().size());
+  facts["shortest"] = shortest;
+  facts["minimal"] = n == shortest;
+  facts["no_shorter"] = shorter;
+  facts["complete_up_to"] = opt.max_size;
+  facts["complete"] = complete;
+  if (!proof_files.empty()) facts["proofs"] = proof_files;
+  c["facts"] = facts;
+  return c.dump(1);
+}
+
+CertifyResult certify_programs(const engine::System& sys, const engine::Placement& p,
+                               const engine::SynthResult& r, const engine::SynthOptions& opt,
+                               const CertifyOptions& c, const std::vector<EnumerationResult>* runs) {
+  if (c.dir.empty()) throw Error("--certify: give a directory");
+  if (r.truncated) throw Error("--certify: the enumeration was truncated; nothing can be certified complete");
+  CertifyResult out;
+  const SearchProblem sp =
+      make_search_problem(r.hierarchy, r.instructions, engine::local_goal_groups(r.hierarchy, p));
+  if (runs) {
+    out.runs = *runs;
+  } else {
+    // The solvers run concurrently (independent contexts); the first error is reported.
+    std::vector<std::future<EnumerationResult>> fut;
+    for (auto kind : c.solvers)
+      fut.push_back(std::async(std::launch::async,
+                               [&, kind] { return enumerate_programs(kind, sp, opt.max_size, c.search); }));
+    std::string err;
+    for (auto& f : fut) {
+      try {
+        out.runs.push_back(f.get());
+      } catch (const std::exception& e) {
+        if (err.empty()) err = e.what();
+      }
+    }
+    if (!err.empty()) throw Error("--certify: " + err);
+  }
+  for (const auto& run : out.runs) {
+    if (run.programs != r.programs) {
+      std::string msg = fmt::format("--certify: {} found {} programs, the enumerator {}; the sets differ",
+                                    run.solver, run.programs.size(), r.programs.size());
+      for (const auto& prog : r.programs)
+        if (std::find(run.programs.begin(), run.programs.end(), prog) == run.programs.end()) {
+          msg += "; e.g. only the enumerator has " + engine::program_name(r, prog);
+          break;
+        }
+      for (const auto& prog : run.programs)
+        if (std::find(r.programs.begin(), r.programs.end(), prog) == r.programs.end()) {
+          msg += "; e.g. only " + run.solver + " has a program of size " + std::to_string(prog.size());
+          break;
+        }
+      throw Error(msg + " (run p2v verify for the details)");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(c.dir, ec);
+  if (ec) throw Error("--certify: cannot create directory '" + c.dir + "': " + ec.message());
+  const std::string tag = fmt::format("m{}-{}", matrix_tag(p.matrix()), engine::to_string(r.hierarchy.kind));
+  std::vector<std::string> proof_files;
+  for (const auto& run : out.runs)
+    for (const auto& b : run.bounds) {
+      if (b.proof.empty()) continue;
+      const std::string name = fmt::format("{}-{}-bound{}.proof", tag, run.solver, b.bound);
+      std::ofstream f(std::filesystem::path(c.dir) / name);
+      f << b.proof;
+      if (!f) throw Error("--certify: cannot write " + name);
+      proof_files.push_back(name);
+    }
+  for (std::size_t i = 0; i < r.programs.size(); ++i) {
+    const std::string name = fmt::format("{}-p{:04}.json", tag, i);
+    const auto path = (std::filesystem::path(c.dir) / name).string();
+    std::ofstream f(path);
+    f << certificate_json(sys, p, r, opt, r.programs[i], out.runs, proof_files) << "\n";
+    if (!f) throw Error("--certify: cannot write " + path);
+    out.files.push_back(path);
+  }
+  return out;
+}
+
+}  // namespace p2v::encodings

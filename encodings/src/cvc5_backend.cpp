@@ -1,0 +1,131 @@
+// cvc5 backend (C++ API of cvc5 1.0.x). Without proofs: eager bit-blasting into CaDiCaL (4-8x
+// faster here than the lazy default); with proofs: the default (lazy) BV solver, whose unsat
+// answers cvc5 can justify. P2V_CVC5_OPTS="opt=val,..." sets further options (for experiments).
+#include <cvc5/cvc5.h>
+
+#include <cstdlib>
+#include <sstream>
+#include <stdexcept>
+
+#include "backend.hpp"
+
+namespace p2v::encodings::smt {
+namespace {
+
+class Cvc5Backend final : public Backend {
+ public:
+  explicit Cvc5Backend(const SolverOptions& opt) : opt_(opt) {
+    s_.setOption("produce-models", "true");
+    s_.setOption("incremental", opt.incremental ? "true" : "false");
+    if (opt.timeout_ms) s_.setOption("tlimit-per", std::to_string(opt.timeout_ms));
+    if (opt.proofs) {
+      s_.setOption("produce-proofs", "true");
+    } else {
+      // Eager bit-blasting into CaDiCaL: 4-8x faster than the lazy default on these queries.
+      s_.setOption("bitblast", "eager");
+      s_.setOption("bv-sat-solver", "cadical");
+    }
+    if (const char* e = std::getenv("P2V_CVC5_OPTS")) {
+      std::string all(e), item;
+      std::stringstream ss(all);
+      while (std::getline(ss, item, ',')) {
+        auto eq = item.find('=');
+        s_.setOption(item.substr(0, eq), item.substr(eq + 1));
+      }
+    }
+    s_.setLogic("QF_BV");
+  }
+  std::string name() const override { return "cvc5"; }
+  std::string version() const override { return s_.getVersion(); }
+  int bool_val(bool v) override { return put(s_.mkBoolean(v)); }
+  int bool_var(const std::string& n) override { return put(s_.mkConst(s_.getBooleanSort(), n)); }
+  int bv_val(const std::vector<bool>& bits) override {
+    std::string str(bits.size(), '0');
+    for (std::size_t i = 0; i < bits.size(); ++i)
+      if (bits[i]) str[bits.size() - 1 - i] = '1';
+    return put(s_.mkBitVector(static_cast<std::uint32_t>(bits.size()), str, 2));
+  }
+  int bv_var(const std::string& n, unsigned w) override {
+    return put(s_.mkConst(s_.mkBitVectorSort(w), n));
+  }
+  int op(Op op, const std::vector<int>& a, unsigned p0, unsigned p1) override {
+    std::vector<cvc5::Term> v;
+    v.reserve(a.size());
+    for (int i : a) v.push_back(terms_.at(static_cast<std::size_t>(i)));
+    switch (op) {
+      case Op::Not: return put(s_.mkTerm(cvc5::NOT, v));
+      case Op::And: return put(v.size() == 1 ? v[0] : s_.mkTerm(cvc5::AND, v));
+      case Op::Or: return put(v.size() == 1 ? v[0] : s_.mkTerm(cvc5::OR, v));
+      case Op::Implies: return put(s_.mkTerm(cvc5::IMPLIES, v));
+      case Op::Eq: return put(s_.mkTerm(cvc5::EQUAL, v));
+      case Op::Ite: return put(s_.mkTerm(cvc5::ITE, v));
+      case Op::BvNot: return put(s_.mkTerm(cvc5::BITVECTOR_NOT, v));
+      case Op::BvAnd: return put(v.size() == 1 ? v[0] : s_.mkTerm(cvc5::BITVECTOR_AND, v));
+      case Op::BvOr: return put(v.size() == 1 ? v[0] : s_.mkTerm(cvc5::BITVECTOR_OR, v));
+      case Op::BvXor: return put(s_.mkTerm(cvc5::BITVECTOR_XOR, v));
+      case Op::BvAdd: return put(v.size() == 1 ? v[0] : s_.mkTerm(cvc5::BITVECTOR_ADD, v));
+      case Op::BvMul: return put(s_.mkTerm(cvc5::BITVECTOR_MULT, v));
+      case Op::BvUdiv: return put(s_.mkTerm(cvc5::BITVECTOR_UDIV, v));
+      case Op::BvUrem: return put(s_.mkTerm(cvc5::BITVECTOR_UREM, v));
+      case Op::BvUle: return put(s_.mkTerm(cvc5::BITVECTOR_ULE, v));
+      case Op::BvUlt: return put(s_.mkTerm(cvc5::BITVECTOR_ULT, v));
+      case Op::Extract: return put(s_.mkTerm(s_.mkOp(cvc5::BITVECTOR_EXTRACT, {p0, p1}), v));
+      case Op::ZeroExt:
+        if (p0 == 0) return put(v[0]);
+        return put(s_.mkTerm(s_.mkOp(cvc5::BITVECTOR_ZERO_EXTEND, {p0}), v));
+      case Op::Concat: return put(s_.mkTerm(cvc5::BITVECTOR_CONCAT, v));
+    }
+    throw std::logic_error("cvc5 backend: unknown op");
+  }
+  void add(int t) override { s_.assertFormula(terms_.at(static_cast<std::size_t>(t))); }
+  void push() override { s_.push(); }
+  void pop() override { s_.pop(); }
+  Result check() override {
+    last_ = s_.checkSat();
+    if (last_.isSat()) return Result::sat;
+    if (last_.isUnsat()) return Result::unsat;
+    return Result::unknown;
+  }
+  std::string reason_unknown() const override {
+    std::ostringstream os;
+    os << last_.getUnknownExplanation();
+    return os.str();
+  }
+  bool value_bool(int t) override {
+    return s_.getValue(terms_.at(static_cast<std::size_t>(t))).getBooleanValue();
+  }
+  std::vector<bool> value_bv(int t, unsigned w) override {
+    const std::string str = s_.getValue(terms_.at(static_cast<std::size_t>(t))).getBitVectorValue(2);
+    if (str.size() != w) throw std::runtime_error("cvc5 backend: model value of wrong width");
+    std::vector<bool> bits(w);
+    for (unsigned i = 0; i < w; ++i) bits[i] = str[w - 1 - i] == '1';
+    return bits;
+  }
+  std::string proof() override {
+    if (!opt_.proofs) return "";
+    try {
+      return s_.getProof();
+    } catch (const std::exception& e) {
+      return std::string("; proof unavailable: ") + e.what();
+    }
+  }
+  std::size_t num_terms() const override { return terms_.size(); }
+
+ private:
+  int put(cvc5::Term t) {
+    terms_.push_back(std::move(t));
+    return static_cast<int>(terms_.size() - 1);
+  }
+  cvc5::Solver s_;
+  SolverOptions opt_;
+  std::vector<cvc5::Term> terms_;
+  cvc5::Result last_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cvc5_backend(const SolverOptions& opt) {
+  return std::make_unique<Cvc5Backend>(opt);
+}
+
+}  // namespace p2v::encodings::smt

@@ -1,0 +1,582 @@
+#include "p2v/encodings/search.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+
+#include "p2v/engine/error.hpp"
+
+namespace p2v::encodings {
+
+using engine::Collective;
+using smt::Term;
+
+const char* to_string(ChoiceEncoding c) { return c == ChoiceEncoding::Binary ? "binary" : "onehot"; }
+ChoiceEncoding parse_choice_encoding(const std::string& s) {
+  if (s == "binary") return ChoiceEncoding::Binary;
+  if (s == "onehot" || s == "one-hot") return ChoiceEncoding::OneHot;
+  throw Error("unknown choice encoding '" + s + "': use binary or onehot");
+}
+
+SearchProblem make_search_problem(const engine::SynthesisHierarchy& h,
+                                  const std::vector<engine::Instruction>& ins,
+                                  const engine::Groups& goal_groups) {
+  SearchProblem p;
+  p.k = h.num_local();
+  for (const auto& i : ins) p.instructions.push_back({i.collective, i.grouping.groups});
+  p.goal_groups = goal_groups;
+  return p;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+unsigned bits_for(std::size_t n) {  // bits to represent 0..n
+  unsigned b = 1;
+  while ((std::size_t{1} << b) <= n) ++b;
+  return b;
+}
+
+struct Dev {
+  Term pres;              // k bits
+  std::vector<Term> col;  // k terms of k bits
+};
+using State = std::vector<Dev>;
+
+// Builds the encoding step by step on one solver.
+class Encoder {
+ public:
+  Encoder(smt::Solver& s, const SearchProblem& p, const SearchOptions& opt)
+      : s_(s), p_(p), opt_(opt), k_(static_cast<unsigned>(p.k)) {
+    if (p.k < 1) throw Error("encoding: empty hierarchy");
+    if (p.instructions.empty()) throw Error("encoding: the hierarchy has no instructions");
+    tt_ = s_.bool_val(true);
+    ff_ = s_.bool_val(false);
+    zero_ = s_.bv_val(k_, std::vector<bool>(k_, false));
+    ones_ = s_.bv_val(k_, std::vector<bool>(k_, true));
+    cw_ = bits_for(static_cast<std::size_t>(k_)) + 1;
+    // Initial state (constants).
+    State s0(k_);
+    for (unsigned d = 0; d < k_; ++d) {
+      s0[d].pres = ones_;
+      std::vector<bool> c(k_, false);
+      c[d] = true;
+      Term cd = s_.bv_val(k_, c);
+      s0[d].col.assign(k_, cd);
+    }
+    states_.push_back(std::move(s0));
+    // Goal masks.
+    goal_mask_.assign(k_, zero_);
+    for (const auto& g : p.goal_groups) {
+      std::vector<bool> m(k_, false);
+      for (int d : g) m.at(static_cast<std::size_t>(d)) = true;
+      Term t = s_.bv_val(k_, m);
+      for (int d : g) goal_mask_[static_cast<std::size_t>(d)] = t;
+    }
+    csel_ = bits_for(p.instructions.size() - 1);
+  }
+
+  int steps() const { return static_cast<int>(states_.size()) - 1; }
+
+  // Adds step t = steps()+1: its variables and transition constraints (asserted permanently).
+  void add_step() {
+    const int t = steps() + 1;
+    const State& prev = states_.back();
+    State next(k_);
+    const std::string ts = std::to_string(t);
+    for (unsigned d = 0; d < k_; ++d) {
+      next[d].col.resize(k_);
+      if (opt_.functional) continue;
+      next[d].pres = s_.bv_var("p_" + ts + "_" + std::to_string(d), k_);
+      for (unsigned r = 0; r < k_; ++r)
+        next[d].col[r] = s_.bv_var("c_" + ts + "_" + std::to_string(d) + "_" + std::to_string(r), k_);
+    }
+    // Choice.
+    const std::size_t ni = p_.instructions.size();
+    if (opt_.choice == ChoiceEncoding::Binary) {
+      Term c = s_.bv_var("choice_" + ts, csel_);
+      choice_bv_.push_back(c);
+      if ((std::size_t{1} << csel_) != ni) s_.add(smt::ult(c, s_.bv_val(csel_, ni)));
+      std::vector<Term> sel(ni);
+      for (std::size_t i = 0; i < ni; ++i) sel[i] = (c == s_.bv_val(csel_, i));
+      sel_.push_back(std::move(sel));
+    } else {
+      std::vector<Term> sel(ni);
+      for (std::size_t i = 0; i < ni; ++i) sel[i] = s_.bool_var("sel_" + ts + "_" + std::to_string(i));
+      s_.add(smt::any_of(sel, ff_));
+      // At most one: pairwise for small sets, sequential counter otherwise.
+      if (ni <= 12) {
+        for (std::size_t i = 0; i < ni; ++i)
+          for (std::size_t j = i + 1; j < ni; ++j) s_.add(!(sel[i] && sel[j]));
+      } else {
+        Term seen = sel[0];
+        for (std::size_t i = 1; i < ni; ++i) {
+          s_.add(!(seen && sel[i]));
+          Term ns = s_.bool_var("amo_" + ts + "_" + std::to_string(i));
+          s_.add(ns == (seen || sel[i]));
+          seen = ns;
+        }
+      }
+      sel_.push_back(std::move(sel));
+    }
+    if (opt_.factored && !opt_.functional) {
+      factored_step(prev, next);
+      states_.push_back(std::move(next));
+      return;
+    }
+    std::vector<State> posts(ni);
+    for (std::size_t i = 0; i < ni; ++i) {
+      const auto& in = p_.instructions[i];
+      std::vector<Term> pre;
+      posts[i] = prev;
+      for (const auto& g : in.groups) rule(in.collective, g, prev, posts[i], pre);
+      if (opt_.functional) {
+        s_.add(smt::implies(sel_.back()[i], smt::all_of(pre, tt_)));
+      } else {
+        for (unsigned d = 0; d < k_; ++d) {
+          pre.push_back(next[d].pres == posts[i][d].pres);
+          for (unsigned r = 0; r < k_; ++r) pre.push_back(next[d].col[r] == posts[i][d].col[r]);
+        }
+        s_.add(smt::implies(sel_.back()[i], smt::all_of(pre, tt_)));
+      }
+    }
+    if (opt_.functional) {
+      // The next state as a multiplexer over the instructions' post-states (no state variables).
+      for (unsigned d = 0; d < k_; ++d) {
+        auto mux = [&](auto get) {
+          Term t = get(posts[ni - 1]);
+          for (std::size_t i = ni - 1; i-- > 0;) t = smt::ite(sel_.back()[i], get(posts[i]), t);
+          return t;
+        };
+        next[d].pres = mux([&](const State& st) { return st[d].pres; });
+        for (unsigned r = 0; r < k_; ++r) next[d].col[r] = mux([&](const State& st) { return st[d].col[r]; });
+      }
+    }
+    states_.push_back(std::move(next));
+  }
+
+  Term goal(int t) const {
+    std::vector<Term> c;
+    const State& s = states_.at(static_cast<std::size_t>(t));
+    for (unsigned d = 0; d < k_; ++d) {
+      c.push_back(s[d].pres == ones_);
+      for (unsigned r = 0; r < k_; ++r) c.push_back(s[d].col[r] == goal_mask_[d]);
+    }
+    return smt::all_of(c, tt_);
+  }
+
+  Term chosen(int t, int i) const {
+    return sel_.at(static_cast<std::size_t>(t - 1)).at(static_cast<std::size_t>(i));
+  }
+
+  engine::Program model_program(int n) {
+    engine::Program prog;
+    for (int t = 1; t <= n; ++t) {
+      if (opt_.choice == ChoiceEncoding::Binary) {
+        prog.push_back(static_cast<int>(s_.value_u64(choice_bv_.at(static_cast<std::size_t>(t - 1)))));
+      } else {
+        int found = -1;
+        const auto& sel = sel_.at(static_cast<std::size_t>(t - 1));
+        for (std::size_t i = 0; i < sel.size(); ++i)
+          if (s_.value_bool(sel[i])) found = static_cast<int>(i);
+        prog.push_back(found);
+      }
+      if (prog.back() < 0 || prog.back() >= static_cast<int>(p_.instructions.size()))
+        throw std::runtime_error("encoding: model chose no valid instruction");
+    }
+    return prog;
+  }
+
+  std::vector<LocalState> model_states(int n) {
+    std::vector<LocalState> out;
+    for (int t = 0; t <= n; ++t) {
+      LocalState ls(k_, std::vector<std::vector<bool>>(k_));
+      for (unsigned d = 0; d < k_; ++d)
+        for (unsigned r = 0; r < k_; ++r) ls[d][r] = s_.value_bv(states_[static_cast<std::size_t>(t)][d].col[r]);
+      out.push_back(std::move(ls));
+    }
+    return out;
+  }
+
+  Term block(const engine::Program& prog) const {
+    std::vector<Term> c;
+    for (std::size_t t = 0; t < prog.size(); ++t) c.push_back(!chosen(static_cast<int>(t + 1), prog[t]));
+    return smt::any_of(c, ff_);
+  }
+
+  Term tt() const { return tt_; }
+
+ private:
+  // One constraint set per grouping instead of per instruction. Under each collective's
+  // precondition, member d's post-state is uniform: row r = (keep(d,r) ? U_r : 0), with U_r the
+  // union of the members' row r, and presence = (keep bits) & (union of presences), where keep is
+  // AllReduce, AllGather, Broadcast (s_i <= s_0 makes the union s_0), Reduce at the root, or
+  // ReduceScatter for the rows of the member's block.
+  void factored_step(const State& prev, State& next) {
+    const auto& sel = sel_.back();
+    std::vector<std::pair<const engine::Groups*, std::vector<std::size_t>>> by_grouping;
+    for (std::size_t i = 0; i < p_.instructions.size(); ++i) {
+      const auto& g = p_.instructions[i].groups;
+      auto it = std::find_if(by_grouping.begin(), by_grouping.end(), [&](const auto& e) { return *e.first == g; });
+      if (it == by_grouping.end()) by_grouping.push_back({&g, {i}});
+      else it->second.push_back(i);
+    }
+    const Term one = s_.bv_val(1, 1), zero1 = s_.bv_val(1, 0);
+    for (const auto& [groups, ins] : by_grouping) {
+      std::vector<std::vector<std::vector<Term>>> rs_in(groups->size());  // [group][position][row]
+      std::vector<Term> sels;
+      for (std::size_t i : ins) {
+        const auto& in = p_.instructions[i];
+        State scratch = prev;
+        std::vector<Term> pre;
+        for (std::size_t gi = 0; gi < groups->size(); ++gi) {
+          rule(in.collective, (*groups)[gi], prev, scratch, pre);
+          if (in.collective == Collective::ReduceScatter) rs_in[gi] = last_rs_in_;
+        }
+        s_.add(smt::implies(sel[i], smt::all_of(pre, tt_)));
+        sels.push_back(sel[i]);
+      }
+      std::vector<Term> eqs;
+      std::vector<bool> touched(k_, false);
+      for (std::size_t gi = 0; gi < groups->size(); ++gi) {
+        const auto& g = (*groups)[gi];
+        std::vector<Term> U(k_);
+        Term UP = prev[static_cast<std::size_t>(g[0])].pres;
+        for (std::size_t pos = 1; pos < g.size(); ++pos) UP = UP | prev[static_cast<std::size_t>(g[pos])].pres;
+        for (unsigned r = 0; r < k_; ++r) {
+          Term u = prev[static_cast<std::size_t>(g[0])].col[r];
+          for (std::size_t pos = 1; pos < g.size(); ++pos) u = u | prev[static_cast<std::size_t>(g[pos])].col[r];
+          U[r] = u;
+        }
+        for (std::size_t pos = 0; pos < g.size(); ++pos) {
+          const auto d = static_cast<std::size_t>(g[pos]);
+          touched[d] = true;
+          std::vector<Term> always;  // collectives after which the member keeps every row of the union
+          for (std::size_t i : ins) {
+            const auto c = p_.instructions[i].collective;
+            if (c == Collective::AllReduce || c == Collective::AllGather || c == Collective::Broadcast ||
+                (c == Collective::Reduce && pos == 0))
+              always.push_back(sel[i]);
+          }
+          Term keepmask;
+          for (unsigned rr = k_; rr-- > 0;) {
+            std::vector<Term> keep = always;
+            for (std::size_t j = 0; j < ins.size(); ++j)
+              if (p_.instructions[ins[j]].collective == Collective::ReduceScatter)
+                keep.push_back(sel[ins[j]] && rs_in[gi][pos][rr]);
+            Term kp = smt::any_of(keep, ff_);
+            eqs.push_back(next[d].col[rr] == smt::ite(kp, U[rr], zero_));
+            Term b = smt::ite(kp, one, zero1);
+            keepmask = keepmask.valid() ? smt::concat(keepmask, b) : b;
+          }
+          eqs.push_back(next[d].pres == (UP & keepmask));
+        }
+      }
+      for (unsigned d = 0; d < k_; ++d)
+        if (!touched[d]) {
+          eqs.push_back(next[d].pres == prev[d].pres);
+          for (unsigned r = 0; r < k_; ++r) eqs.push_back(next[d].col[r] == prev[d].col[r]);
+        }
+      s_.add(smt::implies(smt::any_of(sels, ff_), smt::all_of(eqs, tt_)));
+    }
+  }
+
+  std::vector<std::vector<Term>> last_rs_in_;  // ReduceScatter block membership [position][row]
+
+  Term bit(Term v, unsigned i) { return smt::extract(v, i, i); }
+  Term popcount(Term v) {
+    std::vector<Term> bits;
+    for (unsigned i = 0; i < k_; ++i) bits.push_back(smt::zext(bit(v, i), cw_ - 1));
+    return bits.size() == 1 ? bits[0] : smt::apply_n(smt::Op::BvAdd, bits);
+  }
+  Term num(std::uint64_t v) { return s_.bv_val(cw_, v); }
+
+  // Precondition shared by AllReduce, ReduceScatter and Reduce: all row sets equal and
+  // non-empty, column sets of every row pairwise disjoint. Returns the row-wise union in U.
+  void reduce_pre(const std::vector<const Dev*>& m, std::vector<Term>& U, std::vector<Term>& c) {
+    c.push_back(m[0]->pres != zero_);
+    for (std::size_t i = 1; i < m.size(); ++i) c.push_back(m[i]->pres == m[0]->pres);
+    U.resize(k_);
+    for (unsigned r = 0; r < k_; ++r) {
+      Term u = m[0]->col[r];
+      for (std::size_t i = 1; i < m.size(); ++i) {
+        c.push_back((m[i]->col[r] & u) == zero_);
+        u = u | m[i]->col[r];
+      }
+      U[r] = u;
+    }
+  }
+
+  // Appends the precondition of `col` on group g to c and writes the members' post-states into `post`.
+  void rule(Collective col, const std::vector<int>& g, const State& prev, State& post,
+            std::vector<Term>& c) {
+    std::vector<const Dev*> m;
+    std::vector<Dev*> o;
+    for (int d : g) {
+      m.push_back(&prev.at(static_cast<std::size_t>(d)));
+      o.push_back(&post.at(static_cast<std::size_t>(d)));
+    }
+    const std::size_t G = m.size();
+    switch (col) {
+      case Collective::AllReduce: {
+        std::vector<Term> U;
+        reduce_pre(m, U, c);
+        for (std::size_t i = 0; i < G; ++i) {
+          o[i]->pres = m[0]->pres;
+          for (unsigned r = 0; r < k_; ++r) o[i]->col[r] = U[r];
+        }
+        break;
+      }
+      case Collective::Reduce: {
+        std::vector<Term> U;
+        reduce_pre(m, U, c);
+        o[0]->pres = m[0]->pres;
+        for (unsigned r = 0; r < k_; ++r) o[0]->col[r] = U[r];
+        for (std::size_t i = 1; i < G; ++i) {
+          o[i]->pres = zero_;
+          for (unsigned r = 0; r < k_; ++r) o[i]->col[r] = zero_;
+        }
+        break;
+      }
+      case Collective::ReduceScatter: {
+        std::vector<Term> U;
+        reduce_pre(m, U, c);
+        // Member i gets row r iff r is held and i*cnt <= G*rank(r) < (i+1)*cnt, where rank(r) is
+        // the number of held rows below r and cnt the number of held rows (divisible by G):
+        // the i-th of G equal consecutive blocks, without a divider in the circuit.
+        Term P = m[0]->pres;
+        const unsigned w2 = bits_for(static_cast<std::size_t>(k_) * G) + 1;
+        auto wide = [&](Term t) { return smt::zext(t, w2 - cw_); };
+        Term cnt = wide(popcount(P));
+        std::vector<Term> div;
+        for (std::size_t q = 1; q * G <= k_; ++q) div.push_back(cnt == s_.bv_val(w2, q * G));
+        c.push_back(smt::any_of(div, ff_));
+        std::vector<Term> mult(G + 1);  // mult[i] = i*cnt
+        mult[0] = s_.bv_val(w2, 0);
+        for (std::size_t i = 1; i <= G; ++i) mult[i] = mult[i - 1] + cnt;
+        std::vector<Term> grank(k_);  // G*rank(r)
+        Term rank = num(0);
+        for (unsigned r = 0; r < k_; ++r) {
+          if (r > 0) rank = rank + smt::zext(bit(P, r - 1), cw_ - 1);
+          grank[r] = wide(rank) * s_.bv_val(w2, G);
+        }
+        const Term one = s_.bv_val(1, 1), zero1 = s_.bv_val(1, 0);
+        last_rs_in_.assign(G, std::vector<Term>(k_));
+        for (std::size_t i = 0; i < G; ++i) {
+          Term pres_i;  // built MSB (row k-1) first
+          for (unsigned rr = k_; rr-- > 0;) {
+            Term in = (bit(P, rr) == one) && smt::ule(mult[i], grank[rr]) && smt::ult(grank[rr], mult[i + 1]);
+            Term b = smt::ite(in, one, zero1);
+            pres_i = pres_i.valid() ? smt::concat(pres_i, b) : b;
+            o[i]->col[rr] = smt::ite(in, U[rr], zero_);
+            last_rs_in_[i][rr] = in;
+          }
+          o[i]->pres = pres_i;
+        }
+        break;
+      }
+      case Collective::AllGather: {
+        c.push_back(m[0]->pres != zero_);
+        Term cnt0 = popcount(m[0]->pres);
+        Term up = m[0]->pres;
+        for (std::size_t i = 1; i < G; ++i) {
+          c.push_back(popcount(m[i]->pres) == cnt0);
+          c.push_back((m[i]->pres & up) == zero_);
+          up = up | m[i]->pres;
+        }
+        for (std::size_t i = 0; i < G; ++i) o[i]->pres = up;
+        for (unsigned r = 0; r < k_; ++r) {
+          Term u = m[0]->col[r];
+          for (std::size_t i = 1; i < G; ++i) u = u | m[i]->col[r];
+          for (std::size_t i = 0; i < G; ++i) o[i]->col[r] = u;
+        }
+        break;
+      }
+      case Collective::Broadcast: {
+        std::vector<Term> strict;
+        for (std::size_t i = 1; i < G; ++i)
+          for (unsigned r = 0; r < k_; ++r) {
+            c.push_back((m[i]->col[r] & ~m[0]->col[r]) == zero_);
+            strict.push_back(m[i]->col[r] != m[0]->col[r]);
+          }
+        c.push_back(smt::any_of(strict, ff_));
+        for (std::size_t i = 0; i < G; ++i) {
+          o[i]->pres = m[0]->pres;
+          for (unsigned r = 0; r < k_; ++r) o[i]->col[r] = m[0]->col[r];
+        }
+        break;
+      }
+    }
+  }
+
+  smt::Solver& s_;
+  const SearchProblem& p_;
+  SearchOptions opt_;
+  unsigned k_, cw_ = 0, csel_ = 1;
+  Term tt_, ff_, zero_, ones_;
+  std::vector<Term> goal_mask_;
+  std::vector<State> states_;
+  std::vector<Term> choice_bv_;
+  std::vector<std::vector<Term>> sel_;
+};
+
+smt::SolverOptions solver_options(const SearchOptions& o) {
+  smt::SolverOptions so;
+  so.timeout_ms = o.timeout_ms;
+  so.proofs = o.proofs;
+  so.incremental = true;
+  return so;
+}
+
+[[noreturn]] void unknown(smt::Solver& s, const std::string& what, const SearchOptions& o) {
+  std::string why = s.reason_unknown();
+  std::string msg = s.name() + " answered unknown " + what + (why.empty() ? "" : " (" + why + ")");
+  if (o.timeout_ms) msg += "; the time limit per check was " + std::to_string(o.timeout_ms) + " ms: raise it with --timeout";
+  throw Error(msg + "; nothing is reported as verified");
+}
+
+void check_problem(const SearchProblem& p, int n) {
+  if (n < 1 || n > engine::kMaxProgramSize)
+    throw Error("size bound " + std::to_string(n) + " out of range (1.." +
+                std::to_string(engine::kMaxProgramSize) + ")");
+  if (p.k > 256) throw Error("encoding: " + std::to_string(p.k) + " local devices is too large for the SMT encoding (at most 256)");
+}
+
+// Asserts "goal exactly at n, not before" for an encoder with >= n steps (in the current scope).
+// Also a derived lemma that prunes the search: the last step is no Reduce or ReduceScatter on
+// groups of two or more devices (after Reduce the non-roots are empty, after ReduceScatter a member
+// holds at most k/2 rows; the goal has every device hold all k rows).
+void assert_bound(smt::Solver& s, Encoder& e, const SearchProblem& p, int n, bool lemma) {
+  for (int t = 1; t < n; ++t) s.add(!e.goal(t));
+  s.add(e.goal(n));
+  if (!lemma) return;
+  for (std::size_t i = 0; i < p.instructions.size(); ++i) {
+    const auto& in = p.instructions[i];
+    const bool shrinks = in.collective == Collective::Reduce || in.collective == Collective::ReduceScatter;
+    if (shrinks && !in.groups.empty() &&
+        std::all_of(in.groups.begin(), in.groups.end(), [](const auto& g) { return g.size() >= 2; }))
+      s.add(!e.chosen(n, static_cast<int>(i)));
+  }
+}
+
+}  // namespace
+
+EnumerationResult enumerate_programs(smt::SolverKind kind, const SearchProblem& p, int max_size,
+                                     const SearchOptions& opt) {
+  check_problem(p, max_size);
+  const auto t_all = Clock::now();
+  EnumerationResult res;
+  std::unique_ptr<smt::Solver> s;
+  std::unique_ptr<Encoder> e;
+  auto fresh = [&] {
+    e.reset();
+    s = std::make_unique<smt::Solver>(kind, solver_options(opt));
+    e = std::make_unique<Encoder>(*s, p, opt);
+  };
+  fresh();
+  res.solver = s->name();
+  res.version = s->version();
+  std::int64_t total = 0;
+  for (int n = 1; n <= max_size; ++n) {
+    const auto t0 = Clock::now();
+    BoundFact f;
+    f.bound = n;
+    if (!opt.incremental && n > 1) fresh();
+    while (e->steps() < n) e->add_step();
+    s->push();
+    assert_bound(*s, *e, p, n, opt.last_step_lemma);
+    std::vector<engine::Program> found;
+    for (;;) {
+      const auto tc = Clock::now();
+      const smt::Result r = s->check();
+      if (r == smt::Result::unknown)
+        unknown(*s, "at bound " + std::to_string(n) + " after " + std::to_string(found.size()) + " programs", opt);
+      if (r == smt::Result::unsat) {
+        f.final_seconds = since(tc);
+        if (opt.proofs) f.proof = s->proof();
+        break;
+      }
+      engine::Program prog = e->model_program(n);
+      if (opt.keep_states) res.states.push_back(e->model_states(n));
+      s->add(e->block(prog));
+      found.push_back(std::move(prog));
+      if (opt.max_programs && ++total > opt.max_programs)
+        throw Error("more than " + std::to_string(opt.max_programs) + " programs: lower the size bound");
+    }
+    s->pop();
+    f.programs = static_cast<int>(found.size());
+    f.seconds = since(t0);
+    if (!found.empty() && res.shortest == 0) res.shortest = n;
+    // Keep states aligned with the sorted programs.
+    std::vector<std::size_t> idx(found.size());
+    for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+    std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return found[a] < found[b]; });
+    if (opt.keep_states) {
+      const std::size_t base = res.states.size() - found.size();
+      std::vector<std::vector<LocalState>> st;
+      for (std::size_t i : idx) st.push_back(std::move(res.states[base + i]));
+      res.states.resize(base);
+      for (auto& x : st) res.states.push_back(std::move(x));
+    }
+    for (std::size_t i : idx) res.programs.push_back(found[i]);
+    res.bounds.push_back(std::move(f));
+  }
+  res.terms = s->num_terms();
+  res.seconds = since(t_all);
+  return res;
+}
+
+std::optional<engine::Program> find_program(smt::SolverKind kind, const SearchProblem& p, int n,
+                                            const SearchOptions& opt) {
+  check_problem(p, n);
+  smt::Solver s(kind, solver_options(opt));
+  Encoder e(s, p, opt);
+  while (e.steps() < n) e.add_step();
+  assert_bound(s, e, p, n, opt.last_step_lemma);
+  const smt::Result r = s.check();
+  if (r == smt::Result::unknown) unknown(s, "at bound " + std::to_string(n), opt);
+  if (r == smt::Result::unsat) return std::nullopt;
+  return e.model_program(n);
+}
+
+std::optional<engine::Program> find_program_at_most(smt::SolverKind kind, const SearchProblem& p,
+                                                    int n, const SearchOptions& opt) {
+  check_problem(p, n);
+  smt::Solver s(kind, solver_options(opt));
+  Encoder e(s, p, opt);
+  for (int b = 1; b <= n; ++b) {
+    e.add_step();
+    s.push();
+    assert_bound(s, e, p, b, opt.last_step_lemma);
+    const smt::Result r = s.check();
+    if (r == smt::Result::unknown) unknown(s, "at bound " + std::to_string(b), opt);
+    if (r == smt::Result::sat) return e.model_program(b);
+    s.pop();
+  }
+  return std::nullopt;
+}
+
+bool encoding_accepts(smt::SolverKind kind, const SearchProblem& p, const engine::Program& prog,
+                      const SearchOptions& opt) {
+  const int n = static_cast<int>(prog.size());
+  check_problem(p, n);
+  smt::Solver s(kind, solver_options(opt));
+  Encoder e(s, p, opt);
+  while (e.steps() < n) e.add_step();
+  assert_bound(s, e, p, n, opt.last_step_lemma);
+  for (int t = 1; t <= n; ++t) {
+    if (prog[static_cast<std::size_t>(t - 1)] < 0 ||
+        prog[static_cast<std::size_t>(t - 1)] >= static_cast<int>(p.instructions.size()))
+      return false;
+    s.add(e.chosen(t, prog[static_cast<std::size_t>(t - 1)]));
+  }
+  const smt::Result r = s.check();
+  if (r == smt::Result::unknown) unknown(s, "on a fixed program", opt);
+  return r == smt::Result::sat;
+}
+
+}  // namespace p2v::encodings

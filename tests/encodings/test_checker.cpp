@@ -1,0 +1,240 @@
+// Certificates: round trip through the independent checker, tampered certificates rejected with
+// a reason, and a random-mutation fuzz loop over the checker's parser.
+#include <doctest/doctest.h>
+
+#include <fmt/core.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <cstdlib>
+#include <sys/wait.h>
+#include <random>
+#include <sstream>
+
+#include "p2v/encodings/certificate.hpp"
+#include "p2v/engine/error.hpp"
+#include "p2v/engine/state.hpp"
+#include "p2v/engine/synth.hpp"
+#include "p2v/engine/system.hpp"
+
+#ifdef HAVE_P2V_CHECKER
+#include "p2v/checker/checker.hpp"
+
+using namespace p2v;
+using nlohmann::json;
+
+namespace {
+
+std::string read(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+struct Fixture {
+  engine::System sys;
+  std::vector<std::string> names;
+  engine::SynthOptions opt;
+  std::vector<std::string> files;
+  std::string dir;
+
+  Fixture(const std::string& sys_spec, std::vector<int> axes, engine::ParallelismMatrix x, std::vector<int> red,
+          engine::HierarchyKind kind, const std::string& tag) {
+    sys = engine::parse_system_arg(sys_spec);
+    for (const auto& l : sys.levels) names.push_back(l.name);
+    opt.max_size = 4;
+    engine::Placement p(sys.cardinalities(), axes, x, red);
+    auto r = engine::synthesize(p, names, kind, opt);
+    dir = (std::filesystem::temp_directory_path() / ("p2v-test-certs-" + tag)).string();
+    std::filesystem::remove_all(dir);
+    encodings::CertifyOptions c;
+    c.dir = dir;
+    auto res = encodings::certify_programs(sys, p, r, opt, c);
+    files = res.files;
+    REQUIRE(files.size() == r.programs.size());
+  }
+};
+
+// Is the program in certificate `c` (as the engine reads it) valid on the placement it names?
+// Throws when the certificate does not even describe a placement.
+bool engine_says_valid(const json& c) {
+  std::vector<int> levels = c.at("levels").get<std::vector<int>>();
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < levels.size(); ++i) names.push_back(fmt::format("l{}", i));
+  engine::Placement p(levels, c.at("axes").get<std::vector<int>>(), c.at("matrix").get<engine::ParallelismMatrix>(),
+                      c.at("reduce").get<std::vector<int>>());
+  auto h = engine::make_hierarchy(p, names, engine::parse_hierarchy_kind(c.at("hierarchy").at("kind").get<std::string>()));
+  const int k = h.num_local();
+  auto goal = engine::StateSet::goal(k, engine::local_goal_groups(h, p));
+  auto s = engine::StateSet::initial(k), next = s;
+  for (const auto& st : c.at("program").at("steps")) {
+    const std::string form = st.at("form").get<std::string>();
+    auto fk = form == "Inside" ? engine::FormKind::Inside : form == "Parallel" ? engine::FormKind::Parallel : engine::FormKind::Master;
+    // The checker needs no "e" for Inside (the groups do not depend on it).
+    const int e = fk == engine::FormKind::Inside ? -1 : st.at("e").get<int>();
+    auto g = engine::form_groups(h, st.at("slice").get<int>(), fk, e);
+    if (s == goal) return false;
+    if (!s.apply(engine::parse_collective(st.at("collective").get<std::string>()), g, next)) return false;
+    s = next;
+  }
+  return s == goal;
+}
+
+}  // namespace
+
+TEST_CASE("certificates round-trip through the checker (hierarchies (d), (a), (c))") {
+  Fixture d("node=2,gpu=4", {2, 4}, {{1, 2}, {2, 2}}, {1}, engine::HierarchyKind::ReductionAxes, "d");
+  for (const auto& f : d.files) {
+    auto v = checker::check_certificate_file(f);
+    CHECK_MESSAGE(v.ok, f << ": " << v.reason);
+    auto c = json::parse(read(f));
+    CHECK(c["facts"]["found_by"].size() == 2);
+    CHECK(c["facts"]["complete"].size() == 8);  // 2 solvers x 4 bounds
+  }
+  Fixture a("node=2,gpu=2", {2, 2}, {{1, 2}, {2, 1}}, {0}, engine::HierarchyKind::System, "a");
+  for (const auto& f : a.files) CHECK(checker::check_certificate_file(f).ok);
+  Fixture c("node=2,gpu=2", {2, 2}, {{2, 1}, {1, 2}}, {1}, engine::HierarchyKind::RowBased, "c");
+  for (const auto& f : c.files) CHECK(checker::check_certificate_file(f).ok);
+  CHECK_FALSE(checker::check_certificate_file(d.dir + "/does-not-exist.json").ok);
+}
+
+TEST_CASE("tampered certificates are rejected with a reason") {
+  Fixture fx("node=2,gpu=4", {2, 4}, {{1, 2}, {2, 2}}, {1}, engine::HierarchyKind::ReductionAxes, "tamper");
+  // A program of 3 steps (Reduce ; AllReduce Master ; Broadcast or similar).
+  json base;
+  for (const auto& f : fx.files) {
+    auto c = json::parse(read(f));
+    if (c["program"]["size"] == 3 && c["program"]["notation"].get<std::string>().find("Master") != std::string::npos) {
+      base = c;
+      break;
+    }
+  }
+  REQUIRE(!base.is_null());
+  REQUIRE(checker::check_certificate(base.dump()).ok);
+  auto rejected = [&](const std::string& what, auto mutate, const std::string& expect) {
+    json c = base;
+    mutate(c);
+    auto v = checker::check_certificate(c.dump());
+    CHECK_MESSAGE(!v.ok, what);
+    CHECK_MESSAGE(v.reason.find(expect) != std::string::npos, what << ": reason was '" << v.reason << "'");
+  };
+  rejected("changed collective", [](json& c) {
+    auto& s = c["program"]["steps"][1];
+    s["collective"] = s["collective"] == "AllReduce" ? "Reduce" : "AllReduce";
+  }, "step 2");
+  rejected("swapped steps", [](json& c) { std::swap(c["program"]["steps"][0], c["program"]["steps"][2]); }, "step");
+  rejected("dropped step", [](json& c) {
+    c["program"]["steps"].erase(2);
+    c["program"]["size"] = 2;
+    c["lowered"].erase(2);
+    c["states"].erase(3);
+  }, "goal");
+  rejected("changed group", [](json& c) { std::swap(c["program"]["steps"][0]["groups"][0][0], c["program"]["steps"][0]["groups"][1][0]); }, "groups");
+  rejected("changed lowered group", [](json& c) { c["lowered"][0]["groups"][0][0] = 7; }, "lowered");
+  rejected("changed slice", [](json& c) {
+    auto& s = c["program"]["steps"][0];
+    s["slice"] = s["slice"] == 0 ? 1 : 0;
+  }, "step 1");
+  rejected("changed state", [](json& c) { c["states"][2][0] = "0-3:0"; }, "state after step 2");
+  rejected("changed final state", [](json& c) { c["states"][3][1] = "0-3:0-2"; }, "state after step 3");
+  rejected("changed matrix", [](json& c) { c["matrix"] = json::array({json::array({2, 1}), json::array({1, 4})}); }, "hierarchy");
+  rejected("matrix not a parallelism matrix", [](json& c) { c["matrix"][0][0] = 3; }, "matrix");
+  rejected("changed reduction axes", [](json& c) { c["reduce"] = json::array({0}); }, "");
+  rejected("changed goal", [](json& c) { c["goal_groups"] = json::array({json::array({0, 1}), json::array({2, 3})}); }, "goal");
+  rejected("changed hierarchy", [](json& c) { c["hierarchy"]["cards"] = json::array({1, 4, 2}); }, "hierarchy");
+  rejected("changed levels", [](json& c) { c["levels"] = json::array({4, 2}); }, "");
+  rejected("wrong format", [](json& c) { c["format"] = "p2v-certificate/0"; }, "format");
+  rejected("Master with Reduce", [](json& c) {
+    for (auto& s : c["program"]["steps"])
+      if (s["form"] == "Master") s["collective"] = "Reduce";
+  }, "Master carries AllReduce only");
+  rejected("not JSON", [](json& c) { c = "{"; }, "");
+}
+
+TEST_CASE("fuzz: random mutations of certificates never crash the checker nor pass an invalid program") {
+  Fixture fx("node=2,gpu=4", {2, 4}, {{1, 2}, {2, 2}}, {1}, engine::HierarchyKind::ReductionAxes, "fuzz");
+  std::vector<std::string> seeds;
+  for (const auto& f : fx.files) {
+    // Zero the solver times so that the mutations (and so this test) are deterministic.
+    auto c = json::parse(read(f));
+    for (auto& list : c["facts"])
+      if (list.is_array())
+        for (auto& e : list)
+          if (e.is_object())
+            for (auto& [key, val] : e.items())
+              if (key.find("seconds") != std::string::npos) val = 0;
+    seeds.push_back(c.dump(1));
+  }
+  std::mt19937_64 rng(12345);
+  const char* tokens[] = {"0", "1", "2", "7", "-1", "999999999999", "\"\"", "null", "[]", "{}", ",", ":", "\"0-7:0-7\"",
+                          "\"AllReduce\"", "\"Master\"", "\"Parallel\"", "true", "1e3", "\"d\"", "\"a\""};
+  int accepted = 0, invalid_accepted = 0;
+  const int iters = std::getenv("P2V_FUZZ_ITERS") ? std::atoi(std::getenv("P2V_FUZZ_ITERS")) : 3000;
+  for (int it = 0; it < iters; ++it) {
+    std::string s = seeds[rng() % seeds.size()];
+    const int nmut = 1 + static_cast<int>(rng() % 3);
+    for (int m = 0; m < nmut && !s.empty(); ++m) {
+      const std::size_t pos = rng() % s.size();
+      switch (rng() % 5) {
+        case 0: s[pos] = static_cast<char>(rng() % 128); break;                      // byte flip
+        case 1: s.erase(pos, 1 + rng() % 8); break;                                  // delete
+        case 2: s.insert(pos, tokens[rng() % std::size(tokens)]); break;             // insert token
+        case 3: if (std::isdigit(static_cast<unsigned char>(s[pos]))) s[pos] = static_cast<char>('0' + rng() % 10); break;
+        case 4: s.insert(pos, s.substr(rng() % s.size(), 1 + rng() % 16)); break;    // duplicate a chunk
+      }
+    }
+    auto v = checker::check_certificate(s);
+    if (!v.ok) {
+      CHECK(!v.reason.empty());
+      continue;
+    }
+    ++accepted;
+    // Accepted: the program it describes must be valid per the engine.
+    bool valid = false;
+    try {
+      valid = engine_says_valid(json::parse(s));
+    } catch (const std::exception&) {
+      valid = false;
+    }
+    if (!valid) {
+      ++invalid_accepted;
+      FAIL_CHECK("checker accepted an invalid certificate: " << s);
+    }
+  }
+  MESSAGE("fuzz: " << iters << " mutants, " << accepted << " accepted (all valid programs)");
+  CHECK(invalid_accepted == 0);
+}
+
+#ifdef P2V_BIN
+TEST_CASE("end to end: p2v verify --certify, p2v check, exit codes") {
+  const std::string dir = (std::filesystem::temp_directory_path() / "p2v-test-e2e-certs").string();
+  std::filesystem::remove_all(dir);
+  const std::string bin = P2V_BIN;
+  const std::string out = dir + ".out";
+  auto run = [&](const std::string& args) {
+    const int rc = std::system((bin + " " + args + " > " + out + " 2>&1").c_str());
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  };
+  CHECK(run("verify --system node=2,gpu=4 --axes 2,4 --reduce 1 --max-size 3 --certify " + dir) == 0);
+  CHECK(read(out).find("verified: 2 matrices") != std::string::npos);
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) files.push_back(e.path().string());
+  REQUIRE(files.size() > 2);
+  std::string all;
+  for (const auto& f : files) all += " " + f;
+  CHECK(run("check --quiet" + all) == 0);
+  // Tamper one: every collective AllReduce -> Broadcast.
+  std::string t = read(files[0]);
+  for (std::size_t p; (p = t.find("\"AllReduce\"")) != std::string::npos;) t.replace(p, 11, "\"Broadcast\"");
+  std::ofstream(dir + "/tampered.json") << t;
+  CHECK(run("check " + dir + "/tampered.json" + all) == 1);
+  CHECK(read(out).find("REJECTED") != std::string::npos);
+  // A time limit is an error (exit 2), never "verified".
+  CHECK(run("verify --system node=2,gpu=4 --axes 2,4 --reduce 1 --max-size 4 --timeout 0.001") == 2);
+  CHECK(read(out).find("verified:") == std::string::npos);
+  CHECK(read(out).find("unknown") != std::string::npos);
+}
+#endif
+#endif

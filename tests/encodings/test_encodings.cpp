@@ -1,0 +1,244 @@
+// SMT encodings: enumerator == Z3 == cvc5 on one-, two- and three-level hierarchies and the
+// paper's configs; unsat below the shortest program; the choice encodings and incremental mode.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <set>
+
+#include "p2v/encodings/certificate.hpp"
+#include "p2v/encodings/search.hpp"
+#include "p2v/encodings/smt.hpp"
+#include "p2v/engine/error.hpp"
+#include "p2v/engine/synth.hpp"
+#include "p2v/engine/system.hpp"
+
+using namespace p2v;
+using namespace p2v::encodings;
+using smt::SolverKind;
+
+namespace {
+
+std::set<engine::LoweredProgram> lowered_set(const engine::SynthResult& r,
+                                             const std::vector<engine::Program>& progs) {
+  std::set<engine::LoweredProgram> s;
+  for (const auto& p : progs) s.insert(engine::lower(r, p));
+  return s;
+}
+
+// Enumerator vs. both solvers on hierarchy h with goal groups `goal`; returns the program count.
+std::size_t differential(const engine::SynthesisHierarchy& h, const engine::Groups& goal, int L,
+                         const SearchOptions& opt = {},
+                         engine::MasterCollectives mc = engine::MasterCollectives::AllReduceOnly) {
+  engine::SynthOptions so;
+  so.max_size = L;
+  so.master = mc;
+  const auto r = engine::synthesize(h, goal, so);
+  const auto want = lowered_set(r, r.programs);
+  const auto sp = make_search_problem(h, r.instructions, goal);
+  for (auto kind : {SolverKind::Z3, SolverKind::Cvc5}) {
+    CAPTURE(smt::to_string(kind));
+    const auto e = enumerate_programs(kind, sp, L, opt);
+    CHECK(e.programs == r.programs);  // same indices, same order (shortest first, lexicographic)
+    CHECK(lowered_set(r, e.programs) == want);
+    REQUIRE(e.bounds.size() == static_cast<std::size_t>(L));
+    for (const auto& b : e.bounds) CHECK(b.final_result == smt::Result::unsat);
+    const int shortest = r.programs.empty() ? 0 : static_cast<int>(r.programs.front().size());
+    CHECK(e.shortest == shortest);
+  }
+  return r.programs.size();
+}
+
+engine::Groups all_local(const engine::SynthesisHierarchy& h) {
+  std::vector<int> v;
+  for (int i = 0; i < h.num_local(); ++i) v.push_back(i);
+  return {v};
+}
+
+}  // namespace
+
+TEST_CASE("smt layer: both backends agree on a small bitvector query") {
+  for (auto kind : {SolverKind::Z3, SolverKind::Cvc5}) {
+    smt::Solver s(kind);
+    CHECK(!s.version().empty());
+    auto x = s.bv_var("x", 8), y = s.bv_var("y", 8);
+    s.add((x & y) == s.bv_val(8, 0));
+    s.add((x | y) == s.bv_val(8, 0xff));
+    s.add(smt::ult(x, y));
+    s.add(smt::extract(x, 7, 4) == s.bv_val(4, 0));
+    s.push();
+    s.add(x == s.bv_val(8, 0x0f));
+    REQUIRE(s.check() == smt::Result::sat);
+    CHECK(s.value_u64(y) == 0xf0);
+    s.pop();
+    s.add(x == s.bv_val(8, 0x1f));
+    CHECK(s.check() == smt::Result::unsat);
+  }
+}
+
+TEST_CASE("one level: [1 4] and [1 8]") {
+  for (int n : {4, 8}) {
+    auto h = engine::make_plain_hierarchy({1, n});
+    CHECK(differential(h, all_local(h), 5) > 0);
+  }
+}
+
+TEST_CASE("two levels: SPEC Example 5.2, [1 2 4]") {
+  auto h = engine::make_plain_hierarchy({1, 2, 4}, {"root", "node", "gpu"});
+  const std::size_t n = differential(h, all_local(h), 3);
+  CHECK(n > 4);
+  // The four programs of Example 5.2 are found by both solvers.
+  engine::SynthOptions so;
+  so.max_size = 3;
+  const auto r = engine::synthesize(h, all_local(h), so);
+  const auto z3 = enumerate_programs(SolverKind::Z3, make_search_problem(h, r.instructions, all_local(h)), 3);
+  std::set<std::string> names;
+  for (const auto& p : z3.programs) names.insert(engine::program_name(r, p));
+  CHECK(names.count("AllReduce@(root,Inside)"));
+  CHECK(names.count("AllReduce@(node,Inside) ; AllReduce@(node,Parallel(root))"));
+  CHECK(names.count("Reduce@(node,Inside) ; AllReduce@(node,Master(root)) ; Broadcast@(node,Inside)"));
+  CHECK(names.count("ReduceScatter@(node,Inside) ; AllReduce@(node,Parallel(root)) ; AllGather@(node,Inside)"));
+}
+
+TEST_CASE("two levels with uneven factors: [1 3 2] and [1 2 3]") {
+  for (auto cards : {std::vector<int>{1, 3, 2}, std::vector<int>{1, 2, 3}}) {
+    auto h = engine::make_plain_hierarchy(cards);
+    differential(h, all_local(h), 3);
+  }
+}
+
+TEST_CASE("three levels: [1 2 2 2], and Master with all collectives") {
+  auto h = engine::make_plain_hierarchy({1, 2, 2, 2});
+  differential(h, all_local(h), 3);
+  auto h2 = engine::make_plain_hierarchy({1, 2, 2});
+  differential(h2, all_local(h2), 4, {}, engine::MasterCollectives::All);
+}
+
+TEST_CASE("design alternatives give the same sets: one-hot, non-incremental, last-step lemma, per-instruction, functional") {
+  auto h = engine::make_plain_hierarchy({1, 2, 2});
+  SearchOptions o;
+  o.choice = ChoiceEncoding::OneHot;
+  differential(h, all_local(h), 4, o);
+  o.incremental = false;
+  differential(h, all_local(h), 3, o);
+  o.choice = ChoiceEncoding::Binary;
+  differential(h, all_local(h), 3, o);
+  o.incremental = true;
+  o.last_step_lemma = true;
+  differential(h, all_local(h), 4, o);
+  o.last_step_lemma = false;
+  o.factored = false;
+  differential(h, all_local(h), 4, o);
+  o.functional = true;
+  differential(h, all_local(h), 3, o);
+}
+
+// The full reduce-1 cross-check (k = 16, L = 5) takes minutes: `p2v verify` / bench_encodings do it.
+TEST_CASE("paper config: 4xA100 [4 16], reduce 0 (L=5) and reduce 1 [[4 1],[1 16]] (L=3), hierarchy (d)") {
+  const auto sys = engine::load_system_file(std::string(P2V_SOURCE_DIR) + "/examples/systems/a100-4node.json");
+  std::vector<std::string> names;
+  for (const auto& l : sys.levels) names.push_back(l.name);
+  for (int red : {0, 1}) {
+    for (const auto& x : engine::enumerate_matrices(sys.cardinalities(), {4, 16})) {
+      CAPTURE(red);
+      CAPTURE(engine::format_matrix(x));
+      engine::Placement p(sys.cardinalities(), {4, 16}, x, {red});
+      auto h = engine::make_hierarchy(p, names, engine::HierarchyKind::ReductionAxes);
+      if (red == 1 && h.cards.size() != 2) continue;  // only [1 16] for reduce 1
+      CHECK(differential(h, engine::local_goal_groups(h, p), red == 0 ? 5 : 3) > 0);
+    }
+  }
+}
+
+TEST_CASE("hierarchy (a) with several reduction groups as the goal") {
+  const auto sys = engine::parse_system_inline("node=2,gpu=2");
+  std::vector<std::string> names{"node", "gpu"};
+  engine::Placement p(sys.cardinalities(), {2, 2}, {{1, 2}, {2, 1}}, {0});
+  for (auto kind : {engine::HierarchyKind::System, engine::HierarchyKind::ColumnBased,
+                    engine::HierarchyKind::RowBased}) {
+    auto h = engine::make_hierarchy(p, names, kind);
+    differential(h, engine::local_goal_groups(h, p), 4);
+  }
+}
+
+TEST_CASE("unsat below the shortest program, and where no program exists") {
+  auto h = engine::make_plain_hierarchy({1, 2, 4});
+  const auto ins = engine::instructions(h, engine::MasterCollectives::AllReduceOnly);
+  // Without the root-level grouping, the shortest program has 2 steps.
+  std::vector<engine::Instruction> no_root;
+  for (const auto& i : ins)
+    if (i.grouping.groups.size() != 1 || i.grouping.groups[0].size() != 8) no_root.push_back(i);
+  REQUIRE(no_root.size() < ins.size());
+  const auto sp = make_search_problem(h, no_root, all_local(h));
+  engine::SynthOptions so;
+  for (auto kind : {SolverKind::Z3, SolverKind::Cvc5}) {
+    CAPTURE(smt::to_string(kind));
+    CHECK_FALSE(find_program(kind, sp, 1).has_value());
+    auto two = find_program(kind, sp, 2);
+    REQUIRE(two.has_value());
+    CHECK(two->size() == 2);
+    auto at_most = find_program_at_most(kind, sp, 3);
+    REQUIRE(at_most.has_value());
+    CHECK(at_most->size() == 2);
+    const auto e = enumerate_programs(kind, sp, 2);
+    CHECK(e.shortest == 2);
+    CHECK(e.bounds[0].programs == 0);
+    CHECK(e.bounds[0].final_result == smt::Result::unsat);
+    // The encoding accepts the enumerator's programs and rejects an invalid one.
+    CHECK(encoding_accepts(kind, sp, *two));
+  }
+  // Only Broadcasts: no program at all.
+  std::vector<engine::Instruction> bc;
+  for (const auto& i : ins)
+    if (i.collective == engine::Collective::Broadcast) bc.push_back(i);
+  const auto sb = make_search_problem(h, bc, all_local(h));
+  for (auto kind : {SolverKind::Z3, SolverKind::Cvc5}) {
+    const auto e = enumerate_programs(kind, sb, 3);
+    CHECK(e.programs.empty());
+    CHECK(e.shortest == 0);
+  }
+  // AllReduce twice on the root is invalid (Example 4.2).
+  const auto full = make_search_problem(h, ins, all_local(h));
+  int root_ar = -1;
+  for (std::size_t i = 0; i < ins.size(); ++i)
+    if (ins[i].collective == engine::Collective::AllReduce && ins[i].grouping.groups.size() == 1 &&
+        ins[i].grouping.groups[0].size() == 8)
+      root_ar = static_cast<int>(i);
+  REQUIRE(root_ar >= 0);
+  CHECK(encoding_accepts(SolverKind::Z3, full, {root_ar}));
+  CHECK_FALSE(encoding_accepts(SolverKind::Z3, full, {root_ar, root_ar}));
+  CHECK_FALSE(encoding_accepts(SolverKind::Cvc5, full, {root_ar, root_ar}));
+}
+
+TEST_CASE("a time limit gives an error, never a verified answer") {
+  auto h = engine::make_plain_hierarchy({1, 4, 4});
+  const auto ins = engine::instructions(h, engine::MasterCollectives::AllReduceOnly);
+  const auto sp = make_search_problem(h, ins, all_local(h));
+  SearchOptions o;
+  o.timeout_ms = 1;
+  for (auto kind : {SolverKind::Z3, SolverKind::Cvc5}) {
+    bool threw = false;
+    try {
+      (void)enumerate_programs(kind, sp, 5, o);
+    } catch (const Error& e) {
+      threw = true;
+      CHECK(std::string(e.what()).find("unknown") != std::string::npos);
+    }
+    CHECK(threw);
+  }
+}
+
+TEST_CASE("the solvers' model states equal the engine's replay, step by step") {
+  auto h = engine::make_plain_hierarchy({1, 2, 2});
+  engine::SynthOptions so;
+  so.max_size = 4;
+  const auto r = engine::synthesize(h, all_local(h), so);
+  const auto sp = make_search_problem(h, r.instructions, all_local(h));
+  SearchOptions o;
+  o.keep_states = true;
+  for (auto kind : {SolverKind::Z3, SolverKind::Cvc5}) {
+    const auto e = enumerate_programs(kind, sp, 4, o);
+    REQUIRE(e.programs == r.programs);
+    REQUIRE(e.states.size() == e.programs.size());
+    for (std::size_t i = 0; i < e.programs.size(); ++i) CHECK(e.states[i] == replay_states(r, e.programs[i]));
+  }
+}

@@ -1,0 +1,47 @@
+// p2v check: the independent certificate checker (proofs/checker) on certificate files.
+#if __has_include("p2v/checker/checker.hpp")
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include <nlohmann/json.hpp>
+
+#include "command.hpp"
+#include "p2v/checker/checker.hpp"
+
+namespace p2v::tools {
+namespace {
+
+Registrar reg(
+    "check",
+    "Check certificates independently: re-derive groups, replay the program, compare every state and the goal", 45,
+    [](CLI::App& sub) -> std::function<int()> {
+      auto files = std::make_shared<std::vector<std::string>>();
+      auto json = std::make_shared<bool>(false);
+      auto quiet = std::make_shared<bool>(false);
+      sub.add_option("certificates", *files, "certificate files (JSON)")->required();
+      sub.add_flag("--json", *json, "machine-readable output");
+      sub.add_flag("--quiet", *quiet, "print only rejected certificates and the total");
+      return [files, json, quiet] {
+        nlohmann::json out = nlohmann::json::array();
+        std::size_t bad = 0;
+        for (const auto& f : *files) {
+          const auto v = checker::check_certificate_file(f);
+          if (!v.ok) ++bad;
+          if (*json) {
+            out.push_back({{"file", f}, {"ok", v.ok}, {"reason", v.reason}, {"summary", v.summary}});
+          } else if (!v.ok) {
+            fmt::print("REJECTED {}: {}\n", f, v.reason);
+          } else if (!*quiet) {
+            fmt::print("ok       {}: {}\n", f, v.summary);
+          }
+        }
+        if (*json) fmt::print("{}\n", out.dump(2));
+        else fmt::print("{} of {} certificates accepted{}\n", files->size() - bad, files->size(),
+                        bad ? fmt::format(", {} rejected", bad) : "");
+        return bad ? 1 : 0;
+      };
+    });
+
+}  // namespace
+}  // namespace p2v::tools
+#endif

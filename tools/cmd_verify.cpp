@@ -1,0 +1,238 @@
+// p2v verify: enumerates every valid program with the SMT solver(s) and with the enumerator, per
+// matrix, and reports whether the sets are identical (differences as concrete programs with the
+// state where the sides disagree); optionally writes certificates.
+#ifdef HAVE_P2V_ENCODINGS
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+
+#include <chrono>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "command.hpp"
+#include "common.hpp"
+#include "p2v/encodings/certificate.hpp"
+#include "p2v/encodings/search.hpp"
+#include "p2v/engine/error.hpp"
+#include "p2v/engine/state.hpp"
+#include "p2v/engine/synth.hpp"
+
+namespace p2v::tools {
+namespace {
+
+struct VerifyArgs {
+  ProblemArgs problem;
+  std::string hierarchy = "d";
+  int max_size = 5;
+  std::string master = "allreduce";
+  bool no_collapse = false;
+  std::string solver = "both";
+  std::string choice = "binary";
+  bool non_incremental = false;
+  double timeout_s = 600;
+  std::string certify;
+  bool proofs = false;
+  bool json = false;
+};
+
+// Why the engine's Hoare rules reject (or accept) `prog`: the first failing step with the state
+// before it, or "valid".
+std::string diagnose(const engine::SynthResult& r, const engine::Program& prog, const engine::Groups& goal_groups) {
+  const int k = r.hierarchy.num_local();
+  const auto goal = engine::StateSet::goal(k, goal_groups);
+  engine::StateSet cur = engine::StateSet::initial(k), next(k);
+  for (std::size_t t = 0; t < prog.size(); ++t) {
+    const auto& in = r.instructions.at(static_cast<std::size_t>(prog[t]));
+    std::string why;
+    if (cur == goal) return fmt::format("the goal is already reached before step {}", t + 1);
+    if (!cur.apply(in.collective, in.grouping.groups, next, &why)) {
+      std::string s = fmt::format("step {} ({}) is invalid: {}; state before it:", t + 1,
+                                  engine::instruction_name(r.hierarchy, in), why);
+      for (int d = 0; d < k; ++d) s += fmt::format("\n        device {}: {}", d, cur.describe_device(d));
+      return s;
+    }
+    cur = next;
+  }
+  if (!(cur == goal)) {
+    std::string s = "every step is valid but the final state is not the goal:";
+    for (int d = 0; d < k; ++d) s += fmt::format("\n        device {}: {}", d, cur.describe_device(d));
+    return s;
+  }
+  std::string s = "valid under the engine's rules; states after each step:";
+  cur = engine::StateSet::initial(k);
+  for (std::size_t t = 0; t < prog.size(); ++t) {
+    const auto& in = r.instructions.at(static_cast<std::size_t>(prog[t]));
+    cur.apply(in.collective, in.grouping.groups, next);
+    cur = next;
+    s += fmt::format("\n        after step {}:", t + 1);
+    for (int d = 0; d < k; ++d) s += fmt::format(" [{}] {}", d, cur.describe_device(d));
+  }
+  return s;
+}
+
+Registrar reg(
+    "verify",
+    "Cross-check the enumerator with the SMT encodings (Z3, cvc5): same set of programs per matrix", 40,
+    [](CLI::App& sub) -> std::function<int()> {
+      auto a = std::make_shared<VerifyArgs>();
+      add_problem_options(sub, a->problem);
+      sub.add_option("--hierarchy", a->hierarchy, "synthesis hierarchy: a, b, c, d or d-uncollapsed")
+          ->capture_default_str();
+      sub.add_option("--max-size", a->max_size, "largest program size, 1..10")->capture_default_str();
+      sub.add_option("--master-collectives", a->master, "allreduce (the paper's reading) or all")
+          ->capture_default_str();
+      sub.add_flag("--no-collapse", a->no_collapse, "use the uncollapsed reduction-axes hierarchy (d)");
+      sub.add_option("--solver", a->solver, "z3, cvc5 or both")->capture_default_str();
+      sub.add_option("--choice", a->choice, "instruction choice encoding: binary or onehot")->capture_default_str();
+      sub.add_flag("--non-incremental", a->non_incremental, "a fresh solver per size bound (default: push/pop)");
+      sub.add_option("--timeout", a->timeout_s,
+                     "time limit per solver check, seconds (0 = none); a timeout is an error, never 'verified'")
+          ->capture_default_str();
+      sub.add_option("--certify", a->certify, "write one JSON certificate per program into this directory");
+      sub.add_flag("--proofs", a->proofs, "with --certify: store cvc5's proofs of the unsat answers beside them");
+      sub.add_flag("--json", a->json, "machine-readable output");
+      return [a] {
+        Problem p = load_problem(a->problem);
+        engine::SynthOptions opt;
+        opt.max_size = a->max_size;
+        if (a->master == "allreduce") opt.master = engine::MasterCollectives::AllReduceOnly;
+        else if (a->master == "all") opt.master = engine::MasterCollectives::All;
+        else throw Error(fmt::format("--master-collectives '{}': expected allreduce or all", a->master));
+        auto kind = engine::parse_hierarchy_kind(a->hierarchy);
+        if (a->no_collapse) {
+          if (kind != engine::HierarchyKind::ReductionAxes) throw Error("--no-collapse applies to hierarchy (d) only");
+          kind = engine::HierarchyKind::ReductionUncollapsed;
+        }
+        const auto solvers = encodings::smt::parse_solver_list(a->solver);
+        if (solvers.empty()) throw Error("--solver: give z3, cvc5 or both");
+        if (a->proofs && a->certify.empty()) throw Error("--proofs needs --certify DIR");
+        if (a->timeout_s < 0) throw Error("--timeout must be >= 0");
+        encodings::SearchOptions so;
+        so.choice = encodings::parse_choice_encoding(a->choice);
+        so.incremental = !a->non_incremental;
+        so.timeout_ms = static_cast<unsigned>(a->timeout_s * 1000);
+        so.proofs = a->proofs;
+        std::vector<std::string> names;
+        for (const auto& l : p.system.levels) names.push_back(l.name);
+
+        nlohmann::json out;
+        out["system"] = p.system.name;
+        out["axes"] = p.axes;
+        out["reduce"] = p.reduce;
+        out["hierarchy_kind"] = engine::to_string(kind);
+        out["max_size"] = opt.max_size;
+        out["results"] = nlohmann::json::array();
+        bool all_same = true;
+        std::size_t certs = 0;
+        if (!a->json)
+          fmt::print("{:<16} {:<18} {:>3} {:>4} | {:>14} | {}\n", "matrix", "hierarchy", "k", "ins",
+                     "enumerator", "solvers (programs, seconds)");
+        for (const auto& x : p.matrices) {
+          const auto placement = p.placement(x);
+          const auto h = engine::make_hierarchy(placement, names, kind);
+          const auto goal = engine::local_goal_groups(h, placement);
+          const auto t0 = std::chrono::steady_clock::now();
+          const auto r = engine::synthesize(h, goal, opt);
+          const double enum_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+          const auto sp = encodings::make_search_problem(h, r.instructions, goal);
+          // The solvers run concurrently (independent contexts).
+          std::vector<std::future<encodings::EnumerationResult>> fut;
+          for (auto s : solvers)
+            fut.push_back(std::async(std::launch::async,
+                                     [&, s] { return encodings::enumerate_programs(s, sp, opt.max_size, so); }));
+          std::vector<encodings::EnumerationResult> runs;
+          std::string err;
+          for (auto& f : fut) {
+            try {
+              runs.push_back(f.get());
+            } catch (const std::exception& e) {
+              if (err.empty()) err = e.what();
+            }
+          }
+          if (!err.empty()) throw Error(fmt::format("matrix {}: {}", engine::format_matrix(x), err));
+
+          std::set<engine::LoweredProgram> want;
+          for (const auto& prog : r.programs) want.insert(engine::lower(r, prog));
+          nlohmann::json res;
+          res["matrix"] = x;
+          res["hierarchy"] = h.cards;
+          res["k"] = h.num_local();
+          res["instructions"] = r.instructions.size();
+          res["enumerator"] = {{"programs", r.programs.size()}, {"ms", enum_ms}};
+          res["solvers"] = nlohmann::json::array();
+          std::string cells;
+          std::vector<std::string> diffs;
+          bool same = true;
+          for (const auto& run : runs) {
+            std::set<engine::LoweredProgram> got;
+            for (const auto& prog : run.programs) got.insert(engine::lower(r, prog));
+            const bool eq = got == want && run.programs.size() == r.programs.size();
+            same = same && eq;
+            nlohmann::json bj = nlohmann::json::array();
+            for (const auto& b : run.bounds)
+              bj.push_back({{"bound", b.bound}, {"programs", b.programs}, {"result_after_blocking", encodings::smt::to_string(b.final_result)},
+                            {"seconds", b.seconds}, {"final_check_seconds", b.final_seconds}});
+            res["solvers"].push_back({{"solver", run.solver}, {"version", run.version}, {"programs", run.programs.size()},
+                                      {"seconds", run.seconds}, {"shortest", run.shortest}, {"identical", eq}, {"bounds", bj}});
+            cells += fmt::format("  {} {}: {} in {:.2f}s{}", run.solver, run.version, run.programs.size(), run.seconds,
+                                 eq ? "" : " DIFFERENT");
+            if (eq) continue;
+            for (const auto& prog : run.programs)
+              if (!want.count(engine::lower(r, prog)))
+                diffs.push_back(fmt::format("only {} finds: {}\n      engine: {}", run.solver, engine::program_name(r, prog),
+                                            diagnose(r, prog, goal)));
+            std::set<engine::LoweredProgram> gotset = got;
+            for (const auto& prog : r.programs)
+              if (!gotset.count(engine::lower(r, prog))) {
+                bool acc = false;
+                try {
+                  acc = encodings::encoding_accepts(run.solver == "z3" ? encodings::smt::SolverKind::Z3
+                                                                       : encodings::smt::SolverKind::Cvc5,
+                                                    sp, prog, so);
+                } catch (const std::exception&) {
+                }
+                diffs.push_back(fmt::format("only the enumerator finds: {}\n      {} {} this program; engine: {}",
+                                            engine::program_name(r, prog), run.solver,
+                                            acc ? "accepts (enumeration missed it)" : "rejects", diagnose(r, prog, goal)));
+              }
+          }
+          res["identical"] = same;
+          res["differences"] = diffs;
+          all_same = all_same && same;
+          if (!a->json) {
+            fmt::print("{:<16} ({}) [{:<14} {:>3} {:>4} | {:>5} {:>7.2f}ms |{}  => {}\n", engine::format_matrix(x),
+                       engine::to_string(kind), fmt::format("{}]", fmt::join(h.cards, " ")), h.num_local(),
+                       r.instructions.size(), r.programs.size(), enum_ms, cells, same ? "identical" : "DIFFERENT");
+            for (const auto& d : diffs) fmt::print("    {}\n", d);
+          }
+          if (!a->certify.empty() && same) {
+            encodings::CertifyOptions co;
+            co.dir = a->certify;
+            co.solvers = solvers;
+            co.search = so;
+            auto cr = encodings::certify_programs(p.system, placement, r, opt, co, &runs);
+            certs += cr.files.size();
+            res["certificates"] = cr.files;
+          }
+          out["results"].push_back(std::move(res));
+        }
+        out["identical"] = all_same;
+        if (a->json) {
+          fmt::print("{}\n", out.dump(2));
+        } else {
+          fmt::print("{}: {} matrices, enumerator and {} {}\n", all_same ? "verified" : "MISMATCH", p.matrices.size(),
+                     a->solver == "both" ? "z3 and cvc5" : a->solver,
+                     all_same ? "find identical sets of programs" : "disagree (see above)");
+          if (!a->certify.empty())
+            fmt::print("{} certificates written to {}{}\n", certs, a->certify,
+                       all_same ? "" : " (none for the matrices that differ)");
+        }
+        return all_same ? 0 : 1;
+      };
+    });
+
+}  // namespace
+}  // namespace p2v::tools
+#endif  // HAVE_P2V_ENCODINGS
