@@ -97,9 +97,7 @@ Registrar reg(
         Problem p = load_problem(a->problem);
         engine::SynthOptions opt;
         opt.max_size = a->max_size;
-        if (a->master == "allreduce") opt.master = engine::MasterCollectives::AllReduceOnly;
-        else if (a->master == "all") opt.master = engine::MasterCollectives::All;
-        else throw Error(fmt::format("--master-collectives '{}': expected allreduce or all", a->master));
+        opt.master = engine::parse_master_collectives(a->master);
         auto kind = engine::parse_hierarchy_kind(a->hierarchy);
         if (a->no_collapse) {
           if (kind != engine::HierarchyKind::ReductionAxes) throw Error("--no-collapse applies to hierarchy (d) only");
