@@ -8,6 +8,7 @@
 #include <set>
 
 #include "p2v/engine/error.hpp"
+#include "split_cache.hpp"
 #include "p2v/runtime/backend.hpp"
 
 namespace p2v::runtime {
@@ -28,33 +29,20 @@ class MpiBackend final : public Backend {
     MPI_Comm_rank(world_, &rank_);
   }
   ~MpiBackend() override {
-    for (auto& c : comms_) MPI_Comm_free(&c);
+    for (auto& c : cache_.comms()) MPI_Comm_free(&c);
   }
   const char* name() const override { return "mpi"; }
 
   void ensure_comms(const Groups& groups) override {
-    Groups fresh;
-    for (const auto& g : groups)
-      if (g.size() >= 2 && !created_.count(g)) fresh.push_back(g);
+    const auto fresh = cache_.fresh(groups);
     if (fresh.empty()) return;  // every rank knows every group: all agree, no call
-    int color = MPI_UNDEFINED;
-    for (std::size_t i = 0; i < fresh.size(); ++i)
-      for (int d : fresh[i])
-        if (d == rank_) color = static_cast<int>(i);
+    const int color = cache_.color(fresh, rank_, MPI_UNDEFINED);
     MPI_Comm c = MPI_COMM_NULL;
     MPI_Comm_split(world_, color, rank_, &c);
-    ++splits_;
-    for (const auto& g : fresh) created_.insert(g);
-    if (color != MPI_UNDEFINED) {
-      slots_[fresh[color]] = static_cast<int>(comms_.size());
-      comms_.push_back(c);
-    }
+    cache_.record(fresh, color, MPI_UNDEFINED, c);
   }
-  int splits() const override { return splits_; }
-  int comm_slot(const std::vector<int>& group) const override {
-    auto it = slots_.find(group);
-    return it == slots_.end() ? -1 : it->second;
-  }
+  int splits() const override { return cache_.splits(); }
+  int comm_slot(const std::vector<int>& group) const override { return cache_.slot(group); }
 
   void allocate(std::int64_t m, std::int64_t s0, std::int64_t s1, std::int64_t epu) override {
     if (m > INT_MAX) throw Error(fmt::format("{} elements per rank exceed MPI's int counts", m));
@@ -87,7 +75,7 @@ class MpiBackend final : public Backend {
   }
 
   void step(Collective c, const RankStep& rs, int slot) override {
-    MPI_Comm comm = comms_[slot];
+    MPI_Comm comm = cache_.comms()[slot];
     if (!rs.pre.empty()) copies(rs.pre);
     const int n = static_cast<int>(rs.count * epu_);
     switch (c) {
@@ -114,7 +102,7 @@ class MpiBackend final : public Backend {
     if (!rs.post.empty()) copies(rs.post);
   }
   void allreduce_main(int slot) override {
-    MPI_Allreduce(MPI_IN_PLACE, main_.data(), static_cast<int>(main_.size()), dt_, MPI_SUM, comms_[slot]);
+    MPI_Allreduce(MPI_IN_PLACE, main_.data(), static_cast<int>(main_.size()), dt_, MPI_SUM, cache_.comms()[slot]);
   }
   void synchronize() override {}
 
@@ -131,10 +119,8 @@ class MpiBackend final : public Backend {
 
   MPI_Comm world_;
   MPI_Datatype dt_;
-  int rank_ = 0, splits_ = 0;
-  std::set<std::vector<int>> created_;
-  std::map<std::vector<int>, int> slots_;
-  std::vector<MPI_Comm> comms_;
+  int rank_ = 0;
+  detail::SplitCache<MPI_Comm> cache_;
   std::vector<std::int32_t> main_, s0_, s1_;
   std::int64_t epu_ = 1;
 };

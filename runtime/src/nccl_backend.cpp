@@ -9,6 +9,7 @@
 
 #include "p2v/engine/error.hpp"
 #include "p2v/runtime/backend.hpp"
+#include "split_cache.hpp"
 
 #ifdef P2V_HAVE_NCCL
 #include <cuda_runtime.h>
@@ -86,7 +87,7 @@ class NcclBackend final : public Backend {
   }
   ~NcclBackend() override {
     if (stream_) cudaStreamSynchronize(stream_);
-    for (auto c : comms_) ncclCommDestroy(c);
+    for (auto c : cache_.comms()) ncclCommDestroy(c);
     if (world_nccl_) ncclCommDestroy(world_nccl_);
     for (auto* p : {main_, s0_, s1_})
       if (p) cudaFree(p);
@@ -102,28 +103,15 @@ class NcclBackend final : public Backend {
   }
 
   void ensure_comms(const Groups& groups) override {
-    Groups fresh;
-    for (const auto& g : groups)
-      if (g.size() >= 2 && !created_.count(g)) fresh.push_back(g);
-    if (fresh.empty()) return;
-    int color = NCCL_SPLIT_NOCOLOR;
-    for (std::size_t i = 0; i < fresh.size(); ++i)
-      for (int d : fresh[i])
-        if (d == rank_) color = static_cast<int>(i);
+    const auto fresh = cache_.fresh(groups);
+    if (fresh.empty()) return;  // every rank knows every group: all agree, no call
+    const int color = cache_.color(fresh, rank_, NCCL_SPLIT_NOCOLOR);
     ncclComm_t c = nullptr;
     nccl_check(ncclCommSplit(world_nccl_, color, rank_, &c, nullptr), "ncclCommSplit");
-    ++splits_;
-    for (const auto& g : fresh) created_.insert(g);
-    if (color != NCCL_SPLIT_NOCOLOR) {
-      slots_[fresh[color]] = static_cast<int>(comms_.size());
-      comms_.push_back(c);
-    }
+    cache_.record(fresh, color, NCCL_SPLIT_NOCOLOR, c);
   }
-  int splits() const override { return splits_; }
-  int comm_slot(const std::vector<int>& group) const override {
-    auto it = slots_.find(group);
-    return it == slots_.end() ? -1 : it->second;
-  }
+  int splits() const override { return cache_.splits(); }
+  int comm_slot(const std::vector<int>& group) const override { return cache_.slot(group); }
 
   void allocate(std::int64_t m, std::int64_t s0, std::int64_t s1, std::int64_t epu) override {
     auto alloc = [](std::int32_t*& p, std::int64_t n) {
@@ -165,7 +153,7 @@ class NcclBackend final : public Backend {
                  "cudaMemcpyAsync");
   }
   void step(Collective c, const RankStep& rs, int slot) override {
-    ncclComm_t comm = comms_[slot];
+    ncclComm_t comm = cache_.comms()[slot];
     if (!rs.pre.empty()) copies(rs.pre);
     const std::size_t n = static_cast<std::size_t>(rs.count * epu_);
     switch (c) {
@@ -192,7 +180,7 @@ class NcclBackend final : public Backend {
     if (!rs.post.empty()) copies(rs.post);
   }
   void allreduce_main(int slot) override {
-    nccl_check(ncclAllReduce(main_, main_, main_elems_, dt_, ncclSum, comms_[slot], stream_), "ncclAllReduce");
+    nccl_check(ncclAllReduce(main_, main_, main_elems_, dt_, ncclSum, cache_.comms()[slot], stream_), "ncclAllReduce");
   }
   void synchronize() override { cuda_check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
 
@@ -209,12 +197,10 @@ class NcclBackend final : public Backend {
 
   MPI_Comm world_;
   ncclDataType_t dt_;
-  int rank_ = 0, size_ = 1, splits_ = 0, device_ = 0;
+  int rank_ = 0, size_ = 1, device_ = 0;
   ncclComm_t world_nccl_ = nullptr;
   cudaStream_t stream_ = nullptr;
-  std::set<std::vector<int>> created_;
-  std::map<std::vector<int>, int> slots_;
-  std::vector<ncclComm_t> comms_;
+  detail::SplitCache<ncclComm_t> cache_;
   std::int32_t *main_ = nullptr, *s0_ = nullptr, *s1_ = nullptr;
   std::int64_t main_elems_ = 0, epu_ = 1;
 };
