@@ -181,3 +181,56 @@ TEST_CASE("limits are enforced with clear errors") {
   CHECK_THROWS_WITH_AS(synthesize(big, {"gpu"}, HierarchyKind::ReductionAxes, {}), doctest::Contains("at most"),
                        p2v::Error);
 }
+
+TEST_CASE("randomized: enumerator equals brute force on random small placements (fixed seed)") {
+  // Random systems of 2-3 levels with at most 8 devices, random axes factorizations, matrices,
+  // reduction axes and hierarchy kinds; sizes up to 3.
+  std::uint64_t seed = 0x9E3779B97F4A7C15ull;
+  auto next = [&](std::uint64_t n) {
+    seed ^= seed << 13;
+    seed ^= seed >> 7;
+    seed ^= seed << 17;
+    return static_cast<int>(seed % n);
+  };
+  const std::vector<std::vector<int>> systems{{2, 4}, {4, 2}, {2, 2, 2}, {1, 2, 4}, {2, 1, 2}, {8}, {2, 3}};
+  const HierarchyKind kinds[] = {HierarchyKind::System, HierarchyKind::ColumnBased, HierarchyKind::RowBased,
+                                 HierarchyKind::ReductionAxes, HierarchyKind::ReductionUncollapsed};
+  int checked = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    const auto& levels = systems[next(systems.size())];
+    int n = 1;
+    for (int c : levels) n *= c;
+    // Axes: a random ordered factorization of n into 1-3 factors.
+    std::vector<int> axes;
+    int rest = n;
+    const int m = 1 + next(3);
+    for (int i = 0; i + 1 < m; ++i) {
+      std::vector<int> divs;
+      for (int d = 1; d <= rest; ++d)
+        if (rest % d == 0) divs.push_back(d);
+      axes.push_back(divs[next(divs.size())]);
+      rest /= axes.back();
+    }
+    axes.push_back(rest);
+    const auto mats = enumerate_matrices(levels, axes);
+    REQUIRE(!mats.empty());
+    const auto& x = mats[next(mats.size())];
+    std::vector<int> reduce;
+    for (int i = 0; i < static_cast<int>(axes.size()); ++i)
+      if (next(2)) reduce.push_back(i);
+    if (reduce.empty()) reduce.push_back(next(axes.size()));
+    const HierarchyKind kind = kinds[next(5)];
+    Placement p(levels, axes, x, reduce);
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < levels.size(); ++i) names.push_back("l" + std::to_string(i));
+    SynthOptions o;
+    o.max_size = 3;
+    o.master = next(2) ? MasterCollectives::All : MasterCollectives::AllReduceOnly;
+    auto r = synthesize(p, names, kind, o);
+    const std::string what = std::string(to_string(kind)) + " " + format_matrix(x);
+    CAPTURE(what);
+    CHECK(lowered_set(r) == brute_force(r, p.num_devices(), p.reduction_groups(), o.max_size));
+    ++checked;
+  }
+  CHECK(checked == 40);
+}
