@@ -88,20 +88,6 @@ std::vector<int> StateSet::rows(int device) const {
   return r;
 }
 
-std::uint64_t StateSet::hash() const {
-  // Four independent lanes so the multiplies overlap; mixed at the end.
-  std::uint64_t h[4] = {0x9E3779B97F4A7C15ull ^ static_cast<std::uint64_t>(k_), 0xC2B2AE3D27D4EB4Full,
-                        0x165667B19E3779F9ull, 0x27D4EB2F165667C5ull};
-  const std::size_t n = bits_.size();
-  std::size_t i = 0;
-  for (; i + 4 <= n; i += 4)
-    for (int l = 0; l < 4; ++l) h[l] = (h[l] ^ bits_[i + l]) * 0xff51afd7ed558ccdull;
-  for (; i < n; ++i) h[0] = (h[0] ^ bits_[i]) * 0xff51afd7ed558ccdull;
-  std::uint64_t r = h[0] ^ (h[1] >> 17) ^ (h[2] << 13) ^ (h[3] >> 29);
-  r = (r ^ (r >> 33)) * 0xc4ceb9fe1a85ec53ull;
-  return r ^ (r >> 33);
-}
-
 bool StateSet::same_device(int d, const StateSet& o, int od) const {
   return k_ == o.k_ && std::memcmp(dev(d), o.dev(od), stride_ * sizeof(std::uint64_t)) == 0;
 }
@@ -123,7 +109,6 @@ std::string set_text(const std::vector<int>& v) {
 
 }  // namespace kernel
 
-using kernel::popcount_words;
 using kernel::set_text;
 
 namespace {
@@ -193,87 +178,6 @@ bool StateSet::apply(Collective c, const Groups& groups, StateSet& out, std::str
   if (covered != static_cast<std::size_t>(k_)) out.bits_ = bits_;
   for (const auto& grp : groups)
     if (!grp.empty()) apply_group(c, grp.data(), static_cast<int>(grp.size()), out);
-  return true;
-}
-
-}  // namespace p2v::engine
-
-namespace p2v::engine {
-
-bool StateSet::finishes(Collective c, const Groups& groups, const StateSet& goal) const {
-  // Devices outside every group keep their state, so they must be at the goal already.
-  std::size_t covered = 0;
-  for (const auto& grp : groups) covered += grp.size();
-  const std::size_t n = stride_;
-  if (covered != static_cast<std::size_t>(k_)) {
-    std::vector<char> in(k_, 0);
-    for (const auto& grp : groups)
-      for (int d : grp) in[d] = 1;
-    for (int d = 0; d < k_; ++d)
-      if (!in[d] && std::memcmp(dev(d), goal.dev(d), n * sizeof(std::uint64_t)) != 0) return false;
-  }
-  const int w = w_;
-  for (const auto& grp : groups) {
-    const int g = static_cast<int>(grp.size());
-    const int* m = grp.data();
-    if (g < 2) {
-      if (g == 1 && std::memcmp(dev(m[0]), goal.dev(m[0]), n * sizeof(std::uint64_t)) != 0) return false;
-      continue;
-    }
-    switch (c) {
-      case Collective::ReduceScatter:
-      case Collective::Reduce:
-        return false;  // with two or more members, some member ends without every row
-      case Collective::Broadcast:
-        // Every member ends with the root's state, which must be each member's goal.
-        for (int a = 0; a < g; ++a)
-          if (std::memcmp(dev(m[0]), goal.dev(m[a]), n * sizeof(std::uint64_t)) != 0) return false;
-        if (!check_group(c, m, g, nullptr)) return false;
-        break;
-      case Collective::AllReduce: {
-        // Every member must hold every row already (AllReduce keeps the row set), and the
-        // disjoint union of each row's column sets must be the goal's.
-        const std::uint64_t* gl = goal.dev(m[0]);
-        for (int a = 0; a < g; ++a)
-          if (std::memcmp(dev(m[a]), gl, w * sizeof(std::uint64_t)) != 0) return false;
-        if (!check_group(c, m, g, nullptr)) return false;
-        for (int r = 0; r < k_; ++r)
-          for (int i = 0; i < w; ++i) {
-            std::uint64_t u = 0;
-            for (int a = 0; a < g; ++a) u |= dev(m[a])[w + static_cast<std::size_t>(r) * w + i];
-            for (int a = 0; a < g; ++a)
-              if (u != goal.dev(m[a])[w + static_cast<std::size_t>(r) * w + i]) return false;
-          }
-        break;
-      }
-      case Collective::AllGather: {
-        if (!check_group(c, m, g, nullptr)) return false;
-        // Union of disjoint rows; each row keeps its owner's column set.
-        for (int a = 0; a < g; ++a) {
-          const std::uint64_t* da = dev(m[a]);
-          for (int b = 0; b < g; ++b) {
-            const std::uint64_t* gb = goal.dev(m[b]);
-            for (int wi = 0; wi < w; ++wi) {
-              std::uint64_t mask = da[wi];
-              while (mask) {
-                const int r = wi * 64 + std::countr_zero(mask);
-                mask &= mask - 1;
-                if (std::memcmp(da + w + static_cast<std::size_t>(r) * w, gb + w + static_cast<std::size_t>(r) * w,
-                                w * sizeof(std::uint64_t)) != 0)
-                  return false;
-              }
-            }
-          }
-        }
-        // Row count: the union must hold every row of the goal.
-        int total = 0;
-        for (int a = 0; a < g; ++a) total += popcount_words(dev(m[a]), w);
-        for (int a = 0; a < g; ++a)
-          if (popcount_words(goal.dev(m[a]), w) != total) return false;
-        break;
-      }
-    }
-  }
   return true;
 }
 

@@ -72,7 +72,6 @@ struct IdHash {
 
 struct Search {
   const std::vector<Instruction>& ins;
-  const SynthOptions& opt;
   DeviceTable table;
   IdState goal;
   std::vector<char> covers_all;  // per instruction: do its groups cover every device?
@@ -102,7 +101,7 @@ struct Search {
   std::unordered_map<IdState, std::vector<Entry>, IdHash> memo;
   std::vector<IdState> scratch;  // scratch[t]: the successor while exploring with t steps left
 
-  Search(const std::vector<Instruction>& in, const SynthOptions& o, int k) : ins(in), opt(o), table(k) {}
+  Search(const std::vector<Instruction>& in, int k) : ins(in), table(k) {}
 
   // The members' new ids for collective c on a group, or nullptr if the precondition fails.
   const std::uint32_t* group_result(Collective c, const IdState& cur, const std::vector<int>& grp) {
@@ -240,7 +239,7 @@ SynthResult synthesize(const SynthesisHierarchy& h, const Groups& goal_groups, c
   const int k = h.num_local();
   const StateSet goal = StateSet::goal(k, goal_groups);
   const StateSet init = StateSet::initial(k);
-  Search s(r.instructions, opt, k);
+  Search s(r.instructions, k);
   IdState init_ids(k);
   s.goal.resize(k);
   for (int d = 0; d < k; ++d) {

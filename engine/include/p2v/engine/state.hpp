@@ -32,15 +32,11 @@ class StateSet {
 
   bool operator==(const StateSet& o) const { return k_ == o.k_ && bits_ == o.bits_; }
   bool same_device(int d, const StateSet& o, int od) const;
-  // A 64-bit hash of the whole state (equal states hash equally).
-  std::uint64_t hash() const;
 
   // Checks the precondition of `c` on every group; on success writes the postcondition into
   // `out` (devices outside every group keep their state) and returns true. On failure returns
   // false and, if `why` is non-null, says which precondition failed for which group.
   bool apply(Collective c, const Groups& groups, StateSet& out, std::string* why = nullptr) const;
-  // True iff apply(c, groups) would succeed and yield exactly `goal` (without writing a state).
-  bool finishes(Collective c, const Groups& groups, const StateSet& goal) const;
   // Precondition only.
   bool check(Collective c, const Groups& groups, std::string* why = nullptr) const;
 
