@@ -26,8 +26,7 @@ struct ExploreArgs {
   std::string algo = "ring";
   std::string bytes;
   int top = -1;
-  int max_size = 5;
-  std::string master = "allreduce";
+  SearchArgs search;
   bool json = false;
 };
 
@@ -73,8 +72,7 @@ Registrar reg(
       sub.add_option("--algo", a->algo, "NCCL algorithm: ring, tree or auto")->capture_default_str();
       sub.add_option("--bytes", a->bytes, "data per device (default: the paper's 2^29 x nodes float32)");
       sub.add_option("--top", a->top, "placements listed (-1: all)")->capture_default_str();
-      sub.add_option("--max-size", a->max_size, "largest program size")->capture_default_str();
-      sub.add_option("--master-collectives", a->master, "allreduce or all (SPEC §5)")->capture_default_str();
+      add_search_options(sub, a->search, /*with_hierarchy=*/false);
       sub.add_flag("--json", a->json, "machine-readable output");
       return [a] {
         Problem p = load_problem(a->problem);
@@ -87,11 +85,8 @@ Registrar reg(
         sim::CostOptions copt;
         copt.algo = sim::parse_algorithm(a->algo);
         copt.bytes = a->bytes.empty() ? sim::default_bytes(p.system) : sim::parse_bytes(a->bytes);
-        engine::SynthOptions sopt;
-        sopt.max_size = a->max_size;
-        sopt.master = engine::parse_master_collectives(a->master);
-        std::vector<std::string> names;
-        for (const auto& l : p.system.levels) names.push_back(l.name);
+        engine::SynthOptions sopt = a->search.options();
+        const std::vector<std::string> names = p.system.level_names();
 
         struct Row {
           engine::ParallelismMatrix x;

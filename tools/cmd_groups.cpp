@@ -37,11 +37,7 @@ Registrar reg("groups", "Show the instructions of a synthesis hierarchy and the 
                   out["results"] = nlohmann::json::array();
                   for (const auto& x : p.matrices) {
                     auto pl = p.placement(x);
-                    auto h = engine::make_hierarchy(pl, [&] {
-                      std::vector<std::string> n;
-                      for (const auto& l : p.system.levels) n.push_back(l.name);
-                      return n;
-                    }(), hk);
+                    auto h = engine::make_hierarchy(pl, p.system.level_names(), hk);
                     auto gs = engine::groupings(h);
                     if (*json) {
                       nlohmann::json r;

@@ -25,8 +25,7 @@ struct SimArgs {
   std::string algo = "ring";
   std::string bytes;
   int top = 10;
-  int max_size = 5;
-  std::string master = "allreduce";
+  SearchArgs search;
   bool json = false;
   bool steps = false;
   int links = -1;
@@ -52,8 +51,7 @@ Registrar reg(
                      "data per device, e.g. 8GiB or 1e9 (default: the paper's 2^29 x nodes float32)");
       auto* top_opt = sub.add_option("--top", a->top, "programs listed per matrix (-1: all); --json lists all unless --top is given")
           ->capture_default_str();
-      sub.add_option("--max-size", a->max_size, "largest program size")->capture_default_str();
-      sub.add_option("--master-collectives", a->master, "allreduce or all (SPEC §5)")->capture_default_str();
+      add_search_options(sub, a->search, /*with_hierarchy=*/false);
       sub.add_flag("--json", a->json, "machine-readable output: every program's time and per-step breakdown");
       sub.add_flag("--steps", a->steps, "table: per-step breakdown of the single AllReduce and of the best program");
       sub.add_option("--links", a->links, "--json: at most this many busiest links per step (-1: all)")
@@ -77,11 +75,8 @@ Registrar reg(
         sim::CostOptions copt;
         copt.algo = sim::parse_algorithm(a->algo);
         copt.bytes = a->bytes.empty() ? sim::default_bytes(p.system) : sim::parse_bytes(a->bytes);
-        engine::SynthOptions sopt;
-        sopt.max_size = a->max_size;
-        sopt.master = engine::parse_master_collectives(a->master);
-        std::vector<std::string> names;
-        for (const auto& l : p.system.levels) names.push_back(l.name);
+        engine::SynthOptions sopt = a->search.options();
+        const std::vector<std::string> names = p.system.level_names();
 
         std::vector<sim::MatrixRanking> ranks;
         for (const auto& x : p.matrices)

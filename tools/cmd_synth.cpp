@@ -20,10 +20,7 @@ namespace {
 
 struct SynthArgs {
   ProblemArgs problem;
-  std::string hierarchy = "d";
-  int max_size = 5;
-  std::string master = "allreduce";
-  bool no_collapse = false;
+  SearchArgs search;
   bool json = false;
   int show = -1;
   std::string certify, solver = "both";
@@ -36,14 +33,7 @@ Registrar reg(
     [](CLI::App& sub) -> std::function<int()> {
       auto a = std::make_shared<SynthArgs>();
       add_problem_options(sub, a->problem);
-      sub.add_option("--hierarchy", a->hierarchy, "synthesis hierarchy: a, b, c, d or d-uncollapsed")
-          ->capture_default_str();
-      sub.add_option("--max-size", a->max_size, "largest program size (number of instructions), 1..10")
-          ->capture_default_str();
-      sub.add_option("--master-collectives", a->master,
-                     "collectives a Master step may carry: allreduce (the paper's reading) or all")
-          ->capture_default_str();
-      sub.add_flag("--no-collapse", a->no_collapse, "use the uncollapsed reduction-axes hierarchy (d)");
+      add_search_options(sub, a->search, /*with_hierarchy=*/true);
       sub.add_flag("--json", a->json, "machine-readable output");
       sub.add_option("--show", a->show, "print at most this many programs per matrix in the table (default all)");
       sub.add_option("--certify", a->certify,
@@ -54,17 +44,9 @@ Registrar reg(
       sub.add_option("--timeout", a->timeout_s, "with --certify: per solver check, seconds")->capture_default_str();
       return [a] {
         Problem p = load_problem(a->problem);
-        engine::SynthOptions opt;
-        opt.max_size = a->max_size;
-        opt.master = engine::parse_master_collectives(a->master);
-        auto kind = engine::parse_hierarchy_kind(a->hierarchy);
-        if (a->no_collapse) {
-          if (kind != engine::HierarchyKind::ReductionAxes)
-            throw Error("--no-collapse applies to hierarchy (d) only");
-          kind = engine::HierarchyKind::ReductionUncollapsed;
-        }
-        std::vector<std::string> names;
-        for (const auto& l : p.system.levels) names.push_back(l.name);
+        engine::SynthOptions opt = a->search.options();
+        const auto kind = a->search.kind();
+        const std::vector<std::string> names = p.system.level_names();
         if (a->proofs && a->certify.empty()) throw Error("--proofs needs --certify DIR");
 #ifndef HAVE_P2V_ENCODINGS
         if (!a->certify.empty()) throw Error("--certify needs the SMT encodings (p2v was built without Z3/cvc5)");
@@ -77,7 +59,7 @@ Registrar reg(
         out["reduce"] = p.reduce;
         out["hierarchy_kind"] = engine::to_string(kind);
         out["max_size"] = opt.max_size;
-        out["master_collectives"] = a->master;
+        out["master_collectives"] = a->search.master;
         out["results"] = nlohmann::json::array();
         std::size_t total = 0;
         for (std::size_t mi = 0; mi < p.matrices.size(); ++mi) {

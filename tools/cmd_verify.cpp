@@ -24,10 +24,7 @@ namespace {
 
 struct VerifyArgs {
   ProblemArgs problem;
-  std::string hierarchy = "d";
-  int max_size = 5;
-  std::string master = "allreduce";
-  bool no_collapse = false;
+  SearchArgs search;
   std::string solver = "both";
   std::string choice = "binary";
   bool non_incremental = false;
@@ -78,12 +75,7 @@ Registrar reg(
     [](CLI::App& sub) -> std::function<int()> {
       auto a = std::make_shared<VerifyArgs>();
       add_problem_options(sub, a->problem);
-      sub.add_option("--hierarchy", a->hierarchy, "synthesis hierarchy: a, b, c, d or d-uncollapsed")
-          ->capture_default_str();
-      sub.add_option("--max-size", a->max_size, "largest program size, 1..10")->capture_default_str();
-      sub.add_option("--master-collectives", a->master, "allreduce (the paper's reading) or all")
-          ->capture_default_str();
-      sub.add_flag("--no-collapse", a->no_collapse, "use the uncollapsed reduction-axes hierarchy (d)");
+      add_search_options(sub, a->search, /*with_hierarchy=*/true);
       sub.add_option("--solver", a->solver, "z3, cvc5 or both")->capture_default_str();
       sub.add_option("--choice", a->choice, "instruction choice encoding: binary or onehot")->capture_default_str();
       sub.add_flag("--non-incremental", a->non_incremental, "a fresh solver per size bound (default: push/pop)");
@@ -95,14 +87,8 @@ Registrar reg(
       sub.add_flag("--json", a->json, "machine-readable output");
       return [a] {
         Problem p = load_problem(a->problem);
-        engine::SynthOptions opt;
-        opt.max_size = a->max_size;
-        opt.master = engine::parse_master_collectives(a->master);
-        auto kind = engine::parse_hierarchy_kind(a->hierarchy);
-        if (a->no_collapse) {
-          if (kind != engine::HierarchyKind::ReductionAxes) throw Error("--no-collapse applies to hierarchy (d) only");
-          kind = engine::HierarchyKind::ReductionUncollapsed;
-        }
+        engine::SynthOptions opt = a->search.options();
+        const auto kind = a->search.kind();
         const auto solvers = encodings::smt::parse_solver_list(a->solver);
         if (solvers.empty()) throw Error("--solver: give z3, cvc5 or both");
         if (a->proofs && a->certify.empty()) throw Error("--proofs needs --certify DIR");
@@ -112,8 +98,7 @@ Registrar reg(
         so.incremental = !a->non_incremental;
         so.timeout_ms = static_cast<unsigned>(a->timeout_s * 1000);
         so.proofs = a->proofs;
-        std::vector<std::string> names;
-        for (const auto& l : p.system.levels) names.push_back(l.name);
+        const std::vector<std::string> names = p.system.level_names();
 
         nlohmann::json out;
         out["system"] = p.system.name;

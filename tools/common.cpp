@@ -39,6 +39,35 @@ Problem load_problem(const ProblemArgs& a) {
   return p;
 }
 
+void add_search_options(CLI::App& sub, SearchArgs& a, bool with_hierarchy) {
+  if (with_hierarchy)
+    sub.add_option("--hierarchy", a.hierarchy, "synthesis hierarchy: a, b, c, d or d-uncollapsed")
+        ->capture_default_str();
+  sub.add_option("--max-size", a.max_size, "largest program size (number of instructions), 1..10")
+      ->capture_default_str();
+  sub.add_option("--master-collectives", a.master,
+                 "collectives a Master step may carry: allreduce (the paper's reading) or all")
+      ->capture_default_str();
+  if (with_hierarchy)
+    sub.add_flag("--no-collapse", a.no_collapse, "use the uncollapsed reduction-axes hierarchy (d)");
+}
+
+engine::SynthOptions SearchArgs::options() const {
+  engine::SynthOptions opt;
+  opt.max_size = max_size;
+  opt.master = engine::parse_master_collectives(master);
+  return opt;
+}
+
+engine::HierarchyKind SearchArgs::kind() const {
+  auto k = engine::parse_hierarchy_kind(hierarchy);
+  if (no_collapse) {
+    if (k != engine::HierarchyKind::ReductionAxes) throw Error("--no-collapse applies to hierarchy (d) only");
+    k = engine::HierarchyKind::ReductionUncollapsed;
+  }
+  return k;
+}
+
 engine::Placement Problem::placement(const engine::ParallelismMatrix& x) const {
   return engine::Placement(system.cardinalities(), axes, x, reduce);
 }

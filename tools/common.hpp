@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "p2v/engine/hierarchy.hpp"
+#include "p2v/engine/synth.hpp"
 #include "p2v/engine/placement.hpp"
 #include "p2v/engine/system.hpp"
 
@@ -34,5 +35,19 @@ struct Problem {
 };
 
 Problem load_problem(const ProblemArgs& a);
+
+// How programs are searched: --max-size, --master-collectives and, where the command lets the
+// user pick the synthesis hierarchy, --hierarchy and --no-collapse.
+struct SearchArgs {
+  std::string hierarchy = "d";
+  int max_size = 5;
+  std::string master = "allreduce";
+  bool no_collapse = false;
+  engine::SynthOptions options() const;
+  // --hierarchy with --no-collapse applied (throws p2v::Error on a bad combination).
+  engine::HierarchyKind kind() const;
+};
+
+void add_search_options(CLI::App& sub, SearchArgs& a, bool with_hierarchy);
 
 }  // namespace p2v::tools

@@ -65,8 +65,7 @@ int main(int argc, char** argv) {
       configs.push_back({"plain [" + plain + "]", h, {all}});
     } else {
       const auto sys = engine::load_system_file(std::string(P2V_SOURCE_DIR) + "/examples/systems/a100-4node.json");
-      std::vector<std::string> names;
-      for (const auto& l : sys.levels) names.push_back(l.name);
+      const std::vector<std::string> names = sys.level_names();
       std::vector<int> reds;
       if (reduce == "both" || reduce == "0") reds.push_back(0);
       if (reduce == "both" || reduce == "1") reds.push_back(1);

@@ -43,8 +43,7 @@ const Work& work() {
       const auto s = load(c.system);
       w.sims.emplace_back(s);
       w.bytes.push_back(default_bytes(s));
-      std::vector<std::string> names;
-      for (const auto& l : s.levels) names.push_back(l.name);
+      const std::vector<std::string> names = s.level_names();
       for (const auto& x : enumerate_matrices(s.cardinalities(), c.axes)) {
         Placement p(s.cardinalities(), c.axes, x, c.reduce);
         auto r = synthesize(p, names, HierarchyKind::ReductionAxes, SynthOptions{});
@@ -100,8 +99,7 @@ void BM_RankAll(benchmark::State& st) {
       Simulator sim(s);
       CostOptions o;
       o.bytes = default_bytes(s);
-      std::vector<std::string> names;
-      for (const auto& l : s.levels) names.push_back(l.name);
+      const std::vector<std::string> names = s.level_names();
       for (const auto& x : enumerate_matrices(s.cardinalities(), c.axes)) {
         auto r = rank_placement(sim, Placement(s.cardinalities(), c.axes, x, c.reduce), names, SynthOptions{}, o);
         n += r.programs.size() + 1;

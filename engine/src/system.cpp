@@ -25,6 +25,12 @@ const char* to_string(LinkKind k) {
   return "?";
 }
 
+std::vector<std::string> System::level_names() const {
+  std::vector<std::string> n;
+  for (const auto& l : levels) n.push_back(l.name);
+  return n;
+}
+
 std::vector<int> System::cardinalities() const {
   std::vector<int> c;
   for (const auto& l : levels) c.push_back(l.cardinality);
@@ -40,9 +46,8 @@ std::int64_t System::num_devices() const {
 bool System::root_implied() const { return levels.empty() || levels[0].cardinality != 1; }
 
 std::vector<std::string> System::hierarchy_names() const {
-  std::vector<std::string> n;
-  if (root_implied()) n.push_back("root");
-  for (const auto& l : levels) n.push_back(l.name);
+  std::vector<std::string> n = level_names();
+  if (root_implied()) n.insert(n.begin(), "root");
   return n;
 }
 

@@ -223,8 +223,7 @@ MatrixReport prove(const engine::System& system, const std::vector<int>& axes, c
   MatrixReport rep;
   rep.matrix = x;
   engine::Placement p(system.cardinalities(), axes, x, reduce);
-  std::vector<std::string> names;
-  for (const auto& l : system.levels) names.push_back(l.name);
+  const std::vector<std::string> names = system.level_names();
   const int n = p.num_devices();
   if (n > engine::kMaxStateDevices)
     throw Error(fmt::format("prove: hierarchies (a)-(c) cover all {} devices; the enumerator handles at most {}", n,

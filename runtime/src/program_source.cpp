@@ -75,8 +75,7 @@ engine::LoweredProgram resolve_program(const engine::SynthesisHierarchy& h, cons
 
 engine::SynthesisHierarchy program_hierarchy(const engine::System& sys, const engine::Placement& p,
                                              engine::HierarchyKind kind) {
-  std::vector<std::string> names;
-  for (const auto& l : sys.levels) names.push_back(l.name);
+  const std::vector<std::string> names = sys.level_names();
   return engine::make_hierarchy(p, names, kind);
 }
 

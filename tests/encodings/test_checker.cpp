@@ -43,7 +43,7 @@ struct Fixture {
   Fixture(const std::string& sys_spec, std::vector<int> axes, engine::ParallelismMatrix x, std::vector<int> red,
           engine::HierarchyKind kind, const std::string& tag) {
     sys = engine::parse_system_arg(sys_spec);
-    for (const auto& l : sys.levels) names.push_back(l.name);
+    names = sys.level_names();
     opt.max_size = 4;
     engine::Placement p(sys.cardinalities(), axes, x, red);
     auto r = engine::synthesize(p, names, kind, opt);

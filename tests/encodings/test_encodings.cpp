@@ -135,8 +135,7 @@ TEST_CASE("design alternatives give the same sets: one-hot, non-incremental, las
 // The full reduce-1 cross-check (k = 16, L = 5) takes minutes: `p2v verify` / bench_encodings do it.
 TEST_CASE("paper config: 4xA100 [4 16], reduce 0 (L=5) and reduce 1 [[4 1],[1 16]] (L=3), hierarchy (d)") {
   const auto sys = engine::load_system_file(std::string(P2V_SOURCE_DIR) + "/examples/systems/a100-4node.json");
-  std::vector<std::string> names;
-  for (const auto& l : sys.levels) names.push_back(l.name);
+  const std::vector<std::string> names = sys.level_names();
   for (int red : {0, 1}) {
     for (const auto& x : engine::enumerate_matrices(sys.cardinalities(), {4, 16})) {
       CAPTURE(red);

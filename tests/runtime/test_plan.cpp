@@ -126,8 +126,7 @@ std::vector<std::vector<long>> emulate(const runtime::Plan& plan, long epu) {
 int check_all(const std::string& sys, std::vector<int> axes, engine::ParallelismMatrix x, std::vector<int> reduce,
               engine::MasterCollectives mc = engine::MasterCollectives::AllReduceOnly) {
   auto s = setup(sys, axes, x, reduce);
-  std::vector<std::string> names;
-  for (const auto& l : s.sys.levels) names.push_back(l.name);
+  const std::vector<std::string> names = s.sys.level_names();
   engine::SynthOptions opt;
   opt.master = mc;
   auto res = engine::synthesize(s.pl, names, engine::HierarchyKind::ReductionAxes, opt);

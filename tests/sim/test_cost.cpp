@@ -138,8 +138,7 @@ namespace {
 // Every program of every matrix of a problem, lowered.
 std::vector<LoweredProgram> programs_of(const System& s, std::vector<int> axes, std::vector<int> reduce) {
   std::vector<LoweredProgram> out;
-  std::vector<std::string> names;
-  for (const auto& l : s.levels) names.push_back(l.name);
+  const std::vector<std::string> names = s.level_names();
   for (const auto& x : enumerate_matrices(s.cardinalities(), axes)) {
     Placement p(s.cardinalities(), axes, x, reduce);
     auto r = synthesize(p, names, HierarchyKind::ReductionAxes, SynthOptions{});

@@ -21,8 +21,7 @@ namespace {
 
 MatrixRanking rank(const System& s, std::vector<int> axes, ParallelismMatrix x, std::vector<int> reduce,
                    Algorithm algo = Algorithm::Ring) {
-  std::vector<std::string> names;
-  for (const auto& l : s.levels) names.push_back(l.name);
+  const std::vector<std::string> names = s.level_names();
   Simulator sim(s);
   CostOptions o;
   o.algo = algo;

@@ -32,6 +32,8 @@ struct System {
   // Raw JSON text of an optional "topology" section (read by the simulator), empty if absent.
   std::string topology_json;
 
+  // Names of the user's levels (the matrix columns), outermost first.
+  std::vector<std::string> level_names() const;
   // Cardinalities of the user's levels (the matrix columns).
   std::vector<int> cardinalities() const;
   // Total number of devices (product of cardinalities).
