@@ -7,7 +7,11 @@
 #include <fmt/ranges.h>
 
 #include <chrono>
+#include <algorithm>
+#include <atomic>
 #include <future>
+#include <mutex>
+#include <thread>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -28,6 +32,7 @@ struct VerifyArgs {
   std::string solver = "both";
   std::string choice = "binary";
   bool non_incremental = false;
+  int jobs = 0;
   double timeout_s = 600;
   std::string certify;
   bool proofs = false;
@@ -78,7 +83,11 @@ Registrar reg(
       add_search_options(sub, a->search, /*with_hierarchy=*/true);
       sub.add_option("--solver", a->solver, "z3, cvc5 or both")->capture_default_str();
       sub.add_option("--choice", a->choice, "instruction choice encoding: binary or onehot")->capture_default_str();
-      sub.add_flag("--non-incremental", a->non_incremental, "a fresh solver per size bound (default: push/pop)");
+      sub.add_flag("--non-incremental", a->non_incremental,
+                   "a fresh solver per size bound (default: one solver, each bound under an activation literal)");
+      sub.add_option("--jobs", a->jobs,
+                     "solver runs (one per matrix and solver) at once; 0 = one per hardware thread")
+          ->capture_default_str();
       sub.add_option("--timeout", a->timeout_s,
                      "time limit per solver check, seconds (0 = none); a timeout is an error, never 'verified'")
           ->capture_default_str();
@@ -93,6 +102,7 @@ Registrar reg(
         if (solvers.empty()) throw Error("--solver: give z3, cvc5 or both");
         if (a->proofs && a->certify.empty()) throw Error("--proofs needs --certify DIR");
         if (a->timeout_s < 0) throw Error("--timeout must be >= 0");
+        if (a->jobs < 0) throw Error("--jobs must be >= 0");
         encodings::SearchOptions so;
         so.choice = encodings::parse_choice_encoding(a->choice);
         so.incremental = !a->non_incremental;
@@ -112,29 +122,113 @@ Registrar reg(
         if (!a->json)
           fmt::print("{:<16} {:<18} {:>3} {:>4} | {:>14} | {}\n", "matrix", "hierarchy", "k", "ins",
                      "enumerator", "solvers (programs, seconds)");
+        // The enumerator first (milliseconds), then every (matrix, solver) run in a pool of --jobs
+        // workers, largest first (estimated by k^3 x instructions), so the two solvers' runs of
+        // different matrices overlap; results are printed in matrix order as they complete.
+        struct Case {
+          engine::ParallelismMatrix x;
+          engine::Placement placement;
+          engine::SynthesisHierarchy h;
+          engine::Groups goal;
+          engine::SynthResult r;
+          double enum_ms = 0;
+          encodings::SearchProblem sp;
+        };
+        std::vector<Case> cases;
         for (const auto& x : p.matrices) {
-          const auto placement = p.placement(x);
-          const auto h = engine::make_hierarchy(placement, names, kind);
-          const auto goal = engine::local_goal_groups(h, placement);
+          Case c{x, p.placement(x), {}, {}, {}, 0, {}};
+          c.h = engine::make_hierarchy(c.placement, names, kind);
+          c.goal = engine::local_goal_groups(c.h, c.placement);
           const auto t0 = std::chrono::steady_clock::now();
-          const auto r = engine::synthesize(h, goal, opt);
-          const double enum_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-          const auto sp = encodings::make_search_problem(h, r.instructions, goal);
-          // The solvers run concurrently (independent contexts).
-          std::vector<std::future<encodings::EnumerationResult>> fut;
-          for (auto s : solvers)
-            fut.push_back(std::async(std::launch::async,
-                                     [&, s] { return encodings::enumerate_programs(s, sp, opt.max_size, so); }));
+          c.r = engine::synthesize(c.h, c.goal, opt);
+          c.enum_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+          c.sp = encodings::make_search_problem(c.h, c.r.instructions, c.goal);
+          cases.push_back(std::move(c));
+        }
+        struct Job {
+          std::size_t c = 0, s = 0;
+          double cost = 0;
+          std::promise<encodings::EnumerationResult> done;
+        };
+        std::vector<Job> jobs(cases.size() * solvers.size());
+        std::vector<std::vector<std::future<encodings::EnumerationResult>>> results(cases.size());
+        for (std::size_t ci = 0; ci < cases.size(); ++ci)
+          for (std::size_t si = 0; si < solvers.size(); ++si) {
+            Job& j = jobs[ci * solvers.size() + si];
+            const double k = cases[ci].sp.k;
+            j.c = ci;
+            j.s = si;
+            j.cost = k * k * k * static_cast<double>(cases[ci].sp.instructions.size()) *
+                     (solvers[si] == encodings::smt::SolverKind::Cvc5 ? 3 : 1);
+            results[ci].push_back(j.done.get_future());
+          }
+        std::vector<std::size_t> order(jobs.size());
+        for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+        std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return jobs[x].cost > jobs[y].cost; });
+        std::atomic<std::size_t> next{0};
+        std::atomic<bool> stop{false};
+        std::mutex error_mutex;
+        std::string first_error;  // the first run that failed, named
+        auto worker = [&] {
+          for (std::size_t i; (i = next++) < order.size();) {
+            Job& j = jobs[order[i]];
+            if (stop) {  // after a failure: resolve the remaining runs without running them
+              j.done.set_exception(std::make_exception_ptr(Error("not run: another solver run failed")));
+              continue;
+            }
+            try {
+              j.done.set_value(encodings::enumerate_programs(solvers[j.s], cases[j.c].sp, opt.max_size, so));
+            } catch (const std::exception& e) {
+              stop = true;
+              {
+                std::lock_guard<std::mutex> lock(error_mutex);
+                if (first_error.empty())
+                  first_error = fmt::format("matrix {}, {}: {}", engine::format_matrix(cases[j.c].x),
+                                            encodings::smt::to_string(solvers[j.s]), e.what());
+              }
+              j.done.set_exception(std::current_exception());
+            } catch (...) {
+              stop = true;
+              j.done.set_exception(std::current_exception());
+            }
+          }
+        };
+        const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+        const std::size_t nworkers = std::min<std::size_t>(jobs.size(), a->jobs > 0 ? static_cast<std::size_t>(a->jobs) : hw);
+        std::vector<std::thread> pool;
+        for (std::size_t w = 0; w < nworkers; ++w) pool.emplace_back(worker);
+        struct Join {  // joins the pool on every exit path (after an error: once the running jobs end)
+          std::vector<std::thread>& t;
+          std::atomic<bool>& stop;
+          ~Join() {
+            stop = true;
+            for (auto& x : t) x.join();
+          }
+        } join{pool, stop};
+        for (std::size_t ci = 0; ci < cases.size(); ++ci) {
+          const Case& c = cases[ci];
+          const auto& x = c.x;
+          const auto& placement = c.placement;
+          const auto& h = c.h;
+          const auto& goal = c.goal;
+          const auto& r = c.r;
+          const auto& sp = c.sp;
+          const double enum_ms = c.enum_ms;
           std::vector<encodings::EnumerationResult> runs;
           std::string err;
-          for (auto& f : fut) {
+          for (auto& f : results[ci]) {
             try {
               runs.push_back(f.get());
             } catch (const std::exception& e) {
               if (err.empty()) err = e.what();
             }
           }
-          if (!err.empty()) throw Error(fmt::format("matrix {}: {}", engine::format_matrix(x), err));
+          if (!err.empty()) {
+            stop = true;
+            for (auto& t : pool) t.join();  // every run has ended: first_error is final
+            pool.clear();
+            throw Error(first_error.empty() ? fmt::format("matrix {}: {}", engine::format_matrix(x), err) : first_error);
+          }
 
           std::set<engine::LoweredProgram> want;
           for (const auto& prog : r.programs) want.insert(engine::lower(r, prog));

@@ -1,6 +1,6 @@
 // Per-config solver times vs. the enumerator (medians of --reps runs), and design alternatives.
 //   bench_encodings [--reps N] [--max-size L] [--solver z3|cvc5|both] [--choice binary|onehot|both]
-//                   [--incremental on|off|both] [--states factored|perins|fun|all] [--lemma on|off|both]
+//                   [--incremental assume|push|off|all] [--states factored|perins|fun|all] [--lemma on|off|both]
 //                   [--plain 1,2,4] [--reduce 0|1|both] [--verbose]
 // Default: 4xA100 [4 16], every matrix, reduce 0 and reduce 1, hierarchy (d), L = 5.
 #include <fmt/core.h>
@@ -35,7 +35,7 @@ struct Config {
 
 int main(int argc, char** argv) {
   int reps = 1, L = 5;
-  std::string solver = "both", choice = "binary", incr = "on", plain, reduce = "both", states = "var", lemma = "off";
+  std::string solver = "both", choice = "binary", incr = "assume", plain, reduce = "both", states = "var", lemma = "off";
   bool verbose = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -90,12 +90,15 @@ int main(int argc, char** argv) {
     std::vector<bool> lemmas;
     if (lemma == "both" || lemma == "on") lemmas.push_back(true);
     if (lemma == "both" || lemma == "off") lemmas.push_back(false);
-    std::vector<bool> incs;
-    if (incr == "both" || incr == "on") incs.push_back(true);
-    if (incr == "both" || incr == "off") incs.push_back(false);
+    // Incremental modes: one solver with each bound under an activation literal (assume, the
+    // default) or in a push/pop scope (push), or a fresh solver per bound (off).
+    std::vector<std::string> incs;
+    for (const char* m : {"assume", "push", "off"})
+      if (incr == "all" || incr == m) incs.push_back(m);
+    if (incs.empty()) throw Error("--incremental: assume, push, off or all");
     fmt::print("{:<34} {:>3} {:>5} {:>9} | {:<5} {:<6} {:<8} {:>9} {:>6}  per-bound seconds\n", "config", "k",
                "ins", "enum ms", "solver", "choice", "inc", "median s", "progs");
-    fmt::print("(inc = incremental across bounds; states: fac = state variables, one constraint per grouping (default); ins = one per instruction; fun = functional; +lemma = with the last-step lemma)\n");
+    fmt::print("(inc = asm: one solver, bounds under assumptions (default); push: push/pop scopes; no: a fresh solver per bound; states: fac = state variables, one constraint per grouping (default); ins = one per instruction; fun = functional; +lemma = with the last-step lemma)\n");
     for (const auto& c : configs) {
       engine::SynthOptions so;
       so.max_size = L;
@@ -109,7 +112,7 @@ int main(int argc, char** argv) {
       const auto sp = make_search_problem(c.h, r.instructions, c.goal);
       for (auto kind : solvers)
         for (auto ch : choices)
-          for (bool inc : incs)
+          for (const auto& inc : incs)
           for (bool fun : funs)
           for (bool fac : facts)
           for (bool lem : lemmas) {
@@ -119,7 +122,8 @@ int main(int argc, char** argv) {
             o.functional = fun;
             o.factored = fac;
             o.choice = ch;
-            o.incremental = inc;
+            o.incremental = inc != "off";
+            o.push_pop = inc == "push";
             std::vector<double> ts;
             EnumerationResult e;
             for (int i = 0; i < reps; ++i) {
@@ -133,7 +137,7 @@ int main(int argc, char** argv) {
             const bool same = e.programs == r.programs;
             fmt::print("{:<34} {:>3} {:>5} {:>9.2f} | {:<5} {:<6} {:<8} {:>9.2f} {:>6}{} {}\n", c.name,
                        c.h.num_local(), r.instructions.size(), median(te), smt::to_string(kind), to_string(ch),
-                       std::string(inc ? "yes" : "no") + (fun ? "/fun" : fac ? "/fac" : "/ins") + (lem ? "+lemma" : ""), median(ts), e.programs.size(), same ? "" : " MISMATCH", per);
+                       std::string(inc == "assume" ? "asm" : inc == "push" ? "push" : "no") + (fun ? "/fun" : fac ? "/fac" : "/ins") + (lem ? "+lemma" : ""), median(ts), e.programs.size(), same ? "" : " MISMATCH", per);
             std::fflush(stdout);
           }
     }

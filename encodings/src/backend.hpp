@@ -22,6 +22,7 @@ class Backend {
   virtual void push() = 0;
   virtual void pop() = 0;
   virtual Result check() = 0;
+  virtual Result check_assuming(const std::vector<int>& assumptions) = 0;
   virtual std::string reason_unknown() const = 0;
   virtual bool value_bool(int t) = 0;
   virtual std::vector<bool> value_bv(int t, unsigned width) = 0;

@@ -80,11 +80,11 @@ class Cvc5Backend final : public Backend {
   void add(int t) override { s_.assertFormula(terms_.at(static_cast<std::size_t>(t))); }
   void push() override { s_.push(); }
   void pop() override { s_.pop(); }
-  Result check() override {
-    last_ = s_.checkSat();
-    if (last_.isSat()) return Result::sat;
-    if (last_.isUnsat()) return Result::unsat;
-    return Result::unknown;
+  Result check() override { return result(s_.checkSat()); }
+  Result check_assuming(const std::vector<int>& as) override {
+    std::vector<cvc5::Term> v;
+    for (int a : as) v.push_back(terms_.at(static_cast<std::size_t>(a)));
+    return result(s_.checkSatAssuming(v));
   }
   std::string reason_unknown() const override {
     std::ostringstream os;
@@ -112,6 +112,11 @@ class Cvc5Backend final : public Backend {
   std::size_t num_terms() const override { return terms_.size(); }
 
  private:
+  Result result(const cvc5::Result& r) {
+    last_ = r;
+    if (r.isSat()) return Result::sat;
+    return r.isUnsat() ? Result::unsat : Result::unknown;
+  }
   int put(cvc5::Term t) {
     terms_.push_back(std::move(t));
     return static_cast<int>(terms_.size() - 1);

@@ -82,6 +82,12 @@ class Encoder {
 
   int steps() const { return static_cast<int>(states_.size()) - 1; }
 
+  // Asserts "not the goal at t" for every t < n not yet covered (a program stops at the goal, so
+  // this holds at every bound above t).
+  void assert_not_goal_before(int n) {
+    for (; not_goal_upto_ + 1 < n; ++not_goal_upto_) s_.add(!goal(not_goal_upto_ + 1));
+  }
+
   // Adds step t = steps()+1: its variables and transition constraints (asserted permanently).
   void add_step() {
     const int t = steps() + 1;
@@ -419,6 +425,7 @@ class Encoder {
   unsigned k_, cw_ = 0, csel_ = 1;
   Term tt_, ff_, zero_, ones_;
   std::vector<Term> goal_mask_;
+  int not_goal_upto_ = 0;
   std::vector<State> states_;
   std::vector<Term> choice_bv_;
   std::vector<std::vector<Term>> sel_;
@@ -446,21 +453,35 @@ void check_problem(const SearchProblem& p, int n) {
   if (p.k > 256) throw Error("encoding: " + std::to_string(p.k) + " local devices is too large for the SMT encoding (at most 256)");
 }
 
-// Asserts "goal exactly at n, not before" for an encoder with >= n steps (in the current scope).
-// Also a derived lemma that prunes the search: the last step is no Reduce or ReduceScatter on
-// groups of two or more devices (after Reduce the non-roots are empty, after ReduceScatter a member
-// holds at most k/2 rows; the goal has every device hold all k rows).
-void assert_bound(smt::Solver& s, Encoder& e, const SearchProblem& p, int n, bool lemma) {
-  for (int t = 1; t < n; ++t) s.add(!e.goal(t));
-  s.add(e.goal(n));
-  if (!lemma) return;
-  for (std::size_t i = 0; i < p.instructions.size(); ++i) {
-    const auto& in = p.instructions[i];
-    const bool shrinks = in.collective == Collective::Reduce || in.collective == Collective::ReduceScatter;
-    if (shrinks && !in.groups.empty() &&
-        std::all_of(in.groups.begin(), in.groups.end(), [](const auto& g) { return g.size() >= 2; }))
-      s.add(!e.chosen(n, static_cast<int>(i)));
+// Opens bound n on an encoder with >= n steps: asserts "not the goal at 1..n-1" for good, and
+// scopes "the goal at n" (with the optional lemma) under a fresh activation literal, returned as
+// the assumption to check with, or in a push scope (opt.push_pop; returns no assumption, the
+// caller pops). The lemma prunes the search: the last step is no Reduce or ReduceScatter on groups
+// of two or more devices (after Reduce the non-roots are empty, after ReduceScatter a member holds
+// at most k/2 rows; the goal has every device hold all k rows).
+std::vector<Term> open_bound(smt::Solver& s, Encoder& e, const SearchProblem& p, int n, const SearchOptions& opt) {
+  e.assert_not_goal_before(n);
+  std::vector<Term> at_n{e.goal(n)};
+  if (opt.last_step_lemma)
+    for (std::size_t i = 0; i < p.instructions.size(); ++i) {
+      const auto& in = p.instructions[i];
+      const bool shrinks = in.collective == Collective::Reduce || in.collective == Collective::ReduceScatter;
+      if (shrinks && !in.groups.empty() &&
+          std::all_of(in.groups.begin(), in.groups.end(), [](const auto& g) { return g.size() >= 2; }))
+        at_n.push_back(!e.chosen(n, static_cast<int>(i)));
+    }
+  if (opt.push_pop) {
+    s.push();
+    s.add(smt::all_of(at_n, e.tt()));
+    return {};
   }
+  Term act = s.bool_var("bound_" + std::to_string(n));
+  s.add(smt::implies(act, smt::all_of(at_n, e.tt())));
+  return {act};
+}
+
+smt::Result check(smt::Solver& s, const std::vector<Term>& assumptions) {
+  return assumptions.empty() ? s.check() : s.check_assuming(assumptions);
 }
 
 }  // namespace
@@ -487,12 +508,11 @@ EnumerationResult enumerate_programs(smt::SolverKind kind, const SearchProblem& 
     f.bound = n;
     if (!opt.incremental && n > 1) fresh();
     while (e->steps() < n) e->add_step();
-    s->push();
-    assert_bound(*s, *e, p, n, opt.last_step_lemma);
+    const std::vector<Term> bound = open_bound(*s, *e, p, n, opt);
     std::vector<engine::Program> found;
     for (;;) {
       const auto tc = Clock::now();
-      const smt::Result r = s->check();
+      const smt::Result r = check(*s, bound);
       if (r == smt::Result::unknown)
         unknown(*s, "at bound " + std::to_string(n) + " after " + std::to_string(found.size()) + " programs", opt);
       if (r == smt::Result::unsat) {
@@ -507,7 +527,7 @@ EnumerationResult enumerate_programs(smt::SolverKind kind, const SearchProblem& 
       if (opt.max_programs && ++total > opt.max_programs)
         throw Error("more than " + std::to_string(opt.max_programs) + " programs: lower the size bound");
     }
-    s->pop();
+    if (opt.push_pop) s->pop();
     f.programs = static_cast<int>(found.size());
     f.seconds = since(t0);
     if (!found.empty() && res.shortest == 0) res.shortest = n;
@@ -536,8 +556,7 @@ std::optional<engine::Program> find_program(smt::SolverKind kind, const SearchPr
   smt::Solver s(kind, solver_options(opt));
   Encoder e(s, p, opt);
   while (e.steps() < n) e.add_step();
-  assert_bound(s, e, p, n, opt.last_step_lemma);
-  const smt::Result r = s.check();
+  const smt::Result r = check(s, open_bound(s, e, p, n, opt));
   if (r == smt::Result::unknown) unknown(s, "at bound " + std::to_string(n), opt);
   if (r == smt::Result::unsat) return std::nullopt;
   return e.model_program(n);
@@ -550,12 +569,10 @@ std::optional<engine::Program> find_program_at_most(smt::SolverKind kind, const 
   Encoder e(s, p, opt);
   for (int b = 1; b <= n; ++b) {
     e.add_step();
-    s.push();
-    assert_bound(s, e, p, b, opt.last_step_lemma);
-    const smt::Result r = s.check();
+    const smt::Result r = check(s, open_bound(s, e, p, b, opt));
     if (r == smt::Result::unknown) unknown(s, "at bound " + std::to_string(b), opt);
     if (r == smt::Result::sat) return e.model_program(b);
-    s.pop();
+    if (opt.push_pop) s.pop();
   }
   return std::nullopt;
 }
@@ -567,14 +584,14 @@ bool encoding_accepts(smt::SolverKind kind, const SearchProblem& p, const engine
   smt::Solver s(kind, solver_options(opt));
   Encoder e(s, p, opt);
   while (e.steps() < n) e.add_step();
-  assert_bound(s, e, p, n, opt.last_step_lemma);
+  std::vector<Term> as = open_bound(s, e, p, n, opt);
   for (int t = 1; t <= n; ++t) {
     if (prog[static_cast<std::size_t>(t - 1)] < 0 ||
         prog[static_cast<std::size_t>(t - 1)] >= static_cast<int>(p.instructions.size()))
       return false;
-    s.add(e.chosen(t, prog[static_cast<std::size_t>(t - 1)]));
+    as.push_back(e.chosen(t, prog[static_cast<std::size_t>(t - 1)]));
   }
-  const smt::Result r = s.check();
+  const smt::Result r = check(s, as);
   if (r == smt::Result::unknown) unknown(s, "on a fixed program", opt);
   return r == smt::Result::sat;
 }

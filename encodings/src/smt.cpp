@@ -112,6 +112,12 @@ void Solver::add(Term t) {
 void Solver::push() { b_->push(); }
 void Solver::pop() { b_->pop(); }
 Result Solver::check() { return b_->check(); }
+Result Solver::check_assuming(const std::vector<Term>& assumptions) {
+  std::vector<int> ids;
+  ids.reserve(assumptions.size());
+  for (const auto& t : assumptions) ids.push_back(t.id_);
+  return b_->check_assuming(ids);
+}
 std::string Solver::reason_unknown() const { return b_->reason_unknown(); }
 bool Solver::value_bool(Term t) { return b_->value_bool(t.id()); }
 std::vector<bool> Solver::value_bv(Term t) { return b_->value_bv(t.id(), t.width()); }

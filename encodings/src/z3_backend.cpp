@@ -71,13 +71,11 @@ class Z3Backend final : public Backend {
   void add(int t) override { solver_.add(terms_.at(static_cast<std::size_t>(t))); }
   void push() override { solver_.push(); }
   void pop() override { solver_.pop(); }
-  Result check() override {
-    has_model_ = false;
-    switch (solver_.check()) {
-      case z3::sat: return Result::sat;
-      case z3::unsat: return Result::unsat;
-      default: return Result::unknown;
-    }
+  Result check() override { return result(solver_.check()); }
+  Result check_assuming(const std::vector<int>& as) override {
+    z3::expr_vector v(ctx_);
+    for (int a : as) v.push_back(terms_.at(static_cast<std::size_t>(a)));
+    return result(solver_.check(v));
   }
   std::string reason_unknown() const override { return solver_.reason_unknown(); }
   bool value_bool(int t) override {
@@ -100,6 +98,11 @@ class Z3Backend final : public Backend {
   std::size_t num_terms() const override { return terms_.size(); }
 
  private:
+  Result result(z3::check_result r) {
+    has_model_ = false;
+    if (r == z3::sat) return Result::sat;
+    return r == z3::unsat ? Result::unsat : Result::unknown;
+  }
   int put(z3::expr e) {
     terms_.push_back(std::move(e));
     return static_cast<int>(terms_.size() - 1);

@@ -113,11 +113,14 @@ TEST_CASE("three levels: [1 2 2 2], and Master with all collectives") {
   differential(h2, all_local(h2), 4, {}, engine::MasterCollectives::All);
 }
 
-TEST_CASE("design alternatives give the same sets: one-hot, non-incremental, last-step lemma, per-instruction, functional") {
+TEST_CASE("design alternatives give the same sets: one-hot, push/pop, non-incremental, last-step lemma, per-instruction, functional") {
   auto h = engine::make_plain_hierarchy({1, 2, 2});
   SearchOptions o;
   o.choice = ChoiceEncoding::OneHot;
   differential(h, all_local(h), 4, o);
+  o.push_pop = true;
+  differential(h, all_local(h), 4, o);
+  o.push_pop = false;
   o.incremental = false;
   differential(h, all_local(h), 3, o);
   o.choice = ChoiceEncoding::Binary;

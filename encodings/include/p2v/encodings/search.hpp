@@ -25,7 +25,13 @@ ChoiceEncoding parse_choice_encoding(const std::string& s);  // "binary" | "oneh
 
 struct SearchOptions {
   ChoiceEncoding choice = ChoiceEncoding::Binary;
-  bool incremental = true;  // one solver across bounds (push/pop) vs. a fresh solver per bound
+  bool incremental = true;  // one solver across bounds vs. a fresh solver per bound
+  // How an incremental solver scopes the constraints of one bound ("the goal at n"): under an
+  // activation literal passed as an assumption (default: nothing is popped, so every learned
+  // clause survives into the next bound), or in a push/pop scope. "Not the goal at t < n" and the
+  // blocking clauses hold at every larger bound, so they are asserted for good either way.
+  // Measured ([1 2 8], L = 5): cvc5's final unsat 5.9 s with assumptions, 68.5 s with push/pop.
+  bool push_pop = false;
   // States as functions of the choices (a multiplexer per row, no state variables) instead of
   // fresh state variables constrained by "choice = i => state = post_i".
   bool functional = false;

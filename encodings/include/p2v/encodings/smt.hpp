@@ -105,6 +105,8 @@ class Solver {
   void push();
   void pop();
   Result check();
+  // Check under assumptions (boolean terms), without push/pop: learned facts are kept.
+  Result check_assuming(const std::vector<Term>& assumptions);
   std::string reason_unknown() const;  // after an unknown answer
 
   // Model access after sat.
