@@ -77,6 +77,7 @@ Registrar reg(
             co.solvers = encodings::smt::parse_solver_list(a->solver);
             co.search.proofs = a->proofs;
             co.search.timeout_ms = static_cast<unsigned>(a->timeout_s * 1000);
+            co.search.bury_solver = true;  // a command-line run: the process exits soon after
             cert_files = encodings::certify_programs(p.system, p.placement(x), r, opt, co).files;
             certificates += cert_files.size();
           }

@@ -108,6 +108,7 @@ Registrar reg(
         so.incremental = !a->non_incremental;
         so.timeout_ms = static_cast<unsigned>(a->timeout_s * 1000);
         so.proofs = a->proofs;
+        so.bury_solver = true;  // a command-line run: the process exits soon after
         const std::vector<std::string> names = p.system.level_names();
 
         nlohmann::json out;

@@ -132,7 +132,8 @@ int main(int argc, char** argv) {
             }
             std::string per;
             for (const auto& b : e.bounds)
-              per += verbose ? fmt::format(" {:.2f}({}p,unsat {:.2f})", b.seconds, b.programs, b.final_seconds)
+              per += verbose ? fmt::format(" {:.2f}({}p: enc {:.2f} sat {:.2f} model {:.2f} unsat {:.2f})", b.seconds,
+                                           b.programs, b.encode_seconds, b.sat_seconds, b.model_seconds, b.final_seconds)
                              : fmt::format(" {:.2f}", b.seconds);
             const bool same = e.programs == r.programs;
             fmt::print("{:<34} {:>3} {:>5} {:>9.2f} | {:<5} {:<6} {:<8} {:>9.2f} {:>6}{} {}\n", c.name,

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <stdexcept>
+
+#include <unistd.h>
 
 #include "p2v/engine/error.hpp"
 
@@ -480,6 +483,17 @@ std::vector<Term> open_bound(smt::Solver& s, Encoder& e, const SearchProblem& p,
   return {act};
 }
 
+// Is this process's resident memory below a quarter of the machine's (the budget for solvers
+// whose teardown is skipped)? False where it cannot tell.
+bool below_memory_budget() {
+  long pages = 0, resident = 0;
+  std::ifstream statm("/proc/self/statm");
+  if (!(statm >> pages >> resident)) return false;
+  const long page = ::sysconf(_SC_PAGESIZE), phys = ::sysconf(_SC_PHYS_PAGES);
+  if (page <= 0 || phys <= 0) return false;
+  return resident < phys / 4;
+}
+
 smt::Result check(smt::Solver& s, const std::vector<Term>& assumptions) {
   return assumptions.empty() ? s.check() : s.check_assuming(assumptions);
 }
@@ -509,6 +523,7 @@ EnumerationResult enumerate_programs(smt::SolverKind kind, const SearchProblem& 
     if (!opt.incremental && n > 1) fresh();
     while (e->steps() < n) e->add_step();
     const std::vector<Term> bound = open_bound(*s, *e, p, n, opt);
+    f.encode_seconds = since(t0);
     std::vector<engine::Program> found;
     for (;;) {
       const auto tc = Clock::now();
@@ -520,7 +535,10 @@ EnumerationResult enumerate_programs(smt::SolverKind kind, const SearchProblem& 
         if (opt.proofs) f.proof = s->proof();
         break;
       }
+      const auto tm = Clock::now();
+      f.sat_seconds += std::chrono::duration<double>(tm - tc).count();
       engine::Program prog = e->model_program(n);
+      f.model_seconds += since(tm);
       if (opt.keep_states) res.states.push_back(e->model_states(n));
       s->add(e->block(prog));
       found.push_back(std::move(prog));
@@ -547,6 +565,10 @@ EnumerationResult enumerate_programs(smt::SolverKind kind, const SearchProblem& 
   }
   res.terms = s->num_terms();
   res.seconds = since(t_all);
+  if (opt.bury_solver && below_memory_budget()) {
+    (void)e.release();  // left to the process's exit, see SearchOptions::bury_solver
+    (void)s.release();
+  }
   return res;
 }
 
