@@ -33,6 +33,7 @@ struct VerifyArgs {
   std::string choice = "binary";
   bool non_incremental = false;
   int jobs = 0;
+  bool minimal = false;
   double timeout_s = 600;
   std::string certify;
   bool proofs = false;
@@ -93,6 +94,9 @@ Registrar reg(
           ->capture_default_str();
       sub.add_option("--certify", a->certify, "write one JSON certificate per program into this directory");
       sub.add_flag("--proofs", a->proofs, "with --certify: store cvc5's proofs of the unsat answers beside them");
+      sub.add_flag("--minimal", a->minimal,
+                   "only the minimality query: per solver, bounds 1, 2, ... until one is sat; the shortest length "
+                   "must equal the enumerator's (unsat below it: no shorter program) and the program be one of its");
       sub.add_flag("--json", a->json, "machine-readable output");
       return [a] {
         Problem p = load_problem(a->problem);
@@ -103,6 +107,7 @@ Registrar reg(
         if (a->proofs && a->certify.empty()) throw Error("--proofs needs --certify DIR");
         if (a->timeout_s < 0) throw Error("--timeout must be >= 0");
         if (a->jobs < 0) throw Error("--jobs must be >= 0");
+        if (a->minimal && !a->certify.empty()) throw Error("--certify needs the whole sets: drop --minimal");
         encodings::SearchOptions so;
         so.choice = encodings::parse_choice_encoding(a->choice);
         so.incremental = !a->non_incremental;
@@ -117,6 +122,7 @@ Registrar reg(
         out["reduce"] = p.reduce;
         out["hierarchy_kind"] = engine::to_string(kind);
         out["max_size"] = opt.max_size;
+        out["mode"] = a->minimal ? "minimal" : "sets";
         out["results"] = nlohmann::json::array();
         bool all_same = true;
         std::size_t certs = 0;
@@ -178,7 +184,8 @@ Registrar reg(
               continue;
             }
             try {
-              j.done.set_value(encodings::enumerate_programs(solvers[j.s], cases[j.c].sp, opt.max_size, so));
+              j.done.set_value(a->minimal ? encodings::find_shortest(solvers[j.s], cases[j.c].sp, opt.max_size, so)
+                                          : encodings::enumerate_programs(solvers[j.s], cases[j.c].sp, opt.max_size, so));
             } catch (const std::exception& e) {
               stop = true;
               {
@@ -243,7 +250,27 @@ Registrar reg(
           std::string cells;
           std::vector<std::string> diffs;
           bool same = true;
+          const int enum_shortest = r.programs.empty() ? 0 : static_cast<int>(r.programs.front().size());
           for (const auto& run : runs) {
+            if (a->minimal) {
+              const bool valid = run.programs.empty() || want.count(engine::lower(r, run.programs[0]));
+              const bool eq = run.shortest == enum_shortest && valid;
+              same = same && eq;
+              nlohmann::json bj = nlohmann::json::array();
+              for (const auto& b : run.bounds)
+                bj.push_back({{"bound", b.bound}, {"result", encodings::smt::to_string(b.final_result)}, {"seconds", b.seconds}});
+              res["solvers"].push_back({{"solver", run.solver}, {"version", run.version}, {"seconds", run.seconds},
+                                        {"shortest", run.shortest}, {"agrees", eq}, {"bounds", bj}});
+              cells += fmt::format("  {} {}: shortest {} in {:.2f}s{}", run.solver, run.version, run.shortest, run.seconds,
+                                   eq ? "" : " DIFFERENT");
+              if (run.shortest != enum_shortest)
+                diffs.push_back(fmt::format("{}'s shortest program has {} steps, the enumerator's {} (0 = none up to {})",
+                                            run.solver, run.shortest, enum_shortest, opt.max_size));
+              if (!valid)
+                diffs.push_back(fmt::format("only {} finds: {}\n      engine: {}", run.solver,
+                                            engine::program_name(r, run.programs[0]), diagnose(r, run.programs[0], goal)));
+              continue;
+            }
             std::set<engine::LoweredProgram> got;
             for (const auto& prog : run.programs) got.insert(engine::lower(r, prog));
             const bool eq = got == want && run.programs.size() == r.programs.size();
@@ -282,7 +309,8 @@ Registrar reg(
           if (!a->json) {
             fmt::print("{:<16} ({}) [{:<14} {:>3} {:>4} | {:>5} {:>7.2f}ms |{}  => {}\n", engine::format_matrix(x),
                        engine::to_string(kind), fmt::format("{}]", fmt::join(h.cards, " ")), h.num_local(),
-                       r.instructions.size(), r.programs.size(), enum_ms, cells, same ? "identical" : "DIFFERENT");
+                       r.instructions.size(), a->minimal ? fmt::format("len {}", enum_shortest) : std::to_string(r.programs.size()),
+                       enum_ms, cells, same ? (a->minimal ? "agree" : "identical") : "DIFFERENT");
             for (const auto& d : diffs) fmt::print("    {}\n", d);
           }
           if (!a->certify.empty() && same) {
@@ -302,7 +330,9 @@ Registrar reg(
         } else {
           fmt::print("{}: {} matrices, enumerator and {} {}\n", all_same ? "verified" : "MISMATCH", p.matrices.size(),
                      a->solver == "both" ? "z3 and cvc5" : a->solver,
-                     all_same ? "find identical sets of programs" : "disagree (see above)");
+                     !all_same ? "disagree (see above)"
+                     : a->minimal ? "agree on the shortest program's length (every smaller bound unsat)"
+                                  : "find identical sets of programs");
           if (!a->certify.empty())
             fmt::print("{} certificates written to {}{}\n", certs, a->certify,
                        all_same ? "" : " (none for the matrices that differ)");

@@ -454,6 +454,16 @@ void check_problem(const SearchProblem& p, int n) {
     throw Error("size bound " + std::to_string(n) + " out of range (1.." +
                 std::to_string(engine::kMaxProgramSize) + ")");
   if (p.k > 256) throw Error("encoding: " + std::to_string(p.k) + " local devices is too large for the SMT encoding (at most 256)");
+  // Memory: about 4-10 KiB per state bit (k^3 per step) was measured with z3 at k = 64 (1 GiB for
+  // one step, over 11 GiB by L = 5). Refuse what cannot fit instead of being killed midway.
+  const double k = p.k, need = 8192.0 * k * k * k * n;
+  const long page = ::sysconf(_SC_PAGESIZE), phys = ::sysconf(_SC_PHYS_PAGES);
+  if (page > 0 && phys > 0 && need > 0.8 * static_cast<double>(page) * static_cast<double>(phys))
+    throw Error("encoding: " + std::to_string(p.k) + " local devices and " + std::to_string(n) +
+                " steps need about " + std::to_string(static_cast<long>(need / (1 << 30))) +
+                " GiB (k^3 state bits per step, about 8 KiB each), more than this machine's " +
+                std::to_string(static_cast<long>(static_cast<double>(page) * static_cast<double>(phys) / (1 << 30))) +
+                " GiB: lower --max-size or use a smaller hierarchy (the enumerator, p2v synth, handles it)");
 }
 
 // Opens bound n on an encoder with >= n steps: asserts "not the goal at 1..n-1" for good, and
@@ -492,6 +502,17 @@ bool below_memory_budget() {
   const long page = ::sysconf(_SC_PAGESIZE), phys = ::sysconf(_SC_PHYS_PAGES);
   if (page <= 0 || phys <= 0) return false;
   return resident < phys / 4;
+}
+
+// Frees the encoder and its solver, or with opt.bury_solver leaves them to the process's exit
+// (see SearchOptions::bury_solver).
+void end_of_search(std::unique_ptr<Encoder>& e, std::unique_ptr<smt::Solver>& s, const SearchOptions& opt) {
+  if (opt.bury_solver && below_memory_budget()) {
+    (void)e.release();
+    (void)s.release();
+  }
+  e.reset();
+  s.reset();
 }
 
 smt::Result check(smt::Solver& s, const std::vector<Term>& assumptions) {
@@ -565,10 +586,7 @@ EnumerationResult enumerate_programs(smt::SolverKind kind, const SearchProblem& 
   }
   res.terms = s->num_terms();
   res.seconds = since(t_all);
-  if (opt.bury_solver && below_memory_budget()) {
-    (void)e.release();  // left to the process's exit, see SearchOptions::bury_solver
-    (void)s.release();
-  }
+  end_of_search(e, s, opt);
   return res;
 }
 
@@ -584,19 +602,43 @@ std::optional<engine::Program> find_program(smt::SolverKind kind, const SearchPr
   return e.model_program(n);
 }
 
-std::optional<engine::Program> find_program_at_most(smt::SolverKind kind, const SearchProblem& p,
-                                                    int n, const SearchOptions& opt) {
-  check_problem(p, n);
-  smt::Solver s(kind, solver_options(opt));
-  Encoder e(s, p, opt);
-  for (int b = 1; b <= n; ++b) {
-    e.add_step();
-    const smt::Result r = check(s, open_bound(s, e, p, b, opt));
-    if (r == smt::Result::unknown) unknown(s, "at bound " + std::to_string(b), opt);
-    if (r == smt::Result::sat) return e.model_program(b);
-    if (opt.push_pop) s.pop();
+EnumerationResult find_shortest(smt::SolverKind kind, const SearchProblem& p, int max_size, const SearchOptions& opt) {
+  check_problem(p, max_size);
+  const auto t_all = Clock::now();
+  EnumerationResult res;
+  auto s = std::make_unique<smt::Solver>(kind, solver_options(opt));
+  auto e = std::make_unique<Encoder>(*s, p, opt);
+  res.solver = s->name();
+  res.version = s->version();
+  for (int n = 1; n <= max_size && res.shortest == 0; ++n) {
+    const auto t0 = Clock::now();
+    BoundFact f;
+    f.bound = n;
+    e->add_step();
+    const std::vector<Term> bound = open_bound(*s, *e, p, n, opt);
+    f.encode_seconds = since(t0);
+    const auto tc = Clock::now();
+    const smt::Result r = check(*s, bound);
+    if (r == smt::Result::unknown) unknown(*s, "at bound " + std::to_string(n), opt);
+    if (r == smt::Result::sat) {
+      f.sat_seconds = since(tc);
+      res.programs.push_back(e->model_program(n));
+      if (opt.keep_states) res.states.push_back(e->model_states(n));
+      res.shortest = n;
+      f.programs = 1;
+      f.final_result = smt::Result::sat;
+    } else {
+      f.final_seconds = since(tc);
+      if (opt.proofs) f.proof = s->proof();
+    }
+    if (opt.push_pop) s->pop();
+    f.seconds = since(t0);
+    res.bounds.push_back(std::move(f));
   }
-  return std::nullopt;
+  res.terms = s->num_terms();
+  res.seconds = since(t_all);
+  end_of_search(e, s, opt);
+  return res;
 }
 
 bool encoding_accepts(smt::SolverKind kind, const SearchProblem& p, const engine::Program& prog,

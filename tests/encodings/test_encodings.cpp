@@ -178,9 +178,14 @@ TEST_CASE("unsat below the shortest program, and where no program exists") {
     auto two = find_program(kind, sp, 2);
     REQUIRE(two.has_value());
     CHECK(two->size() == 2);
-    auto at_most = find_program_at_most(kind, sp, 3);
-    REQUIRE(at_most.has_value());
-    CHECK(at_most->size() == 2);
+    const auto shortest = find_shortest(kind, sp, 3);
+    REQUIRE(shortest.programs.size() == 1);
+    CHECK(shortest.programs[0].size() == 2);
+    CHECK(shortest.shortest == 2);
+    REQUIRE(shortest.bounds.size() == 2);  // stops at the first sat bound
+    CHECK(shortest.bounds[0].final_result == smt::Result::unsat);
+    CHECK(shortest.bounds[1].final_result == smt::Result::sat);
+    CHECK(encoding_accepts(kind, sp, shortest.programs[0]));
     const auto e = enumerate_programs(kind, sp, 2);
     CHECK(e.shortest == 2);
     CHECK(e.bounds[0].programs == 0);

@@ -74,7 +74,7 @@ using LocalState = std::vector<std::vector<std::vector<bool>>>;
 struct BoundFact {
   int bound = 0;            // exactly this many steps
   int programs = 0;         // found at this bound
-  smt::Result final_result = smt::Result::unsat;  // after blocking all found: unsat
+  smt::Result final_result = smt::Result::unsat;  // after blocking all found: unsat (find_shortest: sat at the shortest)
   double seconds = 0;       // whole bound (encoding + all checks)
   double final_seconds = 0; // the final (unsat) check
   double encode_seconds = 0; // building the new step's constraints and the bound's goal
@@ -100,9 +100,11 @@ EnumerationResult enumerate_programs(smt::SolverKind kind, const SearchProblem& 
 // Is there a valid program of exactly n steps? Returns one, or nullopt when unsat. Throws on unknown.
 std::optional<engine::Program> find_program(smt::SolverKind kind, const SearchProblem& p, int n,
                                             const SearchOptions& opt = {});
-// At most n steps (tries 1..n incrementally; the shortest found).
-std::optional<engine::Program> find_program_at_most(smt::SolverKind kind, const SearchProblem& p,
-                                                    int n, const SearchOptions& opt = {});
+// The minimality query: bounds 1, 2, ... up to max_size on one solver until one is sat. The result
+// holds that program (or none), `shortest`, and a fact per bound tried: unsat below the shortest
+// (no shorter program exists), sat at it. Throws p2v::Error on unknown / timeout.
+EnumerationResult find_shortest(smt::SolverKind kind, const SearchProblem& p, int max_size,
+                                const SearchOptions& opt = {});
 
 // Does the encoding accept this exact program (the choices fixed)? For diagnostics.
 bool encoding_accepts(smt::SolverKind kind, const SearchProblem& p, const engine::Program& prog,
