@@ -407,11 +407,19 @@ class Encoder {
       }
       case Collective::Broadcast: {
         std::vector<Term> strict;
-        for (std::size_t i = 1; i < G; ++i)
-          for (unsigned r = 0; r < k_; ++r) {
-            c.push_back((m[i]->col[r] & ~m[0]->col[r]) == zero_);
-            strict.push_back(m[i]->col[r] != m[0]->col[r]);
+        // Per row, with U the members' union and I their intersection: every s_i <= s_0 iff
+        // U == s_0; and not all members are equal iff I != U somewhere. U is the union the
+        // reductions and the post-state build too (the same terms), so this costs one AND chain
+        // per row instead of a subset test and a comparison per member and row.
+        for (unsigned r = 0; r < k_; ++r) {
+          Term u = m[0]->col[r], in = m[0]->col[r];
+          for (std::size_t i = 1; i < G; ++i) {
+            u = u | m[i]->col[r];
+            in = in & m[i]->col[r];
           }
+          c.push_back(u == m[0]->col[r]);
+          strict.push_back(in != u);
+        }
         c.push_back(smt::any_of(strict, ff_));
         for (std::size_t i = 0; i < G; ++i) {
           o[i]->pres = m[0]->pres;
