@@ -1,7 +1,7 @@
 // Per-config solver times vs. the enumerator (medians of --reps runs), and design alternatives.
 //   bench_encodings [--reps N] [--max-size L] [--solver z3|cvc5|both] [--choice binary|onehot|both]
 //                   [--incremental assume|push|off|all] [--states factored|perins|fun|all] [--lemma on|off|both]
-//                   [--plain 1,2,4] [--reduce 0|1|both] [--verbose]
+//                   [--vectors row|device|both] [--plain 1,2,4] [--reduce 0|1|both] [--verbose]
 // Default: 4xA100 [4 16], every matrix, reduce 0 and reduce 1, hierarchy (d), L = 5.
 #include <fmt/core.h>
 
@@ -36,6 +36,7 @@ struct Config {
 int main(int argc, char** argv) {
   int reps = 1, L = 5;
   std::string solver = "both", choice = "binary", incr = "assume", plain, reduce = "both", states = "var", lemma = "off";
+  std::string vectors = "row";
   bool verbose = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -48,6 +49,7 @@ int main(int argc, char** argv) {
     else if (a == "--plain") plain = next();
     else if (a == "--states") states = next();
     else if (a == "--lemma") lemma = next();
+    else if (a == "--vectors") vectors = next();
     else if (a == "--reduce") reduce = next();
     else if (a == "--verbose") verbose = true;
     else {
@@ -92,6 +94,10 @@ int main(int argc, char** argv) {
     if (lemma == "both" || lemma == "off") lemmas.push_back(false);
     // Incremental modes: one solver with each bound under an activation literal (assume, the
     // default) or in a push/pop scope (push), or a fresh solver per bound (off).
+    std::vector<bool> packs;
+    if (vectors == "both" || vectors == "row") packs.push_back(false);
+    if (vectors == "both" || vectors == "device") packs.push_back(true);
+    if (packs.empty()) throw Error("--vectors: row, device or both");
     std::vector<std::string> incs;
     for (const char* m : {"assume", "push", "off"})
       if (incr == "all" || incr == m) incs.push_back(m);
@@ -115,10 +121,13 @@ int main(int argc, char** argv) {
           for (const auto& inc : incs)
           for (bool fun : funs)
           for (bool fac : facts)
-          for (bool lem : lemmas) {
+          for (bool lem : lemmas)
+          for (bool pack : packs) {
             if (fun && !fac) continue;
+            if (pack && (fun || !fac)) continue;
             SearchOptions o;
             o.last_step_lemma = lem;
+            o.per_device = pack;
             o.functional = fun;
             o.factored = fac;
             o.choice = ch;
@@ -138,7 +147,7 @@ int main(int argc, char** argv) {
             const bool same = e.programs == r.programs;
             fmt::print("{:<34} {:>3} {:>5} {:>9.2f} | {:<5} {:<6} {:<8} {:>9.2f} {:>6}{} {}\n", c.name,
                        c.h.num_local(), r.instructions.size(), median(te), smt::to_string(kind), to_string(ch),
-                       std::string(inc == "assume" ? "asm" : inc == "push" ? "push" : "no") + (fun ? "/fun" : fac ? "/fac" : "/ins") + (lem ? "+lemma" : ""), median(ts), e.programs.size(), same ? "" : " MISMATCH", per);
+                       std::string(inc == "assume" ? "asm" : inc == "push" ? "push" : "no") + (fun ? "/fun" : fac ? "/fac" : "/ins") + (pack ? "/dev" : "") + (lem ? "+lemma" : ""), median(ts), e.programs.size(), same ? "" : " MISMATCH", per);
             std::fflush(stdout);
           }
     }

@@ -62,23 +62,42 @@ class Encoder {
     zero_ = s_.bv_val(k_, std::vector<bool>(k_, false));
     ones_ = s_.bv_val(k_, std::vector<bool>(k_, true));
     cw_ = bits_for(static_cast<std::size_t>(k_)) + 1;
-    // Initial state (constants).
+    if (opt.per_device && (!opt.factored || opt.functional))
+      throw Error("encoding: per-device state vectors need the factored transition constraints");
+    packed_ = opt.per_device;
+    nr_ = packed_ ? 1 : k_;
+    W_ = packed_ ? k_ * k_ : k_;
+    zw_ = packed_ ? s_.bv_val(W_, std::vector<bool>(W_, false)) : zero_;
+    // A device's column vectors: per row (k bits each), or one of k*k bits (bit r*k+j = row r,
+    // column j) per device. `rows` gives the k-bit row masks of one device.
+    auto vectors = [&](const std::vector<std::vector<bool>>& rows) {
+      std::vector<Term> v;
+      if (!packed_) {
+        for (const auto& r : rows) v.push_back(s_.bv_val(k_, r));
+        return v;
+      }
+      std::vector<bool> all(W_, false);
+      for (unsigned r = 0; r < k_; ++r)
+        for (unsigned j = 0; j < k_; ++j) all[r * k_ + j] = rows[r][j];
+      v.push_back(s_.bv_val(W_, all));
+      return v;
+    };
+    // Initial state (constants): device d holds every row, with column d.
     State s0(k_);
     for (unsigned d = 0; d < k_; ++d) {
       s0[d].pres = ones_;
       std::vector<bool> c(k_, false);
       c[d] = true;
-      Term cd = s_.bv_val(k_, c);
-      s0[d].col.assign(k_, cd);
+      s0[d].col = vectors(std::vector<std::vector<bool>>(k_, c));
     }
     states_.push_back(std::move(s0));
-    // Goal masks.
-    goal_mask_.assign(k_, zero_);
+    // Goal: every row, with the columns of the device's goal group.
+    goal_col_.assign(k_, std::vector<Term>(nr_, zw_));
     for (const auto& g : p.goal_groups) {
       std::vector<bool> m(k_, false);
       for (int d : g) m.at(static_cast<std::size_t>(d)) = true;
-      Term t = s_.bv_val(k_, m);
-      for (int d : g) goal_mask_[static_cast<std::size_t>(d)] = t;
+      const auto v = vectors(std::vector<std::vector<bool>>(k_, m));
+      for (int d : g) goal_col_[static_cast<std::size_t>(d)] = v;
     }
     csel_ = bits_for(p.instructions.size() - 1);
   }
@@ -98,11 +117,11 @@ class Encoder {
     State next(k_);
     const std::string ts = std::to_string(t);
     for (unsigned d = 0; d < k_; ++d) {
-      next[d].col.resize(k_);
+      next[d].col.resize(nr_);
       if (opt_.functional) continue;
       next[d].pres = s_.bv_var("p_" + ts + "_" + std::to_string(d), k_);
-      for (unsigned r = 0; r < k_; ++r)
-        next[d].col[r] = s_.bv_var("c_" + ts + "_" + std::to_string(d) + "_" + std::to_string(r), k_);
+      for (unsigned r = 0; r < nr_; ++r)
+        next[d].col[r] = s_.bv_var("c_" + ts + "_" + std::to_string(d) + "_" + std::to_string(r), W_);
     }
     // Choice.
     const std::size_t ni = p_.instructions.size();
@@ -173,7 +192,7 @@ class Encoder {
     const State& s = states_.at(static_cast<std::size_t>(t));
     for (unsigned d = 0; d < k_; ++d) {
       c.push_back(s[d].pres == ones_);
-      for (unsigned r = 0; r < k_; ++r) c.push_back(s[d].col[r] == goal_mask_[d]);
+      for (unsigned r = 0; r < nr_; ++r) c.push_back(s[d].col[r] == goal_col_[d][r]);
     }
     return smt::all_of(c, tt_);
   }
@@ -204,8 +223,15 @@ class Encoder {
     std::vector<LocalState> out;
     for (int t = 0; t <= n; ++t) {
       LocalState ls(k_, std::vector<std::vector<bool>>(k_));
-      for (unsigned d = 0; d < k_; ++d)
-        for (unsigned r = 0; r < k_; ++r) ls[d][r] = s_.value_bv(states_[static_cast<std::size_t>(t)][d].col[r]);
+      for (unsigned d = 0; d < k_; ++d) {
+        const auto& col = states_[static_cast<std::size_t>(t)][d].col;
+        if (!packed_) {
+          for (unsigned r = 0; r < k_; ++r) ls[d][r] = s_.value_bv(col[r]);
+          continue;
+        }
+        const std::vector<bool> all = s_.value_bv(col[0]);
+        for (unsigned r = 0; r < k_; ++r) ls[d][r].assign(all.begin() + r * k_, all.begin() + (r + 1) * k_);
+      }
       out.push_back(std::move(ls));
     }
     return out;
@@ -253,10 +279,10 @@ class Encoder {
       std::vector<bool> touched(k_, false);
       for (std::size_t gi = 0; gi < groups->size(); ++gi) {
         const auto& g = (*groups)[gi];
-        std::vector<Term> U(k_);
+        std::vector<Term> U(nr_);
         Term UP = prev[static_cast<std::size_t>(g[0])].pres;
         for (std::size_t pos = 1; pos < g.size(); ++pos) UP = UP | prev[static_cast<std::size_t>(g[pos])].pres;
-        for (unsigned r = 0; r < k_; ++r) {
+        for (unsigned r = 0; r < nr_; ++r) {
           Term u = prev[static_cast<std::size_t>(g[0])].col[r];
           for (std::size_t pos = 1; pos < g.size(); ++pos) u = u | prev[static_cast<std::size_t>(g[pos])].col[r];
           U[r] = u;
@@ -271,16 +297,27 @@ class Encoder {
                 (c == Collective::Reduce && pos == 0))
               always.push_back(sel[i]);
           }
-          Term keepmask;
+          Term keepmask, colmask;  // built MSB (row k-1) first
           for (unsigned rr = k_; rr-- > 0;) {
             std::vector<Term> keep = always;
             for (std::size_t j = 0; j < ins.size(); ++j)
               if (p_.instructions[ins[j]].collective == Collective::ReduceScatter)
                 keep.push_back(sel[ins[j]] && rs_in[gi][pos][rr]);
             Term kp = smt::any_of(keep, ff_);
-            eqs.push_back(next[d].col[rr] == smt::ite(kp, U[rr], zero_));
+            if (!packed_) eqs.push_back(next[d].col[rr] == smt::ite(kp, U[rr], zero_));
             Term b = smt::ite(kp, one, zero1);
             keepmask = keepmask.valid() ? smt::concat(keepmask, b) : b;
+            if (packed_) {
+              Term rowmask = smt::ite(kp, ones_, zero_);
+              colmask = colmask.valid() ? smt::concat(colmask, rowmask) : rowmask;
+            }
+          }
+          if (packed_) {
+            const bool uniform = std::none_of(ins.begin(), ins.end(), [&](std::size_t i) {
+              return p_.instructions[i].collective == Collective::ReduceScatter;
+            });
+            // Without a ReduceScatter the keep bit is the same for every row.
+            eqs.push_back(next[d].col[0] == (uniform ? smt::ite(smt::any_of(always, ff_), U[0], zw_) : (U[0] & colmask)));
           }
           eqs.push_back(next[d].pres == (UP & keepmask));
         }
@@ -288,7 +325,7 @@ class Encoder {
       for (unsigned d = 0; d < k_; ++d)
         if (!touched[d]) {
           eqs.push_back(next[d].pres == prev[d].pres);
-          for (unsigned r = 0; r < k_; ++r) eqs.push_back(next[d].col[r] == prev[d].col[r]);
+          for (unsigned r = 0; r < nr_; ++r) eqs.push_back(next[d].col[r] == prev[d].col[r]);
         }
       s_.add(smt::implies(smt::any_of(sels, ff_), smt::all_of(eqs, tt_)));
     }
@@ -309,11 +346,11 @@ class Encoder {
   void reduce_pre(const std::vector<const Dev*>& m, std::vector<Term>& U, std::vector<Term>& c) {
     c.push_back(m[0]->pres != zero_);
     for (std::size_t i = 1; i < m.size(); ++i) c.push_back(m[i]->pres == m[0]->pres);
-    U.resize(k_);
-    for (unsigned r = 0; r < k_; ++r) {
+    U.resize(nr_);
+    for (unsigned r = 0; r < nr_; ++r) {
       Term u = m[0]->col[r];
       for (std::size_t i = 1; i < m.size(); ++i) {
-        c.push_back((m[i]->col[r] & u) == zero_);
+        c.push_back((m[i]->col[r] & u) == zw_);
         u = u | m[i]->col[r];
       }
       U[r] = u;
@@ -336,7 +373,7 @@ class Encoder {
         reduce_pre(m, U, c);
         for (std::size_t i = 0; i < G; ++i) {
           o[i]->pres = m[0]->pres;
-          for (unsigned r = 0; r < k_; ++r) o[i]->col[r] = U[r];
+          for (unsigned r = 0; r < nr_; ++r) o[i]->col[r] = U[r];
         }
         break;
       }
@@ -344,10 +381,10 @@ class Encoder {
         std::vector<Term> U;
         reduce_pre(m, U, c);
         o[0]->pres = m[0]->pres;
-        for (unsigned r = 0; r < k_; ++r) o[0]->col[r] = U[r];
+        for (unsigned r = 0; r < nr_; ++r) o[0]->col[r] = U[r];
         for (std::size_t i = 1; i < G; ++i) {
           o[i]->pres = zero_;
-          for (unsigned r = 0; r < k_; ++r) o[i]->col[r] = zero_;
+          for (unsigned r = 0; r < nr_; ++r) o[i]->col[r] = zw_;
         }
         break;
       }
@@ -381,7 +418,7 @@ class Encoder {
             Term in = (bit(P, rr) == one) && smt::ule(mult[i], grank[rr]) && smt::ult(grank[rr], mult[i + 1]);
             Term b = smt::ite(in, one, zero1);
             pres_i = pres_i.valid() ? smt::concat(pres_i, b) : b;
-            o[i]->col[rr] = smt::ite(in, U[rr], zero_);
+            if (!packed_) o[i]->col[rr] = smt::ite(in, U[rr], zero_);  // packed: factored_step builds it
             last_rs_in_[i][rr] = in;
           }
           o[i]->pres = pres_i;
@@ -398,7 +435,7 @@ class Encoder {
           up = up | m[i]->pres;
         }
         for (std::size_t i = 0; i < G; ++i) o[i]->pres = up;
-        for (unsigned r = 0; r < k_; ++r) {
+        for (unsigned r = 0; r < nr_; ++r) {
           Term u = m[0]->col[r];
           for (std::size_t i = 1; i < G; ++i) u = u | m[i]->col[r];
           for (std::size_t i = 0; i < G; ++i) o[i]->col[r] = u;
@@ -411,7 +448,7 @@ class Encoder {
         // U == s_0; and not all members are equal iff I != U somewhere. U is the union the
         // reductions and the post-state build too (the same terms), so this costs one AND chain
         // per row instead of a subset test and a comparison per member and row.
-        for (unsigned r = 0; r < k_; ++r) {
+        for (unsigned r = 0; r < nr_; ++r) {
           Term u = m[0]->col[r], in = m[0]->col[r];
           for (std::size_t i = 1; i < G; ++i) {
             u = u | m[i]->col[r];
@@ -423,7 +460,7 @@ class Encoder {
         c.push_back(smt::any_of(strict, ff_));
         for (std::size_t i = 0; i < G; ++i) {
           o[i]->pres = m[0]->pres;
-          for (unsigned r = 0; r < k_; ++r) o[i]->col[r] = m[0]->col[r];
+          for (unsigned r = 0; r < nr_; ++r) o[i]->col[r] = m[0]->col[r];
         }
         break;
       }
@@ -435,7 +472,10 @@ class Encoder {
   SearchOptions opt_;
   unsigned k_, cw_ = 0, csel_ = 1;
   Term tt_, ff_, zero_, ones_;
-  std::vector<Term> goal_mask_;
+  std::vector<std::vector<Term>> goal_col_;  // per device: its goal column vectors
+  bool packed_ = false;  // SearchOptions::per_device
+  unsigned nr_ = 0, W_ = 0;  // column vectors per device and their width
+  Term zw_;  // zero of width W_
   int not_goal_upto_ = 0;
   std::vector<State> states_;
   std::vector<Term> choice_bv_;

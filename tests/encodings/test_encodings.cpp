@@ -113,7 +113,7 @@ TEST_CASE("three levels: [1 2 2 2], and Master with all collectives") {
   differential(h2, all_local(h2), 4, {}, engine::MasterCollectives::All);
 }
 
-TEST_CASE("design alternatives give the same sets: one-hot, push/pop, non-incremental, last-step lemma, per-instruction, functional") {
+TEST_CASE("design alternatives give the same sets: one-hot, push/pop, non-incremental, last-step lemma, per-row vectors, per-instruction, functional") {
   auto h = engine::make_plain_hierarchy({1, 2, 2});
   SearchOptions o;
   o.choice = ChoiceEncoding::OneHot;
@@ -129,6 +129,8 @@ TEST_CASE("design alternatives give the same sets: one-hot, push/pop, non-increm
   o.last_step_lemma = true;
   differential(h, all_local(h), 4, o);
   o.last_step_lemma = false;
+  o.per_device = false;  // per-row column vectors
+  differential(h, all_local(h), 4, o);
   o.factored = false;
   differential(h, all_local(h), 4, o);
   o.functional = true;
