@@ -2,7 +2,7 @@
 //   bench_encodings [--reps N] [--max-size L] [--solver z3|cvc5|both] [--choice binary|onehot|both]
 //                   [--incremental assume|push|off|all] [--states factored|perins|fun|all] [--lemma on|off|both]
 //                   [--vectors row|device|both] [--plain 1,2,4] [--reduce 0|1|both] [--verbose]
-// Default: 4xA100 [4 16], every matrix, reduce 0 and reduce 1, hierarchy (d), L = 5.
+// Default: 4xA100 [4 16], every matrix, reduce 0 and reduce 1, hierarchy (d), L = 5, per-device vectors.
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -36,7 +36,7 @@ struct Config {
 int main(int argc, char** argv) {
   int reps = 1, L = 5;
   std::string solver = "both", choice = "binary", incr = "assume", plain, reduce = "both", states = "var", lemma = "off";
-  std::string vectors = "row";
+  std::string vectors = "device";
   bool verbose = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
