@@ -23,8 +23,7 @@ namespace sim = engine::sim;
 struct ExploreArgs {
   ProblemArgs problem;
   std::vector<std::string> reductions;
-  std::string algo = "ring";
-  std::string bytes;
+  CostArgs cost;
   int top = -1;
   SearchArgs search;
   bool json = false;
@@ -69,8 +68,7 @@ Registrar reg(
                      "a reduction and its weight, AXES[@WEIGHT], repeatable: e.g. --reduction 0@1 "
                      "--reduction 1@4 (data-parallel gradients once, shard reductions 4 times per step); "
                      "--reduce R adds R with weight 1");
-      sub.add_option("--algo", a->algo, "NCCL algorithm: ring, tree or auto")->capture_default_str();
-      sub.add_option("--bytes", a->bytes, "data per device (default: the paper's 2^29 x nodes float32)");
+      add_cost_options(sub, a->cost);
       sub.add_option("--top", a->top, "placements listed (-1: all)")->capture_default_str();
       add_search_options(sub, a->search, /*with_hierarchy=*/false);
       sub.add_flag("--json", a->json, "machine-readable output");
@@ -82,9 +80,7 @@ Registrar reg(
         if (reds.empty())
           throw Error("explore: give at least one reduction, e.g. --reduction 0@1 --reduction 1@2 (or --reduce 0)");
         sim::Simulator simulator(p.system);
-        sim::CostOptions copt;
-        copt.algo = sim::parse_algorithm(a->algo);
-        copt.bytes = a->bytes.empty() ? sim::default_bytes(p.system) : sim::parse_bytes(a->bytes);
+        const sim::CostOptions copt = a->cost.options(p.system);
         engine::SynthOptions sopt = a->search.options();
         const std::vector<std::string> names = p.system.level_names();
 
@@ -116,7 +112,7 @@ Registrar reg(
           nlohmann::json out;
           out["system"] = nlohmann::json::parse(engine::system_to_json(p.system));
           out["axes"] = p.axes;
-          out["algo"] = a->algo;
+          out["algo"] = a->cost.algo;
           out["bytes"] = copt.bytes;
           out["reductions"] = nlohmann::json::array();
           for (const auto& r : reds) out["reductions"].push_back({{"reduce", r.axes}, {"weight", r.weight}});
@@ -145,7 +141,7 @@ Registrar reg(
           return 0;
         }
         fmt::print("system {}: {} devices; axes [{}]; algo {}; {} per device\n", p.system.name,
-                   simulator.topology().num_devices(), fmt::join(p.axes, " "), a->algo, sim::format_bytes(copt.bytes));
+                   simulator.topology().num_devices(), fmt::join(p.axes, " "), a->cost.algo, sim::format_bytes(copt.bytes));
         fmt::print("reductions:");
         for (const auto& r : reds) fmt::print("  [{}] x {}", fmt::join(r.axes, ","), r.weight);
         std::size_t mw = 6;

@@ -22,8 +22,7 @@ namespace sim = engine::sim;
 
 struct SimArgs {
   ProblemArgs problem;
-  std::string algo = "ring";
-  std::string bytes;
+  CostArgs cost;
   int top = 10;
   SearchArgs search;
   bool json = false;
@@ -45,10 +44,7 @@ Registrar reg(
     [](CLI::App& sub) -> std::function<int()> {
       auto a = std::make_shared<SimArgs>();
       add_problem_options(sub, a->problem);
-      sub.add_option("--algo", a->algo, "NCCL algorithm: ring, tree (AllReduce only) or auto (NCCL's pick per step)")
-          ->capture_default_str();
-      sub.add_option("--bytes", a->bytes,
-                     "data per device, e.g. 8GiB or 1e9 (default: the paper's 2^29 x nodes float32)");
+      add_cost_options(sub, a->cost);
       auto* top_opt = sub.add_option("--top", a->top, "programs listed per matrix (-1: all); --json lists all unless --top is given")
           ->capture_default_str();
       add_search_options(sub, a->search, /*with_hierarchy=*/false);
@@ -72,9 +68,7 @@ Registrar reg(
         const int json_top = top_opt->count() ? a->top : -1;
         Problem p = load_problem(a->problem);
         sim::Simulator simulator(p.system);
-        sim::CostOptions copt;
-        copt.algo = sim::parse_algorithm(a->algo);
-        copt.bytes = a->bytes.empty() ? sim::default_bytes(p.system) : sim::parse_bytes(a->bytes);
+        const sim::CostOptions copt = a->cost.options(p.system);
         engine::SynthOptions sopt = a->search.options();
         const std::vector<std::string> names = p.system.level_names();
 
@@ -110,12 +104,12 @@ Registrar reg(
           out["system"] = nlohmann::json::parse(engine::system_to_json(p.system));
           out["axes"] = p.axes;
           out["reduce"] = p.reduce;
-          out["algo"] = a->algo;
+          out["algo"] = a->cost.algo;
           out["bytes"] = copt.bytes;
           out["results"] = nlohmann::json::array();
         } else {
           fmt::print("system {}: {} devices; algo {}; {} per device; reduce axes [{}]\n", p.system.name,
-                     topo.num_devices(), a->algo, sim::format_bytes(copt.bytes), fmt::join(p.reduce, " "));
+                     topo.num_devices(), a->cost.algo, sim::format_bytes(copt.bytes), fmt::join(p.reduce, " "));
         }
         auto cost_opts = copt;
         cost_opts.breakdown = true;
@@ -195,7 +189,7 @@ Registrar reg(
           }
         }
         if (!a->json && !ranks.empty()) {
-          fmt::print("\nsummary (algo {}, {} per device)\n", a->algo, sim::format_bytes(copt.bytes));
+          fmt::print("\nsummary (algo {}, {} per device)\n", a->cost.algo, sim::format_bytes(copt.bytes));
           std::size_t mw = 6;
           for (const auto& mr : ranks) mw = std::max(mw, engine::format_matrix_brackets(mr.matrix).size());
           fmt::print("  {:<{}} {:>11} {:>11} {:>8}  {}\n", "matrix", mw, "AllReduce", "best", "speedup", "best program");
@@ -239,7 +233,7 @@ Registrar reg(
           const auto& mr = ranks[pm];
           const std::string title = fmt::format("{} — matrix {}, reduce [{}], {} per device, {}", p.system.name,
                                                 engine::format_matrix_brackets(mr.matrix), fmt::join(p.reduce, " "),
-                                                sim::format_bytes(copt.bytes), a->algo);
+                                                sim::format_bytes(copt.bytes), a->cost.algo);
           if (!a->svg_topology.empty()) {
             const bool single = a->svg_program == 0;
             const sim::RankedProgram* chosen =

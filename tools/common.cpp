@@ -3,6 +3,8 @@
 #include <CLI/CLI.hpp>
 
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/sim_cost.hpp"
+#include "p2v/engine/sim_report.hpp"
 
 namespace p2v::tools {
 
@@ -50,6 +52,19 @@ void add_search_options(CLI::App& sub, SearchArgs& a, bool with_hierarchy) {
       ->capture_default_str();
   if (with_hierarchy)
     sub.add_flag("--no-collapse", a.no_collapse, "use the uncollapsed reduction-axes hierarchy (d)");
+}
+
+void add_cost_options(CLI::App& sub, CostArgs& a) {
+  sub.add_option("--algo", a.algo, "NCCL algorithm: ring, tree (AllReduce only) or auto (NCCL's pick per step)")
+      ->capture_default_str();
+  sub.add_option("--bytes", a.bytes, "data per device, e.g. 8GiB or 1e9 (default: the paper's 2^29 x nodes float32)");
+}
+
+engine::sim::CostOptions CostArgs::options(const engine::System& system) const {
+  engine::sim::CostOptions opt;
+  opt.algo = engine::sim::parse_algorithm(algo);
+  opt.bytes = bytes.empty() ? engine::sim::default_bytes(system) : engine::sim::parse_bytes(bytes);
+  return opt;
 }
 
 engine::SynthOptions SearchArgs::options() const {

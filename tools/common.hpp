@@ -12,6 +12,9 @@
 namespace CLI {
 class App;
 }
+namespace p2v::engine::sim {
+struct CostOptions;
+}
 
 namespace p2v::tools {
 
@@ -49,5 +52,14 @@ struct SearchArgs {
 };
 
 void add_search_options(CLI::App& sub, SearchArgs& a, bool with_hierarchy);
+
+// The cost model's options of simulate and explore: --algo ring|tree|auto, --bytes SIZE.
+struct CostArgs {
+  std::string algo = "ring";
+  std::string bytes;  // empty: the paper's size for the system
+  engine::sim::CostOptions options(const engine::System& system) const;  // throws p2v::Error
+};
+
+void add_cost_options(CLI::App& sub, CostArgs& a);
 
 }  // namespace p2v::tools
