@@ -214,14 +214,7 @@ Registrar reg(
           }
         } join{pool, stop};
         for (std::size_t ci = 0; ci < cases.size(); ++ci) {
-          const Case& c = cases[ci];
-          const auto& x = c.x;
-          const auto& placement = c.placement;
-          const auto& h = c.h;
-          const auto& goal = c.goal;
-          const auto& r = c.r;
-          const auto& sp = c.sp;
-          const double enum_ms = c.enum_ms;
+          const auto& [x, placement, h, goal, r, enum_ms, sp] = cases[ci];
           std::vector<encodings::EnumerationResult> runs;
           std::string err;
           for (auto& f : results[ci]) {

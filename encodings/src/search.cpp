@@ -262,6 +262,10 @@ class Encoder {
     }
     const Term one = s_.bv_val(1, 1), zero1 = s_.bv_val(1, 0);
     for (const auto& [groups, ins] : by_grouping) {
+      // Without a ReduceScatter on these groups, a member keeps all rows of the union or none.
+      const bool has_rs = std::any_of(ins.begin(), ins.end(), [&](std::size_t i) {
+        return p_.instructions[i].collective == Collective::ReduceScatter;
+      });
       std::vector<std::vector<std::vector<Term>>> rs_in(groups->size());  // [group][position][row]
       std::vector<Term> sels;
       for (std::size_t i : ins) {
@@ -307,18 +311,13 @@ class Encoder {
             if (!packed_) eqs.push_back(next[d].col[rr] == smt::ite(kp, U[rr], zero_));
             Term b = smt::ite(kp, one, zero1);
             keepmask = keepmask.valid() ? smt::concat(keepmask, b) : b;
-            if (packed_) {
+            if (packed_ && has_rs) {
               Term rowmask = smt::ite(kp, ones_, zero_);
               colmask = colmask.valid() ? smt::concat(colmask, rowmask) : rowmask;
             }
           }
-          if (packed_) {
-            const bool uniform = std::none_of(ins.begin(), ins.end(), [&](std::size_t i) {
-              return p_.instructions[i].collective == Collective::ReduceScatter;
-            });
-            // Without a ReduceScatter the keep bit is the same for every row.
-            eqs.push_back(next[d].col[0] == (uniform ? smt::ite(smt::any_of(always, ff_), U[0], zw_) : (U[0] & colmask)));
-          }
+          if (packed_)
+            eqs.push_back(next[d].col[0] == (has_rs ? (U[0] & colmask) : smt::ite(smt::any_of(always, ff_), U[0], zw_)));
           eqs.push_back(next[d].pres == (UP & keepmask));
         }
       }
@@ -497,6 +496,12 @@ smt::SolverOptions solver_options(const SearchOptions& o) {
   throw Error(msg + "; nothing is reported as verified");
 }
 
+// This machine's memory in bytes, or 0 where it cannot tell.
+double physical_memory() {
+  const long page = ::sysconf(_SC_PAGESIZE), phys = ::sysconf(_SC_PHYS_PAGES);
+  return page > 0 && phys > 0 ? static_cast<double>(page) * static_cast<double>(phys) : 0.0;
+}
+
 void check_problem(const SearchProblem& p, int n) {
   if (n < 1 || n > engine::kMaxProgramSize)
     throw Error("size bound " + std::to_string(n) + " out of range (1.." +
@@ -504,13 +509,12 @@ void check_problem(const SearchProblem& p, int n) {
   if (p.k > 256) throw Error("encoding: " + std::to_string(p.k) + " local devices is too large for the SMT encoding (at most 256)");
   // Memory: about 4-10 KiB per state bit (k^3 per step) was measured with z3 at k = 64 (1 GiB for
   // one step, over 11 GiB by L = 5). Refuse what cannot fit instead of being killed midway.
-  const double k = p.k, need = 8192.0 * k * k * k * n;
-  const long page = ::sysconf(_SC_PAGESIZE), phys = ::sysconf(_SC_PHYS_PAGES);
-  if (page > 0 && phys > 0 && need > 0.8 * static_cast<double>(page) * static_cast<double>(phys))
+  const double k = p.k, need = 8192.0 * k * k * k * n, have = physical_memory();
+  if (have > 0 && need > 0.8 * have)
     throw Error("encoding: " + std::to_string(p.k) + " local devices and " + std::to_string(n) +
                 " steps need about " + std::to_string(static_cast<long>(need / (1 << 30))) +
                 " GiB (k^3 state bits per step, about 8 KiB each), more than this machine's " +
-                std::to_string(static_cast<long>(static_cast<double>(page) * static_cast<double>(phys) / (1 << 30))) +
+                std::to_string(static_cast<long>(have / (1 << 30))) +
                 " GiB: lower --max-size or use a smaller hierarchy (the enumerator, p2v synth, handles it)");
 }
 
@@ -546,10 +550,9 @@ std::vector<Term> open_bound(smt::Solver& s, Encoder& e, const SearchProblem& p,
 bool below_memory_budget() {
   long pages = 0, resident = 0;
   std::ifstream statm("/proc/self/statm");
-  if (!(statm >> pages >> resident)) return false;
-  const long page = ::sysconf(_SC_PAGESIZE), phys = ::sysconf(_SC_PHYS_PAGES);
-  if (page <= 0 || phys <= 0) return false;
-  return resident < phys / 4;
+  const long page = ::sysconf(_SC_PAGESIZE);
+  if (!(statm >> pages >> resident) || page <= 0 || physical_memory() <= 0) return false;
+  return static_cast<double>(resident) * static_cast<double>(page) < physical_memory() / 4;
 }
 
 // Frees the encoder and its solver, or with opt.bury_solver leaves them to the process's exit
