@@ -236,19 +236,26 @@ std::string csv_quote(const std::string& s) {
   return o + "\"";
 }
 
-void append_csv(const std::string& path, const Prepared& pr, const Job& job, const runtime::RunReport& rep,
-                const RunArgs& a, int ranks, const char* backend) {
+// Opens the CSV file of `option` for appending, writing `header` first if it is new or empty.
+std::ofstream open_csv(const std::string& path, const char* option, const char* header) {
   bool fresh = true;
   {
     std::ifstream in(path);
     fresh = !in || in.peek() == std::ifstream::traits_type::eof();
   }
   std::ofstream out(path, std::ios::app);
-  if (!out) throw Error("--csv '" + path + "': cannot open it for appending");
+  if (!out) throw Error(std::string(option) + " '" + path + "': cannot open it for appending");
+  if (fresh) out << header;
+  return out;
+}
+
+void append_csv(const std::string& path, const Prepared& pr, const Job& job, const runtime::RunReport& rep,
+                const RunArgs& a, int ranks, const char* backend) {
   // The first four columns are what `p2v calibrate` reads (collective,groups,bytes,seconds).
-  if (fresh)
-    out << "collective,groups,bytes,seconds,seconds_min,seconds_max,algbw_GBps,busbw_GBps,description,"
-           "system,ranks,backend,dtype,matrix,program,step,group_size,num_groups,iters\n";
+  std::ofstream out = open_csv(path, "--csv",
+                               "collective,groups,bytes,seconds,seconds_min,seconds_max,algbw_GBps,busbw_GBps,"
+                               "description,system,ranks,backend,dtype,matrix,program,step,group_size,num_groups,"
+                               "iters\n");
   auto row = [&](const std::string& step, const runtime::Timing& t) {
     out << t.what << ',' << csv_quote(t.groups_list) << ',' << t.bytes << ','
         << fmt::format("{:.9g},{:.9g},{:.9g},{:.6g},{:.6g}", t.t.median, t.t.min, t.t.max, t.algbw, t.busbw) << ','
@@ -267,15 +274,9 @@ void append_csv(const std::string& path, const Prepared& pr, const Job& job, con
 // One row per program (its total): what `p2v simulate --measured-programs` reads.
 void append_program_csv(const std::string& path, const Prepared& pr, const Job& job, const runtime::RunReport& rep,
                         const RunArgs& a, int ranks, const char* backend) {
-  bool fresh = true;
-  {
-    std::ifstream in(path);
-    fresh = !in || in.peek() == std::ifstream::traits_type::eof();
-  }
-  std::ofstream out(path, std::ios::app);
-  if (!out) throw Error("--csv-programs '" + path + "': cannot open it for appending");
-  if (fresh)
-    out << "program,seconds,matrix,seconds_min,seconds_max,baseline_seconds,bytes,system,ranks,backend,dtype,iters\n";
+  std::ofstream out = open_csv(
+      path, "--csv-programs",
+      "program,seconds,matrix,seconds_min,seconds_max,baseline_seconds,bytes,system,ranks,backend,dtype,iters\n");
   out << csv_quote(job.notation) << ',' << fmt::format("{:.9g}", rep.total.t.median) << ','
       << csv_quote(engine::format_matrix(job.matrix)) << ','
       << fmt::format("{:.9g},{:.9g},{:.9g}", rep.total.t.min, rep.total.t.max, rep.baseline.t.median) << ','
