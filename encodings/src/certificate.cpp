@@ -178,9 +178,13 @@ std::string certificate_json(const engine::System& sys, const engine::Placement&
   return c.dump(1);
 }
 
-CertifyResult certify_programs(const engine::System& sys, const engine::Placement& p,
-                               const engine::SynthResult& r, const engine::SynthOptions& opt,
-                               const CertifyOptions& c, const std::vector<EnumerationResult>* runs) {
+namespace {
+
+// Runs every solver of c.solvers on the hierarchy of r (or reuses `runs`) and checks that each
+// found exactly the enumerator's programs.
+CertifyResult solve_and_compare(const engine::Placement& p, const engine::SynthResult& r,
+                                const engine::SynthOptions& opt, const CertifyOptions& c,
+                                const std::vector<EnumerationResult>* runs) {
   if (c.dir.empty()) throw Error("--certify: give a directory");
   if (r.truncated) throw Error("--certify: the enumeration was truncated; nothing can be certified complete");
   CertifyResult out;
@@ -221,10 +225,10 @@ CertifyResult certify_programs(const engine::System& sys, const engine::Placemen
       throw Error(msg + " (run p2v verify for the details)");
     }
   }
-  std::error_code ec;
-  std::filesystem::create_directories(c.dir, ec);
-  if (ec) throw Error("--certify: cannot create directory '" + c.dir + "': " + ec.message());
-  const std::string tag = fmt::format("m{}-{}", matrix_tag(p.matrix()), engine::to_string(r.hierarchy.kind));
+  return out;
+}
+
+std::vector<std::string> write_proofs(const CertifyOptions& c, const CertifyResult& out, const std::string& tag) {
   std::vector<std::string> proof_files;
   for (const auto& run : out.runs)
     for (const auto& b : run.bounds) {
@@ -235,15 +239,89 @@ CertifyResult certify_programs(const engine::System& sys, const engine::Placemen
       if (!f) throw Error("--certify: cannot write " + name);
       proof_files.push_back(name);
     }
+  return proof_files;
+}
+
+void make_dir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw Error("--certify: cannot create directory '" + dir + "': " + ec.message());
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path);
+  f << text << "\n";
+  if (!f) throw Error("--certify: cannot write " + path);
+}
+
+}  // namespace
+
+CertifyResult certify_programs(const engine::System& sys, const engine::Placement& p,
+                               const engine::SynthResult& r, const engine::SynthOptions& opt,
+                               const CertifyOptions& c, const std::vector<EnumerationResult>* runs) {
+  CertifyResult out = solve_and_compare(p, r, opt, c, runs);
+  make_dir(c.dir);
+  const std::string tag = fmt::format("m{}-{}", matrix_tag(p.matrix()), engine::to_string(r.hierarchy.kind));
+  const auto proof_files = write_proofs(c, out, tag);
   for (std::size_t i = 0; i < r.programs.size(); ++i) {
-    const std::string name = fmt::format("{}-p{:04}.json", tag, i);
-    const auto path = (std::filesystem::path(c.dir) / name).string();
-    std::ofstream f(path);
-    f << certificate_json(sys, p, r, opt, r.programs[i], out.runs, proof_files) << "\n";
-    if (!f) throw Error("--certify: cannot write " + path);
+    const auto path = (std::filesystem::path(c.dir) / fmt::format("{}-p{:04}.json", tag, i)).string();
+    write_file(path, certificate_json(sys, p, r, opt, r.programs[i], out.runs, proof_files));
     out.files.push_back(path);
   }
   return out;
 }
 
+CertifyResult certify_shape_programs(const engine::System& sys, const engine::Shape& shape,
+                                     const engine::SynthResult& r, const engine::SynthOptions& opt,
+                                     const CertifyOptions& c, const std::vector<EnumerationResult>* runs) {
+  const engine::ShapeInstance inst = engine::smallest_instance(shape);
+  const engine::Placement cp(inst.system.cardinalities(), inst.axes, inst.x, inst.reduce);
+  CertifyResult out = solve_and_compare(cp, r, opt, c, runs);
+  make_dir(c.dir);
+  const std::string tag = fmt::format("m{}-{}", matrix_tag(shape.x), engine::to_string(shape.kind));
+  const auto proof_files = write_proofs(c, out, tag + "-shape");
+  for (std::size_t i = 0; i < r.programs.size(); ++i) {
+    const auto& prog = r.programs[i];
+    json cert;
+    cert["format"] = kShapeCertificateFormat;
+    cert["system"] = json::parse(engine::system_to_json(sys));
+    cert["axes"] = json::array();
+    for (const auto& row : shape.x) {
+      std::int64_t a = 1;
+      for (int v : row) a *= v;
+      cert["axes"].push_back(a);
+    }
+    cert["reduce"] = shape.reduce;
+    cert["matrix"] = shape.x;
+    cert["hierarchy_kind"] = engine::to_string(shape.kind);
+    json levels = json::array();
+    for (const auto& l : shape.levels) levels.push_back({{"name", l.name}, {"cardinality", l.card}});
+    cert["shape"] = {{"signature", shape.signature()}, {"levels", levels}};
+    cert["program"] = engine::program_name(r, prog);
+    json steps = json::array();
+    for (int in : prog) {
+      const auto& g = r.instructions[in].grouping;
+      const auto pat = engine::group_pattern(shape, g.slice, g.form, g.e);
+      json vary = json::array();
+      for (const auto& d : pat.vary) vary.push_back({{"axis", d.axis}, {"level", d.level}, {"factor", d.factor}});
+      steps.push_back({{"collective", engine::to_string(r.instructions[in].collective)},
+                       {"slice", r.hierarchy.names[g.slice]},
+                       {"form", engine::form_name(r.hierarchy, g)},
+                       {"vary", vary},
+                       {"master", pat.master},
+                       {"group_size", pat.group_size},
+                       {"num_groups", pat.num_groups}});
+    }
+    cert["steps"] = steps;
+    cert["relies_on"] = json::array(
+        {"docs/shape.md section 3 (Theorem 1: validity, states and goal depend only on the shape; the smallest "
+         "instance's device l stands for the class of devices that are 0 exactly where l is 0)",
+         "docs/shape.md section 4 (the groups of a step on any instance are the level pattern recorded in steps[])"});
+    cert["instance"] = json::parse(certificate_json(inst.system, cp, r, opt, prog, out.runs, proof_files));
+    const auto path = (std::filesystem::path(c.dir) / fmt::format("{}-shape-p{:04}.json", tag, i)).string();
+    write_file(path, cert.dump(1));
+    out.files.push_back(path);
+  }
+  return out;
+}
 }  // namespace p2v::encodings

@@ -36,12 +36,7 @@ int SynthesisHierarchy::level_index(const std::string& name) const {
 
 namespace {
 
-// One hierarchy level built from a list of (axis, level) digits: coordinate = mixed radix of
-// those digits (first most significant), cardinality = product of their factors.
-struct LevelSpec {
-  std::string name;
-  std::vector<std::pair<int, int>> parts;  // (axis, system level)
-};
+using LevelSpec = HierarchyLevel;
 
 void prepend_root(SynthesisHierarchy& h) {
   if (!h.cards.empty() && h.cards[0] == 1) return;
@@ -52,9 +47,7 @@ void prepend_root(SynthesisHierarchy& h) {
 
 }  // namespace
 
-namespace {
-
-std::vector<LevelSpec> level_specs(const ParallelismMatrix& x, const std::vector<int>& reduce,
+std::vector<HierarchyLevel> hierarchy_levels(const ParallelismMatrix& x, const std::vector<int>& reduce,
                                    const std::vector<std::string>& level_names, HierarchyKind kind) {
   const int m = static_cast<int>(x.size());
   const int L = m ? static_cast<int>(x[0].size()) : 0;
@@ -95,14 +88,12 @@ std::vector<LevelSpec> level_specs(const ParallelismMatrix& x, const std::vector
   return specs;
 }
 
-}  // namespace
-
 std::pair<std::vector<int>, std::vector<std::string>> hierarchy_shape(const ParallelismMatrix& x,
                                                                       const std::vector<int>& reduce,
                                                                       const std::vector<std::string>& level_names,
                                                                       HierarchyKind kind) {
   std::pair<std::vector<int>, std::vector<std::string>> out;
-  for (const auto& s : level_specs(x, reduce, level_names, kind)) {
+  for (const auto& s : hierarchy_levels(x, reduce, level_names, kind)) {
     int card = 1;
     for (auto [i, j] : s.parts) card *= x[i][j];
     out.first.push_back(card);
@@ -119,7 +110,7 @@ SynthesisHierarchy make_hierarchy(const Placement& p, const std::vector<std::str
                                   HierarchyKind kind) {
   const auto& x = p.matrix();
   const bool reduction = kind == HierarchyKind::ReductionAxes || kind == HierarchyKind::ReductionUncollapsed;
-  const std::vector<LevelSpec> specs = level_specs(x, p.reduce(), level_names, kind);
+  const std::vector<LevelSpec> specs = hierarchy_levels(x, p.reduce(), level_names, kind);
   SynthesisHierarchy h;
   h.kind = kind;
   for (const auto& s : specs) {

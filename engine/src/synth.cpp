@@ -287,13 +287,21 @@ Groups local_goal_groups(const SynthesisHierarchy& h, const Placement& p) {
   return p.reduction_groups();  // (a)-(c): local = system devices
 }
 
+void check_concrete_size(HierarchyKind kind, std::int64_t local_devices) {
+  if (local_devices <= kMaxStateDevices) return;
+  if (kind == HierarchyKind::ReductionAxes || kind == HierarchyKind::ReductionUncollapsed)
+    throw Error(fmt::format("the concrete engine (--concrete) handles reduction groups of at most {} devices and this "
+                            "placement's have {}; drop --concrete: synthesis on the shape (the default) works at any size",
+                            kMaxStateDevices, local_devices));
+  throw Error(fmt::format("hierarchy ({}) covers all {} devices and the concrete engine handles at most {}; use "
+                          "hierarchy (d) (the default, --hierarchy d), which works at any size on the placement's shape",
+                          to_string(kind), local_devices, kMaxStateDevices));
+}
+
 SynthResult synthesize(const Placement& p, const std::vector<std::string>& level_names, HierarchyKind kind,
                        const SynthOptions& opt) {
   SynthesisHierarchy h = make_hierarchy(p, level_names, kind);
-  if (h.num_local() > kMaxStateDevices)
-    throw Error(fmt::format("hierarchy ({}) covers {} devices; the synthesizer handles at most {} (use hierarchy (d), "
-                            "whose states cover one reduction group)",
-                            to_string(kind), h.num_local(), kMaxStateDevices));
+  check_concrete_size(kind, h.num_local());
   return synthesize(h, local_goal_groups(h, p), opt);
 }
 

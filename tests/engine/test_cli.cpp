@@ -71,7 +71,7 @@ TEST_CASE("p2v groups reproduces Table 2") {
 }
 
 TEST_CASE("p2v synth --json: schema, lowered groups, and every program valid on the system") {
-  auto r = run("synth --system " + kSys + "a100-2node.json --axes 2,16 --reduce 0 --json");
+  auto r = run("synth --system " + kSys + "a100-2node.json --axes 2,16 --reduce 0 --json --lowered");
   REQUIRE(r.code == 0);
   auto j = nlohmann::json::parse(r.out);
   CHECK(j["axes"] == nlohmann::json::parse("[2,16]"));
@@ -85,7 +85,9 @@ TEST_CASE("p2v synth --json: schema, lowered groups, and every program valid on 
       ++programs;
       // Replay the lowered groups on all 32 devices with the naive semantics.
       auto s = naive::initial(32);
-      for (const auto& st : prog["steps"]) {
+      for (const auto& si : prog["steps"]) {
+        const auto& st = res["instructions"][si.get<int>()];
+        CHECK(st["group_size"].get<int>() * st["num_groups"].get<int>() == (st["master"].get<bool>() ? 2 * 16 : 32));
         auto c = p2v::engine::parse_collective(st["collective"].get<std::string>());
         REQUIRE(naive::step(s, c, st["groups"].get<std::vector<std::vector<int>>>()));
       }
@@ -141,9 +143,24 @@ TEST_CASE("bad input fails cleanly with a non-zero exit and a message naming the
   CHECK(r.err.find("row 1 multiplies to 8") != std::string::npos);
   r = run("synth --system node=4,gpu=16 --axes 4,16 --reduce 0 --hierarchy z");
   CHECK(r.code == 2);
-  r = run("synth --system gpu=1024 --axes 1024 --reduce 0");
+  // Too large for the concrete engine: the refusal names the limit, the size and the way out.
+  r = run("synth --system gpu=1024 --axes 1024 --reduce 0 --concrete");
   CHECK(r.code == 2);
-  CHECK(r.err.find("at most") != std::string::npos);
+  CHECK(r.err.find("at most 512") != std::string::npos);
+  CHECK(r.err.find("1024") != std::string::npos);
+  CHECK(r.err.find("drop --concrete") != std::string::npos);
+  r = run("synth --system gpu=1024 --axes 1024 --reduce 0 --hierarchy a");
+  CHECK(r.code == 2);
+  CHECK(r.err.find("use hierarchy (d)") != std::string::npos);
+  r = run("synth --system gpu=1024 --axes 1024 --reduce 0 --lowered");
+  CHECK(r.code == 0);  // 1024 devices: explicit lists are fine
+  r = run("synth --system node=1024,gpu=128 --axes 131072 --reduce 0 --lowered");
+  CHECK(r.code == 2);
+  CHECK(r.err.find("at most 65536 devices") != std::string::npos);
+  // The shape path at any size: same programs as the smallest instance.
+  r = run("synth --system node=1024,gpu=128 --axes 131072 --reduce 0");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("47 programs") != std::string::npos);
   r = run("synth --axes 4 --reduce 0");  // missing --system
   CHECK(r.code != 0);
   CHECK(r.err.find("--system") != std::string::npos);

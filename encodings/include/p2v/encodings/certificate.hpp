@@ -8,12 +8,16 @@
 
 #include "p2v/encodings/search.hpp"
 #include "p2v/engine/placement.hpp"
+#include "p2v/engine/shape.hpp"
 #include "p2v/engine/synth.hpp"
 #include "p2v/engine/system.hpp"
 
 namespace p2v::encodings {
 
 inline constexpr const char* kCertificateFormat = "p2v-certificate/1";
+// A certificate at any size: the real placement and its shape, the program with every step's
+// level pattern, and the p2v-certificate/1 of the shape's smallest instance ("instance").
+inline constexpr const char* kShapeCertificateFormat = "p2v-shape-certificate/1";
 
 struct CertifyOptions {
   std::string dir;  // created if missing
@@ -50,5 +54,12 @@ CertifyResult certify_programs(const engine::System& sys, const engine::Placemen
                                const engine::SynthResult& r, const engine::SynthOptions& opt,
                                const CertifyOptions& c,
                                const std::vector<EnumerationResult>* runs = nullptr);
+
+// Certificates at any size (docs/shape.md): the solvers run on the shape's smallest instance, where
+// `r` (from engine::synthesize_shape) lives; one p2v-shape-certificate/1 per program.
+CertifyResult certify_shape_programs(const engine::System& sys, const engine::Shape& shape,
+                                     const engine::SynthResult& r, const engine::SynthOptions& opt,
+                                     const CertifyOptions& c,
+                                     const std::vector<EnumerationResult>* runs = nullptr);
 
 }  // namespace p2v::encodings

@@ -44,6 +44,19 @@ std::pair<std::vector<int>, std::vector<std::string>> hierarchy_shape(
     const ParallelismMatrix& x, const std::vector<int>& reduce, const std::vector<std::string>& level_names,
     HierarchyKind kind);
 
+// One level of a synthesis hierarchy and the system digits it is made of: its coordinate is the
+// mixed-radix number of the digits (axis i, system level j), first most significant; its
+// cardinality is the product of their matrix factors x[i][j].
+struct HierarchyLevel {
+  std::string name;
+  std::vector<std::pair<int, int>> parts;  // (axis, system level)
+};
+
+// The levels of hierarchy `kind` for matrix x and reduction axes `reduce`, without the root
+// make_hierarchy prepends (cheap for any system size).
+std::vector<HierarchyLevel> hierarchy_levels(const ParallelismMatrix& x, const std::vector<int>& reduce,
+                                             const std::vector<std::string>& level_names, HierarchyKind kind);
+
 // A hierarchy given directly as cardinalities (e.g. [1 2 4] of SPEC Example 5.2), reducing over
 // all of its devices: one copy, the identity. Names default to "l0", "l1", ... or the given ones.
 SynthesisHierarchy make_plain_hierarchy(const std::vector<int>& cards,

@@ -38,6 +38,10 @@ struct SynthResult {
 SynthResult synthesize(const SynthesisHierarchy& h, const Groups& local_goal_groups,
                        const SynthOptions& opt);
 
+// Throws p2v::Error naming the limit, the size and what to do when hierarchy `kind` has more local
+// devices than the concrete (per-device) engine handles (kMaxStateDevices).
+void check_concrete_size(HierarchyKind kind, std::int64_t local_devices);
+
 // Convenience: build hierarchy `kind` of placement `p` and synthesize.
 SynthResult synthesize(const Placement& p, const std::vector<std::string>& level_names,
                        HierarchyKind kind, const SynthOptions& opt);

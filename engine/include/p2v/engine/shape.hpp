@@ -1,0 +1,117 @@
+#pragma once
+// Shapes: synthesis, lowering and group patterns that cost the same for any device count
+// (docs/shape.md). The programs of a (d) hierarchy depend only on its shape: its levels' names,
+// which of them have cardinality 1, and the Master setting — not on the cardinalities. The shape's
+// smallest instance (every cardinality >= 2 replaced by 2) is the symbolic state space: its device
+// l stands for the class of real devices that are 0 exactly on the levels where l's coordinate is 0.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "p2v/engine/hierarchy.hpp"
+#include "p2v/engine/instruction.hpp"
+#include "p2v/engine/synth.hpp"
+#include "p2v/engine/system.hpp"
+
+namespace p2v::engine {
+
+// One level of a (d) hierarchy: its name, real cardinality and the system digits it is made of.
+struct ShapeLevel {
+  std::string name;
+  std::int64_t card = 1;
+  std::vector<std::pair<int, int>> parts;  // (axis, system level), first most significant
+};
+
+// A placement's (d) hierarchy together with what lowering needs: the system's level
+// cardinalities, the matrix and the reduction axes. Nothing in it grows with the device count.
+struct Shape {
+  HierarchyKind kind = HierarchyKind::ReductionAxes;
+  std::vector<ShapeLevel> levels;  // root (cardinality 1) first
+  std::vector<int> system_cards;   // the user's levels
+  std::vector<std::string> system_names;
+  ParallelismMatrix x;
+  std::vector<int> reduce;
+
+  int num_levels() const { return static_cast<int>(levels.size()); }
+  std::vector<std::string> names() const;
+  std::vector<std::int64_t> cards() const;
+  // 1 where the cardinality is 1, else 2: the shape's smallest instance.
+  std::vector<int> canonical_cards() const;
+  std::int64_t num_devices() const;           // system devices
+  std::int64_t group_size() const;            // devices per reduction group (the (d) hierarchy's k)
+  std::int64_t num_reduction_groups() const;  // num_devices() / group_size()
+  // Identifies the shape: "root:1 node:* gpu:*" ('*' = cardinality >= 2). Equal signatures (and
+  // kind) mean equal program lists.
+  std::string signature() const;
+};
+
+// The shape of placement (x, reduce) for hierarchy (d) (collapsed or not). Throws p2v::Error for
+// (a)-(c), whose local devices are the whole system.
+Shape make_shape(const std::vector<int>& system_cards, const std::vector<std::string>& system_names,
+                 const ParallelismMatrix& x, const std::vector<int>& reduce, HierarchyKind kind);
+
+// The shape's smallest instance as a synthesis hierarchy (names of the shape, canonical_cards()).
+SynthesisHierarchy canonical_hierarchy(const Shape& s);
+
+// The smallest instance as a placement problem of its own: a system whose levels are the shape's
+// (names, canonical cardinalities; the first has cardinality 1, so no root is implied), one axis
+// over all its devices, reduced. Its collapsed (d) hierarchy is canonical_hierarchy(s).
+struct ShapeInstance {
+  System system;
+  std::vector<int> axes;
+  ParallelismMatrix x;
+  std::vector<int> reduce;
+};
+ShapeInstance smallest_instance(const Shape& s);
+
+// Largest number of levels of cardinality >= 2 a shape may have (its smallest instance has
+// 2^levels devices and the concrete engine's limit is kMaxStateDevices).
+inline constexpr int kMaxShapeLevels = 9;
+
+// Synthesis on the shape: the programs of the smallest instance, which are the programs of every
+// instance of the shape (same notation, same order; docs/shape.md §3). r.hierarchy is the
+// canonical hierarchy. Cost: independent of the cardinalities.
+SynthResult synthesize_shape(const Shape& s, const SynthOptions& opt);
+
+// One system digit: axis, user level, and its factor x[axis][level].
+struct Digit {
+  int axis = 0, level = 0, factor = 1;
+  bool operator==(const Digit&) const = default;
+};
+
+// The groups of one step, as a level pattern: members differ exactly in the digits `vary` (listed
+// most significant first, i.e. in system-device order, so a member's rank in its group is the
+// mixed-radix number of its varying digits). A Master step forms only the group whose other
+// reduction digits are all 0, one per reduction group.
+struct GroupPattern {
+  std::vector<Digit> vary;
+  bool master = false;
+  std::int64_t group_size = 1;
+  std::int64_t num_groups = 0;
+};
+
+// The pattern of a grouping (slice, form, e) of the shape's (d) hierarchy.
+GroupPattern group_pattern(const Shape& s, int slice, FormKind form, int e);
+// "node.0 x16, gpu.0 x8: 1024 groups of 128" (or "... : 1 group per reduction group ...").
+std::string describe(const GroupPattern& g, const Shape& s);
+
+// Where system device `device` sits in a step: its group's id (the device number of the group's
+// first member) and its rank in the group; {-1, -1} when a Master step leaves it out.
+// O(levels x axes): what a rank computes for itself instead of building the device lists.
+std::pair<std::int64_t, int> group_of(const GroupPattern& g, const Shape& s, std::int64_t device);
+
+// Largest system a step is lowered to explicit device lists for (--lowered).
+inline constexpr std::int64_t kMaxLoweredDevices = 1 << 16;
+
+// The explicit groups of a pattern (ascending, ordered by first member). Throws p2v::Error above
+// kMaxLoweredDevices devices.
+Groups lower_pattern(const GroupPattern& g, const Shape& s);
+
+// Lowered program of a shape synthesis result (explicit lists; same limit).
+LoweredProgram lower_shape_program(const Shape& s, const SynthResult& r, const Program& prog);
+
+// The shape's patterns of every step of a program of synthesize_shape().
+std::vector<GroupPattern> program_patterns(const Shape& s, const SynthResult& r, const Program& prog);
+
+}  // namespace p2v::engine

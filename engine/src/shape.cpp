@@ -1,0 +1,207 @@
+#include "p2v/engine/shape.hpp"
+
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "p2v/engine/error.hpp"
+
+namespace p2v::engine {
+
+std::vector<std::string> Shape::names() const {
+  std::vector<std::string> v;
+  for (const auto& l : levels) v.push_back(l.name);
+  return v;
+}
+
+std::vector<std::int64_t> Shape::cards() const {
+  std::vector<std::int64_t> v;
+  for (const auto& l : levels) v.push_back(l.card);
+  return v;
+}
+
+std::vector<int> Shape::canonical_cards() const {
+  std::vector<int> v;
+  for (const auto& l : levels) v.push_back(l.card == 1 ? 1 : 2);
+  return v;
+}
+
+std::int64_t Shape::num_devices() const {
+  std::int64_t n = 1;
+  for (int c : system_cards) n *= c;
+  return n;
+}
+
+std::int64_t Shape::group_size() const {
+  std::int64_t k = 1;
+  for (const auto& l : levels) k *= l.card;
+  return k;
+}
+
+std::int64_t Shape::num_reduction_groups() const { return num_devices() / group_size(); }
+
+std::string Shape::signature() const {
+  std::string s = to_string(kind);
+  s += ':';
+  for (const auto& l : levels) s += fmt::format(" {}:{}", l.name, l.card == 1 ? "1" : "*");
+  return s;
+}
+
+Shape make_shape(const std::vector<int>& system_cards, const std::vector<std::string>& system_names,
+                 const ParallelismMatrix& x, const std::vector<int>& reduce, HierarchyKind kind) {
+  if (kind != HierarchyKind::ReductionAxes && kind != HierarchyKind::ReductionUncollapsed)
+    throw Error(fmt::format("shapes are defined for hierarchy (d) only, not ({}): (a)-(c) cover every device",
+                            to_string(kind)));
+  Shape s;
+  s.kind = kind;
+  s.system_cards = system_cards;
+  s.system_names = system_names;
+  s.x = x;
+  s.reduce = reduce;
+  for (auto& hl : hierarchy_levels(x, reduce, system_names, kind)) {
+    ShapeLevel l{std::move(hl.name), 1, std::move(hl.parts)};
+    for (auto [i, j] : l.parts) l.card *= x[i][j];
+    s.levels.push_back(std::move(l));
+  }
+  if (s.levels.empty() || s.levels[0].card != 1) s.levels.insert(s.levels.begin(), ShapeLevel{"root", 1, {}});
+  return s;
+}
+
+SynthesisHierarchy canonical_hierarchy(const Shape& s) {
+  const auto canon = s.canonical_cards();
+  const auto wide = std::count(canon.begin(), canon.end(), 2);
+  if (wide > kMaxShapeLevels)
+    throw Error(fmt::format(
+        "the (d) hierarchy [{}] has {} levels of cardinality >= 2; shape synthesis handles at most {} (its smallest "
+        "instance has 2^{} devices); reduce over fewer axes or merge levels of the system",
+        fmt::join(s.names(), " "), wide, kMaxShapeLevels, wide));
+  return make_plain_hierarchy(canon, s.names());
+}
+
+ShapeInstance smallest_instance(const Shape& s) {
+  ShapeInstance in;
+  in.system.name = "smallest instance of " + s.signature();
+  const auto canon = s.canonical_cards();
+  int k = 1;
+  for (std::size_t l = 0; l < canon.size(); ++l) {
+    in.system.levels.push_back(Level{s.levels[l].name, canon[l], std::nullopt});
+    k *= canon[l];
+  }
+  in.axes = {k};
+  in.x = {canon};
+  in.reduce = {0};
+  return in;
+}
+
+SynthResult synthesize_shape(const Shape& s, const SynthOptions& opt) {
+  SynthesisHierarchy h = canonical_hierarchy(s);
+  std::vector<int> all(h.num_local());
+  std::iota(all.begin(), all.end(), 0);
+  return synthesize(h, {all}, opt);
+}
+
+namespace {
+
+// Place value of digit (axis i, level j) in the system device number (SPEC §1-§2).
+std::int64_t weight(const Shape& s, int i, int j) {
+  std::int64_t w = 1;
+  for (std::size_t jj = j + 1; jj < s.system_cards.size(); ++jj) w *= s.system_cards[jj];
+  for (std::size_t ii = i + 1; ii < s.x.size(); ++ii) w *= s.x[ii][j];
+  return w;
+}
+
+int digit_of(const Shape& s, std::int64_t device, int i, int j) {
+  const std::int64_t local = (device / weight(s, i, j));
+  return static_cast<int>(local % s.x[i][j]);
+}
+
+}  // namespace
+
+GroupPattern group_pattern(const Shape& s, int slice, FormKind form, int e) {
+  const int n = s.num_levels() - 1;
+  if (slice < 0 || slice >= n || (form != FormKind::Inside && (e < 0 || e >= slice)))
+    throw Error(fmt::format("group_pattern: slice {} / ancestor {} out of range for {} levels", slice, e, n + 1));
+  const int lo = form == FormKind::Inside ? slice + 1 : e + 1;
+  const int hi = form == FormKind::Inside ? n : slice;
+  GroupPattern g;
+  g.master = form == FormKind::Master;
+  for (int l = lo; l <= hi; ++l)
+    for (auto [i, j] : s.levels[l].parts)
+      if (s.x[i][j] > 1) g.vary.push_back({i, j, s.x[i][j]});
+  std::sort(g.vary.begin(), g.vary.end(),
+            [](const Digit& a, const Digit& b) { return a.level != b.level ? a.level < b.level : a.axis < b.axis; });
+  for (const auto& d : g.vary) g.group_size *= d.factor;
+  g.num_groups = g.master ? s.num_reduction_groups() : s.num_devices() / g.group_size;
+  return g;
+}
+
+std::string describe(const GroupPattern& g, const Shape& s) {
+  std::string v;
+  for (const auto& d : g.vary) {
+    if (!v.empty()) v += ", ";
+    v += fmt::format("{}.{} x{}", s.system_names[d.level], d.axis, d.factor);
+  }
+  if (g.master) return fmt::format("{}: 1 group of {} per reduction group ({} groups)", v, g.group_size, g.num_groups);
+  return fmt::format("{}: {} groups of {}", v, g.num_groups, g.group_size);
+}
+
+std::pair<std::int64_t, int> group_of(const GroupPattern& g, const Shape& s, std::int64_t device) {
+  if (g.master) {
+    for (int i : s.reduce)
+      for (std::size_t j = 0; j < s.system_cards.size(); ++j) {
+        if (s.x[i][j] == 1) continue;
+        const bool varies = std::any_of(g.vary.begin(), g.vary.end(),
+                                        [&](const Digit& d) { return d.axis == i && d.level == static_cast<int>(j); });
+        if (!varies && digit_of(s, device, i, static_cast<int>(j)) != 0) return {-1, -1};
+      }
+  }
+  std::int64_t color = device;
+  int key = 0;
+  for (const auto& d : g.vary) {
+    const int v = digit_of(s, device, d.axis, d.level);
+    color -= v * weight(s, d.axis, d.level);
+    key = key * d.factor + v;
+  }
+  return {color, key};
+}
+
+Groups lower_pattern(const GroupPattern& g, const Shape& s) {
+  const std::int64_t n = s.num_devices();
+  if (n > kMaxLoweredDevices)
+    throw Error(fmt::format("explicit device lists are limited to {} devices and this system has {}; use the level "
+                            "patterns (the default output) instead of --lowered, or a smaller system",
+                            kMaxLoweredDevices, n));
+  std::vector<std::pair<std::int64_t, int>> members;  // (group id, device)
+  for (std::int64_t d = 0; d < n; ++d) {
+    const auto [color, key] = group_of(g, s, d);
+    if (color >= 0) members.push_back({color, static_cast<int>(d)});
+  }
+  std::sort(members.begin(), members.end());
+  Groups out;
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    if (i == 0 || members[i].first != members[i - 1].first) out.emplace_back();
+    out.back().push_back(members[i].second);
+  }
+  return out;
+}
+
+std::vector<GroupPattern> program_patterns(const Shape& s, const SynthResult& r, const Program& prog) {
+  std::vector<GroupPattern> v;
+  for (int i : prog) {
+    const auto& gr = r.instructions[i].grouping;
+    v.push_back(group_pattern(s, gr.slice, gr.form, gr.e));
+  }
+  return v;
+}
+
+LoweredProgram lower_shape_program(const Shape& s, const SynthResult& r, const Program& prog) {
+  LoweredProgram lp;
+  const auto pats = program_patterns(s, r, prog);
+  for (std::size_t k = 0; k < prog.size(); ++k)
+    lp.push_back({r.instructions[prog[k]].collective, lower_pattern(pats[k], s)});
+  return lp;
+}
+
+}  // namespace p2v::engine
