@@ -138,10 +138,10 @@ struct Hierarchy {
   Groups goal;                           // local goal groups
 };
 
-Hierarchy derive_hierarchy(const Placement& p, const std::string& kind) {
-  const int m = static_cast<int>(p.axes.size()), L = static_cast<int>(p.levels.size());
-  std::vector<std::vector<std::pair<int, int>>> parts;  // per level: (axis, system level) digits
-  const bool red = kind == "d" || kind == "d-uncollapsed";
+// The (axis, system level) digits of each level of hierarchy `kind` (SPEC §3), root not included.
+std::vector<std::vector<std::pair<int, int>>> level_parts(int m, int L, const std::vector<int>& reduce,
+                                                          const std::string& kind) {
+  std::vector<std::vector<std::pair<int, int>>> parts;
   if (kind == "a") {
     for (int j = 0; j < L; ++j) {
       parts.emplace_back();
@@ -156,14 +156,21 @@ Hierarchy derive_hierarchy(const Placement& p, const std::string& kind) {
   } else if (kind == "d") {
     for (int j = 0; j < L; ++j) {
       parts.emplace_back();
-      for (int i : p.reduce) parts.back().push_back({i, j});
+      for (int i : reduce) parts.back().push_back({i, j});
     }
   } else if (kind == "d-uncollapsed") {
-    for (int i : p.reduce)
+    for (int i : reduce)
       for (int j = 0; j < L; ++j) parts.push_back({{i, j}});
   } else {
     reject("hierarchy kind '" + kind + "' unknown");
   }
+  return parts;
+}
+
+Hierarchy derive_hierarchy(const Placement& p, const std::string& kind) {
+  const int m = static_cast<int>(p.axes.size()), L = static_cast<int>(p.levels.size());
+  const bool red = kind == "d" || kind == "d-uncollapsed";
+  const auto parts = level_parts(m, L, p.reduce, kind);
   Hierarchy h;
   for (const auto& ps : parts) {
     int c = 1;
@@ -467,15 +474,158 @@ std::string check(const json& c) {
   return summary;
 }
 
+// ---- certificates at any size (docs/shape.md): the real placement is only read, never replayed;
+// its shape is re-derived here, the smallest instance is checked in full by check(), and every
+// step's level pattern is re-derived from the real matrix. ----
+constexpr long long kMaxShapeDevices = 1 << 20;
+
+std::string check_shape(const json& c) {
+  // The real placement: sizes only (no per-device work).
+  const json& sys = field(c, "system");
+  const json& lv = field(sys, "levels");
+  if (!lv.is_array() || lv.empty()) reject("system.levels: non-empty array expected");
+  std::vector<int> levels;
+  std::vector<std::string> level_names;
+  for (std::size_t j = 0; j < lv.size(); ++j) {
+    levels.push_back(static_cast<int>(as_int(field(lv[j], "cardinality"), 1, kMaxShapeDevices, "system level")));
+    level_names.push_back(str(field(lv[j], "name"), "system level name"));
+  }
+  const std::vector<int> axes = int_list(field(c, "axes"), 1, kMaxShapeDevices, "axes");
+  const json& xm = field(c, "matrix");
+  const int m = static_cast<int>(axes.size()), L = static_cast<int>(levels.size());
+  if (!xm.is_array() || xm.size() != axes.size()) reject("matrix: one row per axis expected");
+  std::vector<std::vector<int>> x;
+  for (int i = 0; i < m; ++i) {
+    x.push_back(int_list(xm[i], 1, kMaxShapeDevices, "matrix row " + std::to_string(i)));
+    if (static_cast<int>(x.back().size()) != L) reject("matrix: one column per level expected");
+  }
+  long long devices = 1;
+  for (int j = 0; j < L; ++j) {
+    long long prod = 1;
+    for (int i = 0; i < m; ++i) prod = std::min<long long>(prod * x[i][j], kMaxShapeDevices + 1);
+    if (prod != levels[j]) reject("matrix: column " + std::to_string(j) + " does not multiply to the level cardinality");
+    devices *= levels[j];
+    if (devices > kMaxShapeDevices) reject("system: more than 2^20 devices");
+  }
+  for (int i = 0; i < m; ++i) {
+    long long prod = 1;
+    for (int j = 0; j < L; ++j) prod = std::min<long long>(prod * x[i][j], kMaxShapeDevices + 1);
+    if (prod != axes[i]) reject("matrix: row " + std::to_string(i) + " does not multiply to the axis size");
+  }
+  const std::vector<int> reduce = int_list(field(c, "reduce"), 0, m - 1, "reduce");
+  if (reduce.empty() || !std::is_sorted(reduce.begin(), reduce.end()) ||
+      std::adjacent_find(reduce.begin(), reduce.end()) != reduce.end())
+    reject("reduce: must be non-empty, ascending, without duplicates");
+  const std::string kind = str(field(c, "hierarchy_kind"), "hierarchy_kind");
+  if (kind != "d" && kind != "d-uncollapsed") reject("hierarchy_kind: shape certificates are for (d) only");
+
+  // The shape (SPEC §3 (d), docs/shape.md §2): names and cardinalities of the (d) levels.
+  auto parts = level_parts(m, L, reduce, kind);
+  std::vector<std::string> names;
+  std::vector<long long> cards;
+  for (std::size_t l = 0; l < parts.size(); ++l) {
+    long long card = 1;
+    for (auto [i, j] : parts[l]) card *= x[i][j];
+    cards.push_back(card);
+    names.push_back(kind == "d" ? level_names[parts[l][0].second]
+                                : level_names[parts[l][0].second] + "." + std::to_string(parts[l][0].first));
+  }
+  if (cards.empty() || cards[0] != 1) {
+    cards.insert(cards.begin(), 1);
+    names.insert(names.begin(), "root");
+    parts.insert(parts.begin(), std::vector<std::pair<int, int>>{});
+  }
+  const json& rl = field(field(c, "shape"), "levels");
+  if (!rl.is_array() || rl.size() != names.size()) reject("shape.levels: do not follow from the placement");
+  for (std::size_t l = 0; l < names.size(); ++l)
+    if (str(field(rl[l], "name"), "shape level") != names[l] ||
+        as_int(field(rl[l], "cardinality"), 1, kMaxShapeDevices, "shape level") != cards[l])
+      reject("shape.levels[" + std::to_string(l) + "]: does not follow from the placement (expected " + names[l] +
+             " of cardinality " + std::to_string(cards[l]) + ")");
+  long long k = 1;
+  for (long long v : cards) k *= v;
+
+  // The smallest instance: the shape's levels with every cardinality >= 2 replaced by 2.
+  const json& inst = field(c, "instance");
+  std::vector<int> canon;
+  int kc = 1;
+  for (long long v : cards) {
+    canon.push_back(v == 1 ? 1 : 2);
+    kc *= canon.back();
+  }
+  if (int_list(field(inst, "levels"), 1, kMaxDevices, "instance.levels") != canon ||
+      int_list(field(inst, "axes"), 1, kMaxDevices, "instance.axes") != std::vector<int>{kc} ||
+      int_list(field(inst, "reduce"), 0, 0, "instance.reduce") != std::vector<int>{0} ||
+      str(field(field(inst, "hierarchy"), "kind"), "instance.hierarchy.kind") != "d")
+    reject("instance: not the smallest instance of the shape");
+  const json& il = field(field(inst, "system"), "levels");
+  for (std::size_t l = 0; l < names.size(); ++l)
+    if (!il.is_array() || il.size() != names.size() || str(field(il[l], "name"), "instance level") != names[l])
+      reject("instance: its levels are not named as the shape's");
+  check(inst);  // the full replay of the smallest instance (states, goal, groups)
+
+  // The program and each step's level pattern on the real placement.
+  const json& isteps = field(field(inst, "program"), "steps");
+  if (str(field(c, "program"), "program") != str(field(field(inst, "program"), "notation"), "instance notation"))
+    reject("program: differs from the instance's program");
+  const json& steps = field(c, "steps");
+  if (!steps.is_array() || steps.size() != isteps.size()) reject("steps: one entry per step of the instance expected");
+  const int n = static_cast<int>(names.size()) - 1;
+  for (std::size_t t = 0; t < steps.size(); ++t) {
+    const std::string at = "steps[" + std::to_string(t) + "]";
+    const json& sj = steps[t];
+    const json& ij = isteps[t];
+    if (str(field(sj, "collective"), at) != str(field(ij, "collective"), at))
+      reject(at + ": collective differs from the instance's");
+    const int slice = static_cast<int>(as_int(field(ij, "slice"), 0, n - 1, at + ".slice"));
+    const std::string form = str(field(ij, "form"), at + ".form");
+    const int e = static_cast<int>(as_int(field(ij, "e"), -1, slice - 1, at + ".e"));
+    if (str(field(sj, "slice"), at) != names[slice]) reject(at + ": slice differs from the instance's");
+    const std::string fname = form == "Inside" ? "Inside" : form + "(" + names[e < 0 ? 0 : e] + ")";
+    if (str(field(sj, "form"), at) != fname) reject(at + ": form differs from the instance's");
+    // Members differ exactly in the digits of the varying levels (SPEC §5), in device order.
+    const int lo = form == "Inside" ? slice + 1 : e + 1, hi = form == "Inside" ? n : slice;
+    std::vector<std::pair<int, int>> vary;  // (level, axis)
+    long long size = 1;
+    for (int l = lo; l <= hi; ++l)
+      for (auto [i, j] : parts[l])
+        if (x[i][j] > 1) {
+          vary.push_back({j, i});
+          size *= x[i][j];
+        }
+    std::sort(vary.begin(), vary.end());
+    const json& rv = field(sj, "vary");
+    if (!rv.is_array() || rv.size() != vary.size()) reject(at + ".vary: does not follow from the placement");
+    for (std::size_t v = 0; v < vary.size(); ++v)
+      if (as_int(field(rv[v], "level"), 0, L - 1, at) != vary[v].first ||
+          as_int(field(rv[v], "axis"), 0, m - 1, at) != vary[v].second ||
+          as_int(field(rv[v], "factor"), 1, kMaxShapeDevices, at) != x[vary[v].second][vary[v].first])
+        reject(at + ".vary[" + std::to_string(v) + "]: does not follow from the placement");
+    const bool master = form == "Master";
+    if (!field(sj, "master").is_boolean() || field(sj, "master").get<bool>() != master)
+      reject(at + ".master: does not follow from the form");
+    if (as_int(field(sj, "group_size"), 1, kMaxShapeDevices, at) != size)
+      reject(at + ".group_size: expected " + std::to_string(size));
+    const long long groups = master ? devices / k : devices / size;
+    if (as_int(field(sj, "num_groups"), 1, kMaxShapeDevices, at) != groups)
+      reject(at + ".num_groups: expected " + std::to_string(groups));
+  }
+  return "shape " + str(field(field(c, "shape"), "signature"), "shape.signature") + " on " + std::to_string(devices) +
+         " devices: " + str(field(c, "program"), "program") +
+         " (smallest instance replayed; relies on docs/shape.md sections 3-4)";
+}
+
 }  // namespace
 
 Verdict check_certificate(const std::string& text) {
   Verdict v;
   try {
     const json c = json::parse(text);
-    v.summary = check(c);
-    if (c.contains("facts") && c["facts"].is_object()) {
-      const json& f = c["facts"];
+    const bool shape = c.is_object() && c.contains("format") && c["format"] == "p2v-shape-certificate/1";
+    v.summary = shape ? check_shape(c) : check(c);
+    const json& fc = shape ? c.at("instance") : c;
+    if (fc.contains("facts") && fc["facts"].is_object()) {
+      const json& f = fc["facts"];
       int solvers = f.contains("found_by") && f["found_by"].is_array() ? static_cast<int>(f["found_by"].size()) : 0;
       v.summary += "  [found by " + std::to_string(solvers) + " solver(s)";
       if (f.contains("minimal") && f["minimal"].is_boolean() && f["minimal"].get<bool>()) v.summary += ", minimal";

@@ -246,3 +246,79 @@ TEST_CASE("end to end: p2v verify --certify, p2v check, exit codes") {
 }
 #endif
 #endif
+
+#ifdef HAVE_P2V_CHECKER
+// Certificates at any size (docs/shape.md): 131,072 devices, checked without per-device work;
+// every kind of tampering refused.
+TEST_CASE("shape certificates: 131072 devices round-trip; tampering is refused") {
+  const auto sys = engine::parse_system_arg("node=16384,gpu=8");
+  const std::vector<std::string> names = sys.level_names();
+  const engine::ParallelismMatrix x{{16384, 8}};
+  const auto shape = engine::make_shape(sys.cardinalities(), names, x, {0}, engine::HierarchyKind::ReductionAxes);
+  engine::SynthOptions opt;
+  opt.max_size = 4;
+  const auto r = engine::synthesize_shape(shape, opt);
+  const std::string dir = (std::filesystem::temp_directory_path() / "p2v-test-shape-certs").string();
+  std::filesystem::remove_all(dir);
+  encodings::CertifyOptions c;
+  c.dir = dir;
+  const auto res = encodings::certify_shape_programs(sys, shape, r, opt, c);
+  REQUIRE(res.files.size() == r.programs.size());
+  for (const auto& f : res.files) {
+    const auto v = checker::check_certificate_file(f);
+    INFO(f, ": ", v.reason);
+    CHECK(v.ok);
+    CHECK(v.summary.find("131072 devices") != std::string::npos);
+  }
+  // A three-step program to tamper with: RS(node,Inside) ; AR(node,Parallel(root)) ; AG(node,Inside).
+  std::string target;
+  for (const auto& f : res.files)
+    if (read(f).find("\"program\": \"ReduceScatter@(node,Inside) ; AllReduce@(node,Parallel(root)) ; "
+                     "AllGather@(node,Inside)\"") != std::string::npos)
+      target = f;
+  REQUIRE(!target.empty());
+  const json good = json::parse(read(target));
+  auto rejected = [](const json& j, const std::string& why) {
+    const auto v = checker::check_certificate(j.dump());
+    INFO("tampering: ", why, " -> ", v.reason);
+    CHECK_FALSE(v.ok);
+    return v.reason;
+  };
+  json t = good;
+  t["steps"][1]["collective"] = "ReduceScatter";
+  rejected(t, "collective of the real program");
+  t = good;
+  t["instance"]["program"]["steps"][1]["collective"] = "AllGather";
+  rejected(t, "collective of the instance");
+  t = good;
+  t["steps"][0]["slice"] = "root";
+  rejected(t, "level");
+  t = good;
+  std::swap(t["steps"][0], t["steps"][2]);
+  rejected(t, "step order");
+  t = good;
+  std::swap(t["instance"]["program"]["steps"][0], t["instance"]["program"]["steps"][2]);
+  std::swap(t["steps"][0], t["steps"][2]);
+  rejected(t, "step order in both");
+  t = good;
+  t["instance"]["states"][1][0] = "0-3:0-3";
+  rejected(t, "state");
+  t = good;
+  t["steps"][0]["num_groups"] = 1;
+  rejected(t, "group count");
+  t = good;
+  t["system"]["levels"][0]["cardinality"] = 8192;
+  rejected(t, "system alone");
+  t = good;  // a consistent but different system: the recorded patterns no longer follow from it
+  t["system"]["levels"][0]["cardinality"] = 8192;
+  t["matrix"][0][0] = 8192;
+  t["axes"][0] = 65536;
+  CHECK(rejected(t, "system, matrix and axes").find("does not follow from the placement") != std::string::npos);
+  t = good;
+  t["shape"]["levels"][1]["cardinality"] = 2;
+  rejected(t, "shape");
+  t = good;
+  t["instance"]["levels"] = json::array({1, 2, 4});
+  rejected(t, "not the smallest instance");
+}
+#endif
