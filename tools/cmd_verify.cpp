@@ -16,6 +16,8 @@
 #include <set>
 
 #include "command.hpp"
+#include "p2v/engine/shape.hpp"
+#include <optional>
 #include "common.hpp"
 #include "p2v/encodings/certificate.hpp"
 #include "p2v/encodings/search.hpp"
@@ -38,6 +40,7 @@ struct VerifyArgs {
   std::string certify;
   bool proofs = false;
   bool json = false;
+  std::string encoding = "auto";
 };
 
 // Why the engine's Hoare rules reject (or accept) `prog`: the first failing step with the state
@@ -98,6 +101,11 @@ Registrar reg(
                    "only the minimality query: per solver, bounds 1, 2, ... until one is sat; the shortest length "
                    "must equal the enumerator's (unsat below it: no shorter program) and the program be one of its");
       sub.add_flag("--json", a->json, "machine-readable output");
+      sub.add_option("--encoding", a->encoding,
+                     "concrete (one state per device of a reduction group), shape (one per device class: the "
+                     "shape's smallest instance, docs/shape.md; hierarchy (d) only) or auto (shape above 16 "
+                     "devices per reduction group)")
+          ->capture_default_str();
       return [a] {
         Problem p = load_problem(a->problem);
         engine::SynthOptions opt = a->search.options();
@@ -134,6 +142,7 @@ Registrar reg(
         // different matrices overlap; results are printed in matrix order as they complete.
         struct Case {
           engine::ParallelismMatrix x;
+          std::optional<engine::Shape> shape;  // set when the case runs on the shape's smallest instance
           engine::Placement placement;
           engine::SynthesisHierarchy h;
           engine::Groups goal;
@@ -141,10 +150,28 @@ Registrar reg(
           double enum_ms = 0;
           encodings::SearchProblem sp;
         };
+        if (a->encoding != "auto" && a->encoding != "shape" && a->encoding != "concrete")
+          throw Error("--encoding: expected concrete, shape or auto, got '" + a->encoding + "'");
         std::vector<Case> cases;
         for (const auto& x : p.matrices) {
-          Case c{x, p.placement(x), {}, {}, {}, 0, {}};
-          c.h = engine::make_hierarchy(c.placement, names, kind);
+          std::optional<engine::Shape> shape;
+          const bool d = kind == engine::HierarchyKind::ReductionAxes || kind == engine::HierarchyKind::ReductionUncollapsed;
+          if (d) shape = engine::make_shape(p.system.cardinalities(), names, x, p.reduce, kind);
+          const bool on_shape = d && (a->encoding == "shape" || (a->encoding == "auto" && shape->group_size() > 16));
+          if (!d && a->encoding == "shape")
+            throw Error("--encoding shape works on hierarchy (d) only; (a)-(c) cover every device: use --encoding concrete");
+          if (!on_shape) {
+            shape.reset();
+            engine::check_concrete_size(kind, d ? engine::make_shape(p.system.cardinalities(), names, x, p.reduce, kind).group_size()
+                                                : p.system.num_devices());
+          }
+          auto make_case = [&] {
+            if (!on_shape) return Case{x, std::nullopt, p.placement(x), {}, {}, {}, 0, {}};
+            const auto inst = engine::smallest_instance(*shape);
+            return Case{x, shape, engine::Placement(inst.system.cardinalities(), inst.axes, inst.x, inst.reduce), {}, {}, {}, 0, {}};
+          };
+          Case c = make_case();
+          c.h = on_shape ? engine::canonical_hierarchy(*shape) : engine::make_hierarchy(c.placement, names, kind);
           c.goal = engine::local_goal_groups(c.h, c.placement);
           const auto t0 = std::chrono::steady_clock::now();
           c.r = engine::synthesize(c.h, c.goal, opt);
@@ -214,7 +241,7 @@ Registrar reg(
           }
         } join{pool, stop};
         for (std::size_t ci = 0; ci < cases.size(); ++ci) {
-          const auto& [x, placement, h, goal, r, enum_ms, sp] = cases[ci];
+          const auto& [x, shape, placement, h, goal, r, enum_ms, sp] = cases[ci];
           std::vector<encodings::EnumerationResult> runs;
           std::string err;
           for (auto& f : results[ci]) {
@@ -235,6 +262,8 @@ Registrar reg(
           for (const auto& prog : r.programs) want.insert(engine::lower(r, prog));
           nlohmann::json res;
           res["matrix"] = x;
+          res["encoding"] = shape ? "shape" : "concrete";
+          if (shape) res["shape"] = shape->signature();
           res["hierarchy"] = h.cards;
           res["k"] = h.num_local();
           res["instructions"] = r.instructions.size();
@@ -301,7 +330,7 @@ Registrar reg(
           all_same = all_same && same;
           if (!a->json) {
             fmt::print("{:<16} ({}) [{:<14} {:>3} {:>4} | {:>5} {:>7.2f}ms |{}  => {}\n", engine::format_matrix(x),
-                       engine::to_string(kind), fmt::format("{}]", fmt::join(h.cards, " ")), h.num_local(),
+                       engine::to_string(kind), fmt::format("{}]{}", fmt::join(h.cards, " "), shape ? "*" : ""), h.num_local(),
                        r.instructions.size(), a->minimal ? fmt::format("len {}", enum_shortest) : std::to_string(r.programs.size()),
                        enum_ms, cells, same ? (a->minimal ? "agree" : "identical") : "DIFFERENT");
             for (const auto& d : diffs) fmt::print("    {}\n", d);
@@ -311,13 +340,18 @@ Registrar reg(
             co.dir = a->certify;
             co.solvers = solvers;
             co.search = so;
-            auto cr = encodings::certify_programs(p.system, placement, r, opt, co, &runs);
+            auto cr = shape ? encodings::certify_shape_programs(p.system, *shape, r, opt, co, &runs)
+                            : encodings::certify_programs(p.system, placement, r, opt, co, &runs);
             certs += cr.files.size();
             res["certificates"] = cr.files;
           }
           out["results"].push_back(std::move(res));
         }
         out["identical"] = all_same;
+        const bool any_shape = std::any_of(cases.begin(), cases.end(), [](const Case& c) { return c.shape.has_value(); });
+        if (any_shape && !a->json)
+          fmt::print("* encoded on the shape's smallest instance (one state per device class, docs/shape.md section 5); "
+                     "k is its device count\n");
         if (a->json) {
           fmt::print("{}\n", out.dump(2));
         } else {
