@@ -1,0 +1,59 @@
+#pragma once
+// The simulator at any size (docs/shape.md §7, docs/simulator.md): the same NCCL-like ring, chain
+// and tree costs as the graph simulator on the same level topology (every level's interconnect a
+// star of its instances' uplinks), computed from per-level counts. All groups of a step are alike,
+// so a link's load follows from how many groups cross it: O(levels) per step, whatever the device
+// count. Systems with a "topology" section need the graph simulator (sim_cost.hpp).
+#include <string>
+#include <vector>
+
+#include "p2v/engine/instruction.hpp"
+#include "p2v/engine/shape.hpp"
+#include "p2v/engine/sim_cost.hpp"
+#include "p2v/engine/system.hpp"
+
+namespace p2v::engine::sim {
+
+// Interconnect presets for systems given without interconnects (inline `--system node=64,gpu=8`),
+// listed innermost level first; levels beyond the list reuse its last entry.
+struct Preset {
+  std::string name, description;
+  std::vector<Interconnect> levels;  // [0] joins the devices of a node, [1] the nodes, ...
+};
+const std::vector<Preset>& presets();
+const Preset& find_preset(const std::string& name);  // throws p2v::Error listing the names
+// The preset used when an inline system has no interconnects and no --preset is given.
+inline constexpr const char* kDefaultPreset = "h100";
+// Fills every level of cardinality > 1 that has no interconnect from `p`; returns how many.
+int apply_preset(System& s, const Preset& p);
+
+struct LevelStep {
+  StepCost cost;             // bottleneck_edge = the bottleneck's user level (-1: idle)
+  std::string bottleneck;    // e.g. "node uplink (nic)"
+};
+
+struct LevelProgramCost {
+  double time_s = 0.0;
+  std::vector<LevelStep> steps;
+};
+
+class LevelSimulator {
+ public:
+  // Throws p2v::Error when the system has a "topology" section or a level of cardinality > 1
+  // without an interconnect (naming it and the --preset way out).
+  explicit LevelSimulator(const System& s);
+
+  // One program of shape `s`: collectives and their level patterns, starting from `bytes` per device.
+  LevelProgramCost simulate(const Shape& s, const std::vector<Collective>& cs, const std::vector<GroupPattern>& gs,
+                            const CostOptions& opt) const;
+  // The single AllReduce over the reduction groups.
+  double allreduce_time(const Shape& s, const CostOptions& opt) const;
+
+ private:
+  LevelStep step(const Shape& s, Collective c, const GroupPattern& g, double S, Algorithm algo) const;
+  std::vector<int> cards_;
+  std::vector<std::string> names_;
+  std::vector<Interconnect> links_;  // per user level (unused where cardinality is 1)
+};
+
+}  // namespace p2v::engine::sim

@@ -1,0 +1,250 @@
+#include "p2v/engine/sim_levels.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "p2v/engine/error.hpp"
+
+namespace p2v::engine::sim {
+
+const std::vector<Preset>& presets() {
+  static const std::vector<Preset> p = {
+      {"a100", "A100 nodes (SPEC §8): NVSwitch 270 GB/s; one NIC per node at 8 GB/s effective",
+       {{LinkKind::Switch, 270, 1}, {LinkKind::Nic, 8, 5}}},
+      {"v100", "V100 nodes (SPEC §8) as levels: NVLink ring 135 GB/s; one NIC per node at 8 GB/s effective",
+       {{LinkKind::Ring, 135, 1}, {LinkKind::Nic, 8, 5}}},
+      {"h100",
+       "DGX H100: 8 GPUs on NVLink 4 / NVSwitch, 450 GB/s per direction; 8 x 400 Gb/s NICs per node (400 GB/s); "
+       "a non-blocking fabric above the nodes",
+       {{LinkKind::Switch, 450, 1}, {LinkKind::Nic, 400, 5}}},
+      {"h100-oversub",
+       "DGX H100 nodes (NVSwitch 450 GB/s, 400 GB/s of NICs per node) in racks of up to 32 nodes whose uplinks are "
+       "4:1 oversubscribed (3,200 GB/s per rack), and pods of up to 32 racks, again 4:1 (25,600 GB/s per pod)",
+       {{LinkKind::Switch, 450, 1}, {LinkKind::Nic, 400, 5}, {LinkKind::Nic, 3200, 10}, {LinkKind::Nic, 25600, 20}}},
+  };
+  return p;
+}
+
+const Preset& find_preset(const std::string& name) {
+  std::string names;
+  for (const auto& p : presets()) {
+    if (p.name == name) return p;
+    names += (names.empty() ? "" : ", ") + p.name;
+  }
+  throw Error(fmt::format("--preset '{}': unknown; presets are {}", name, names));
+}
+
+int apply_preset(System& s, const Preset& p) {
+  int n = 0;
+  const int L = static_cast<int>(s.levels.size());
+  for (int l = L - 1, i = 0; l >= 0; --l, ++i) {
+    auto& lv = s.levels[static_cast<std::size_t>(l)];
+    if (lv.cardinality == 1 || lv.interconnect) continue;
+    lv.interconnect = p.levels[std::min<std::size_t>(static_cast<std::size_t>(i), p.levels.size() - 1)];
+    ++n;
+  }
+  return n;
+}
+
+LevelSimulator::LevelSimulator(const System& s) {
+  if (!s.topology_json.empty())
+    throw Error(fmt::format("system '{}' has a \"topology\" section, which the level model cannot price; the graph "
+                            "simulator handles it up to 2048 devices",
+                            s.name));
+  for (const auto& l : s.levels) {
+    if (l.cardinality > 1 && !l.interconnect)
+      throw Error(fmt::format("system '{}': level '{}' has {} instances but no interconnect; give one in the system "
+                              "file or choose a preset (--preset {})",
+                              s.name, l.name, l.cardinality, presets().front().name));
+    if (l.cardinality > 1 && !(l.interconnect->bandwidth_gbps > 0))
+      throw Error(fmt::format("system '{}': level '{}': interconnect bandwidth must be positive", s.name, l.name));
+    cards_.push_back(l.cardinality);
+    names_.push_back(l.name);
+    links_.push_back(l.interconnect.value_or(Interconnect{}));
+  }
+}
+
+namespace {
+constexpr double kTreeBandwidthEfficiency = 0.9;  // as the graph simulator (docs/simulator.md)
+
+double bus_factor(Collective c, double p) {
+  switch (c) {
+    case Collective::AllReduce: return 2.0 * (p - 1) / p;
+    case Collective::ReduceScatter:
+    case Collective::AllGather: return (p - 1) / p;
+    default: return 1.0;
+  }
+}
+}  // namespace
+
+LevelStep LevelSimulator::step(const Shape& s, Collective c, const GroupPattern& g, double S, Algorithm algo) const {
+  const int L = static_cast<int>(cards_.size());
+  const double p = static_cast<double>(g.group_size);
+  LevelStep out;
+  StepCost& sc = out.cost;
+  sc.collective = c;
+  sc.num_groups = static_cast<int>(std::min<std::int64_t>(g.num_groups, 1 << 30));
+  sc.group_size = static_cast<int>(g.group_size);
+  sc.bytes_per_rank = c == Collective::AllGather ? S * p : S;
+  if (g.group_size < 2) return out;
+  // Per user level: instances (prefix product), devices per instance, route latency from there down.
+  std::vector<double> inst(L), below(L), lam(L + 1, 0.0), blocks(L), Y(L, 1.0);
+  double n = 1;
+  for (int l = 0; l < L; ++l) n *= cards_[l];
+  double acc = 1;
+  for (int l = 0; l < L; ++l) {
+    acc *= cards_[l];
+    inst[l] = acc;
+    below[l] = n / acc;
+  }
+  for (int l = L - 1; l >= 0; --l) lam[l] = lam[l + 1] + (cards_[l] > 1 ? links_[l].latency_us * 1e-6 : 0.0);
+  for (int l = 0; l < L; ++l) {
+    blocks[l] = 1;
+    for (const auto& d : g.vary)
+      if (d.level <= l) blocks[l] *= d.factor;
+  }
+  if (g.master)  // only devices whose other reduction digits are 0 take part
+    for (int i : s.reduce)
+      for (int j = 0; j < L; ++j) {
+        if (s.x[i][j] == 1) continue;
+        if (std::any_of(g.vary.begin(), g.vary.end(), [&](const Digit& d) { return d.axis == i && d.level == j; }))
+          continue;
+        for (int l = 0; l < j; ++l) Y[l] *= s.x[i][j];
+      }
+  // Groups with members inside one (busiest) level-l instance.
+  auto groups_in = [&](int l) { return below[l] / Y[l] * blocks[l] / p; };
+  const int top = g.vary.front().level;
+  // Latency of a chain through the members in order (hops weighted by the level they cross).
+  auto chain_latency = [&](int from_digit) {
+    double lat = 0, prod = 1;
+    for (std::size_t t = static_cast<std::size_t>(from_digit); t < g.vary.size(); ++t) {
+      lat += (g.vary[t].factor - 1) * prod * lam[g.vary[t].level];
+      prod *= g.vary[t].factor;
+    }
+    return lat;
+  };
+  std::vector<double> load(L, 0.0);
+  double latency = 0;
+  auto evaluate = [&](Algorithm a) {
+    std::fill(load.begin(), load.end(), 0.0);
+    latency = 0;
+    auto ring = [&](double b, double reps) {
+      for (int l = 0; l < L; ++l)
+        if (cards_[l] > 1 && blocks[l] > 1) load[l] += groups_in(l) * b * reps;
+      latency = lam[top] * reps;
+    };
+    switch (c) {
+      case Collective::AllReduce:
+        if (a == Algorithm::Tree) {
+          // Chains inside each instance of the outermost level with more than one instance, a
+          // double binary tree across the chains' heads (docs/simulator.md).
+          int outer = 0;
+          while (outer < L && cards_[outer] == 1) ++outer;
+          double K = 1;
+          std::size_t first_inner = 0;
+          while (first_inner < g.vary.size() && g.vary[first_inner].level <= outer) K *= g.vary[first_inner++].factor;
+          int maxdeg = 0;
+          const auto k = static_cast<long long>(K);
+          auto deg = [&](long long i) { return (i > 0) + (2 * i + 1 < k) + (2 * i + 2 < k); };
+          // A head's degree in both trees: only the ends and the middle differ from the rest.
+          auto consider = [&](long long i) {
+            if (i >= 0 && i < k) maxdeg = std::max(maxdeg, static_cast<int>(deg(i) + deg(k - 1 - i)));
+          };
+          if (k > 1)
+            for (long long d = 0; d < 8; ++d) {
+              consider(d);
+              consider(k - 1 - d);
+              consider(k / 2 - 4 + d);
+            }
+          for (int l = outer; l < L; ++l) {
+            if (cards_[l] == 1) continue;
+            double inner_blocks = 1, rest = 1;
+            for (std::size_t t = first_inner; t < g.vary.size(); ++t)
+              (g.vary[t].level <= l ? inner_blocks : rest) *= g.vary[t].factor;
+            const double G = groups_in(l);
+            const double heads = below[l] / Y[l] / rest;  // chain heads in the heads' instance
+            const double tree_out = heads * maxdeg * S / 2;
+            if (l == outer) {
+              load[l] = tree_out;
+              continue;
+            }
+            const double first = inner_blocks > 1 ? S : 0.0;                            // position 0: down only
+            const double middle = inner_blocks > 2 ? 2 * S : (inner_blocks > 1 ? S : 0.0);  // both ways
+            load[l] = std::max(G * first + tree_out, G * middle);
+          }
+          int depth = 0;
+          while ((1LL << (depth + 1)) <= k) ++depth;
+          latency = 2.0 * (chain_latency(static_cast<int>(first_inner)) + (k > 1 ? depth * lam[outer] : 0.0));
+        } else {
+          ring(S / p, 2 * (p - 1));
+        }
+        break;
+      case Collective::ReduceScatter: ring(S / p, p - 1); break;
+      case Collective::AllGather: ring(S, p - 1); break;
+      case Collective::Reduce:
+      case Collective::Broadcast:
+        for (int l = 0; l < L; ++l)
+          if (cards_[l] > 1 && blocks[l] > 1) load[l] += groups_in(l) * S;
+        latency = chain_latency(0);
+        break;
+    }
+    double worst = 0;
+    int wl = -1;
+    for (int l = 0; l < L; ++l) {
+      if (load[l] == 0) continue;
+      const double t = load[l] / (links_[l].bandwidth_gbps * 1e9);
+      if (t > worst) {
+        worst = t;
+        wl = l;
+      }
+    }
+    if (a == Algorithm::Tree && c == Collective::AllReduce) worst /= kTreeBandwidthEfficiency;
+    return std::tuple{worst + latency, worst, wl};
+  };
+  Algorithm use = c == Collective::AllReduce ? algo : Algorithm::Ring;
+  sc.nccl_pick = Algorithm::Ring;
+  if (c == Collective::AllReduce) {
+    const double tr = std::get<0>(evaluate(Algorithm::Ring)), tt = std::get<0>(evaluate(Algorithm::Tree));
+    sc.nccl_pick = tt < tr ? Algorithm::Tree : Algorithm::Ring;
+    if (algo == Algorithm::Auto) use = sc.nccl_pick;
+  }
+  sc.algo = use;
+  const auto [total, bw, wl] = evaluate(use);
+  sc.time_s = total;
+  sc.bandwidth_s = bw;
+  sc.latency_s = latency;
+  sc.bottleneck_edge = wl;
+  sc.bottleneck_bytes = wl >= 0 ? load[wl] : 0.0;
+  if (wl >= 0) out.bottleneck = fmt::format("{} uplink ({})", names_[wl], to_string(links_[wl].kind));
+  if (sc.time_s > 0) {
+    sc.algbw_gbps = sc.bytes_per_rank / sc.time_s / 1e9;
+    sc.busbw_gbps = sc.algbw_gbps * bus_factor(c, p);
+  }
+  return out;
+}
+
+LevelProgramCost LevelSimulator::simulate(const Shape& s, const std::vector<Collective>& cs,
+                                          const std::vector<GroupPattern>& gs, const CostOptions& opt) const {
+  if (!(opt.bytes > 0)) throw Error("simulate: the data size must be positive (set CostOptions::bytes)");
+  // Bytes held by device 0, which is the root of the first group of every step; in a valid step
+  // every group's root holds as much (docs/shape.md §7).
+  double S = opt.bytes;
+  LevelProgramCost pc;
+  for (std::size_t i = 0; i < cs.size(); ++i) {
+    pc.steps.push_back(step(s, cs[i], gs[i], S, opt.algo));
+    pc.time_s += pc.steps.back().cost.time_s;
+    const double p = static_cast<double>(gs[i].group_size);
+    if (cs[i] == Collective::ReduceScatter) S /= p;
+    if (cs[i] == Collective::AllGather) S *= p;
+  }
+  return pc;
+}
+
+double LevelSimulator::allreduce_time(const Shape& s, const CostOptions& opt) const {
+  const GroupPattern g = group_pattern(s, 0, FormKind::Inside, -1);
+  return simulate(s, {Collective::AllReduce}, {g}, opt).time_s;
+}
+
+}  // namespace p2v::engine::sim

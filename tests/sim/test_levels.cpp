@@ -1,0 +1,81 @@
+// The level model (docs/shape.md §7) against the graph simulator: the same time for every program
+// of every placement on systems both can price, for ring, tree and auto.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "p2v/engine/error.hpp"
+#include "p2v/engine/placement.hpp"
+#include "p2v/engine/shape.hpp"
+#include "p2v/engine/sim_cost.hpp"
+#include "p2v/engine/sim_levels.hpp"
+#include "p2v/engine/synth.hpp"
+#include "p2v/engine/system.hpp"
+
+using namespace p2v::engine;
+
+namespace {
+
+void compare_models(System sys, const std::vector<int>& axes, const std::vector<int>& reduce) {
+  if (sys.levels.back().interconnect == std::nullopt) sim::apply_preset(sys, sim::find_preset("h100-oversub"));
+  const sim::Simulator graph(sys);
+  const sim::LevelSimulator levels(sys);
+  const auto names = sys.level_names();
+  int programs = 0;
+  for (const auto& x : enumerate_matrices(sys.cardinalities(), axes)) {
+    const Placement p(sys.cardinalities(), axes, x, reduce);
+    const Shape s = make_shape(sys.cardinalities(), names, x, p.reduce(), HierarchyKind::ReductionAxes);
+    const SynthResult r = synthesize_shape(s, SynthOptions{});
+    for (auto algo : {sim::Algorithm::Ring, sim::Algorithm::Tree, sim::Algorithm::Auto}) {
+      sim::CostOptions o;
+      o.algo = algo;
+      o.bytes = 1 << 26;
+      CAPTURE(format_matrix(x));
+      CAPTURE(sim::to_string(algo));
+      const double g0 = graph.time(sim::single_allreduce(p.reduction_groups()), o);
+      CHECK(levels.allreduce_time(s, o) == doctest::Approx(g0).epsilon(1e-9));
+      for (const auto& prog : r.programs) {
+        CAPTURE(program_name(r, prog));
+        std::vector<Collective> cs;
+        for (int i : prog) cs.push_back(r.instructions[i].collective);
+        const double lt = levels.simulate(s, cs, program_patterns(s, r, prog), o).time_s;
+        const double gt = graph.time(lower_shape_program(s, r, prog), o);
+        CHECK(lt == doctest::Approx(gt).epsilon(1e-9));
+        ++programs;
+      }
+    }
+  }
+  CHECK(programs > 0);
+}
+
+}  // namespace
+
+TEST_CASE("level model = graph model: bundled A100 systems, every placement and program") {
+  for (int red : {0, 1}) compare_models(load_system_file(P2V_SOURCE_DIR "/examples/systems/a100-4node.json"), {4, 16}, {red});
+  compare_models(load_system_file(P2V_SOURCE_DIR "/examples/systems/a100-2node.json"), {2, 16}, {0});
+}
+
+TEST_CASE("level model = graph model: three- and four-level systems with oversubscribed uplinks") {
+  compare_models(parse_system_arg("rack=3,node=2,gpu=4"), {24}, {0});
+  compare_models(parse_system_arg("rack=3,node=2,gpu=4"), {6, 4}, {1});
+  compare_models(parse_system_arg("pod=2,rack=3,node=2,gpu=2"), {4, 6}, {0, 1});
+}
+
+TEST_CASE("presets fill inline systems; unknown presets and missing interconnects are named") {
+  System s = parse_system_arg("pod=16,rack=32,node=32,gpu=8");
+  CHECK_THROWS_WITH_AS(sim::LevelSimulator{s}, doctest::Contains("--preset"), p2v::Error);
+  CHECK(sim::apply_preset(s, sim::find_preset("h100")) == 4);
+  CHECK(s.levels[3].interconnect->bandwidth_gbps == 450);
+  CHECK(s.levels[2].interconnect->bandwidth_gbps == 400);
+  CHECK(s.levels[0].interconnect->bandwidth_gbps == 400);  // beyond the list: its last entry
+  CHECK_THROWS_WITH_AS(sim::find_preset("b200"), doctest::Contains("h100"), p2v::Error);
+  // 131,072 devices: priced from per-level counts.
+  const sim::LevelSimulator lv(s);
+  const Shape sh = make_shape(s.cardinalities(), s.level_names(), {{16, 32, 32, 8}}, {0}, HierarchyKind::ReductionAxes);
+  sim::CostOptions o;
+  o.bytes = 1 << 30;
+  const double t = lv.allreduce_time(sh, o);
+  // Ring over 131,072 GPUs in device order: every node's NIC carries 2(p-1)/p of 1 GiB.
+  const double p = 131072;
+  CHECK(t > 2 * (p - 1) / p * (1 << 30) / 400e9);
+}
