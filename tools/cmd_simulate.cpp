@@ -4,13 +4,17 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
 #include "common.hpp"
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/shape.hpp"
 #include "p2v/engine/sim_calibrate.hpp"
+#include "p2v/engine/sim_levels.hpp"
 #include "p2v/engine/sim_rank.hpp"
 #include "p2v/engine/sim_report.hpp"
 #include "p2v/engine/sim_svg.hpp"
@@ -30,7 +34,128 @@ struct SimArgs {
   int links = -1;
   std::string svg_topology, svg_ranking, measurements, measured_programs;
   int svg_program = 1;
+  std::string preset, model = "auto";
 };
+
+// The level model (docs/shape.md §7): rankings from level patterns and per-level counts, for any
+// device count. Programs come from the placement's shape, once per shape.
+int run_levels(const SimArgs& a, const Problem& p, const engine::sim::CostOptions& copt, int json_top) {
+  namespace sim = engine::sim;
+  for (const auto& [opt, name] : {std::pair{&a.svg_topology, "--svg-topology"}, {&a.svg_ranking, "--svg-ranking"},
+                                  {&a.measurements, "--measurements"}, {&a.measured_programs, "--measured-programs"}})
+    if (!opt->empty())
+      throw Error(fmt::format("{} needs the graph model (--model graph, systems of at most 2048 devices); this run uses "
+                              "the level model",
+                              name));
+  const sim::LevelSimulator lv(p.system);
+  const engine::SynthOptions sopt = a.search.options();
+  const auto names = p.system.level_names();
+  struct Ranked {
+    std::string name;
+    double time_s;
+    std::vector<engine::Collective> cs;
+    std::vector<engine::GroupPattern> gs;
+  };
+  struct Result {
+    engine::ParallelismMatrix x;
+    engine::Shape shape;
+    double allreduce_s = 0;
+    std::vector<Ranked> programs;
+    double best() const { return programs.empty() ? allreduce_s : programs.front().time_s; }
+  };
+  std::map<std::string, engine::SynthResult> by_shape;
+  std::vector<Result> results;
+  for (const auto& x : p.matrices) {
+    Result res{x, engine::make_shape(p.system.cardinalities(), names, x, p.reduce, engine::HierarchyKind::ReductionAxes), 0, {}};
+    auto [it, fresh] = by_shape.try_emplace(res.shape.signature());
+    if (fresh) it->second = engine::synthesize_shape(res.shape, sopt);
+    const auto& r = it->second;
+    res.allreduce_s = lv.allreduce_time(res.shape, copt);
+    for (const auto& prog : r.programs) {
+      Ranked rk{engine::program_name(r, prog), 0, {}, engine::program_patterns(res.shape, r, prog)};
+      for (int i : prog) rk.cs.push_back(r.instructions[i].collective);
+      rk.time_s = lv.simulate(res.shape, rk.cs, rk.gs, copt).time_s;
+      res.programs.push_back(std::move(rk));
+    }
+    auto key = [](double t) { return std::round(t * 1e12); };
+    std::stable_sort(res.programs.begin(), res.programs.end(),
+                     [&](const Ranked& u, const Ranked& v) { return key(u.time_s) < key(v.time_s); });
+    results.push_back(std::move(res));
+  }
+  std::size_t best_m = 0;
+  for (std::size_t i = 1; i < results.size(); ++i)
+    if (results[i].best() < results[best_m].best()) best_m = i;
+  auto steps_json = [&](const Result& res, const Ranked& rk) {
+    nlohmann::json sj = nlohmann::json::array();
+    for (const auto& st : lv.simulate(res.shape, rk.cs, rk.gs, copt).steps)
+      sj.push_back({{"collective", engine::to_string(st.cost.collective)},
+                    {"groups", st.cost.num_groups},
+                    {"group_size", st.cost.group_size},
+                    {"algo", sim::to_string(st.cost.algo)},
+                    {"time_s", st.cost.time_s},
+                    {"busbw_gbps", st.cost.busbw_gbps},
+                    {"bottleneck", st.bottleneck},
+                    {"bottleneck_bytes", st.cost.bottleneck_bytes}});
+    return sj;
+  };
+  if (a.json) {
+    nlohmann::json out{{"system", nlohmann::json::parse(engine::system_to_json(p.system))},
+                       {"axes", p.axes},
+                       {"reduce", p.reduce},
+                       {"algo", a.cost.algo},
+                       {"bytes", copt.bytes},
+                       {"model", "levels"},
+                       {"results", nlohmann::json::array()}};
+    for (const auto& res : results) {
+      nlohmann::json r{{"matrix", res.x},
+                       {"shape", res.shape.signature()},
+                       {"allreduce_s", res.allreduce_s},
+                       {"speedup", res.allreduce_s / res.best()},
+                       {"num_programs", res.programs.size()}};
+      r["best"] = res.programs.empty() ? nlohmann::json(nullptr)
+                                       : nlohmann::json{{"program", res.programs.front().name},
+                                                        {"time_s", res.programs.front().time_s}};
+      r["programs"] = nlohmann::json::array();
+      for (std::size_t i = 0; i < res.programs.size() && (json_top < 0 || static_cast<int>(i) < json_top); ++i)
+        r["programs"].push_back({{"rank", i + 1},
+                                 {"program", res.programs[i].name},
+                                 {"time_s", res.programs[i].time_s},
+                                 {"speedup", res.allreduce_s / res.programs[i].time_s},
+                                 {"steps", steps_json(res, res.programs[i])}});
+      out["results"].push_back(std::move(r));
+    }
+    fmt::print("{}\n", out.dump(2));
+    return 0;
+  }
+  fmt::print("system {}: {} devices; level model; algo {}; {} per device; reduce axes [{}]\n", p.system.name,
+             p.system.num_devices(), a.cost.algo, sim::format_bytes(copt.bytes), fmt::join(p.reduce, " "));
+  for (const auto& res : results) {
+    fmt::print("\nmatrix {}: {} programs (shape {})\n", engine::format_matrix_brackets(res.x), res.programs.size(),
+               res.shape.signature());
+    fmt::print("  single AllReduce  {:>11}\n", sim::format_seconds(res.allreduce_s));
+    fmt::print("  {:>4}  {:>11}  {:>7}  {}\n", "rank", "time", "speedup", "program");
+    for (std::size_t i = 0; i < res.programs.size(); ++i) {
+      if (a.top >= 0 && static_cast<int>(i) >= a.top) {
+        fmt::print("  ... {} more (--top -1 or --json)\n", res.programs.size() - i);
+        break;
+      }
+      fmt::print("  {:>4}  {:>11}  {:>6.2f}x  {}\n", i + 1, sim::format_seconds(res.programs[i].time_s),
+                 res.allreduce_s / res.programs[i].time_s, res.programs[i].name);
+      if (a.steps && i == 0)
+        for (const auto& st : lv.simulate(res.shape, res.programs[i].cs, res.programs[i].gs, copt).steps)
+          fmt::print("          {:<14} {:>9} groups of {:<8} {:>11}  bottleneck {}\n",
+                     engine::to_string(st.cost.collective), st.cost.num_groups, st.cost.group_size,
+                     sim::format_seconds(st.cost.time_s), st.bottleneck.empty() ? "-" : st.bottleneck);
+    }
+  }
+  if (!results.empty()) {
+    const auto& b = results[best_m];
+    fmt::print("\nbest placement: {} ({} vs single AllReduce {}, {:.2f}x): {}\n", engine::format_matrix_brackets(b.x),
+               sim::format_seconds(b.best()), sim::format_seconds(b.allreduce_s), b.allreduce_s / b.best(),
+               b.programs.empty() ? std::string("-") : b.programs.front().name);
+  }
+  return 0;
+}
 
 void write_file(const std::string& path, const std::string& text) {
   std::ofstream out(path);
@@ -64,9 +189,39 @@ Registrar reg(
       sub.add_option("--measured-programs", a->measured_programs,
                      "CSV of measured program times (program,seconds[,matrix]): report where the measured-best "
                      "program ranks in the prediction, rank correlation and error; overlay on --svg-ranking");
+      sub.add_option("--preset", a->preset,
+                     fmt::format("interconnects for levels the system leaves without one (inline systems): {}; "
+                                 "default {}",
+                                 [] {
+                                   std::string n;
+                                   for (const auto& pr : engine::sim::presets()) n += (n.empty() ? "" : ", ") + pr.name;
+                                   return n;
+                                 }(),
+                                 engine::sim::kDefaultPreset));
+      sub.add_option("--model", a->model,
+                     "graph (routes every transfer; at most 2048 devices; topology sections), levels (per-level "
+                     "counts; any size) or auto (levels above 2048 devices)")
+          ->capture_default_str();
       return [a, top_opt] {
         const int json_top = top_opt->count() ? a->top : -1;
         Problem p = load_problem(a->problem);
+        {
+          const bool missing = std::any_of(p.system.levels.begin(), p.system.levels.end(), [](const engine::Level& l) {
+            return l.cardinality > 1 && !l.interconnect;
+          });
+          const std::string name = a->preset.empty() ? std::string(engine::sim::kDefaultPreset) : a->preset;
+          const auto& preset = engine::sim::find_preset(name);
+          if (missing && p.system.topology_json.empty()) {
+            engine::sim::apply_preset(p.system, preset);
+            if (!a->json)
+              fmt::print("interconnects: preset {} ({}){}\n", preset.name, preset.description,
+                         a->preset.empty() ? "; choose another with --preset" : "");
+          }
+        }
+        if (a->model != "auto" && a->model != "graph" && a->model != "levels")
+          throw Error("--model: expected graph, levels or auto, got '" + a->model + "'");
+        if (a->model == "levels" || (a->model == "auto" && p.system.topology_json.empty() && p.system.num_devices() > 2048))
+          return run_levels(*a, p, a->cost.options(p.system), json_top);
         sim::Simulator simulator(p.system);
         const sim::CostOptions copt = a->cost.options(p.system);
         engine::SynthOptions sopt = a->search.options();
