@@ -12,6 +12,7 @@
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/placement.hpp"
 #include "p2v/engine/shape.hpp"
+#include "p2v/engine/state.hpp"
 #include "p2v/engine/synth.hpp"
 
 using namespace p2v::engine;
@@ -168,4 +169,29 @@ TEST_CASE("too many levels for the smallest instance is refused with the limit")
   for (int j = 0; j < 10; ++j) names.push_back(fmt::format("l{}", j));
   const Shape s = make_shape(c, names, {c}, {0}, HierarchyKind::ReductionAxes);
   CHECK_THROWS_WITH_AS(synthesize_shape(s, SynthOptions{}), doctest::Contains("at most 9"), p2v::Error);
+}
+
+// docs/shape.md §3: held rows are not always digit-fixed sets. On [1 2 2 3] (levels a, b, c),
+// RS over a ; RS over b ; AG over a ; RS over c leaves device (0,0,1) with rows {2,6}, which fix no
+// digit of 12 in any radix; the step is valid all the same, and the program reaches the goal.
+TEST_CASE("the minimal witness where the digit view of ReduceScatter breaks, and why it does not matter") {
+  const auto h = make_plain_hierarchy({1, 2, 2, 3}, {"root", "a", "b", "c"});
+  auto grouping = [&](int slice, FormKind f, int e) { return form_groups(h, slice, f, e); };
+  const std::vector<std::pair<Collective, Groups>> prog = {
+      {Collective::ReduceScatter, grouping(1, FormKind::Parallel, 0)},  // varies a
+      {Collective::ReduceScatter, grouping(2, FormKind::Parallel, 1)},  // varies b
+      {Collective::AllGather, grouping(1, FormKind::Parallel, 0)},      // varies a
+      {Collective::ReduceScatter, grouping(2, FormKind::Inside, -1)},   // varies c
+      {Collective::AllGather, grouping(2, FormKind::Inside, -1)},
+      {Collective::AllGather, grouping(2, FormKind::Parallel, 1)},
+  };
+  StateSet s = StateSet::initial(12);
+  for (std::size_t t = 0; t < prog.size(); ++t) {
+    StateSet next(12);
+    std::string why;
+    REQUIRE_MESSAGE(s.apply(prog[t].first, prog[t].second, next, &why), why);
+    s = next;
+    if (t == 3) CHECK(s.rows(1) == std::vector<int>{2, 6});  // device (a,b,c) = (0,0,1)
+  }
+  CHECK(s == StateSet::goal(12, {{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}}));
 }
