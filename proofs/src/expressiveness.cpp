@@ -222,12 +222,33 @@ MatrixReport prove(const engine::System& system, const std::vector<int>& axes, c
                    const engine::ParallelismMatrix& x, const ProveOptions& opt) {
   MatrixReport rep;
   rep.matrix = x;
+  const auto n = system.num_devices();
+  if (n > engine::kMaxStateDevices) {
+    // The same placement with every matrix factor capped at 2: the same levels, the same factors
+    // of 1, a system small enough to prove on (docs/shape.md §8).
+    std::vector<int> lv(x.empty() ? 0 : x[0].size(), 1), ax(x.size(), 1);
+    std::string sys, mat;
+    for (std::size_t i = 0; i < x.size(); ++i)
+      for (std::size_t j = 0; j < x[i].size(); ++j) {
+        lv[j] *= std::min(x[i][j], 2);
+        ax[i] *= std::min(x[i][j], 2);
+      }
+    const auto names0 = system.level_names();
+    for (std::size_t j = 0; j < lv.size(); ++j) sys += fmt::format("{}{}={}", j ? "," : "", names0[j], lv[j]);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      if (i) mat += ";";
+      for (std::size_t j = 0; j < x[i].size(); ++j) mat += fmt::format("{}{}", j ? " " : "", std::min(x[i][j], 2));
+    }
+    std::string red;
+    for (std::size_t i = 0; i < reduce.size(); ++i) red += fmt::format("{}{}", i ? "," : "", reduce[i]);
+    throw Error(fmt::format(
+        "prove: hierarchies (a)-(c) cover all {} devices and the lemma checks enumerate them on the concrete devices "
+        "(at most {}); prove the same placement with every factor capped at 2: p2v prove --system {} --axes {} "
+        "--reduce {} --matrix \"{}\" (the (d) programs of this system are certified at any size by p2v synth --certify)",
+        n, engine::kMaxStateDevices, sys, fmt::format("{}", fmt::join(ax, ",")), red, mat));
+  }
   engine::Placement p(system.cardinalities(), axes, x, reduce);
   const std::vector<std::string> names = system.level_names();
-  const int n = p.num_devices();
-  if (n > engine::kMaxStateDevices)
-    throw Error(fmt::format("prove: hierarchies (a)-(c) cover all {} devices; the enumerator handles at most {}", n,
-                            engine::kMaxStateDevices));
 
   std::vector<Run> runs;
   runs.push_back(run(p, names, HierarchyKind::System, "a", opt));

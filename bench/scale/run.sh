@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Issue 12's targets at any size (docs/shape.md), whole-process times (hyperfine medians) and peak
+# memory (GNU time), plus the curve of each figure from 16 to 1,048,576 devices.
+# Usage: bench/scale/run.sh [build/bin] [--quick]   (--quick: fewer runs, no certify curve)
+set -euo pipefail
+BIN=${1:-build/bin}
+QUICK=${2:-}
+P2V="$BIN/p2v"
+RUNS=10
+[ "$QUICK" = "--quick" ] && RUNS=3
+command -v hyperfine >/dev/null || { echo "bench/scale: needs hyperfine (scripts/install-deps.sh)"; exit 2; }
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+med() {  # median seconds of a command (hyperfine), printed in ms
+  hyperfine -N --runs "$RUNS" --warmup 1 --export-json "$TMP/h.json" "$1" >/dev/null 2>&1 ||
+    hyperfine --runs "$RUNS" --warmup 1 --export-json "$TMP/h.json" "$1" >/dev/null
+  python3 -c "import json;print('%.1f' % (json.load(open('$TMP/h.json'))['results'][0]['median']*1e3))"
+}
+rss() {  # peak resident set (MB) of one run
+  /usr/bin/time -f "%M" -o "$TMP/t" bash -c "$1" >/dev/null 2>&1
+  echo $(( $(cat "$TMP/t") / 1024 ))
+}
+row() { printf "%-72s %10s ms %8s MB\n" "$1" "$2" "$3"; }
+
+FOUR="pod=16,rack=32,node=32,gpu=8"
+echo "== targets"
+c="$P2V synth --system $FOUR --axes 131072 --reduce 0"
+row "synth four-level 131072 --reduce 0 (target < 50 ms, < 200 MB)" "$(med "$c")" "$(rss "$c")"
+a=$($c | sed 's/^matrix.*//' | md5sum); b=$($P2V synth --system pod=2,rack=2,node=2,gpu=2 --axes 16 --reduce 0 --concrete | sed 's/^matrix.*//' | md5sum)
+echo "   same programs as pod=2,rack=2,node=2,gpu=2 --concrete: $([ "$a" = "$b" ] && echo yes || echo NO) ($($c | tail -1))"
+c="$P2V synth --system $FOUR --axes 1024,8,16 --reduce 0"
+row "synth four-level --axes 1024,8,16 every placement, table (target < 1 s)" "$(med "$c > /dev/null")" "$(rss "$c")"
+row "  same, --json" "$(med "$c --json > /dev/null")" "$(rss "$c --json")"
+for s in "a=2,b=2,c=2 --axes 8" "a=4,b=4,c=4 --axes 64" "a=64,b=64,c=32 --axes 131072"; do
+  c="$P2V synth --system $s --reduce 0 --json"
+  row "synth --json $s (target < 20 ms, flat)" "$(med "$c > /dev/null")" "$(rss "$c")"
+done
+c="$P2V synth --system node=16384,gpu=8 --axes 131072 --reduce 0 --certify $TMP/c2"
+row "synth --certify node=16384,gpu=8 (47 programs; target < 2 s)" "$(med "rm -rf $TMP/c2; $c")" "$(rss "rm -rf $TMP/c2; $c")"
+c="$P2V check $TMP/c2/*.json"
+row "check those 47 certificates (target < 2 s)" "$(med "$c")" "$(rss "$c")"
+c="$P2V verify --system node=1024,gpu=8 --axes 8192 --reduce 0 --solver both"
+row "verify --solver both node=1024,gpu=8 --axes 8192 (target < 60 s)" "$(med "$c")" "$(rss "$c")"
+c="$P2V simulate --system $FOUR --axes 131072 --reduce 0 --preset h100 --top 10"
+row "simulate --preset h100 --top 10, four-level 131072 (target < 5 s)" "$(med "$c")" "$(rss "$c")"
+if [ "$QUICK" != "--quick" ]; then
+  rm -rf "$TMP/c4"
+  s=$(date +%s.%N); $P2V synth --system $FOUR --axes 131072 --reduce 0 --certify "$TMP/c4" >/dev/null; e=$(date +%s.%N)
+  row "synth --certify four-level (3408 programs), one run" "$(python3 -c "print('%.0f' % (($e-$s)*1e3))")" "-"
+  s=$(date +%s.%N); $P2V check --quiet "$TMP"/c4/*.json | tail -1; e=$(date +%s.%N)
+  row "check those 3408 certificates, one run" "$(python3 -c "print('%.0f' % (($e-$s)*1e3))")" "-"
+fi
+
+echo "== curve: 4 levels (pod, rack, node, gpu=8), all reduced"
+printf "%-10s %12s %12s %12s %12s %12s\n" devices "synth ms" "synth MB" "json ms" "simulate ms" "certify47 ms"
+for n in 16 128 1024 8192 65536 131072 1048576; do
+  case $n in
+    16) sys="pod=1,rack=1,node=2,gpu=8";; 128) sys="pod=2,rack=2,node=4,gpu=8";; 1024) sys="pod=2,rack=4,node=16,gpu=8";;
+    8192) sys="pod=4,rack=16,node=16,gpu=8";; 65536) sys="pod=8,rack=32,node=32,gpu=8";;
+    131072) sys="$FOUR";; 1048576) sys="pod=32,rack=64,node=64,gpu=8";;
+  esac
+  c="$P2V synth --system $sys --axes $n --reduce 0"
+  nodes=$((n / 8))
+  cc="$P2V synth --system node=$nodes,gpu=8 --axes $n --reduce 0 --certify $TMP/cc"
+  printf "%-10s %12s %12s %12s %12s %12s\n" "$n" "$(med "$c > /dev/null")" "$(rss "$c")" "$(med "$c --json > /dev/null")" \
+    "$(med "$P2V simulate --system $sys --axes $n --reduce 0 --preset h100 --top 10 --model levels > /dev/null")" \
+    "$(med "rm -rf $TMP/cc; $cc > /dev/null")"
+done
