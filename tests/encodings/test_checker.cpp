@@ -236,9 +236,13 @@ TEST_CASE("end to end: p2v verify --certify, p2v check, exit codes") {
   CHECK(read(out).find("agree on the shortest program's length") != std::string::npos);
   CHECK(run("verify --system node=2,gpu=4 --axes 2,4 --reduce 1 --minimal --certify " + dir) == 2);
   // A problem beyond the machine's memory is refused up front, naming the size.
-  CHECK(run("verify --system a=16,b=16 --axes 256 --reduce 0 --max-size 5") == 2);
+  CHECK(run("verify --system a=16,b=16 --axes 256 --reduce 0 --max-size 5 --encoding concrete") == 2);
   CHECK(read(out).find("256 local devices and 5 steps need about") != std::string::npos);
   CHECK(read(out).find("verified:") == std::string::npos);
+  // The same problem on its shape (4 device classes) is verified in well under a second.
+  CHECK(run("verify --system a=16,b=16 --axes 256 --reduce 0 --max-size 5") == 0);
+  CHECK(read(out).find("verified:") != std::string::npos);
+  CHECK(read(out).find("smallest instance") != std::string::npos);
   // A time limit is an error (exit 2), never "verified".
   CHECK(run("verify --system node=2,gpu=4 --axes 2,4 --reduce 1 --max-size 4 --timeout 0.001") == 2);
   CHECK(read(out).find("verified:") == std::string::npos);

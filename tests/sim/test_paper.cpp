@@ -199,7 +199,19 @@ TEST_CASE("CLI: simulate --json, explore, calibrate, errors") {
   // Errors: exit 2 with a message, never a crash.
   CHECK(run("simulate --system " + a100 + " --axes 4,16 --reduce 0 --algo bogus").code == 2);
   CHECK(run("simulate --system " + a100 + " --axes 4,16 --reduce 0 --bytes -5").code == 2);
-  CHECK(run("simulate --system node=4,gpu=16 --axes 4,16 --reduce 0").code == 2);  // no interconnects
+  // Inline systems have no interconnects: a preset fills them, and the output names it.
+  const auto inl = run("simulate --system node=4,gpu=16 --axes 4,16 --reduce 0 --top 1");
+  CHECK(inl.code == 0);
+  CHECK(inl.out.find("interconnects: preset h100") != std::string::npos);
+  CHECK(run("simulate --system node=4,gpu=16 --axes 4,16 --reduce 0 --preset a100 --top 1").out.find("preset a100") !=
+        std::string::npos);
+  CHECK(run("simulate --system node=4,gpu=16 --axes 4,16 --reduce 0 --preset b200").code == 2);  // unknown preset
+  CHECK(run("simulate --system node=4,gpu=16 --axes 4,16 --reduce 0 --model bogus").code == 2);
+  // Above 2048 devices the level model ranks; options that need the graph are refused by name.
+  const auto big = run("simulate --system node=1024,gpu=8 --axes 8192 --reduce 0 --top 1");
+  CHECK(big.code == 0);
+  CHECK(big.out.find("level model") != std::string::npos);
+  CHECK(run("simulate --system node=1024,gpu=8 --axes 8192 --reduce 0 --svg-topology /tmp/x.svg").code == 2);
   CHECK(run("explore --system " + a100 + " --axes 4,16").code == 2);
   CHECK(run("explore --system " + a100 + " --axes 4,16 --reduction 5@1").code == 2);
   CHECK(run("calibrate --system " + a100 + " --measurements /nonexistent.csv").code == 2);
