@@ -22,6 +22,8 @@
 #endif
 
 #include "command.hpp"
+#include "p2v/engine/units.hpp"
+#include <cmath>
 #include "common.hpp"
 
 namespace p2v::tools {
@@ -38,23 +40,9 @@ struct RunArgs {
 #ifdef HAVE_P2V_RUNTIME
 
 std::int64_t parse_bytes(const std::string& s) {
-  std::size_t pos = 0;
-  long long v = -1;
-  try {
-    v = std::stoll(s, &pos);
-  } catch (...) {
-    pos = 0;
-  }
-  std::string suf = pos ? s.substr(pos) : "";
-  long long mul = 1;
-  if (suf == "" || suf == "B") mul = 1;
-  else if (suf == "K" || suf == "KiB" || suf == "k") mul = 1LL << 10;
-  else if (suf == "M" || suf == "MiB") mul = 1LL << 20;
-  else if (suf == "G" || suf == "GiB") mul = 1LL << 30;
-  else pos = 0;
-  if (!pos || v <= 0 || v > (1LL << 40) / mul)
-    throw Error("--bytes '" + s + "': give a positive size in bytes, e.g. 1048576, 64K, 1M or 64M");
-  return v * mul;
+  const double v = engine::parse_size(s, "--bytes", static_cast<double>(1LL << 40));
+  if (v != std::floor(v)) throw Error("--bytes '" + s + "': not a whole number of bytes");
+  return static_cast<std::int64_t>(v);
 }
 
 // One program to run on one placement.

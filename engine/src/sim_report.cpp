@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/units.hpp"
 
 namespace p2v::engine::sim {
 
@@ -52,31 +53,7 @@ std::string format_bytes(double b) {
   return fmt::format("{:.0f} B", b);
 }
 
-double parse_bytes(const std::string& s) {
-  std::size_t pos = 0;
-  double v = 0;
-  try {
-    v = std::stod(s, &pos);
-  } catch (...) {
-    throw Error("--bytes '" + s + "': expected a byte count such as 8589934592, 1e9, 8GiB or 512MiB");
-  }
-  std::string unit = s.substr(pos);
-  while (!unit.empty() && std::isspace(static_cast<unsigned char>(unit.front()))) unit.erase(0, 1);
-  double m = 1;
-  if (unit.empty() || unit == "B") m = 1;
-  else if (unit == "KiB") m = 1024.0;
-  else if (unit == "MiB") m = 1024.0 * 1024;
-  else if (unit == "GiB") m = 1024.0 * 1024 * 1024;
-  else if (unit == "KB" || unit == "kB") m = 1e3;
-  else if (unit == "MB") m = 1e6;
-  else if (unit == "GB") m = 1e9;
-  else
-    throw Error("--bytes '" + s + "': unknown unit '" + unit + "' (use B, KiB, MiB, GiB, KB, MB, GB)");
-  v *= m;
-  if (!std::isfinite(v) || v <= 0 || v > 1e15)
-    throw Error("--bytes '" + s + "': must be positive and at most 1e15");
-  return v;
-}
+double parse_bytes(const std::string& s) { return parse_size(s, "--bytes"); }
 
 std::string steps_table(const Topology& t, const ProgramCost& pc, const std::string& indent) {
   std::string out = fmt::format("{}{:>4}  {:<13} {:>9}  {:<11} {:>11} {:>9}  {}\n", indent, "step",
