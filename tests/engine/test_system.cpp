@@ -4,6 +4,7 @@
 
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/system.hpp"
+#include "p2v/engine/units.hpp"
 
 using namespace p2v::engine;
 
@@ -79,4 +80,18 @@ TEST_CASE("bad system files name the field and the problem") {
   CHECK(error_of("{\"levels\": [{\"name\":\"a\",\"cardinality\":2048},{\"name\":\"b\",\"cardinality\":2048}]}")
             .find("more than") != std::string::npos);
   CHECK(error_of("{\"levels\": [{\"name\":\"gpu\",\"cardinality\":4}]}").empty());
+}
+
+TEST_CASE("one size parser: binary and decimal units, clear errors") {
+  using p2v::engine::parse_size;
+  CHECK(parse_size("1M", "--bytes") == 1048576.0);
+  CHECK(parse_size("64MiB", "--bytes") == 64.0 * 1048576);
+  CHECK(parse_size("1e9", "--bytes") == 1e9);
+  CHECK(parse_size("8GB", "--bytes") == 8e9);
+  CHECK(parse_size("2 KiB", "--bytes") == 2048.0);
+  CHECK(parse_size("3k", "--bytes") == 3072.0);
+  CHECK_THROWS_WITH_AS(parse_size("1Q", "--bytes"), doctest::Contains("unknown unit 'Q'"), p2v::Error);
+  CHECK_THROWS_WITH_AS(parse_size("-5", "--bytes"), doctest::Contains("must be positive"), p2v::Error);
+  CHECK_THROWS_WITH_AS(parse_size("lots", "--memory"), doctest::Contains("--memory 'lots'"), p2v::Error);
+  CHECK_THROWS_AS(parse_size("2T", "--bytes", 1e12), p2v::Error);
 }
