@@ -368,8 +368,14 @@ Type apply(const Type& t, const Step& s, const Mesh& mesh) {
 Lowered lower(const Type& before, const Step& s, const Mesh& mesh, const std::vector<std::int64_t>* sigma) {
   Lowered low;
   const std::int64_t n = mesh.num_devices();
-  if (s.op == Op::DynSlice) return low;
   auto logical = [&](std::int64_t d) { return sigma ? (*sigma)[static_cast<std::size_t>(d)] : d; };
+  if (s.op == Op::DynSlice) {
+    const Type after = apply(before, s, mesh);
+    for (std::int64_t d = 0; d < n; ++d)
+      low.slice.push_back((offsets(after, mesh, logical(d))[s.dim] - offsets(before, mesh, logical(d))[s.dim]) /
+                          after.dims[s.dim].local);
+    return low;
+  }
   if (s.op == Op::AllPermute) {
     // Match devices by tile: fixed points first, then the remaining holders in device order.
     std::map<std::vector<std::int64_t>, std::vector<std::int64_t>> holders, wanting;

@@ -159,6 +159,7 @@ Program build(const Mesh& mesh, const Type& from, const Type& to, const std::vec
       auto& last = prog.steps.back();
       last.step.axes.insert(last.step.axes.begin(), e.step.axes.begin(), e.step.axes.end());
       last.after = t = apply(t, e.step, mesh);
+      last.lowered = lower(last.before, last.step, mesh, sigma.empty() ? nullptr : &sigma);
       continue;
     }
     PlannedStep ps;
@@ -460,7 +461,7 @@ std::string to_json(const Plan& p) {
 
 namespace p2v::engine::reshard {
 
-RandomProblem random_problem(std::mt19937_64& rng, int kind, int max_rank) {
+RandomProblem random_problem(std::mt19937_64& rng, int kind, int max_rank, int max_shift) {
   static const std::vector<std::pair<std::string, int>> meshes[] = {
       {{"a", 2}, {"b", 2}, {"c", 2}}, {{"x", 4}, {"y", 6}}, {{"x", 3}, {"y", 5}}};
   static const int unit[] = {8, 24, 15};  // every dimension's global size is a multiple of this
@@ -468,7 +469,7 @@ RandomProblem random_problem(std::mt19937_64& rng, int kind, int max_rank) {
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   const int rank = pick(1, kind == 0 ? max_rank : std::min(max_rank, 4));
   std::vector<std::int64_t> global(static_cast<std::size_t>(rank));
-  for (auto& n : global) n = static_cast<std::int64_t>(unit[kind]) << pick(0, kind == 0 ? 3 : 1);
+  for (auto& n : global) n = static_cast<std::int64_t>(unit[kind]) << pick(0, kind == 0 ? max_shift : std::min(max_shift, 1));
   RandomProblem p;
   for (std::size_t i = 0; i < axes.size(); ++i) p.mesh += fmt::format("{}{}={}", i ? "," : "", axes[i].first, axes[i].second);
   auto type = [&] {

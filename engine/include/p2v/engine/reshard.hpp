@@ -91,6 +91,8 @@ Type apply(const Type& t, const Step& s, const Mesh& mesh);
 struct Lowered {
   std::vector<std::vector<std::int64_t>> groups;
   std::vector<std::int64_t> sources;
+  // dynslice: per physical device, which of the k chunks of its tile it keeps.
+  std::vector<std::int64_t> slice;
 };
 // `sigma` (optional) is the device map: physical device -> logical device (mesh point in mixed
 // radix) after earlier relabellings; groups and sources are physical devices.
@@ -176,6 +178,7 @@ namespace p2v::engine::reshard {
 struct RandomProblem {
   std::string mesh, from, to;
 };
-RandomProblem random_problem(std::mt19937_64& rng, int kind, int max_rank = 6);
+// Global sizes are unit·2^r with r ≤ max_shift (unit 8, 24, 15 per kind).
+RandomProblem random_problem(std::mt19937_64& rng, int kind, int max_rank = 6, int max_shift = 3);
 
 }  // namespace p2v::engine::reshard
