@@ -8,7 +8,14 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+
 #include "command.hpp"
+#ifdef HAVE_P2V_CHECKER
+#include "p2v/checker/checker.hpp"
+#endif
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/reshard.hpp"
 #include "p2v/engine/sim_report.hpp"
@@ -47,6 +54,24 @@ void print_program(const char* title, const rs::Plan& p, const rs::Program& prog
   if (prog.steps.empty()) fmt::print("      (no step: the layouts are equal)\n");
 }
 
+#ifdef HAVE_P2V_CHECKER
+// Writes the certificate (the plan with every step's groups, slices and permutation) into `dir`
+// and has the independent checker replay it; returns the file name. Throws p2v::Error when the
+// checker rejects it.
+std::string certify(const rs::Plan& p, const std::string& dir) {
+  std::filesystem::create_directories(dir);
+  const std::string text = rs::to_json(p, /*full=*/true);
+  std::string name = rs::to_string(p.from, p.mesh) + "-" + rs::to_string(p.to, p.mesh);
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  const std::string file = dir + "/reshard-" + name.substr(0, 120) + ".json";
+  std::ofstream(file) << text << "\n";
+  const auto v = checker::check_reshard_certificate(text);
+  if (!v.ok) throw Error(fmt::format("the independent checker rejected {}: {}", file, v.reason));
+  return file;
+}
+#endif
+
 Registrar reg(
     "reshard", "Synthesize a memory-bounded, cost-optimal redistribution of an array between two layouts", 35,
     [](CLI::App& sub) -> std::function<int()> {
@@ -83,13 +108,20 @@ Registrar reg(
           }
           r.memory_bytes = static_cast<std::int64_t>(std::floor(b));
         }
-        if (!a->certify.empty()) throw Error("--certify: certificates for reshard are not available in this build");
+#ifndef HAVE_P2V_CHECKER
+        if (!a->certify.empty()) throw Error("--certify needs p2v-smt with the independent checker (not built)");
+#endif
         if (a->run) throw Error("--run: running reshard programs is not available in this build");
         const auto t0 = std::chrono::steady_clock::now();
         const rs::Plan p = rs::plan(r);
         const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        std::string cert_note;
+#ifdef HAVE_P2V_CHECKER
+        if (!a->certify.empty()) cert_note = certify(p, a->certify);
+#endif
         if (a->json) {
           auto j = nlohmann::json::parse(rs::to_json(p));
+          if (!cert_note.empty()) j["certificate"] = cert_note;
           j["synthesis_ms"] = ms;
           fmt::print("{}\n", j.dump(2));
           return 0;
@@ -100,6 +132,7 @@ Registrar reg(
                    p.limit, p.states, ms);
         print_program("p2v", p, p.program);
         print_program("baseline (allgather then dynslice)", p, p.baseline);
+        if (!cert_note.empty()) fmt::print("certificate {} accepted by the independent checker\n", cert_note);
         return 0;
       };
     });

@@ -403,9 +403,9 @@ Plan plan(const Request& r) {
   return pl;
 }
 
-std::string to_json(const Plan& p) {
+std::string to_json(const Plan& p, bool full) {
   using nlohmann::json;
-  const bool small = p.mesh.num_devices() <= 256;
+  const bool small = full || p.mesh.num_devices() <= 256;
   auto prog = [&](const Program& pr) {
     json steps = json::array();
     for (const auto& s : pr.steps) {
@@ -431,6 +431,7 @@ std::string to_json(const Plan& p) {
         j["level"] = s.level;
       }
       if (s.relabelled) j["relabelled"] = true;
+      if (full && s.step.op == Op::DynSlice) j["slice"] = s.lowered.slice;
       if (small && s.step.op != Op::DynSlice) {
         if (s.step.op == Op::AllPermute)
           j["sources"] = s.lowered.sources;
@@ -443,10 +444,15 @@ std::string to_json(const Plan& p) {
     if (p.cost_kind == CostKind::Topology) o["time_s"] = pr.time_s;
     return o;
   };
-  json mesh = json::object();
-  for (const auto& a : p.mesh.axes) mesh[a.name] = a.size;
+  json mesh = json::object(), mesh_axes = json::array();
+  for (const auto& a : p.mesh.axes) {
+    mesh[a.name] = a.size;
+    mesh_axes.push_back({a.name, a.size});
+  }
   json out = prog(p.program);
   out["mesh"] = mesh;
+  out["mesh_axes"] = mesh_axes;  // in order: devices are numbered in mixed radix, first axis most significant
+  if (full) out["format"] = "p2v-reshard-certificate/1";
   out["from"] = to_string(p.from, p.mesh);
   out["to"] = to_string(p.to, p.mesh);
   out["limit"] = p.limit;

@@ -473,6 +473,8 @@ Verdict check_certificate(const std::string& text) {
   Verdict v;
   try {
     const json c = json::parse(text);
+    if (c.is_object() && c.contains("format") && c["format"] == "p2v-reshard-certificate/1")
+      return check_reshard_certificate(text);
     v.summary = check(c);
     if (c.contains("facts") && c["facts"].is_object()) {
       const json& f = c["facts"];

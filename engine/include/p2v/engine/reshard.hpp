@@ -162,7 +162,9 @@ Program naive(const Mesh& mesh, const Type& from, const Type& to);
 void price(Program& p, const Mesh& mesh, const Type& from, int dtype_bytes, const System* topology);
 
 // JSON text of a plan (`steps`, `cost`, `peak`, `bound`, `baseline`, ...).
-std::string to_json(const Plan& p);
+// `full`: groups, sources and slices of every step whatever the mesh size, plus the certificate
+// format tag (what `--certify` writes and proofs/checker reads).
+std::string to_json(const Plan& p, bool full = false);
 // Text of one step, e.g. `alltoall(1,0){devs}`.
 std::string step_to_string(const Step& s, const Mesh& mesh);
 
