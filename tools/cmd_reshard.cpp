@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <chrono>
+#include <random>
 #include <cmath>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -15,6 +16,11 @@
 #include "command.hpp"
 #ifdef HAVE_P2V_CHECKER
 #include "p2v/checker/checker.hpp"
+#endif
+#ifdef HAVE_P2V_RUNTIME
+#include <mpi.h>
+
+#include "p2v/runtime/reshard.hpp"
 #endif
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/reshard.hpp"
@@ -29,6 +35,8 @@ namespace rs = engine::reshard;
 struct ReshardArgs {
   std::string mesh, from, to, system, dtype = "f32", cost = "paper", memory = "auto", certify;
   bool run = false, json = false;
+  int random = 0;
+  unsigned long long seed = 1;
 };
 
 std::string groups_summary(const rs::PlannedStep& s) {
@@ -47,11 +55,17 @@ void print_program(const char* title, const rs::Plan& p, const rs::Program& prog
              "bytes", topo ? "  time (level)" : "");
   int i = 0;
   for (const auto& s : prog.steps) {
-    fmt::print("  {:>2}  {:<30} {:<28} {:<16} {:>10} {:>12}{}\n", i++, rs::step_to_string(s.step, p.mesh),
+    fmt::print("  {:>2}  {:<30} {:<28} {:<16} {:>10} {:>12}{}\n", i++,
+               rs::step_to_string(s.step, p.mesh) + (s.relabelled ? " *" : ""),
                rs::to_string(s.after, p.mesh), groups_summary(s), s.cost, s.bytes,
                topo ? fmt::format("  {:.3f} us ({})", s.time_s * 1e6, s.level.empty() ? "-" : s.level) : "");
   }
   if (prog.steps.empty()) fmt::print("      (no step: the layouts are equal)\n");
+  for (const auto& s : prog.steps)
+    if (s.relabelled) {
+      fmt::print("      * after relabelling devices (types are logical; the final allpermute restores the device map)\n");
+      break;
+    }
 }
 
 #ifdef HAVE_P2V_CHECKER
@@ -72,14 +86,99 @@ std::string certify(const rs::Plan& p, const std::string& dir) {
 }
 #endif
 
+#ifdef HAVE_P2V_RUNTIME
+// --run: every rank plans the same program, runs it and the baseline on MPI and checks the data.
+int run(const ReshardArgs& a, const rs::Request& r) {
+  int inited = 0;
+  MPI_Initialized(&inited);
+  if (!inited) MPI_Init(nullptr, nullptr);
+  struct Finalizer {
+    bool own;
+    ~Finalizer() {
+      int fin = 0;
+      MPI_Finalized(&fin);
+      if (own && !fin) MPI_Finalize();
+    }
+  } finalizer{!inited};
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const rs::Plan p = rs::plan(r);  // deterministic: the same on every rank
+  const auto mine = runtime::run_reshard(MPI_COMM_WORLD, p, p.program);
+  const auto base = runtime::run_reshard(MPI_COMM_WORLD, p, p.baseline);
+  for (const auto* x : {&mine, &base})
+    if (!x->first_wrong.empty()) fmt::print(stderr, "p2v reshard --run: wrong data: {}\n", x->first_wrong);
+  if (rank == 0) {
+    const std::int64_t elems = p.mesh.num_devices() * p.to.localsize();
+    if (a.json) {
+      auto j = nlohmann::json::parse(rs::to_json(p));
+      j["run"] = {{"ranks", p.mesh.num_devices()}, {"time_s", mine.time_s}, {"peak_bytes", mine.peak_bytes},
+                  {"wrong", mine.wrong}, {"splits", mine.splits},
+                  {"baseline", {{"time_s", base.time_s}, {"peak_bytes", base.peak_bytes}, {"wrong", base.wrong}}}};
+      fmt::print("{}\n", j.dump(2));
+    } else {
+      fmt::print("{} -> {} on {} MPI ranks (int64 elements = global indices)\n", rs::to_string(p.from, p.mesh),
+                 rs::to_string(p.to, p.mesh), p.mesh.num_devices());
+      fmt::print("p2v:      {} steps, {:.1f} us, measured peak {} bytes/rank (with staging), {}\n", p.program.steps.size(),
+                 mine.time_s * 1e6, mine.peak_bytes,
+                 mine.wrong ? fmt::format("{} WRONG elements", mine.wrong) : fmt::format("all {} elements correct", elems));
+      fmt::print("baseline: {} steps, {:.1f} us, measured peak {} bytes/rank (with staging), {}\n", p.baseline.steps.size(),
+                 base.time_s * 1e6, base.peak_bytes,
+                 base.wrong ? fmt::format("{} WRONG elements", base.wrong) : fmt::format("all {} elements correct", elems));
+    }
+  }
+  return mine.wrong || base.wrong ? 1 : 0;
+}
+
+// --run --random N: N random problems on the mesh a=2,b=2,c=2 (8 ranks), each run and checked.
+int run_random(const ReshardArgs& a) {
+  int inited = 0;
+  MPI_Initialized(&inited);
+  if (!inited) MPI_Init(nullptr, nullptr);
+  struct Finalizer {
+    bool own;
+    ~Finalizer() {
+      int fin = 0;
+      MPI_Finalized(&fin);
+      if (own && !fin) MPI_Finalize();
+    }
+  } finalizer{!inited};
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  std::mt19937_64 rng(a.seed);
+  int bad = 0;
+  double sum_log = 0;
+  for (int k = 0; k < a.random; ++k) {
+    const auto q = rs::random_problem(rng, 0, 5, 1);
+    const rs::Plan p = rs::plan(rs::Request{q.mesh, q.from, q.to, {}, "f32", rs::CostKind::Paper, {}});
+    const auto mine = runtime::run_reshard(MPI_COMM_WORLD, p, p.program, 1);
+    const auto base = runtime::run_reshard(MPI_COMM_WORLD, p, p.baseline, 1);
+    if (mine.wrong || base.wrong) ++bad;
+    if (!mine.first_wrong.empty()) fmt::print(stderr, "problem {} ({} ~> {}): {}\n", k, q.from, q.to, mine.first_wrong);
+    sum_log += std::log(std::max(base.time_s, 1e-9) / std::max(mine.time_s, 1e-9));
+    if (rank == 0 && !a.json)
+      fmt::print("{:>4}  {} ~> {}  {} steps  {:.1f} us (baseline {:.1f} us)  peak {} B (baseline {} B)  {}\n", k, q.from,
+                 q.to, p.program.steps.size(), mine.time_s * 1e6, base.time_s * 1e6, mine.peak_bytes, base.peak_bytes,
+                 mine.wrong || base.wrong ? "WRONG" : "ok");
+  }
+  if (rank == 0)
+    fmt::print("{} of {} random problems ran with every element correct (p2v and baseline); geo-mean baseline/p2v time "
+               "{:.2f}x\n",
+               a.random - bad, a.random, std::exp(sum_log / a.random));
+  return bad ? 1 : 0;
+}
+#endif
+
 Registrar reg(
     "reshard", "Synthesize a memory-bounded, cost-optimal redistribution of an array between two layouts", 35,
     [](CLI::App& sub) -> std::function<int()> {
       auto a = std::make_shared<ReshardArgs>();
-      sub.add_option("--mesh", a->mesh, "device mesh, e.g. x=4,y=4 (devices in mixed radix, first axis most significant)")
-          ->required();
-      sub.add_option("--from", a->from, "source type, e.g. \"[32{x,y}512,128]\" (axes minor first)")->required();
-      sub.add_option("--to", a->to, "target type, e.g. \"[128{x}512,32{y}128]\"")->required();
+      sub.add_option("--mesh", a->mesh, "device mesh, e.g. x=4,y=4 (devices in mixed radix, first axis most significant)");
+      sub.add_option("--from", a->from, "source type, e.g. \"[32{x,y}512,128]\" (axes minor first)");
+      sub.add_option("--to", a->to, "target type, e.g. \"[128{x}512,32{y}128]\"");
+      sub.add_option("--random", a->random,
+                     "with --run: N random problems in the paper's style (mesh a=2,b=2,c=2, up to 5-D) in one MPI job "
+                     "(needs 8 ranks) instead of --mesh/--from/--to");
+      sub.add_option("--seed", a->seed, "with --random: the random seed")->capture_default_str();
       sub.add_option("--system", a->system, "system file or inline hierarchy with as many devices as the mesh");
       sub.add_option("--dtype", a->dtype, "element type: f64 f32 f16 bf16 i64 i32 u32 i16 i8 u8")->capture_default_str();
       sub.add_option("--cost", a->cost, "paper (SPEC §10, elements) or topology (per-level latency/bandwidth of --system)")
@@ -90,7 +189,13 @@ Registrar reg(
       sub.add_flag("--run", a->run, "run the program on MPI (under mpirun) and check every element");
       sub.add_flag("--json", a->json, "machine-readable output");
       return [a] {
+        if (a->random > 0 && !a->run) throw Error("--random needs --run (for planning benchmarks see bench/reshard)");
+        if (a->random <= 0 && (a->mesh.empty() || a->from.empty() || a->to.empty()))
+          throw Error("--mesh, --from and --to are required (e.g. --mesh x=4,y=4 --from \"[32{x,y}512,128]\" --to \"[128{x}512,32{y}128]\")");
         rs::Request r;
+#ifdef HAVE_P2V_RUNTIME
+        if (a->random > 0) return run_random(*a);
+#endif
         r.mesh = a->mesh;
         r.from = a->from;
         r.to = a->to;
@@ -111,7 +216,11 @@ Registrar reg(
 #ifndef HAVE_P2V_CHECKER
         if (!a->certify.empty()) throw Error("--certify needs p2v-smt with the independent checker (not built)");
 #endif
-        if (a->run) throw Error("--run: running reshard programs is not available in this build");
+#ifndef HAVE_P2V_RUNTIME
+        if (a->run) throw Error("--run needs p2v-run (built with MPI), which is not installed");
+#else
+        if (a->run) return run(*a, r);
+#endif
         const auto t0 = std::chrono::steady_clock::now();
         const rs::Plan p = rs::plan(r);
         const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -287,6 +287,22 @@ std::vector<std::vector<std::int64_t>> offset_table(const Type& t, const Mesh& m
   return tab;
 }
 
+std::vector<std::int64_t> tile_indices(const Type& t, const Mesh& mesh, std::int64_t device) {
+  const auto off = offsets(t, mesh, device);
+  std::vector<std::int64_t> out(static_cast<std::size_t>(t.localsize()));
+  std::vector<std::int64_t> idx(t.dims.size(), 0);
+  for (auto& v : out) {
+    std::int64_t g = 0;
+    for (std::size_t i = 0; i < t.dims.size(); ++i) g = g * t.dims[i].global + off[i] + idx[i];
+    v = g;
+    for (std::size_t i = t.dims.size(); i-- > 0;) {  // next local index, last dimension fastest
+      if (++idx[i] < t.dims[i].local) break;
+      idx[i] = 0;
+    }
+  }
+  return out;
+}
+
 // ---- rules ----
 
 const char* to_string(Op op) {

@@ -68,6 +68,8 @@ std::string axes_to_string(const std::vector<int>& axes, const Mesh& mesh);
 std::vector<std::int64_t> offsets(const Type& t, const Mesh& mesh, std::int64_t device);
 // The offset table: offsets of every device (device-major).
 std::vector<std::vector<std::int64_t>> offset_table(const Type& t, const Mesh& mesh);
+// The global row-major indices of the elements of a device's tile, in local row-major order.
+std::vector<std::int64_t> tile_indices(const Type& t, const Mesh& mesh, std::int64_t device);
 
 enum class Op { AllGather, DynSlice, AllToAll, AllPermute };
 const char* to_string(Op op);
