@@ -462,3 +462,16 @@ TEST_CASE("cli: --cost topology prices steps on the system's levels") {
   CHECK(j["time_s"].get<double>() > 0);
   CHECK(j["baseline"]["time_s"].get<double>() >= j["time_s"].get<double>());
 }
+
+TEST_CASE("cli: --certify writes a certificate that p2v check accepts (when p2v-smt is built)") {
+  const std::string smt = std::string(P2V_BIN) + "-smt";
+  if (!std::ifstream(smt)) return;
+  const std::string dir = "/tmp/p2v_reshard_cert_" + std::to_string(::getpid());
+  const auto o = run_p2v("reshard --mesh x=3,y=5 --from '[5{x}15,30]' --to '[3{y}15,10{x}30]' --certify " + dir);
+  CHECK(o.code == 0);
+  CHECK(o.out.find("proved by z3 and cvc5") != std::string::npos);
+  const auto c = run_p2v("check " + dir + "/*.json");
+  CHECK(c.code == 0);
+  CHECK(c.out.find("1 of 1 certificates accepted") != std::string::npos);
+  std::system(("rm -rf " + dir).c_str());
+}
