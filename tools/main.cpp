@@ -72,6 +72,14 @@ int main(int argc, char** argv) {
       for (int i = 2; i < argc; ++i)
         if (std::strncmp(argv[i], "--certify", 9) == 0 || std::strcmp(argv[i], "--proofs") == 0)
           exec_companion("p2v-smt", argv);
+    // reshard: certificates need the checker and solvers (p2v-smt), --run needs MPI (p2v-run).
+    if (sub == "reshard")
+      for (int i = 2; i < argc; ++i) {
+        if (std::strncmp(argv[i], "--certify", 9) == 0) exec_companion("p2v-smt", argv);
+#ifndef P2V_TOOL_RUN
+        if (std::strcmp(argv[i], "--run") == 0) exec_companion("p2v-run", argv);
+#endif
+      }
 #endif
   }
   CLI::App app{"p2v: synthesize, certify, simulate and run reduction programs for "

@@ -621,6 +621,8 @@ Verdict check_certificate(const std::string& text) {
   Verdict v;
   try {
     const json c = json::parse(text);
+    if (c.is_object() && c.contains("format") && c["format"] == "p2v-reshard-certificate/1")
+      return check_reshard_certificate(text);
     const bool shape = c.is_object() && c.contains("format") && c["format"] == "p2v-shape-certificate/1";
     v.summary = shape ? check_shape(c) : check(c);
     const json& fc = shape ? c.at("instance") : c;

@@ -16,5 +16,8 @@ struct Verdict {
 
 Verdict check_certificate(const std::string& json_text);
 Verdict check_certificate_file(const std::string& path);
+// Reshard certificates (format p2v-reshard-certificate/1, SPEC §10); check_certificate dispatches
+// to it by the format field.
+Verdict check_reshard_certificate(const std::string& json_text);
 
 }  // namespace p2v::checker

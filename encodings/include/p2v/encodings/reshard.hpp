@@ -1,0 +1,27 @@
+#pragma once
+// Per-step SMT certificates of reshard programs (SPEC §10): for a collective from type τ to τ',
+// the claim "every element of the new layout comes from where the rule says" — for every mesh
+// point p and local index l of τ', the element τ' places there (offset table of τ' at p, plus l)
+// equals the element τ holds at the source the rule names (the group member / chunk picked by
+// div and mod of l and p by constants) — as a query whose negation must be unsat. Terms are
+// bitvectors wide enough that nothing overflows (checked), so div/mod by constants are exact.
+#include <string>
+#include <vector>
+
+#include "p2v/encodings/smt.hpp"
+#include "p2v/engine/reshard.hpp"
+
+namespace p2v::encodings {
+
+struct ReshardStepFact {
+  smt::Result result = smt::Result::unknown;  // unsat: the claim holds
+  std::string counterexample;                  // when sat: mesh point and local index
+};
+
+// One step (not allpermute, whose table the independent checker replays). `after` is the type the
+// program claims; pass a wrong one to see the counterexample.
+ReshardStepFact prove_reshard_step(smt::SolverKind solver, const engine::reshard::Mesh& mesh,
+                                   const engine::reshard::Type& before, const engine::reshard::Step& step,
+                                   const engine::reshard::Type& after, unsigned timeout_ms = 60000);
+
+}  // namespace p2v::encodings

@@ -1,0 +1,27 @@
+#pragma once
+// Runs a reshard program (SPEC §10) on MPI: one rank per mesh device; communicators split per
+// step grouping (cached), allgather / alltoall with packing along non-leading dimensions, permutes
+// by send/receive skipping fixed points, dynslice locally. Every rank fills its tile of τ1 with the
+// global (row-major) element indices and, after the last step, checks every element against τ2.
+#include <cstdint>
+#include <string>
+
+#include <mpi.h>
+
+#include "p2v/engine/reshard.hpp"
+
+namespace p2v::runtime {
+
+struct ReshardRun {
+  double time_s = 0.0;            // slowest rank, median over iterations
+  std::int64_t peak_bytes = 0;    // largest (live buffers) bytes measured on any rank
+  std::int64_t wrong = 0;         // elements that differ from τ2's tile, summed over ranks
+  std::string first_wrong;        // where (on rank 0: the lowest wrong rank's first mismatch)
+  int splits = 0;                 // communicator splits made
+};
+
+// Collective over `world` (size = mesh devices, else p2v::Error on every rank). Elements are int64.
+ReshardRun run_reshard(MPI_Comm world, const engine::reshard::Plan& plan, const engine::reshard::Program& prog,
+                       int iterations = 3);
+
+}  // namespace p2v::runtime

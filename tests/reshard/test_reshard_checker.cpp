@@ -1,0 +1,87 @@
+// Reshard certificates and the independent checker (proofs/checker/reshard.cpp): accepted as
+// synthesized, refused with a counterexample when mutated (wrong group order, wrong permutation,
+// wrong slice, a step over the memory bound, wrong endpoint).
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "p2v/checker/checker.hpp"
+#include "p2v/engine/reshard.hpp"
+
+namespace rs = p2v::engine::reshard;
+using nlohmann::json;
+
+namespace {
+json certificate(const std::string& mesh, const std::string& from, const std::string& to) {
+  return json::parse(rs::to_json(rs::plan(rs::Request{mesh, from, to, {}, "f32", rs::CostKind::Paper, {}}), true));
+}
+std::string verdict(const json& c) {
+  const auto v = p2v::checker::check_reshard_certificate(c.dump());
+  return v.ok ? "" : v.reason;
+}
+json* first_step(json& c, const std::string& op) {
+  for (auto& s : c["steps"])
+    if (s["op"] == op) return &s;
+  return nullptr;
+}
+}  // namespace
+
+TEST_CASE("checker accepts synthesized programs (examples and random problems)") {
+  CHECK(verdict(certificate("devs=32", "[32,64{devs}2048]", "[1{devs}32,2048]")) == "");
+  CHECK(verdict(certificate("x=3,y=5", "[5{x}15]", "[3{y}15]")) == "");
+  CHECK(verdict(certificate("x=4,y=4", "[16]", "[4{x}16]")) == "");
+  for (int kind = 0; kind < 3; ++kind) {
+    std::mt19937_64 rng(7 + static_cast<unsigned>(kind));
+    for (int k = 0; k < 60; ++k) {
+      const auto q = rs::random_problem(rng, kind, 4, 2);
+      CAPTURE(q.from);
+      CAPTURE(q.to);
+      CHECK(verdict(certificate(q.mesh, q.from, q.to)) == "");
+    }
+  }
+}
+
+TEST_CASE("checker refuses mutated programs with a counterexample") {
+  auto c = certificate("x=4,y=4", "[32{x,y}512,128]", "[128{x}512,32{y}128]");
+  REQUIRE(verdict(c) == "");
+  {  // wrong group order
+    auto m = c;
+    auto& g = (*first_step(m, "alltoall"))["groups"][0];
+    std::swap(g[0], g[1]);
+    const auto r = verdict(m);
+    CHECK(r.find("adjacent tiles in concatenation order") != std::string::npos);
+    CHECK(r.find("group 0 lists device") != std::string::npos);
+  }
+  {  // wrong permutation
+    auto p = certificate("x=4,y=4", "[32{x}128]", "[32{y}128]");
+    auto& src = (*first_step(p, "allpermute"))["sources"];
+    std::swap(src[1], src[4]);
+    CHECK(verdict(p).find("end: device") != std::string::npos);
+    src[1] = src[2];  // not a bijection
+    CHECK(verdict(p).find("not a permutation") != std::string::npos);
+  }
+  {  // wrong slice
+    auto p = certificate("x=4,y=4", "[16]", "[4{x}16]");
+    auto& sl = (*first_step(p, "dynslice"))["slice"];
+    std::swap(sl[0], sl[4]);
+    CHECK(verdict(p).find("end: device 0") != std::string::npos);
+  }
+  {  // a group that is not a partition
+    auto m = c;
+    auto& g = (*first_step(m, "alltoall"))["groups"];
+    g[0][0] = g[0][1];
+    CHECK(verdict(m).find("in two groups") != std::string::npos);
+  }
+  {  // memory bound and endpoints
+    auto m = c;
+    m["limit"] = 100;
+    CHECK(verdict(m).find("limit below the bound") != std::string::npos);
+    auto e = c;
+    e["to"] = "[128{y}512,32{x}128]";
+    CHECK(verdict(e).find("end: device") != std::string::npos);
+    auto b = certificate("x=4", "[8{x}32]", "[32]");
+    b["bound"] = 8;
+    CHECK(verdict(b).find("recorded bound") != std::string::npos);
+  }
+}
