@@ -9,8 +9,7 @@
 namespace p2v::engine {
 
 CountState::CountState(int k) : k_(k), own_(static_cast<std::size_t>(k) * k, 1), m_(static_cast<std::size_t>(k) * k * k, 0) {
-  for (int d = 0; d < k; ++d)
-    for (int r = 0; r < k; ++r) m_[idx(d, r) * k + d] = 1;
+  reset_multiplicities();
 }
 
 std::vector<int> CountState::rows(int d) const {
@@ -109,6 +108,12 @@ void CountState::apply(const CountPlan& p) {
 }
 
 void CountState::apply(const LoweredStep& s) { apply(plan(s)); }
+
+void CountState::reset_multiplicities() {
+  std::fill(m_.begin(), m_.end(), 0);
+  for (int d = 0; d < k_; ++d)
+    for (int r = 0; r < k_; ++r) m_[idx(d, r) * k_ + d] = 1;
+}
 
 CountState run_counting(int k, const LoweredProgram& p) {
   CountState s(k);

@@ -107,3 +107,25 @@ TEST_CASE("counting agrees with the boolean semantics on every synthesized progr
   MESSAGE(programs << " programs checked");
   CHECK(programs > 100);
 }
+
+#include "p2v/engine/rules.hpp"
+
+TEST_CASE("rules: every rule holds or fails under the counting semantics as catalogued, up to 16 devices") {
+  for (const auto& rule : rule_catalog()) {
+    CAPTURE(rule.id);
+    int refuted = 0, shapes = 0;
+    for (const auto& shape : grid_shapes(rule.arity, 16)) {
+      const auto d = compare_counting(run_side(rule.lhs, shape), run_side(rule.rhs, shape), rule.compare);
+      if (rule.holds) CHECK_MESSAGE(!d, d->describe());
+      refuted += d ? 1 : 0;
+      ++shapes;
+    }
+    CHECK(shapes > 0);
+    if (!rule.holds) CHECK(refuted > 0);
+  }
+  CHECK_THROWS_AS(find_rule("nope"), p2v::Error);
+  // The grid layout: {b,a} orders members column-major.
+  const auto lp = lower_grid({GridStep{Collective::ReduceScatter, {1, 0}, -1, -1, 0}}, {2, 3});
+  REQUIRE(lp[0].groups.size() == 1);
+  CHECK(lp[0].groups[0] == std::vector<int>{0, 3, 1, 4, 2, 5});
+}

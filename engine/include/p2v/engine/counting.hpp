@@ -57,6 +57,8 @@ class CountState {
   CountPlan plan(const LoweredStep& s) const;
   void apply(const LoweredStep& s);
   void apply(const CountPlan& p);
+  // Every multiplicity back to the identity (m[r][j] = [j == device]); ownership kept.
+  void reset_multiplicities();
 
  private:
   std::size_t idx(int d, int r) const { return static_cast<std::size_t>(d) * k_ + r; }
