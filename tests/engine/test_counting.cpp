@@ -129,3 +129,38 @@ TEST_CASE("rules: every rule holds or fails under the counting semantics as cata
   REQUIRE(lp[0].groups.size() == 1);
   CHECK(lp[0].groups[0] == std::vector<int>{0, 3, 1, 4, 2, 5});
 }
+
+#include "p2v/engine/derive.hpp"
+#include "p2v/engine/notation.hpp"
+
+TEST_CASE("derivation: every derived program equals AllReduce and is enumerated; the differences are explained") {
+  const System sys = load_system_file(std::string(P2V_SOURCE_DIR) + "/examples/systems/a100-4node.json");
+  for (int red : {0, 1}) {
+    for (const auto& x : enumerate_matrices(sys.cardinalities(), {4, 16})) {
+      Placement p(sys.cardinalities(), {4, 16}, x, {red});
+      DeriveOptions o;
+      o.max_size = 5;
+      const auto c = compare_with_enumerator(p, sys.level_names(), o);
+      CAPTURE(format_matrix(x));
+      CHECK(c.only_derived.empty());
+      CHECK(c.common == static_cast<std::int64_t>(c.derived.programs.size()));
+      CHECK(c.common + static_cast<std::int64_t>(c.only_enumerator.size()) == c.enumerated);
+      const RuleMoves m(c.hierarchy, o.master);
+      const LoweredProgram ar{{Collective::AllReduce, p.reduction_groups()}};
+      for (const auto& d : c.derived.programs) {
+        CHECK(m.equal(d.program, ar));
+        CHECK(d.derivation.size() + 1 >= d.program.size() / 2);
+        // The notation round-trips.
+        CHECK(resolve_program(c.hierarchy, program_notation(c.hierarchy, d.program)) == d.program);
+      }
+      for (const auto& e : c.only_enumerator) CHECK(!e.reason.empty());
+      if (c.enumerated > 3) {
+        CHECK(c.common >= 30);  // the hierarchical and 2-D programs are all derived
+        bool hier = false;
+        for (const auto& d : c.derived.programs)
+          for (const auto& a : d.derivation) hier = hier || a.rule == "ar-hier";
+        CHECK(hier);
+      }
+    }
+  }
+}
