@@ -108,7 +108,8 @@ int prove_equation(const ProveArgs& a) {
       }
       out.push_back(std::move(j));
     } else {
-      fmt::print("matrix {}: {} ({})\n  solvers: {}\n", engine::format_matrix(x), verdict, scope, answers_text(res));
+      fmt::print("matrix {}: {}{}\n  solvers: {}\n", engine::format_matrix(x), verdict,
+                 code == 0 || a.all_sizes ? " (" + scope + ")" : "", answers_text(res));
       if (res.verdict == EquationResult::Differ)
         fmt::print("  counterexample: {} (lhs vs rhs multiplicity of the source's chunk)\n", res.difference->describe());
       if (!res.problem.empty()) fmt::print("  {}\n", res.problem);
