@@ -7,9 +7,26 @@
 
 #include "command.hpp"
 #include "p2v/checker/checker.hpp"
+#include "p2v/encodings/rules.hpp"
+
+#include <fstream>
+#include <sstream>
 
 namespace p2v::tools {
 namespace {
+
+// Dispatch on the certificate's kind: rule certificates (p2v rules prove --certificates) are
+// re-validated by the counting replay; program certificates by the independent checker.
+checker::Verdict check_file(const std::string& f) {
+  std::ifstream in(f);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (!in || ss.str().find(encodings::kRuleCertificateFormat) == std::string::npos) return checker::check_certificate_file(f);
+  checker::Verdict v;
+  v.reason = encodings::check_rule_certificate(ss.str(), &v.summary);
+  v.ok = v.reason.empty();
+  return v;
+}
 
 Registrar reg(
     "check",
@@ -25,7 +42,7 @@ Registrar reg(
         nlohmann::json out = nlohmann::json::array();
         std::size_t bad = 0;
         for (const auto& f : *files) {
-          const auto v = checker::check_certificate_file(f);
+          const auto v = check_file(f);
           if (!v.ok) ++bad;
           if (*json) {
             out.push_back({{"file", f}, {"ok", v.ok}, {"reason", v.reason}, {"summary", v.summary}});

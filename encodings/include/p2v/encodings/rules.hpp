@@ -1,0 +1,104 @@
+#pragma once
+// SMT proofs of equations between programs under the counting semantics (issue 14): rules of the
+// catalog on every grid shape up to N devices, and user equations on a system.
+//
+// One query per shape: device D, chunk R and source J are solver variables; each side's
+// multiplicity m(d, R, J) is a bit-vector term per device d (a step's update is
+// ite(R in rows, sum or copy of the members' terms, old term), the initial term ite(J = d, 1, 0)),
+// built from the step plans of the counting semantics (which rows each device updates, from whom);
+// "the results differ at (D, R, J)" must be unsat. Bit-vectors are wide enough that no
+// multiplicity wraps (width from multiplicity_bound).
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "p2v/encodings/smt.hpp"
+#include "p2v/engine/counting.hpp"
+#include "p2v/engine/rules.hpp"
+
+namespace p2v::encodings {
+
+struct Equation {
+  int k = 0;
+  engine::LoweredProgram lhs_layout, lhs, rhs_layout, rhs;
+  engine::RuleCompare compare = engine::RuleCompare::Equal;
+};
+
+struct SolverRun {
+  std::string solver, version;
+  smt::Result result = smt::Result::unknown;
+  double ms = 0;
+  std::optional<std::array<int, 3>> witness;  // (device, chunk, source) after sat
+  std::string reason;                          // after unknown
+};
+
+struct EquationResult {
+  enum Verdict { Equal, Differ, Unknown };
+  Verdict verdict = Unknown;
+  std::vector<SolverRun> runs;
+  std::string smtlib;  // the query (SMT-LIB 2), when asked for
+  std::string hash;    // FNV-1a 64 of the query text, hex
+  std::optional<engine::CountDifference> difference;  // the counting replay's first difference
+  std::string problem;  // why Unknown: timeout, disagreement, witness not a difference
+};
+
+const char* to_string(EquationResult::Verdict v);  // "equal", "differ", "unknown"
+
+// Every solver must answer unsat (Equal) or sat with a witness the counting replay confirms
+// (Differ); the replay must agree. Anything else is Unknown with `problem` set.
+EquationResult solve_equation(const Equation& eq, const std::vector<smt::SolverKind>& solvers, unsigned timeout_ms);
+
+// Solvers reused across queries (each query between push and pop): creating a solver costs more
+// than a small query.
+struct SolverPool {
+  SolverPool(const std::vector<smt::SolverKind>& kinds, unsigned timeout_ms);
+  ~SolverPool();
+  smt::Solver& get(std::size_t i);  // the i-th kind's solver for the next query
+  std::vector<smt::SolverKind> kinds;
+  unsigned timeout_ms = 0;
+  std::vector<std::unique_ptr<smt::Solver>> solvers;
+};
+EquationResult solve_equation(const Equation& eq, SolverPool& pool);
+
+std::string fnv1a64_hex(const std::string& text);
+
+// A catalogued rule checked on every grid shape up to max_devices.
+struct ShapeRecord {
+  std::vector<int> shape;
+  EquationResult result;
+};
+
+struct RuleProof {
+  std::string rule_id;
+  enum Status { Proved, Refuted, Unknown, Error } status = Unknown;
+  int max_devices = 0;
+  std::vector<ShapeRecord> shapes;  // in order; for refuted rules the last one is the counterexample
+  std::string message;              // for Unknown/Error; for Refuted the counterexample text
+  double ms = 0;
+  // "proved up to N devices only": no parametric (all sizes) proof.
+  std::string scope;
+};
+
+const char* to_string(RuleProof::Status s);  // "proved", "refuted", "unknown", "error"
+
+// Positive rules: Proved when every shape is Equal under every solver. Negative rules: Refuted at
+// the first (smallest) shape that is Differ; shapes before it must be Equal. A rule whose outcome
+// contradicts its catalogue entry (a positive rule refuted, a negative one never refuted) is Error.
+RuleProof prove_rule(const engine::Rule& rule, int max_devices, const std::vector<smt::SolverKind>& solvers,
+                     unsigned timeout_ms);
+
+inline constexpr const char* kRuleCertificateFormat = "p2v-rule-certificate/1";
+
+// JSON certificate text: the rule, every shape with each solver's answer, time and the query
+// hash, the SMT-LIB text of the largest (or counterexample) shape, and the counterexample.
+std::string rule_certificate_json(const engine::Rule& rule, const RuleProof& proof);
+
+// Re-validates a rule certificate without solvers: re-runs the counting replay on every shape
+// the certificate lists (and checks they are all shapes up to its N) and compares with its
+// claims. Returns "" when valid, else the reason.
+std::string check_rule_certificate(const std::string& json_text, std::string* summary);
+
+}  // namespace p2v::encodings

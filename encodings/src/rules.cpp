@@ -1,0 +1,536 @@
+#include "p2v/encodings/rules.hpp"
+
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "p2v/engine/error.hpp"
+
+namespace p2v::encodings {
+
+using engine::CountPlan;
+using engine::CountState;
+using engine::CountUpdate;
+using engine::RuleCompare;
+namespace {
+
+unsigned bits_for(std::uint64_t v) {  // bits to represent 0..v
+  unsigned b = 1;
+  while (b < 63 && (std::uint64_t{1} << b) <= v) ++b;
+  return b;
+}
+
+// Maximal runs [lo, hi] of a sorted row list.
+std::vector<std::pair<int, int>> runs(const std::vector<int>& rows) {
+  std::vector<std::pair<int, int>> out;
+  for (int r : rows) {
+    if (!out.empty() && out.back().second + 1 == r) out.back().second = r;
+    else out.emplace_back(r, r);
+  }
+  return out;
+}
+
+// Builds one query on one solver and (optionally) its SMT-LIB text, side by side.
+class Encoder {
+ public:
+  Encoder(smt::Solver& s, const Equation& eq, bool text) : s_(s), eq_(eq), text_(text) {
+    const auto bound = std::max(engine::multiplicity_bound(eq.lhs), engine::multiplicity_bound(eq.rhs));
+    iw_ = bits_for(static_cast<std::uint64_t>(eq.k));
+    mw_ = std::min<unsigned>(64, bits_for(static_cast<std::uint64_t>(bound)) + 1);
+    classes();
+    D_ = var("D");
+    R_ = var("R");
+    J_ = var("J");
+    if (text_) out_ = "(set-logic QF_BV)\n" + out_;
+  }
+
+  // Asserts "the two sides differ at (D, R, J)" and the ranges.
+  void encode() {
+    const Term k = ival(eq_.k);
+    for (const Term* v : {&D_, &J_}) assert_(smt::ult(v->t, k.t), fmt::format("(bvult {} {})", v->txt, k.txt));
+    const Term nc = ival(static_cast<std::uint64_t>(rep_.size()));
+    assert_(smt::ult(R_.t, nc.t), fmt::format("(bvult R {})", nc.txt));
+    if (text_) out_ += fmt::format("; R is a row class; first rows of the classes: {}\n", fmt::join(rep_, " "));
+    Side L = side("L", eq_.lhs_layout, eq_.lhs, J_);
+    const bool tr = eq_.compare == RuleCompare::Transpose;
+    Side Rs = side("Q", eq_.rhs_layout, eq_.rhs, tr ? D_ : J_);
+    const Term& dl = D_;
+    const Term& dr = tr ? J_ : D_;
+    Term ol = select(dl, L.own), orr = select(dr, Rs.own), ml = select(dl, L.m), mr = select(dr, Rs.m);
+    if (tr) {
+      const Term z = mval(0);
+      Term a = ite(ol, ml, z), b = ite(orr, mr, z);
+      assert_(a.t != b.t, fmt::format("(not (= {} {}))", a.txt, b.txt));
+    } else {
+      const Term own_diff{ol.t != orr.t, fmt::format("(not (= {} {}))", ol.txt, orr.txt)};
+      const Term val_diff{ol.t && orr.t && (ml.t != mr.t),
+                          fmt::format("(and {} {} (not (= {} {})))", ol.txt, orr.txt, ml.txt, mr.txt)};
+      assert_(own_diff.t || val_diff.t, fmt::format("(or {} {})", own_diff.txt, val_diff.txt));
+    }
+    if (text_) out_ += "(check-sat)\n";
+  }
+
+  const std::string& text() const { return out_; }
+  // The first row of row class c (R ranges over classes).
+  int row_of_class(int c) const { return rep_.at(static_cast<std::size_t>(c)); }
+  smt::Term D() const { return D_.t; }
+  smt::Term R() const { return R_.t; }
+  smt::Term J() const { return J_.t; }
+
+ private:
+  struct Term {
+    smt::Term t;
+    std::string txt;
+  };
+  struct Side {
+    std::vector<Term> m;    // per device: multiplicity as a function applied to (R, src)
+    std::vector<Term> own;  // per device: R in its final rows
+  };
+
+  std::string bvtxt(unsigned w, std::uint64_t v) const { return text_ ? fmt::format("(_ bv{} {})", v, w) : ""; }
+  Term ival(std::uint64_t v) { return {s_.bv_val(iw_, v), bvtxt(iw_, v)}; }
+  Term mval(std::uint64_t v) { return {s_.bv_val(mw_, v), bvtxt(mw_, v)}; }
+  Term var(const std::string& n) {
+    if (text_) out_ += fmt::format("(declare-const {} (_ BitVec {}))\n", n, iw_);
+    return {s_.bv_var(n, iw_), n};
+  }
+  void assert_(smt::Term t, const std::string& txt) {
+    s_.add(t);
+    if (text_) out_ += "(assert " + txt + ")\n";
+  }
+  Term ite(const Term& c, const Term& a, const Term& b) {
+    return {smt::ite(c.t, a.t, b.t), text_ ? fmt::format("(ite {} {} {})", c.txt, a.txt, b.txt) : ""};
+  }
+
+  // Row classes: rows that every row set of both sides (updates, ownership) contains together or
+  // not at all behave identically, so R ranges over classes (numbered by first row).
+  void classes() {
+    std::vector<std::vector<int>> sets;
+    auto collect = [&](const engine::LoweredProgram& layout, const engine::LoweredProgram& steps) {
+      CountState st(eq_.k);
+      for (const auto& x : layout) st.apply(x);
+      for (int d = 0; d < eq_.k; ++d) sets.push_back(st.rows(d));
+      for (const auto& x : steps) {
+        const CountPlan p = st.plan(x);
+        for (const auto& u : p.updates) sets.push_back(u.rows);
+        for (const auto& o : p.owns) sets.push_back(o.second);
+        st.apply(p);
+      }
+    };
+    collect(eq_.lhs_layout, eq_.lhs);
+    collect(eq_.rhs_layout, eq_.rhs);
+    std::vector<std::vector<char>> sig(static_cast<std::size_t>(eq_.k));
+    for (const auto& S : sets) {
+      std::vector<char> in(static_cast<std::size_t>(eq_.k), 0);
+      for (int r : S) in[static_cast<std::size_t>(r)] = 1;
+      for (int r = 0; r < eq_.k; ++r) sig[static_cast<std::size_t>(r)].push_back(in[static_cast<std::size_t>(r)]);
+    }
+    std::vector<std::vector<char>> seen;
+    cls_.assign(static_cast<std::size_t>(eq_.k), 0);
+    for (int r = 0; r < eq_.k; ++r) {
+      auto it = std::find(seen.begin(), seen.end(), sig[static_cast<std::size_t>(r)]);
+      if (it == seen.end()) {
+        seen.push_back(sig[static_cast<std::size_t>(r)]);
+        rep_.push_back(r);
+        it = seen.end() - 1;
+      }
+      cls_[static_cast<std::size_t>(r)] = static_cast<int>(it - seen.begin());
+    }
+  }
+
+  // R in rows (as classes).
+  Term member(const std::vector<int>& row_list) {
+    std::vector<int> rows;
+    for (int r : row_list) rows.push_back(cls_[static_cast<std::size_t>(r)]);
+    std::sort(rows.begin(), rows.end());
+    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+    if (rows.size() == rep_.size()) return {s_.bool_val(true), "true"};
+    std::vector<smt::Term> v;
+    std::string t;
+    for (auto [lo, hi] : runs(rows)) {
+      if (lo == hi) {
+        v.push_back(R_.t == ival(lo).t);
+        if (text_) t += fmt::format(" (= R {})", bvtxt(iw_, lo));
+      } else {
+        v.push_back(smt::ule(ival(lo).t, R_.t) && smt::ule(R_.t, ival(hi).t));
+        if (text_) t += fmt::format(" (and (bvule {} R) (bvule R {}))", bvtxt(iw_, lo), bvtxt(iw_, hi));
+      }
+    }
+    if (v.empty()) return {s_.bool_val(false), "false"};
+    return {smt::any_of(v, s_.bool_val(false)), !text_ ? "" : v.size() == 1 ? t.substr(1) : "(or" + t + ")"};
+  }
+
+  // The side's final terms; `src` is the source variable its multiplicities are read at.
+  Side side(const std::string& name, const engine::LoweredProgram& layout, const engine::LoweredProgram& steps,
+            const Term& src) {
+    CountState st(eq_.k);
+    for (const auto& x : layout) st.apply(x);
+    const int k = eq_.k;
+    // Terms of step t for each device; text names of the defined functions.
+    std::vector<Term> cur(k);
+    const Term one = mval(1), zero = mval(0);
+    const std::string sig = fmt::format("((r (_ BitVec {})) (s (_ BitVec {}))) (_ BitVec {})", iw_, iw_, mw_);
+    std::vector<std::string> fname(k);
+    for (int d = 0; d < k; ++d) {
+      const Term dv = ival(static_cast<std::uint64_t>(d));
+      cur[d] = {smt::ite(src.t == dv.t, one.t, zero.t), ""};
+      if (text_) {
+        fname[d] = fmt::format("{}0_{}", name, d);
+        out_ += fmt::format("(define-fun {} {} (ite (= s {}) {} {}))\n", fname[d], sig, dv.txt, one.txt, zero.txt);
+      }
+    }
+    for (std::size_t t = 0; t < steps.size(); ++t) {
+      const CountPlan plan = st.plan(steps[t]);
+      std::vector<Term> next = cur;
+      std::vector<std::string> nname = fname;
+      std::vector<std::string> body(k);  // text of the new definition, when changed
+      for (int d = 0; d < k; ++d) body[d] = text_ ? fmt::format("({} r s)", fname[d]) : "";
+      for (const auto& u : plan.updates) {
+        if (u.rows.empty()) continue;
+        const Term in = member(u.rows);
+        smt::Term val;
+        std::string vt;
+        if (u.kind == CountUpdate::Copy) {
+          val = cur[u.sources[0]].t;
+          if (text_) vt = fmt::format("({} r s)", fname[u.sources[0]]);
+        } else {
+          std::vector<smt::Term> a;
+          for (int x : u.sources) {
+            a.push_back(cur[x].t);
+            if (text_) vt += fmt::format(" ({} r s)", fname[x]);
+          }
+          val = a.size() == 1 ? a[0] : smt::apply_n(smt::Op::BvAdd, a);
+          if (text_) vt = a.size() == 1 ? vt.substr(1) : "(bvadd" + vt + ")";
+        }
+        next[u.device].t = smt::ite(in.t, val, next[u.device].t);
+        if (text_) {
+          // The row test reads the parameter r of the definition.
+          std::string c = in.txt;
+          for (std::size_t p; (p = c.find(" R")) != std::string::npos;) c.replace(p, 2, " r");
+          body[u.device] = fmt::format("(ite {} {} {})", c, vt, body[u.device]);
+          nname[u.device] = fmt::format("{}{}_{}", name, t + 1, u.device);
+        }
+      }
+      if (text_)
+        for (int d = 0; d < k; ++d)
+          if (nname[d] != fname[d]) out_ += fmt::format("(define-fun {} {} {})\n", nname[d], sig, body[d]);
+      st.apply(plan);
+      cur = std::move(next);
+      fname = std::move(nname);
+    }
+    Side out;
+    for (int d = 0; d < k; ++d) {
+      out.m.push_back({cur[d].t, text_ ? fmt::format("({} R {})", fname[d], src.txt) : ""});
+      out.own.push_back(member(st.rows(d)));
+    }
+    return out;
+  }
+
+  // v[dev] for a device variable: ite chain.
+  Term select(const Term& dev, const std::vector<Term>& v) {
+    Term acc = v.back();
+    for (int d = static_cast<int>(v.size()) - 2; d >= 0; --d) {
+      const Term dv = ival(static_cast<std::uint64_t>(d));
+      acc = {smt::ite(dev.t == dv.t, v[d].t, acc.t),
+             text_ ? fmt::format("(ite (= {} {}) {} {})", dev.txt, dv.txt, v[d].txt, acc.txt) : ""};
+    }
+    return acc;
+  }
+
+  smt::Solver& s_;
+  const Equation& eq_;
+  bool text_;
+  unsigned iw_ = 1, mw_ = 2;
+  Term D_, R_, J_;
+  std::string out_;
+  std::vector<int> cls_, rep_;  // row -> class; class -> first row
+};
+
+// Whether (d, r, j) is a difference under the counting semantics.
+bool differs_at(const CountState& a, const CountState& b, RuleCompare c, int d, int r, int j) {
+  if (c == RuleCompare::Transpose) {
+    const std::int64_t x = a.owns(d, r) ? a.mult(d, r, j) : 0;
+    const std::int64_t y = b.owns(j, r) ? b.mult(j, r, d) : 0;
+    return x != y;
+  }
+  if (a.owns(d, r) != b.owns(d, r)) return true;
+  return a.owns(d, r) && a.mult(d, r, j) != b.mult(d, r, j);
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+const char* to_string(EquationResult::Verdict v) {
+  switch (v) {
+    case EquationResult::Equal: return "equal";
+    case EquationResult::Differ: return "differ";
+    default: return "unknown";
+  }
+}
+
+const char* to_string(RuleProof::Status s) {
+  switch (s) {
+    case RuleProof::Proved: return "proved";
+    case RuleProof::Refuted: return "refuted";
+    case RuleProof::Unknown: return "unknown";
+    default: return "error";
+  }
+}
+
+std::string fnv1a64_hex(const std::string& text) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return fmt::format("{:016x}", h);
+}
+
+SolverPool::SolverPool(const std::vector<smt::SolverKind>& kinds, unsigned timeout_ms) : kinds(kinds), timeout_ms(timeout_ms) {
+  smt::SolverOptions o;
+  o.timeout_ms = timeout_ms;
+  for (auto k : kinds) solvers.push_back(k == smt::SolverKind::Z3 ? std::make_unique<smt::Solver>(k, o) : nullptr);
+}
+
+smt::Solver& SolverPool::get(std::size_t i) {
+  if (kinds[i] == smt::SolverKind::Z3) return *solvers[i];
+  // cvc5: a fresh non-incremental solver per query (eager bit-blasting; 3x faster than push/pop).
+  smt::SolverOptions o;
+  o.timeout_ms = timeout_ms;
+  o.incremental = false;
+  solvers[i] = std::make_unique<smt::Solver>(kinds[i], o);
+  return *solvers[i];
+}
+SolverPool::~SolverPool() = default;
+
+EquationResult solve_equation(const Equation& eq, const std::vector<smt::SolverKind>& solvers, unsigned timeout_ms) {
+  SolverPool pool(solvers, timeout_ms);
+  return solve_equation(eq, pool);
+}
+
+EquationResult solve_equation(const Equation& eq, SolverPool& pool) {
+  if (eq.k < 1) throw p2v::Error("an equation needs at least one device");
+  EquationResult res;
+  const CountState a = engine::run_lowered_side(eq.k, eq.lhs_layout, eq.lhs);
+  const CountState b = engine::run_lowered_side(eq.k, eq.rhs_layout, eq.rhs);
+  res.difference = engine::compare_counting(a, b, eq.compare);
+  bool first = true;
+  for (std::size_t si = 0; si < pool.kinds.size(); ++si) {
+    smt::Solver& s = pool.get(si);
+    const bool inc = pool.kinds[si] == smt::SolverKind::Z3;
+    if (inc) s.push();
+    SolverRun run;
+    run.solver = s.name();
+    run.version = s.version();
+    const auto t0 = std::chrono::steady_clock::now();
+    Encoder enc(s, eq, first);
+    enc.encode();
+    run.result = s.check();
+    run.ms = ms_since(t0);
+    if (run.result == smt::Result::sat)
+      run.witness = std::array<int, 3>{static_cast<int>(s.value_u64(enc.D())), enc.row_of_class(static_cast<int>(s.value_u64(enc.R()))),
+                                       static_cast<int>(s.value_u64(enc.J()))};
+    if (run.result == smt::Result::unknown) run.reason = s.reason_unknown();
+    if (first) {
+      res.smtlib = enc.text();
+      res.hash = fnv1a64_hex(res.smtlib);
+      first = false;
+    }
+    if (inc) s.pop();
+    res.runs.push_back(std::move(run));
+  }
+  bool all_unsat = true, all_sat = true;
+  for (const auto& r : res.runs) {
+    all_unsat = all_unsat && r.result == smt::Result::unsat;
+    all_sat = all_sat && r.result == smt::Result::sat;
+    if (r.result == smt::Result::unknown) {
+      res.problem = fmt::format("{} answered unknown ({})", r.solver, r.reason.empty() ? "no reason" : r.reason);
+      return res;
+    }
+    if (r.witness && !differs_at(a, b, eq.compare, (*r.witness)[0], (*r.witness)[1], (*r.witness)[2])) {
+      res.problem = fmt::format("{}'s witness (device {}, chunk {}, source {}) is not a difference under the "
+                                "counting replay",
+                                r.solver, (*r.witness)[0], (*r.witness)[1], (*r.witness)[2]);
+      return res;
+    }
+  }
+  if (!all_unsat && !all_sat) {
+    std::string who;
+    for (const auto& r : res.runs) who += fmt::format("{}{} {}", who.empty() ? "" : ", ", r.solver, smt::to_string(r.result));
+    res.problem = "the solvers disagree: " + who;
+    return res;
+  }
+  if (all_unsat && res.difference) {
+    res.problem = "the solvers say equal but the counting replay finds " + res.difference->describe();
+    return res;
+  }
+  if (all_sat && !res.difference) {
+    res.problem = "the solvers say the sides differ but the counting replay finds them equal";
+    return res;
+  }
+  res.verdict = all_unsat ? EquationResult::Equal : EquationResult::Differ;
+  return res;
+}
+
+namespace {
+Equation rule_equation(const engine::Rule& rule, const std::vector<int>& shape) {
+  Equation eq;
+  eq.k = 1;
+  for (int n : shape) eq.k *= n;
+  eq.lhs_layout = engine::lower_grid(rule.lhs.layout, shape);
+  eq.lhs = engine::lower_grid(rule.lhs.steps, shape);
+  eq.rhs_layout = engine::lower_grid(rule.rhs.layout, shape);
+  eq.rhs = engine::lower_grid(rule.rhs.steps, shape);
+  eq.compare = rule.compare;
+  return eq;
+}
+
+std::string shape_text(const std::vector<int>& s) { return fmt::format("{}", fmt::join(s, "x")); }
+}  // namespace
+
+RuleProof prove_rule(const engine::Rule& rule, int max_devices, const std::vector<smt::SolverKind>& solvers,
+                     unsigned timeout_ms) {
+  if (max_devices < 2) throw p2v::Error(fmt::format("--max-devices {}: need at least 2", max_devices));
+  RuleProof p;
+  p.rule_id = rule.id;
+  p.max_devices = max_devices;
+  const auto t0 = std::chrono::steady_clock::now();
+  SolverPool pool(solvers, timeout_ms);
+  for (const auto& shape : engine::grid_shapes(rule.arity, max_devices)) {
+    ShapeRecord rec{shape, solve_equation(rule_equation(rule, shape), pool)};
+    const auto v = rec.result.verdict;
+    const std::string problem = rec.result.problem;
+    std::optional<engine::CountDifference> diff = rec.result.difference;
+    p.shapes.push_back(std::move(rec));
+    if (v == EquationResult::Unknown) {
+      p.status = RuleProof::Unknown;
+      p.message = fmt::format("shape {}: {}", shape_text(shape), problem);
+      break;
+    }
+    if (v == EquationResult::Differ) {
+      p.status = rule.holds ? RuleProof::Error : RuleProof::Refuted;
+      int k = 1;
+      for (int n : shape) k *= n;
+      p.message = fmt::format("shape {} ({} devices): {}", shape_text(shape), k, diff->describe());
+      if (rule.holds) p.message = "a positive rule is refuted: " + p.message;
+      break;
+    }
+  }
+  p.ms = ms_since(t0);
+  if (p.status == RuleProof::Unknown && p.message.empty()) {
+    if (rule.holds) {
+      p.status = RuleProof::Proved;
+      p.scope = fmt::format("proved for every grid shape up to {} devices only (no all-sizes proof)", max_devices);
+    } else {
+      p.status = RuleProof::Error;
+      p.message = fmt::format("a negative rule holds on every shape up to {} devices", max_devices);
+    }
+  }
+  return p;
+}
+
+std::string rule_certificate_json(const engine::Rule& rule, const RuleProof& proof) {
+  nlohmann::json j;
+  j["format"] = kRuleCertificateFormat;
+  j["kind"] = "rule";
+  j["rule"] = rule.id;
+  j["title"] = rule.title;
+  j["side_conditions"] = rule.side_conditions;
+  j["lhs"] = engine::rule_side_text(rule.lhs);
+  j["rhs"] = engine::rule_side_text(rule.rhs);
+  j["compare"] = rule.compare == RuleCompare::Equal ? "equal" : "transpose";
+  j["expected"] = rule.holds ? "holds" : "fails";
+  j["status"] = to_string(proof.status);
+  j["scope"] = proof.scope;
+  j["message"] = proof.message;
+  j["max_devices"] = proof.max_devices;
+  j["ms"] = proof.ms;
+  j["shapes"] = nlohmann::json::array();
+  for (const auto& s : proof.shapes) {
+    nlohmann::json sj;
+    sj["shape"] = s.shape;
+    sj["verdict"] = to_string(s.result.verdict);
+    sj["query_hash"] = s.result.hash;
+    sj["answers"] = nlohmann::json::array();
+    for (const auto& r : s.result.runs) {
+      nlohmann::json a{{"solver", r.solver}, {"version", r.version}, {"answer", smt::to_string(r.result)}, {"ms", r.ms}};
+      if (r.witness) a["witness"] = *r.witness;
+      sj["answers"].push_back(std::move(a));
+    }
+    if (s.result.difference) {
+      const auto& d = *s.result.difference;
+      sj["counterexample"] = {{"device", d.device}, {"chunk", d.row}, {"source", d.source},
+                              {"lhs", d.lhs ? nlohmann::json(*d.lhs) : nlohmann::json(nullptr)},
+                              {"rhs", d.rhs ? nlohmann::json(*d.rhs) : nlohmann::json(nullptr)}};
+    }
+    j["shapes"].push_back(std::move(sj));
+  }
+  if (!proof.shapes.empty()) {
+    j["smtlib_shape"] = proof.shapes.back().shape;
+    j["smtlib"] = proof.shapes.back().result.smtlib;
+  }
+  return j.dump(1);
+}
+
+std::string check_rule_certificate(const std::string& text, std::string* summary) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const std::exception& e) {
+    return std::string("not valid JSON: ") + e.what();
+  }
+  try {
+    if (j.value("format", "") != kRuleCertificateFormat) return "format is not p2v-rule-certificate/1";
+    const engine::Rule& rule = engine::find_rule(j.at("rule").get<std::string>());
+    if (j.at("lhs").get<std::string>() != engine::rule_side_text(rule.lhs) ||
+        j.at("rhs").get<std::string>() != engine::rule_side_text(rule.rhs))
+      return "the certificate's sides are not the catalogue's rule " + rule.id;
+    const std::string status = j.at("status").get<std::string>();
+    const int N = j.at("max_devices").get<int>();
+    const auto shapes = engine::grid_shapes(rule.arity, N);
+    const auto& cs = j.at("shapes");
+    if (status == "proved" && cs.size() != shapes.size())
+      return fmt::format("proved, but lists {} shapes of the {} up to {} devices", cs.size(), shapes.size(), N);
+    if (status != "proved" && status != "refuted") return "status " + status + " certifies nothing";
+    for (std::size_t i = 0; i < cs.size(); ++i) {
+      const auto shape = cs[i].at("shape").get<std::vector<int>>();
+      if (i >= shapes.size() || shape != shapes[i])
+        return fmt::format("shape {} is not the {}-th shape in order", shape_text(shape), i + 1);
+      const auto& ans = cs[i].at("answers");
+      if (ans.size() < 2) return fmt::format("shape {}: fewer than two solver answers", shape_text(shape));
+      const bool last = i + 1 == cs.size();
+      const std::string want = status == "refuted" && last ? "sat" : "unsat";
+      for (const auto& a : ans)
+        if (a.at("answer").get<std::string>() != want)
+          return fmt::format("shape {}: {} answered {}, not {}", shape_text(shape), a.at("solver").get<std::string>(),
+                             a.at("answer").get<std::string>(), want);
+      const auto diff = engine::compare_counting(engine::run_side(rule.lhs, shape), engine::run_side(rule.rhs, shape),
+                                                 rule.compare);
+      if (want == "unsat" && diff) return fmt::format("shape {}: the replay finds {}", shape_text(shape), diff->describe());
+      if (want == "sat") {
+        if (!diff) return fmt::format("shape {}: claimed counterexample, but the replay finds the sides equal", shape_text(shape));
+        const auto& ce = cs[i].at("counterexample");
+        if (ce.at("device").get<int>() != diff->device || ce.at("chunk").get<int>() != diff->row ||
+            ce.at("source").get<int>() != diff->source)
+          return fmt::format("shape {}: the counterexample is not the replay's first difference ({})", shape_text(shape),
+                             diff->describe());
+      }
+    }
+    if (summary)
+      *summary = fmt::format("rule {} {} ({} shapes up to {} devices replayed with the counting semantics)", rule.id,
+                             status, cs.size(), N);
+    return "";
+  } catch (const p2v::Error& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    return std::string("malformed certificate: ") + e.what();
+  }
+}
+
+}  // namespace p2v::encodings

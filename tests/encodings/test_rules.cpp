@@ -1,0 +1,135 @@
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
+
+#include "p2v/encodings/rules.hpp"
+#include "p2v/engine/error.hpp"
+
+using namespace p2v;
+using namespace p2v::encodings;
+
+namespace {
+const std::vector<smt::SolverKind> kBoth = {smt::SolverKind::Z3, smt::SolverKind::Cvc5};
+
+std::string slurp(const std::string& f) {
+  std::ifstream in(f);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+}  // namespace
+
+TEST_CASE("rules: every positive rule proved and every negative one refuted by both solvers up to 6 devices") {
+  for (const auto& rule : engine::rule_catalog()) {
+    CAPTURE(rule.id);
+    const RuleProof p = prove_rule(rule, 6, kBoth, 60000);
+    CHECK_MESSAGE(p.status == (rule.holds ? RuleProof::Proved : RuleProof::Refuted), p.message);
+    for (const auto& s : p.shapes) {
+      REQUIRE(s.result.runs.size() == 2);
+      CHECK(s.result.runs[0].solver == "z3");
+      CHECK(s.result.runs[1].solver == "cvc5");
+      CHECK(s.result.smtlib.find("(check-sat)") != std::string::npos);
+      CHECK(s.result.hash == fnv1a64_hex(s.result.smtlib));
+    }
+    if (rule.holds) CHECK(p.scope.find("up to 6 devices only") != std::string::npos);
+  }
+}
+
+TEST_CASE("rules: negative rules have the smallest counterexample") {
+  const RuleProof ar = prove_rule(engine::find_rule("neg-ar-ar"), 8, kBoth, 60000);
+  REQUIRE(ar.status == RuleProof::Refuted);
+  CHECK(ar.shapes.size() == 1);  // the first shape, 2 devices
+  CHECK(ar.shapes.back().shape == std::vector<int>{2});
+  const auto& d = *ar.shapes.back().result.difference;
+  CHECK(d.device == 0);
+  CHECK(d.row == 0);
+  CHECK(d.source == 0);
+  CHECK(*d.lhs == 2);
+  CHECK(*d.rhs == 1);
+  for (const auto& r : ar.shapes.back().result.runs) {
+    CHECK(r.result == smt::Result::sat);
+    REQUIRE(r.witness);
+  }
+  const RuleProof wb = prove_rule(engine::find_rule("neg-hier-wrong-block"), 8, kBoth, 60000);
+  REQUIRE(wb.status == RuleProof::Refuted);
+  CHECK(wb.shapes.back().shape == std::vector<int>{2, 2});  // no 2- or 3-device grid refutes it
+}
+
+TEST_CASE("rules: certificates are re-validated by the counting replay, tampering is rejected") {
+  for (const char* id : {"ar-hier", "neg-rs-ag-id"}) {
+    const auto& rule = engine::find_rule(id);
+    const std::string cert = rule_certificate_json(rule, prove_rule(rule, 6, kBoth, 60000));
+    std::string summary;
+    CHECK(check_rule_certificate(cert, &summary) == "");
+    CHECK(summary.find(id) != std::string::npos);
+    std::string bad = cert;
+    const auto p = bad.find(rule.holds ? "\"unsat\"" : "\"sat\"");
+    REQUIRE(p != std::string::npos);
+    bad.replace(p, rule.holds ? 7 : 5, "\"unknown\"");
+    CHECK(check_rule_certificate(bad, nullptr) != "");
+  }
+  // A positive rule's certificate relabelled as another rule does not validate.
+  const auto& ar = engine::find_rule("ar-2d-rows-cols");
+  std::string c = rule_certificate_json(ar, prove_rule(ar, 4, kBoth, 60000));
+  c.replace(c.find("ar-2d-rows-cols"), 15, "neg-ar-2d-overla");
+  CHECK(check_rule_certificate(c, nullptr) != "");
+}
+
+TEST_CASE("equations: AllReduce twice differs from AllReduce; RS ; AG equals it") {
+  Equation eq;
+  eq.k = 4;
+  eq.lhs = {{engine::Collective::AllReduce, {{0, 1}, {2, 3}}}, {engine::Collective::AllReduce, {{0, 1}, {2, 3}}}};
+  eq.rhs = {{engine::Collective::AllReduce, {{0, 1}, {2, 3}}}};
+  auto r = solve_equation(eq, kBoth, 60000);
+  CHECK(r.verdict == EquationResult::Differ);
+  eq.lhs = {{engine::Collective::ReduceScatter, {{0, 1}, {2, 3}}}, {engine::Collective::AllGather, {{0, 1}, {2, 3}}}};
+  r = solve_equation(eq, kBoth, 60000);
+  CHECK(r.verdict == EquationResult::Equal);
+  // Block order matters: a ReduceScatter with reversed member order still gathers to the same sum.
+  eq.lhs = {{engine::Collective::ReduceScatter, {{1, 0}, {3, 2}}}, {engine::Collective::AllGather, {{0, 1}, {2, 3}}}};
+  CHECK(solve_equation(eq, kBoth, 60000).verdict == EquationResult::Equal);
+}
+
+#ifdef P2V_BIN
+TEST_CASE("end to end: p2v rules list/show/prove/derive, p2v rewrite, p2v check on rule certificates") {
+  const std::string dir = (std::filesystem::temp_directory_path() / "p2v-test-rules").string();
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string bin = P2V_BIN, out = dir + "/out.txt";
+  const std::string sys = std::string(P2V_SOURCE_DIR) + "/examples/systems/v100-2node.json";
+  auto run = [&](const std::string& args) {
+    const int rc = std::system((bin + " " + args + " > " + out + " 2>&1").c_str());
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  };
+  CHECK(run("rules list") == 0);
+  CHECK(slurp(out).find("neg-ar-ar") != std::string::npos);
+  CHECK(run("rules show ar-hier --json") == 0);
+  CHECK(slurp(out).find("\"side_conditions\"") != std::string::npos);
+  CHECK(run("rules show nope") == 2);
+  CHECK(slurp(out).find("unknown rule 'nope'") != std::string::npos);
+  CHECK(run("rules prove ar-rs-ag neg-ar-ar --max-devices 4 --certificates " + dir) == 0);
+  CHECK(slurp(out).find("proved up to 4 devices only") != std::string::npos);
+  CHECK(slurp(out).find("counterexample: shape 2 (2 devices): device 0, chunk 0, source 0: 2 vs 1") != std::string::npos);
+  CHECK(run("check " + dir + "/ar-rs-ag.json " + dir + "/neg-ar-ar.json") == 0);
+  CHECK(run("rules prove ar-rs-ag --max-devices 4 --all-sizes") == 3);
+  // User equations on a system: AllReduce twice is refuted (exit 1), the hierarchical form proved.
+  const std::string prob = "--system " + sys + " --axes 2,8 --reduce 1 --matrix \"1 2;2 4\"";
+  CHECK(run("rules prove " + prob +
+            " --lhs \"AllReduce@(node,Inside) ; AllReduce@(node,Inside)\" --rhs \"AllReduce@(node,Inside)\"") == 1);
+  CHECK(slurp(out).find("refuted") != std::string::npos);
+  CHECK(slurp(out).find("counterexample: device 0, chunk 0, source 0: 4 vs 1") != std::string::npos);  // |G| = 4
+  CHECK(run("rules prove " + prob +
+            " --lhs \"AllReduce@(node,Inside)\" --rhs \"ReduceScatter@(node,Inside) ; AllGather@(node,Inside)\"") == 0);
+  CHECK(slurp(out).find("proved") != std::string::npos);
+  CHECK(run("rules prove " + prob + " --lhs \"AllReduce@(rack,Inside)\" --rhs \"AllReduce@(node,Inside)\"") == 2);
+  CHECK(slurp(out).find("do not fit the system") != std::string::npos);
+  CHECK(run("rules derive " + prob) == 0);
+  CHECK(slurp(out).find("only enumerated") != std::string::npos);
+  CHECK(run("rewrite --program AllReduce " + prob) == 0);
+  CHECK(slurp(out).find("certificate: proved equal by z3 and cvc5") != std::string::npos);
+}
+#endif
