@@ -27,6 +27,7 @@ struct RewriteArgs {
   engine::RewriteOptions opt;
   double timeout_s = 60;
   bool json = false, no_certify = false;
+  std::string preset;
 };
 
 // The program file: {"program": "...", "axes": [..], "reduce": [..], "matrix": "2 2;2 8"}; the
@@ -84,6 +85,7 @@ Registrar reg(
           ->capture_default_str();
       sub.add_flag("--no-certify", a->no_certify, "skip the solvers (the counting check still runs)");
       sub.add_flag("--json", a->json, "machine-readable output");
+      add_preset_option(sub, a->preset);
       return [a]() -> int {
         if (!a->file.empty()) read_program_file(*a);
         if (a->program.empty()) throw Error("give a program file or --program \"NOTATION\"");
@@ -93,6 +95,8 @@ Registrar reg(
           throw Error(fmt::format("--max-size {}: expected 1..{}", a->opt.max_size, engine::kMaxProgramSize));
         if (a->opt.prune < 1.0) throw Error(fmt::format("--prune {}: must be at least 1", a->opt.prune));
         Problem p = load_problem(a->problem);
+        if (const auto note = fill_interconnects(p.system, a->preset); !note.empty() && !a->json)
+          fmt::print("{}\n", note);
         const engine::sim::Simulator simulator(p.system);
         const auto copt = a->cost.options(p.system);
         nlohmann::json out = nlohmann::json::array();

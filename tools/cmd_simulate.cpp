@@ -189,15 +189,7 @@ Registrar reg(
       sub.add_option("--measured-programs", a->measured_programs,
                      "CSV of measured program times (program,seconds[,matrix]): report where the measured-best "
                      "program ranks in the prediction, rank correlation and error; overlay on --svg-ranking");
-      sub.add_option("--preset", a->preset,
-                     fmt::format("interconnects for levels the system leaves without one (inline systems): {}; "
-                                 "default {}",
-                                 [] {
-                                   std::string n;
-                                   for (const auto& pr : engine::sim::presets()) n += (n.empty() ? "" : ", ") + pr.name;
-                                   return n;
-                                 }(),
-                                 engine::sim::kDefaultPreset));
+      add_preset_option(sub, a->preset);
       sub.add_option("--model", a->model,
                      "graph (routes every transfer; at most 2048 devices; topology sections), levels (per-level "
                      "counts; any size) or auto (levels above 2048 devices)")
@@ -205,19 +197,8 @@ Registrar reg(
       return [a, top_opt] {
         const int json_top = top_opt->count() ? a->top : -1;
         Problem p = load_problem(a->problem);
-        {
-          const bool missing = std::any_of(p.system.levels.begin(), p.system.levels.end(), [](const engine::Level& l) {
-            return l.cardinality > 1 && !l.interconnect;
-          });
-          const std::string name = a->preset.empty() ? std::string(engine::sim::kDefaultPreset) : a->preset;
-          const auto& preset = engine::sim::find_preset(name);
-          if (missing && p.system.topology_json.empty()) {
-            engine::sim::apply_preset(p.system, preset);
-            if (!a->json)
-              fmt::print("interconnects: preset {} ({}){}\n", preset.name, preset.description,
-                         a->preset.empty() ? "; choose another with --preset" : "");
-          }
-        }
+        if (const auto note = fill_interconnects(p.system, a->preset); !note.empty() && !a->json)
+          fmt::print("{}\n", note);
         if (a->model != "auto" && a->model != "graph" && a->model != "levels")
           throw Error("--model: expected graph, levels or auto, got '" + a->model + "'");
         if (a->model == "levels" || (a->model == "auto" && p.system.topology_json.empty() && p.system.num_devices() > 2048))

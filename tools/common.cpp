@@ -4,7 +4,9 @@
 
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/sim_cost.hpp"
+#include "p2v/engine/sim_levels.hpp"
 #include "p2v/engine/sim_report.hpp"
+#include <fmt/core.h>
 
 namespace p2v::tools {
 
@@ -52,6 +54,21 @@ void add_search_options(CLI::App& sub, SearchArgs& a, bool with_hierarchy) {
       ->capture_default_str();
   if (with_hierarchy)
     sub.add_flag("--no-collapse", a.no_collapse, "use the uncollapsed reduction-axes hierarchy (d)");
+}
+
+void add_preset_option(CLI::App& sub, std::string& preset) {
+  std::string names;
+  for (const auto& pr : engine::sim::presets()) names += (names.empty() ? "" : ", ") + pr.name;
+  sub.add_option("--preset", preset,
+                 fmt::format("interconnects for levels the system leaves without one (inline systems): {}; default {}",
+                             names, engine::sim::kDefaultPreset));
+}
+
+std::string fill_interconnects(engine::System& s, const std::string& name) {
+  const auto& preset = engine::sim::find_preset(name.empty() ? std::string(engine::sim::kDefaultPreset) : name);
+  if (!s.topology_json.empty() || engine::sim::apply_preset(s, preset) == 0) return "";
+  return fmt::format("interconnects: preset {} ({}){}", preset.name, preset.description,
+                     name.empty() ? "; choose another with --preset" : "");
 }
 
 void add_cost_options(CLI::App& sub, CostArgs& a) {

@@ -62,4 +62,10 @@ struct CostArgs {
 
 void add_cost_options(CLI::App& sub, CostArgs& a);
 
+// --preset NAME: adds the option (help lists the presets) to `sub`.
+void add_preset_option(CLI::App& sub, std::string& preset);
+// Fills the interconnects a system leaves out (inline systems) from preset `name` (empty: the
+// default preset). Returns a line naming the preset used, or "" when nothing was filled.
+std::string fill_interconnects(engine::System& s, const std::string& name);
+
 }  // namespace p2v::tools
