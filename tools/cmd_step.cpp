@@ -36,6 +36,7 @@ struct PlacementResult {
   std::vector<std::string> names;  // per SyncCosts program
   st::StepResult fixed, chosen;
   bool has_chosen = false;
+  bool chosen_is_fixed = false;  // the DP's schedule was not faster than the fixed one
   std::size_t evaluations = 0;
   int units = 0;
   double best() const { return has_chosen ? chosen.step_s : fixed.step_s; }
@@ -164,6 +165,10 @@ Registrar reg(
             co.programs = cands;
             const auto c = st::choose(lc, costs, cap, co);
             pr.chosen = st::simulate_step(lc, c.buckets, c.programs, costs, 0);
+            // The fixed schedule is a candidate too: the DP's boundaries are restricted to units
+            // (and, ZeRO, it ignores the gathers), so it can lose to the default.
+            pr.chosen_is_fixed = pr.fixed.step_s <= pr.chosen.step_s;
+            if (pr.chosen_is_fixed) pr.chosen = pr.fixed;
             pr.units = c.units;
             pr.has_chosen = true;
           }
@@ -196,6 +201,7 @@ Registrar reg(
           j["matrix"] = br.matrix;
           if (br.has_chosen) {
             j["chosen"] = result_json(br.chosen, br.names, model);
+            j["chosen"]["is_fixed"] = br.chosen_is_fixed;
             j["gain"] = br.fixed.step_s / br.chosen.step_s;
           }
           j["placements"] = nlohmann::json::array();
@@ -228,7 +234,9 @@ Registrar reg(
         }
         fmt::print("\nmatrix {}\n", engine::format_matrix_brackets(br.matrix));
         print_result("fixed schedule", br.fixed, br.names, model);
-        if (br.has_chosen) print_result("chosen schedule", br.chosen, br.names, model);
+        if (br.has_chosen)
+          print_result(br.chosen_is_fixed ? "chosen schedule (the fixed one: the DP found nothing faster)" : "chosen schedule",
+                       br.chosen, br.names, model);
         return 0;
       };
     });

@@ -188,6 +188,7 @@ TEST_CASE("p2v step: bounds on every bundled model and preset, both modes") {
           CHECK((*x)["autosync_s"].get<double>() >= comp);
           CHECK(!(*x)["buckets"].empty());
         }
+        CHECK(j["chosen"]["step_s"].get<double>() <= j["step_s"].get<double>());
         ++ran;
       }
   CHECK(ran >= 55);
@@ -207,5 +208,10 @@ TEST_CASE("p2v step: clear errors") {
   CHECK(r.code == 2);
   CHECK(r.out.find("not a program") != std::string::npos);
   r = simtest::run("step --model " + model_path("bert-base.json") + sys + " --mode fsdp");
+  CHECK(r.code == 2);
+  r = simtest::run("export --format torch --system node=2,gpu=4 --axes 8 --reduce 0 --program nope -o /dev/null");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("not a program") != std::string::npos);
+  r = simtest::run("export --format onnx --system node=2,gpu=4 --axes 8 --reduce 0 --all-programs -o /dev/null");
   CHECK(r.code == 2);
 }
