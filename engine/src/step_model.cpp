@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "p2v/engine/error.hpp"
+#include "text_util.hpp"
 #include "p2v/engine/step.hpp"
 
 namespace p2v::engine::step {
@@ -93,11 +94,7 @@ Model parse_model_json(const std::string& text, const std::string& origin) {
 }
 
 Model load_model_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(fmt::format("{}: cannot open model file", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_model_json(ss.str(), path);
+  return parse_model_json(text::read_file(path, "model file"), path);
 }
 
 std::vector<LayerCost> layer_costs(const Model& m, const System& s, int data_parallel, int model_parallel,

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "p2v/engine/error.hpp"
+#include "text_util.hpp"
 
 namespace p2v::engine {
 
@@ -196,11 +197,7 @@ System parse_system_json(const std::string& text, const std::string& origin) {
 }
 
 System load_system_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(fmt::format("{}: cannot open system file", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_system_json(ss.str(), path);
+  return parse_system_json(text::read_file(path, "system file"), path);
 }
 
 System parse_system_inline(const std::string& spec) {
