@@ -86,7 +86,7 @@ Registrar reg(
     55, [](CLI::App& sub) -> std::function<int()> {
       auto a = std::make_shared<StepArgs>();
       sub.add_option("--model", a->model, "model file (examples/models/*.json)")->required();
-      add_problem_options(sub, a->problem);
+      add_problem_options(sub, a->problem, /*need_reduce=*/false);
       add_search_options(sub, a->search, /*with_hierarchy=*/false);
       sub.add_option("--program", a->program,
                      "the program of the fixed schedule, as `p2v simulate` names it (default: one AllReduce; ZeRO: "
@@ -111,6 +111,10 @@ Registrar reg(
         if (a->candidates < 0 || a->units < 1) throw Error("--candidates must be >= 0 and --units >= 1");
         const bool zero = a->mode == "zero";
         const st::Model model = st::load_model_file(a->model);
+        if (a->problem.reduce.empty()) {  // default: every axis is data-parallel
+          const auto n = engine::parse_int_list(a->problem.axes, "--axes").size();
+          for (std::size_t i = 0; i < n; ++i) a->problem.reduce += (i ? "," : "") + std::to_string(i);
+        }
         Problem p = load_problem(a->problem);
         int dp = 1, mp = 1;
         for (std::size_t i = 0; i < p.axes.size(); ++i)

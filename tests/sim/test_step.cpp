@@ -195,6 +195,16 @@ TEST_CASE("p2v step: bounds on every bundled model and preset, both modes") {
   CHECK(unfit >= 1);
 }
 
+TEST_CASE("p2v step: without --reduce every axis is data-parallel") {
+  const auto r = simtest::run("step --json --no-choose --model " + model_path("resnet50.json") + " --system " +
+                              simtest::example("g4dn-4node.json") + " --axes 4,4");
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["data_parallel"] == 16);
+  CHECK(j["model_parallel"] == 1);
+  CHECK(!j.contains("chosen"));
+}
+
 TEST_CASE("p2v step: clear errors") {
   const std::string sys = " --system " + simtest::example("a100-4node.json") + " --axes 4,16 --reduce 0";
   auto r = simtest::run("step --model " + model_path("bert-base.json") + " --system node=4,gpu=16 --axes 4,16 --reduce 0");
