@@ -5,7 +5,6 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "command.hpp"
 #include "common.hpp"
@@ -149,9 +148,7 @@ Registrar reg(
         fill("@MATRIX@", nlohmann::json(engine::format_matrix_brackets(x)).dump());
         fill("@REDUCTION@", nlohmann::json(reduction).dump());
         fill("@PROGRAMS@", pj.dump());
-        std::ofstream out(a->output);
-        if (!out) throw Error("cannot write '" + a->output + "'");
-        out << text;
+        write_file(a->output, text);
         fmt::print("wrote {}: {} program(s) for {} ranks, matrix {}\n", a->output, progs.size(), n,
                    engine::format_matrix_brackets(x));
         fmt::print("note: on gloo, ReduceScatter runs as all_reduce + keep own block (gloo has no reduce_scatter in "

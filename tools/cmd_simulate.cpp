@@ -32,12 +32,6 @@ struct SimArgs {
   int svg_program = 1;
 };
 
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  if (!out) throw Error("cannot write '" + path + "'");
-  out << text;
-}
-
 Registrar reg(
     "simulate",
     "Rank placements and reduction programs by predicted time on the system's topology", 50,

@@ -5,7 +5,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
@@ -184,13 +183,11 @@ Registrar reg(
           if (results[i].best() < results[best].best()) best = i;
         const auto& br = results[best];
         const st::StepResult& shown = br.has_chosen ? br.chosen : br.fixed;
-        if (!a->svg.empty()) {
-          std::ofstream out(a->svg);
-          if (!out) throw Error("cannot write '" + a->svg + "'");
-          out << st::step_svg(shown, br.names,
-                              fmt::format("{} on {} ({}), matrix {}, {} schedule", model.name, p.system.name, a->mode,
-                                          engine::format_matrix_brackets(br.matrix), br.has_chosen ? "chosen" : "fixed"));
-        }
+        if (!a->svg.empty())
+          write_file(a->svg, st::step_svg(shown, br.names,
+                                          fmt::format("{} on {} ({}), matrix {}, {} schedule", model.name, p.system.name,
+                                                      a->mode, engine::format_matrix_brackets(br.matrix),
+                                                      br.has_chosen ? "chosen" : "fixed")));
         if (a->json) {
           nlohmann::json j = result_json(br.fixed, br.names, model);
           j["model"] = model.name;

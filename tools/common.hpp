@@ -62,4 +62,7 @@ struct CostArgs {
 
 void add_cost_options(CLI::App& sub, CostArgs& a);
 
+// Writes `text` to `path`; throws p2v::Error when the file cannot be written.
+void write_file(const std::string& path, const std::string& text);
+
 }  // namespace p2v::tools

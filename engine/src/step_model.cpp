@@ -2,12 +2,11 @@
 #include <fmt/core.h>
 
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 
 #include "p2v/engine/error.hpp"
+#include "json_util.hpp"
 #include "text_util.hpp"
 #include "p2v/engine/step.hpp"
 
@@ -42,13 +41,7 @@ void check_fields(const json& o, const std::set<std::string>& known, const std::
 }  // namespace
 
 Model parse_model_json(const std::string& text, const std::string& origin) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw Error(fmt::format("{}: malformed JSON: {}", origin, e.what()));
-  }
-  if (!j.is_object()) throw Error(origin + ": the top level must be a JSON object");
+  json j = parse_json_object(text, origin);
   check_fields(j, {"name", "source", "how", "input", "batch", "grad_dtype", "state_bytes_per_param", "total_params", "layers"},
                origin);
   Model m;

@@ -3,13 +3,13 @@
 #include <fmt/core.h>
 
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <sys/stat.h>
 
 #include "p2v/engine/error.hpp"
+#include "json_util.hpp"
 #include "text_util.hpp"
 
 namespace p2v::engine {
@@ -132,13 +132,7 @@ Device parse_device(const json& o, const std::string& where) {
 }  // namespace
 
 System parse_system_json(const std::string& text, const std::string& origin) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw Error(fmt::format("{}: malformed JSON: {}", origin, e.what()));
-  }
-  if (!j.is_object()) throw Error(fmt::format("{}: the top level must be a JSON object", origin));
+  json j = parse_json_object(text, origin);
   static const std::set<std::string> known{"name", "description", "levels", "topology", "device"};
   for (auto it = j.begin(); it != j.end(); ++it)
     if (!known.count(it.key()))
