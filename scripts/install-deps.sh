@@ -3,7 +3,8 @@
 # CUDA and NCCL are used from /usr/local/cuda when present; they are not installable here.
 set -euo pipefail
 PKGS=(cmake g++ make ccache libfmt-dev nlohmann-json3-dev libcli11-dev doctest-dev libboost-graph-dev
-      libz3-dev libcvc5-dev libopenmpi-dev openmpi-bin libbenchmark-dev hyperfine time)
+      libz3-dev libcvc5-dev libopenmpi-dev openmpi-bin libbenchmark-dev hyperfine time
+      python3-torch)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

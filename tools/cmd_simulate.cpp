@@ -157,12 +157,6 @@ int run_levels(const SimArgs& a, const Problem& p, const engine::sim::CostOption
   return 0;
 }
 
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  if (!out) throw Error("cannot write '" + path + "'");
-  out << text;
-}
-
 Registrar reg(
     "simulate",
     "Rank placements and reduction programs by predicted time on the system's topology", 50,

@@ -2,6 +2,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <fstream>
+
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/sim_cost.hpp"
 #include "p2v/engine/sim_levels.hpp"
@@ -102,6 +104,12 @@ engine::HierarchyKind SearchArgs::kind() const {
 
 engine::Placement Problem::placement(const engine::ParallelismMatrix& x) const {
   return engine::Placement(system.cardinalities(), axes, x, reduce);
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  if (!out) throw Error("cannot write '" + path + "'");
+  out << text;
 }
 
 }  // namespace p2v::tools

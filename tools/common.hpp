@@ -68,4 +68,7 @@ void add_preset_option(CLI::App& sub, std::string& preset);
 // default preset). Returns a line naming the preset used, or "" when nothing was filled.
 std::string fill_interconnects(engine::System& s, const std::string& name);
 
+// Writes `text` to `path`; throws p2v::Error when the file cannot be written.
+void write_file(const std::string& path, const std::string& text);
+
 }  // namespace p2v::tools

@@ -49,26 +49,39 @@ namespace {
 constexpr double kTreeBandwidthEfficiency = 0.9;
 
 // Accumulates one step: per-edge bytes (already multiplied by repetitions) and the latency term.
+// On a link with a per-flow cap (Edge::flow_bandwidth), the largest single flow is tracked too:
+// the link is busy for max(total / bandwidth, largest flow / cap), i.e. each flow gets
+// min(cap, its share of the bandwidth).
 struct Acc {
   const Topology& t;
-  std::vector<double> bytes;  // per edge
+  std::vector<double> bytes;    // per edge
+  std::vector<double> maxflow;  // per edge: the largest single flow (only on capped edges)
   std::vector<int> touched;
   double latency = 0.0;
-  explicit Acc(const Topology& topo) : t(topo), bytes(topo.edges().size(), 0.0) {}
+  explicit Acc(const Topology& topo) : t(topo), bytes(topo.edges().size(), 0.0), maxflow(topo.edges().size(), 0.0) {}
 
   void flow(int a, int b, double nbytes) {
     for (int e : t.route(a, b)) {
-      auto& x = bytes[static_cast<std::size_t>(e)];
+      const auto i = static_cast<std::size_t>(e);
+      auto& x = bytes[i];
       if (x == 0.0) touched.push_back(e);
       x += nbytes;
+      if (t.edges()[i].flow_bandwidth > 0) maxflow[i] = std::max(maxflow[i], nbytes);
     }
+  }
+  // Time edge e is busy in this step.
+  double busy(int e) const {
+    const auto i = static_cast<std::size_t>(e);
+    const auto& ed = t.edges()[i];
+    const double tt = bytes[i] / ed.bandwidth;
+    return ed.flow_bandwidth > 0 ? std::max(tt, maxflow[i] / ed.flow_bandwidth) : tt;
   }
   // Bandwidth term: the busiest link's time; also reports it.
   double bw_time(int* bottleneck = nullptr, double* bb = nullptr) const {
     double worst = 0.0;
     int we = -1;
     for (int e : touched) {
-      const double tt = bytes[static_cast<std::size_t>(e)] / t.edges()[static_cast<std::size_t>(e)].bandwidth;
+      const double tt = busy(e);
       if (tt > worst || (tt == worst && e < we)) {
         worst = tt;
         we = e;
@@ -79,7 +92,7 @@ struct Acc {
     return worst;
   }
   void clear() {
-    for (int e : touched) bytes[static_cast<std::size_t>(e)] = 0.0;
+    for (int e : touched) bytes[static_cast<std::size_t>(e)] = maxflow[static_cast<std::size_t>(e)] = 0.0;
     touched.clear();
     latency = 0.0;
   }
@@ -266,7 +279,7 @@ StepCost Simulator::step(const LoweredStep& st, double n, std::vector<double>& f
   if (breakdown) {
     for (int e : acc.touched) {
       const double b = acc.bytes[static_cast<std::size_t>(e)];
-      sc.links.push_back({e, b, b / topo_.edges()[static_cast<std::size_t>(e)].bandwidth});
+      sc.links.push_back({e, b, acc.busy(e)});
     }
     std::sort(sc.links.begin(), sc.links.end(), [](const LinkLoad& a, const LinkLoad& b) {
       return a.busy_s != b.busy_s ? a.busy_s > b.busy_s : a.edge < b.edge;

@@ -125,14 +125,18 @@ LevelStep LevelSimulator::step(const Shape& s, Collective c, const GroupPattern&
     }
     return lat;
   };
-  std::vector<double> load(L, 0.0);
+  std::vector<double> load(L, 0.0), flow(L, 0.0);  // per level: bytes on the busiest uplink, largest flow
   double latency = 0;
   auto evaluate = [&](Algorithm a) {
     std::fill(load.begin(), load.end(), 0.0);
+    std::fill(flow.begin(), flow.end(), 0.0);
     latency = 0;
     auto ring = [&](double b, double reps) {
       for (int l = 0; l < L; ++l)
-        if (cards_[l] > 1 && blocks[l] > 1) load[l] += groups_in(l) * b * reps;
+        if (cards_[l] > 1 && blocks[l] > 1) {
+          load[l] += groups_in(l) * b * reps;
+          flow[l] = b * reps;
+        }
       latency = lam[top] * reps;
     };
     switch (c) {
@@ -166,6 +170,7 @@ LevelStep LevelSimulator::step(const Shape& s, Collective c, const GroupPattern&
             const double G = groups_in(l);
             const double heads = below[l] / Y[l] / rest;  // chain heads in the heads' instance
             const double tree_out = heads * maxdeg * S / 2;
+            if (k > 1) flow[l] = S / 2;
             if (l == outer) {
               load[l] = tree_out;
               continue;
@@ -173,6 +178,7 @@ LevelStep LevelSimulator::step(const Shape& s, Collective c, const GroupPattern&
             const double first = inner_blocks > 1 ? S : 0.0;                            // position 0: down only
             const double middle = inner_blocks > 2 ? 2 * S : (inner_blocks > 1 ? S : 0.0);  // both ways
             load[l] = std::max(G * first + tree_out, G * middle);
+            if (inner_blocks > 1) flow[l] = S;
           }
           int depth = 0;
           while ((1LL << (depth + 1)) <= k) ++depth;
@@ -186,7 +192,10 @@ LevelStep LevelSimulator::step(const Shape& s, Collective c, const GroupPattern&
       case Collective::Reduce:
       case Collective::Broadcast:
         for (int l = 0; l < L; ++l)
-          if (cards_[l] > 1 && blocks[l] > 1) load[l] += groups_in(l) * S;
+          if (cards_[l] > 1 && blocks[l] > 1) {
+            load[l] += groups_in(l) * S;
+            flow[l] = S;
+          }
         latency = chain_latency(0);
         break;
     }
@@ -194,7 +203,8 @@ LevelStep LevelSimulator::step(const Shape& s, Collective c, const GroupPattern&
     int wl = -1;
     for (int l = 0; l < L; ++l) {
       if (load[l] == 0) continue;
-      const double t = load[l] / (links_[l].bandwidth_gbps * 1e9);
+      double t = load[l] / (links_[l].bandwidth_gbps * 1e9);
+      if (links_[l].flow_bandwidth_gbps > 0) t = std::max(t, flow[l] / (links_[l].flow_bandwidth_gbps * 1e9));
       if (t > worst) {
         worst = t;
         wl = l;

@@ -6,23 +6,13 @@
 #include <fmt/core.h>
 #include <limits>
 
+#include "text_util.hpp"
+
 namespace p2v::engine::sim {
 
 namespace {
 
-std::string esc(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
+std::string esc(const std::string& s) { return text::xml_escape(s); }
 
 // A palette of distinguishable fills (cycled when a step has more groups).
 const char* kPalette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",

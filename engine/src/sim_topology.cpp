@@ -126,10 +126,10 @@ int Topology::add_vertex(std::string name, std::string kind, int device, int dep
 }
 
 void Topology::add_link(int a, int b, double bw, double lat, const std::string& kind,
-                        const std::string& cls, double path_scale) {
+                        const std::string& cls, double path_scale, double flow_bw) {
   const int e = static_cast<int>(edges_.size());
-  edges_.push_back({a, b, bw, lat, kind, cls, e + 1});
-  edges_.push_back({b, a, bw, lat, kind, cls, e});
+  edges_.push_back({a, b, bw, lat, kind, cls, e + 1, flow_bw});
+  edges_.push_back({b, a, bw, lat, kind, cls, e, flow_bw});
   edge_path_scale_.push_back(path_scale);
   edge_path_scale_.push_back(path_scale);
 }
@@ -247,7 +247,7 @@ Topology Topology::build(const System& s) {
     for (int c = 0; c < child.cardinality; ++c) {
       for (int port : self(self, l + 1, pre + child.name + std::to_string(c), first + c * per))
         t.add_link(port, hub, ic.bandwidth_gbps * 1e9, ic.latency_us * 1e-6 / 2, to_string(ic.kind),
-                   child.name, 0.5);
+                   child.name, 0.5, ic.flow_bandwidth_gbps * 1e9);
     }
     return {hub};
   };

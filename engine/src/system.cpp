@@ -3,13 +3,14 @@
 #include <fmt/core.h>
 
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <sys/stat.h>
 
 #include "p2v/engine/error.hpp"
+#include "json_util.hpp"
+#include "text_util.hpp"
 
 namespace p2v::engine {
 
@@ -108,20 +109,35 @@ double get_number(const json& o, const char* key, const std::string& where, bool
   return d;
 }
 
+Device parse_device(const json& o, const std::string& where) {
+  if (!o.is_object()) throw Error(where + ": must be an object {name, peak_tflops, efficiency, memory_gb}");
+  for (auto it = o.begin(); it != o.end(); ++it)
+    if (it.key() != "name" && it.key() != "peak_tflops" && it.key() != "efficiency" && it.key() != "memory_gb")
+      throw Error(fmt::format("{}: unknown field '{}' (expected name, peak_tflops, efficiency, memory_gb)", where,
+                              it.key()));
+  Device d;
+  if (o.contains("name")) {
+    if (!o["name"].is_string()) throw Error(where + ".name: must be a string");
+    d.name = o["name"].get<std::string>();
+  }
+  if (o.contains("peak_tflops")) d.peak_tflops = get_number(o, "peak_tflops", where, true);
+  if (o.contains("efficiency")) {
+    d.efficiency = get_number(o, "efficiency", where, true);
+    if (d.efficiency > 1) throw Error(fmt::format("{}.efficiency: must be in (0, 1], got {}", where, d.efficiency));
+  }
+  if (o.contains("memory_gb")) d.memory_gb = get_number(o, "memory_gb", where, true);
+  return d;
+}
+
 }  // namespace
 
 System parse_system_json(const std::string& text, const std::string& origin) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw Error(fmt::format("{}: malformed JSON: {}", origin, e.what()));
-  }
-  if (!j.is_object()) throw Error(fmt::format("{}: the top level must be a JSON object", origin));
-  static const std::set<std::string> known{"name", "description", "levels", "topology"};
+  json j = parse_json_object(text, origin);
+  static const std::set<std::string> known{"name", "description", "levels", "topology", "device"};
   for (auto it = j.begin(); it != j.end(); ++it)
     if (!known.count(it.key()))
-      throw Error(fmt::format("{}: unknown field '{}' (expected name, description, levels, topology)", origin, it.key()));
+      throw Error(fmt::format("{}: unknown field '{}' (expected name, description, levels, topology, device)", origin,
+                              it.key()));
   System s;
   if (j.contains("name")) {
     if (!j["name"].is_string()) throw Error(fmt::format("{}: name: must be a string", origin));
@@ -152,29 +168,30 @@ System parse_system_json(const std::string& text, const std::string& origin) {
       const std::string w = where + ".interconnect";
       if (!ic.is_object()) throw Error(w + ": must be an object {kind, bandwidth_gbps, latency_us}");
       for (auto it = ic.begin(); it != ic.end(); ++it)
-        if (it.key() != "kind" && it.key() != "bandwidth_gbps" && it.key() != "latency_us")
-          throw Error(fmt::format("{}: unknown field '{}'", w, it.key()));
+        if (it.key() != "kind" && it.key() != "bandwidth_gbps" && it.key() != "latency_us" &&
+            it.key() != "flow_bandwidth_gbps")
+          throw Error(fmt::format("{}: unknown field '{}' (expected kind, bandwidth_gbps, latency_us, "
+                                  "flow_bandwidth_gbps)",
+                                  w, it.key()));
       Interconnect x;
       if (!ic.contains("kind") || !ic["kind"].is_string()) throw Error(w + ".kind: missing or not a string");
       x.kind = parse_kind(ic["kind"].get<std::string>(), w + ".kind");
       x.bandwidth_gbps = get_number(ic, "bandwidth_gbps", w, true);
       x.latency_us = get_number(ic, "latency_us", w, false);
+      if (ic.contains("flow_bandwidth_gbps")) x.flow_bandwidth_gbps = get_number(ic, "flow_bandwidth_gbps", w, true);
       l.interconnect = x;
     }
     s.levels.push_back(std::move(l));
   }
   check_levels(s.levels, origin);
   if (j.contains("topology")) s.topology_json = j["topology"].dump();
+  if (j.contains("device")) s.device = parse_device(j["device"], origin + ": device");
   if (s.name.empty()) s.name = origin;
   return s;
 }
 
 System load_system_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(fmt::format("{}: cannot open system file", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_system_json(ss.str(), path);
+  return parse_system_json(text::read_file(path, "system file"), path);
 }
 
 System parse_system_inline(const std::string& spec) {
@@ -227,9 +244,19 @@ std::string system_to_json(const System& s) {
       o["interconnect"] = {{"kind", to_string(l.interconnect->kind)},
                            {"bandwidth_gbps", l.interconnect->bandwidth_gbps},
                            {"latency_us", l.interconnect->latency_us}};
+    if (l.interconnect && l.interconnect->flow_bandwidth_gbps > 0)
+      o["interconnect"]["flow_bandwidth_gbps"] = l.interconnect->flow_bandwidth_gbps;
     j["levels"].push_back(o);
   }
   if (!s.topology_json.empty()) j["topology"] = json::parse(s.topology_json);
+  if (s.device) {
+    json d;
+    if (!s.device->name.empty()) d["name"] = s.device->name;
+    if (s.device->peak_tflops > 0) d["peak_tflops"] = s.device->peak_tflops;
+    if (s.device->efficiency > 0) d["efficiency"] = s.device->efficiency;
+    if (s.device->memory_gb > 0) d["memory_gb"] = s.device->memory_gb;
+    j["device"] = d;
+  }
   return j.dump(2);
 }
 

@@ -1,10 +1,40 @@
 #pragma once
 // Small text helpers shared by the engine's file readers (private to the engine).
+#include <fmt/core.h>
+
 #include <cctype>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "p2v/engine/error.hpp"
+
 namespace p2v::engine::text {
+
+// The whole text of file `path`; throws p2v::Error "<path>: cannot open <what>".
+inline std::string read_file(const std::string& path, const std::string& what) {
+  std::ifstream in(path);
+  if (!in) throw Error(fmt::format("{}: cannot open {}", path, what));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Escapes &, <, > and " for SVG/XML text and attributes.
+inline std::string xml_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
 
 inline std::string trim(std::string s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();

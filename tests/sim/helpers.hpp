@@ -1,4 +1,9 @@
 #pragma once
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,6 +24,22 @@ inline p2v::engine::System two_level(int nodes, int gpus, double nic_gbps, doubl
   s.levels.push_back({"node", nodes, Interconnect{LinkKind::Nic, nic_gbps, nic_us}});
   s.levels.push_back({"gpu", gpus, Interconnect{LinkKind::Switch, sw_gbps, sw_us}});
   return s;
+}
+
+// Runs `p2v <args>` (stderr merged into the output).
+struct Run {
+  int code;
+  std::string out;
+};
+inline Run run(const std::string& args) {
+  const std::string cmd = std::string(P2V_BIN) + " " + args + " 2>&1";
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
+  std::string out;
+  std::array<char, 4096> buf{};
+  std::size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe.get())) > 0) out.append(buf.data(), n);
+  const int st = pclose(pipe.release());
+  return {WEXITSTATUS(st), out};
 }
 
 }  // namespace simtest

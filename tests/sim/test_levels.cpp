@@ -61,6 +61,12 @@ TEST_CASE("level model = graph model: three- and four-level systems with oversub
   compare_models(parse_system_arg("pod=2,rack=3,node=2,gpu=2"), {4, 6}, {0, 1});
 }
 
+TEST_CASE("level model = graph model: per-flow caps (AWS g4dn nodes) and one GPU per node (TITAN X)") {
+  compare_models(load_system_file(P2V_SOURCE_DIR "/examples/systems/g4dn-4node.json"), {16}, {0});
+  compare_models(load_system_file(P2V_SOURCE_DIR "/examples/systems/g4dn-4node.json"), {4, 4}, {1});
+  compare_models(load_system_file(P2V_SOURCE_DIR "/examples/systems/titanx-16node.json"), {16}, {0});
+}
+
 TEST_CASE("presets fill inline systems; unknown presets and missing interconnects are named") {
   System s = parse_system_arg("pod=16,rack=32,node=32,gpu=8");
   CHECK_THROWS_WITH_AS(sim::LevelSimulator{s}, doctest::Contains("--preset"), p2v::Error);

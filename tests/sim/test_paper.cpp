@@ -39,20 +39,8 @@ double time_of(const MatrixRanking& r, const std::string& name) {
 const char* kRsArAg = "ReduceScatter@(node,Inside) ; AllReduce@(node,Parallel(root)) ; AllGather@(node,Inside)";
 const char* kRArB = "Reduce@(node,Inside) ; AllReduce@(node,Master(root)) ; Broadcast@(node,Inside)";
 
-struct Run {
-  int code;
-  std::string out;
-};
-Run run(const std::string& args) {
-  const std::string cmd = std::string(P2V_BIN) + " " + args + " 2>&1";
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
-  std::string out;
-  std::array<char, 4096> buf{};
-  std::size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe.get())) > 0) out.append(buf.data(), n);
-  const int st = pclose(pipe.release());
-  return {WEXITSTATUS(st), out};
-}
+using simtest::Run;
+using simtest::run;
 
 }  // namespace
 

@@ -30,6 +30,7 @@ struct Edge {
   std::string kind;           // "switch", "nic", "nvlink", "pcie", "qpi", ...
   std::string cls;            // calibration class: a level name, or the link kind of a topology section
   int reverse = -1;           // the other direction
+  double flow_bandwidth = 0.0;  // bytes per second one flow gets at most on this link; 0 = no cap
 };
 
 class Topology {
@@ -85,7 +86,7 @@ class Topology {
   void recompute_route_latency();
   int add_vertex(std::string name, std::string kind, int device, int depth);
   void add_link(int a, int b, double bw, double lat, const std::string& kind, const std::string& cls,
-                double path_scale);
+                double path_scale, double flow_bw = 0.0);
 
   int num_devices_ = 0, num_nodes_ = 1;
   double step_overhead_ = 0.0;

@@ -17,6 +17,18 @@ struct Interconnect {
   LinkKind kind = LinkKind::Switch;
   double bandwidth_gbps = 0.0;  // GB/s, one direction
   double latency_us = 0.0;      // µs
+  // Optional cap on what one flow (one sender→receiver stream) gets through this interconnect,
+  // GB/s; 0 = no cap. E.g. an AWS NIC of 50 Gb/s that gives a single TCP flow at most 10 Gb/s.
+  double flow_bandwidth_gbps = 0.0;
+};
+
+// Optional numbers of the devices (the last level), read by `p2v step` to turn a model's FLOPs
+// into time: FLOPs / (peak_tflops * 1e12 * efficiency). memory_gb bounds what fits.
+struct Device {
+  std::string name;
+  double peak_tflops = 0.0;  // TFLOP/s at the model's precision
+  double efficiency = 0.0;   // fraction of peak reached by training kernels, (0, 1]
+  double memory_gb = 0.0;    // 0 = unknown (no fit check)
 };
 
 struct Level {
@@ -31,6 +43,8 @@ struct System {
   std::vector<Level> levels;
   // Raw JSON text of an optional "topology" section (read by the simulator), empty if absent.
   std::string topology_json;
+  // Optional "device" section.
+  std::optional<Device> device;
 
   // Names of the user's levels (the matrix columns), outermost first.
   std::vector<std::string> level_names() const;

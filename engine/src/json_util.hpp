@@ -1,0 +1,24 @@
+#pragma once
+// JSON parsing shared by the engine's file readers (private to the engine).
+#include <fmt/core.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "p2v/engine/error.hpp"
+
+namespace p2v::engine {
+
+// Parses `text` as a JSON object; `origin` names the source in error messages.
+inline nlohmann::json parse_json_object(const std::string& text, const std::string& origin) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw Error(fmt::format("{}: malformed JSON: {}", origin, e.what()));
+  }
+  if (!j.is_object()) throw Error(fmt::format("{}: the top level must be a JSON object", origin));
+  return j;
+}
+
+}  // namespace p2v::engine

@@ -1,0 +1,134 @@
+// Model files and per-layer costs of `p2v step` (issue 15).
+#include <fmt/core.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "p2v/engine/error.hpp"
+#include "json_util.hpp"
+#include "text_util.hpp"
+#include "p2v/engine/step.hpp"
+
+namespace p2v::engine::step {
+
+using nlohmann::json;
+
+std::int64_t Model::total_params() const {
+  std::int64_t n = 0;
+  for (const auto& l : layers) n += l.params;
+  return n;
+}
+
+namespace {
+
+double number(const json& o, const char* key, const std::string& where) {
+  const auto& v = o.at(key);
+  if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
+    throw Error(fmt::format("{}.{}: must be a non-negative number, got {}", where, key, v.dump()));
+  return v.get<double>();
+}
+
+void check_fields(const json& o, const std::set<std::string>& known, const std::string& where) {
+  for (auto it = o.begin(); it != o.end(); ++it)
+    if (!known.count(it.key())) {
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      throw Error(fmt::format("{}: unknown field '{}' (expected {})", where, it.key(), list));
+    }
+}
+
+}  // namespace
+
+Model parse_model_json(const std::string& text, const std::string& origin) {
+  json j = parse_json_object(text, origin);
+  check_fields(j, {"name", "source", "how", "input", "batch", "grad_dtype", "state_bytes_per_param", "total_params", "layers"},
+               origin);
+  Model m;
+  m.name = j.contains("name") && j["name"].is_string() ? j["name"].get<std::string>() : origin;
+  if (j.contains("grad_dtype")) {
+    const std::string d = j["grad_dtype"].is_string() ? j["grad_dtype"].get<std::string>() : j["grad_dtype"].dump();
+    if (d == "fp32") m.grad_bytes = 4;
+    else if (d == "fp16" || d == "bf16") m.grad_bytes = 2;
+    else throw Error(fmt::format("{}: grad_dtype: unknown '{}' (expected fp32, fp16 or bf16)", origin, d));
+  }
+  if (j.contains("state_bytes_per_param")) {
+    m.state_bytes_per_param = number(j, "state_bytes_per_param", origin);
+  }
+  if (!j.contains("layers") || !j["layers"].is_array() || j["layers"].empty())
+    throw Error(origin + ": layers: missing or empty (a list of {name, params, fwd_flops|fwd_s, ...} in forward order)");
+  const auto& ls = j["layers"];
+  for (std::size_t i = 0; i < ls.size(); ++i) {
+    const std::string w = fmt::format("{}: layers[{}]", origin, i);
+    const auto& o = ls[i];
+    if (!o.is_object()) throw Error(w + ": must be an object");
+    check_fields(o, {"name", "params", "fwd_flops", "bwd_flops", "fwd_s", "bwd_s"}, w);
+    Layer l;
+    l.name = o.contains("name") && o["name"].is_string() ? o["name"].get<std::string>() : fmt::format("layer{}", i);
+    if (!o.contains("params") || !o["params"].is_number_integer() || o["params"].get<long long>() < 0)
+      throw Error(fmt::format("{}.params: missing or not a non-negative integer", w));
+    l.params = o["params"].get<std::int64_t>();
+    for (auto [key, dst] : {std::pair{"fwd_flops", &l.fwd_flops}, std::pair{"bwd_flops", &l.bwd_flops},
+                            std::pair{"fwd_s", &l.fwd_s}, std::pair{"bwd_s", &l.bwd_s}})
+      if (o.contains(key)) *dst = number(o, key, w);
+    const bool flops = l.fwd_flops >= 0 || l.bwd_flops >= 0, secs = l.fwd_s >= 0 || l.bwd_s >= 0;
+    if (flops && secs) throw Error(w + ": give either fwd_flops/bwd_flops or fwd_s/bwd_s, not both");
+    if (!(l.fwd_flops >= 0) && !(l.fwd_s >= 0))
+      throw Error(w + ": needs fwd_flops (with the system's device numbers) or measured fwd_s");
+    m.layers.push_back(std::move(l));
+  }
+  if (j.contains("total_params")) {
+    if (!j["total_params"].is_number_integer()) throw Error(origin + ": total_params: must be an integer");
+    const auto t = j["total_params"].get<std::int64_t>();
+    if (t != m.total_params())
+      throw Error(fmt::format("{}: total_params is {} but the layers' params sum to {}", origin, t, m.total_params()));
+  }
+  return m;
+}
+
+Model load_model_file(const std::string& path) {
+  return parse_model_json(text::read_file(path, "model file"), path);
+}
+
+std::vector<LayerCost> layer_costs(const Model& m, const System& s, int data_parallel, int model_parallel,
+                                   bool zero) {
+  if (data_parallel < 1 || model_parallel < 1) throw Error("step: parallel degrees must be positive");
+  double flops_per_s = 0;
+  for (const auto& l : m.layers)
+    if (l.fwd_flops >= 0 && flops_per_s == 0) {
+      if (!s.device || !(s.device->peak_tflops > 0) || !(s.device->efficiency > 0))
+        throw Error(fmt::format(
+            "model '{}' gives FLOPs (layer '{}') but system '{}' has no device numbers: add "
+            "\"device\": {{\"peak_tflops\": ..., \"efficiency\": ...}} to the system file, or measured fwd_s/bwd_s to the "
+            "model",
+            m.name, l.name, s.name));
+      flops_per_s = s.device->peak_tflops * 1e12 * s.device->efficiency;
+    }
+  if (s.device && s.device->memory_gb > 0) {
+    const double need = static_cast<double>(m.total_params()) * m.state_bytes_per_param / model_parallel /
+                        (zero ? data_parallel : 1);
+    if (need > s.device->memory_gb * 1e9)
+      throw Error(fmt::format(
+          "model '{}' ({} parameters x {} bytes of state) needs {:.1f} GB per device on this placement (model-parallel "
+          "degree {}{}), but a {} device has {} GB: shard more (more non-reduced axes{})",
+          m.name, m.total_params(), m.state_bytes_per_param, need / 1e9, model_parallel,
+          zero ? fmt::format(", ZeRO over {}", data_parallel) : std::string(), s.device->name.empty() ? s.name : s.device->name,
+          s.device->memory_gb, zero ? "" : ", or --mode zero"));
+  }
+  std::vector<LayerCost> out;
+  for (const auto& l : m.layers) {
+    LayerCost c;
+    if (l.fwd_flops >= 0) {
+      c.fwd_s = l.fwd_flops / flops_per_s / model_parallel;
+      c.bwd_s = (l.bwd_flops >= 0 ? l.bwd_flops : 2 * l.fwd_flops) / flops_per_s / model_parallel;
+    } else {
+      c.fwd_s = l.fwd_s / model_parallel;
+      c.bwd_s = (l.bwd_s >= 0 ? l.bwd_s : 2 * l.fwd_s) / model_parallel;
+    }
+    c.grad_bytes = static_cast<double>(l.params) * m.grad_bytes / model_parallel;
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace p2v::engine::step
