@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
+#include "p2v/engine/notation.hpp"
 #include "common.hpp"
 #include "export_torch_template.hpp"
 #include "p2v/engine/error.hpp"
@@ -59,7 +60,7 @@ nlohmann::json rows_per_state(const engine::LoweredProgram& prog, int n, const e
 }
 
 std::vector<Named> programs_from_file(const std::string& path, const std::string& want, bool all,
-                                      const engine::ParallelismMatrix& x) {
+                                      const engine::ParallelismMatrix& x, const engine::SynthesisHierarchy& h) {
   std::ifstream in(path);
   if (!in) throw Error(fmt::format("--program-file '{}': cannot open", path));
   nlohmann::json j;
@@ -77,9 +78,19 @@ std::vector<Named> programs_from_file(const std::string& path, const std::string
       const std::string name = p.value("notation", std::string());
       if (!all && !want.empty() && name != want) continue;
       Named n{name, {}};
-      for (const auto& s : p.at("steps"))
-        n.steps.push_back({engine::parse_collective(s.at("collective").get<std::string>()),
-                           s.at("groups").get<engine::Groups>()});
+      // p2v-synth/2: steps index the result's "instructions", whose explicit groups are there only
+      // with --lowered; otherwise the notation is resolved on the placement's hierarchy.
+      bool lowered = true;
+      for (const auto& s : p.at("steps")) {
+        const auto& in = s.is_number_integer() ? r.at("instructions").at(s.get<std::size_t>()) : s;
+        if (!in.contains("groups")) {
+          lowered = false;
+          break;
+        }
+        n.steps.push_back({engine::parse_collective(in.at("collective").get<std::string>()),
+                           in.at("groups").get<engine::Groups>()});
+      }
+      if (!lowered) n.steps = engine::resolve_program(h, name);
       out.push_back(std::move(n));
     }
   }
@@ -117,7 +128,8 @@ Registrar reg(
         const int n = static_cast<int>(p.system.num_devices());
         std::vector<Named> progs;
         if (!a->program_file.empty()) {
-          progs = programs_from_file(a->program_file, a->program, a->all, x);
+          progs = programs_from_file(a->program_file, a->program, a->all, x,
+                                     engine::make_hierarchy(pl, p.system.level_names(), a->search.kind()));
         } else {
           const auto r = engine::synthesize(pl, p.system.level_names(), a->search.kind(), a->search.options());
           for (const auto& pr : r.programs) {
