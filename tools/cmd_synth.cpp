@@ -80,16 +80,35 @@ nlohmann::json instruction_json(const engine::SynthResult& r, const MatrixResult
   return sj;
 }
 
-ProgramTexts program_texts(const engine::SynthResult& r) {
+ProgramTexts program_texts(const engine::SynthResult& r, bool json) {
+  // Instruction names once; a program's notation is their concatenation (no quotes or
+  // backslashes in it, so its JSON string is the notation in quotes).
+  std::vector<std::string> names;
+  for (const auto& in : r.instructions) names.push_back(engine::instruction_name(r.hierarchy, in));
   ProgramTexts t;
-  t.json = "[";
+  t.notation.reserve(r.programs.size());
+  if (json) t.json = "[";
+  std::string steps;
   for (std::size_t i = 0; i < r.programs.size(); ++i) {
     const auto& prog = r.programs[i];
-    t.notation.push_back(engine::program_name(r, prog));
-    t.json += fmt::format("{}\n    {{\"notation\": {}, \"size\": {}, \"steps\": [{}]}}", i ? "," : "",
-                          nlohmann::json(t.notation.back()).dump(), prog.size(), fmt::join(prog, ", "));
+    std::string n;
+    steps.clear();
+    for (std::size_t k = 0; k < prog.size(); ++k) {
+      if (k) {
+        n += " ; ";
+        steps += ", ";
+      }
+      n += names[static_cast<std::size_t>(prog[k])];
+      steps += std::to_string(prog[k]);
+    }
+    if (json) {
+      t.json += i ? ",\n    {\"notation\": \"" : "\n    {\"notation\": \"";
+      t.json += n;
+      t.json += "\", \"size\": " + std::to_string(prog.size()) + ", \"steps\": [" + steps + "]}";
+    }
+    t.notation.push_back(std::move(n));
   }
-  t.json += "]";
+  if (json) t.json += "]";
   return t;
 }
 
@@ -163,7 +182,7 @@ Registrar reg(
             auto [it, fresh] = by_shape.try_emplace(m.shape->signature());
             if (fresh) {
               it->second.first = engine::synthesize_shape(*m.shape, opt);
-              it->second.second = program_texts(it->second.first);
+              it->second.second = program_texts(it->second.first, a->json);
             }
             m.r = &it->second.first;
             m.texts = &it->second.second;
@@ -173,7 +192,7 @@ Registrar reg(
             m.owned = std::make_shared<engine::SynthResult>(engine::synthesize(p.placement(x), names, kind, opt));
             m.r = m.owned.get();
             m.hierarchy = m.r->hierarchy.cards;
-            m.owned_texts = std::make_shared<ProgramTexts>(program_texts(*m.r));
+            m.owned_texts = std::make_shared<ProgramTexts>(program_texts(*m.r, a->json));
             m.texts = m.owned_texts.get();
           }
           m.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
