@@ -14,6 +14,9 @@
 #include <fstream>
 
 #include "command.hpp"
+#ifdef HAVE_P2V_RUNTIME
+#include "p2v/runtime/mpi_session.hpp"
+#endif
 #ifdef HAVE_P2V_CHECKER
 #include "p2v/checker/checker.hpp"
 #endif
@@ -113,17 +116,7 @@ std::string certify(const rs::Plan& p, const std::string& dir) {
 #ifdef HAVE_P2V_RUNTIME
 // --run: every rank plans the same program, runs it and the baseline on MPI and checks the data.
 int run(const ReshardArgs& a, const rs::Request& r) {
-  int inited = 0;
-  MPI_Initialized(&inited);
-  if (!inited) MPI_Init(nullptr, nullptr);
-  struct Finalizer {
-    bool own;
-    ~Finalizer() {
-      int fin = 0;
-      MPI_Finalized(&fin);
-      if (own && !fin) MPI_Finalize();
-    }
-  } finalizer{!inited};
+  const runtime::MpiSession mpi;
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   const rs::Plan p = rs::plan(r);  // deterministic: the same on every rank
@@ -155,17 +148,7 @@ int run(const ReshardArgs& a, const rs::Request& r) {
 
 // --run --random N: N random problems on the mesh a=2,b=2,c=2 (8 ranks), each run and checked.
 int run_random(const ReshardArgs& a) {
-  int inited = 0;
-  MPI_Initialized(&inited);
-  if (!inited) MPI_Init(nullptr, nullptr);
-  struct Finalizer {
-    bool own;
-    ~Finalizer() {
-      int fin = 0;
-      MPI_Finalized(&fin);
-      if (own && !fin) MPI_Finalize();
-    }
-  } finalizer{!inited};
+  const runtime::MpiSession mpi;
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   std::mt19937_64 rng(a.seed);

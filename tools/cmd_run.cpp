@@ -22,6 +22,9 @@
 #endif
 
 #include "command.hpp"
+#ifdef HAVE_P2V_RUNTIME
+#include "p2v/runtime/mpi_session.hpp"
+#endif
 #include "p2v/engine/units.hpp"
 #include <cmath>
 #include "common.hpp"
@@ -391,17 +394,7 @@ int run_threads(const RunArgs& a, const Prepared& pr, const runtime::RunOptions&
 }
 
 int run_command(const RunArgs& a) {
-  int inited = 0;
-  MPI_Initialized(&inited);
-  if (!inited) MPI_Init(nullptr, nullptr);
-  struct Finalizer {
-    bool own;
-    ~Finalizer() {
-      int fin = 0;
-      MPI_Finalized(&fin);
-      if (own && !fin) MPI_Finalize();
-    }
-  } finalizer{!inited};
+  const runtime::MpiSession mpi;
   MPI_Comm world = MPI_COMM_WORLD;
   int rank = 0, size = 1;
   MPI_Comm_rank(world, &rank);
