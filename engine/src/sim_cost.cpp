@@ -41,12 +41,16 @@ std::string format_seconds(double s) {
   return fmt::format("{:.3f} us", s * 1e6);
 }
 
-namespace {
+double bus_factor(Collective c, double p) {
+  switch (c) {
+    case Collective::AllReduce: return 2.0 * (p - 1) / p;
+    case Collective::ReduceScatter:
+    case Collective::AllGather: return (p - 1) / p;
+    default: return 1.0;
+  }
+}
 
-// NCCL's tree pipelines through every rank (receive, reduce, send): its tuner credits the tree
-// with less bandwidth than the ring for large messages. We charge the tree's bandwidth term
-// 1/0.9 (an assumption; docs/simulator.md), so the tree wins only where latency matters.
-constexpr double kTreeBandwidthEfficiency = 0.9;
+namespace {
 
 // Accumulates one step: per-edge bytes (already multiplied by repetitions) and the latency term.
 // On a link with a per-flow cap (Edge::flow_bandwidth), the largest single flow is tracked too:
@@ -159,14 +163,6 @@ void tree_allreduce(Acc& acc, const std::vector<int>& m, double S) {
   acc.latency = std::max(acc.latency, 2.0 * (chain_lat + tree_lat));
 }
 
-double bus_factor(Collective c, int p) {
-  switch (c) {
-    case Collective::AllReduce: return 2.0 * (p - 1) / p;
-    case Collective::ReduceScatter:
-    case Collective::AllGather: return static_cast<double>(p - 1) / p;
-    default: return 1.0;
-  }
-}
 
 // Adds every group's transfers of the step to acc; returns nothing, fills S (per rank buffer).
 void add_step(Acc& acc, const LoweredStep& st, double n, const std::vector<double>& frac,

@@ -66,19 +66,6 @@ LevelSimulator::LevelSimulator(const System& s) {
   }
 }
 
-namespace {
-constexpr double kTreeBandwidthEfficiency = 0.9;  // as the graph simulator (docs/simulator.md)
-
-double bus_factor(Collective c, double p) {
-  switch (c) {
-    case Collective::AllReduce: return 2.0 * (p - 1) / p;
-    case Collective::ReduceScatter:
-    case Collective::AllGather: return (p - 1) / p;
-    default: return 1.0;
-  }
-}
-}  // namespace
-
 LevelStep LevelSimulator::step(const Shape& s, Collective c, const GroupPattern& g, double S, Algorithm algo) const {
   const int L = static_cast<int>(cards_.size());
   const double p = static_cast<double>(g.group_size);

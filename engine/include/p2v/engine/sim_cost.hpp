@@ -23,6 +23,15 @@ Algorithm parse_algorithm(const std::string& s);  // throws p2v::Error
 // instances of the level above the devices (product of all but the last level's cardinalities).
 double default_bytes(const System& s);
 
+// NCCL's tree pipelines through every rank (receive, reduce, send): its tuner credits the tree
+// with less bandwidth than the ring for large messages. Both simulators charge the tree's
+// bandwidth term 1/0.9 (an assumption; docs/simulator.md), so the tree wins only where latency
+// matters.
+inline constexpr double kTreeBandwidthEfficiency = 0.9;
+
+// nccl-tests' bus bandwidth factor (SPEC §8) of a collective over p ranks.
+double bus_factor(Collective c, double p);
+
 struct CostOptions {
   Algorithm algo = Algorithm::Ring;
   double bytes = 0.0;      // per device at the start of the program; must be positive
