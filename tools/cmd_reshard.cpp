@@ -14,6 +14,7 @@
 #include <fstream>
 
 #include "command.hpp"
+#include "p2v/engine/units.hpp"
 #ifdef HAVE_P2V_RUNTIME
 #include "p2v/runtime/mpi_session.hpp"
 #endif
@@ -30,7 +31,6 @@
 #endif
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/reshard.hpp"
-#include "p2v/engine/sim_report.hpp"
 #include "p2v/engine/system.hpp"
 
 namespace p2v::tools {
@@ -211,15 +211,8 @@ Registrar reg(
         else if (a->cost == "topology") r.cost = rs::CostKind::Topology;
         else throw Error(fmt::format("--cost: expected paper or topology, got '{}'", a->cost));
         if (!a->system.empty()) r.system = engine::parse_system_arg(a->system);
-        if (a->memory != "auto") {
-          double b = 0;
-          try {
-            b = engine::sim::parse_bytes(a->memory);
-          } catch (const Error&) {
-            throw Error(fmt::format("--memory '{}': expected auto or a byte count such as 1048576, 64MiB or 1GB", a->memory));
-          }
-          r.memory_bytes = static_cast<std::int64_t>(std::floor(b));
-        }
+        if (a->memory != "auto")
+          r.memory_bytes = static_cast<std::int64_t>(std::floor(engine::parse_size(a->memory, "--memory (auto or a size)")));
 #ifndef HAVE_P2V_CHECKER
         if (!a->certify.empty()) throw Error("--certify needs p2v-smt with the independent checker (not built)");
 #endif
