@@ -42,8 +42,7 @@ Registrar reg("groups", "Show the instructions of a synthesis hierarchy and the 
                   out["axes"] = p.axes;
                   out["reduce"] = p.reduce;
                   out["results"] = nlohmann::json::array();
-                  const bool d = hk == engine::HierarchyKind::ReductionAxes ||
-                                 hk == engine::HierarchyKind::ReductionUncollapsed;
+                  const bool d = engine::is_reduction_kind(hk);
                   if ((!d || *lowered) && p.system.num_devices() > engine::kMaxLoweredDevices)
                     throw Error(fmt::format("explicit device groups are listed for systems of at most {} devices and "
                                             "this one has {}; {}",

@@ -33,10 +33,6 @@ struct SynthArgs {
   double timeout_s = 300;
 };
 
-bool is_d(engine::HierarchyKind k) {
-  return k == engine::HierarchyKind::ReductionAxes || k == engine::HierarchyKind::ReductionUncollapsed;
-}
-
 // The text of a result's program list, shared by every placement of the same shape: notation,
 // size, and steps as indices into the result's "instructions".
 struct ProgramTexts {
@@ -139,7 +135,7 @@ Registrar reg(
         engine::SynthOptions opt = a->search.options();
         const auto kind = a->search.kind();
         const std::vector<std::string> names = p.system.level_names();
-        const bool shape_path = is_d(kind) && !a->concrete;
+        const bool shape_path = engine::is_reduction_kind(kind) && !a->concrete;
         if (a->proofs && a->certify.empty()) throw Error("--proofs needs --certify DIR");
         if (a->lowered && p.system.num_devices() > engine::kMaxLoweredDevices)
           throw Error(fmt::format("--lowered lists explicit device groups for systems of at most {} devices; this one "
@@ -187,8 +183,7 @@ Registrar reg(
             m.r = &it->second.first;
             m.texts = &it->second.second;
           } else {
-            engine::check_concrete_size(kind, is_d(kind) ? engine::make_shape(sys_cards, names, x, p.reduce, kind).group_size()
-                                                         : p.system.num_devices());
+            engine::check_concrete_size(kind, x, p.reduce);
             m.owned = std::make_shared<engine::SynthResult>(engine::synthesize(p.placement(x), names, kind, opt));
             m.r = m.owned.get();
             m.hierarchy = m.r->hierarchy.cards;

@@ -155,15 +155,14 @@ Registrar reg(
         std::vector<Case> cases;
         for (const auto& x : p.matrices) {
           std::optional<engine::Shape> shape;
-          const bool d = kind == engine::HierarchyKind::ReductionAxes || kind == engine::HierarchyKind::ReductionUncollapsed;
+          const bool d = engine::is_reduction_kind(kind);
           if (d) shape = engine::make_shape(p.system.cardinalities(), names, x, p.reduce, kind);
           const bool on_shape = d && (a->encoding == "shape" || (a->encoding == "auto" && shape->group_size() > 16));
           if (!d && a->encoding == "shape")
             throw Error("--encoding shape works on hierarchy (d) only; (a)-(c) cover every device: use --encoding concrete");
           if (!on_shape) {
             shape.reset();
-            engine::check_concrete_size(kind, d ? engine::make_shape(p.system.cardinalities(), names, x, p.reduce, kind).group_size()
-                                                : p.system.num_devices());
+            engine::check_concrete_size(kind, x, p.reduce);
           }
           auto make_case = [&] {
             if (!on_shape) return Case{x, std::nullopt, p.placement(x), {}, {}, {}, 0, {}};

@@ -53,7 +53,7 @@ std::vector<HierarchyLevel> hierarchy_levels(const ParallelismMatrix& x, const s
   const int L = m ? static_cast<int>(x[0].size()) : 0;
   if (static_cast<int>(level_names.size()) != L)
     throw Error(fmt::format("internal: {} level names for {} levels", level_names.size(), L));
-  const bool reduction = kind == HierarchyKind::ReductionAxes || kind == HierarchyKind::ReductionUncollapsed;
+  const bool reduction = is_reduction_kind(kind);
   if (reduction && reduce.empty()) throw Error("hierarchy (d) needs reduction axes (--reduce)");
   std::vector<LevelSpec> specs;
   auto part_name = [&](int i, int j) { return fmt::format("{}.{}", level_names[j], i); };
@@ -109,7 +109,7 @@ std::pair<std::vector<int>, std::vector<std::string>> hierarchy_shape(const Para
 SynthesisHierarchy make_hierarchy(const Placement& p, const std::vector<std::string>& level_names,
                                   HierarchyKind kind) {
   const auto& x = p.matrix();
-  const bool reduction = kind == HierarchyKind::ReductionAxes || kind == HierarchyKind::ReductionUncollapsed;
+  const bool reduction = is_reduction_kind(kind);
   const std::vector<LevelSpec> specs = hierarchy_levels(x, p.reduce(), level_names, kind);
   SynthesisHierarchy h;
   h.kind = kind;

@@ -51,7 +51,7 @@ std::string Shape::signature() const {
 
 Shape make_shape(const std::vector<int>& system_cards, const std::vector<std::string>& system_names,
                  const ParallelismMatrix& x, const std::vector<int>& reduce, HierarchyKind kind) {
-  if (kind != HierarchyKind::ReductionAxes && kind != HierarchyKind::ReductionUncollapsed)
+  if (!is_reduction_kind(kind))
     throw Error(fmt::format("shapes are defined for hierarchy (d) only, not ({}): (a)-(c) cover every device",
                             to_string(kind)));
   Shape s;

@@ -279,7 +279,7 @@ SynthResult synthesize(const SynthesisHierarchy& h, const Groups& goal_groups, c
 }
 
 Groups local_goal_groups(const SynthesisHierarchy& h, const Placement& p) {
-  if (h.kind == HierarchyKind::ReductionAxes || h.kind == HierarchyKind::ReductionUncollapsed) {
+  if (is_reduction_kind(h.kind)) {
     std::vector<int> all(h.num_local());
     for (int i = 0; i < h.num_local(); ++i) all[i] = i;
     return {all};
@@ -287,9 +287,18 @@ Groups local_goal_groups(const SynthesisHierarchy& h, const Placement& p) {
   return p.reduction_groups();  // (a)-(c): local = system devices
 }
 
+void check_concrete_size(HierarchyKind kind, const ParallelismMatrix& x, const std::vector<int>& reduce) {
+  // Local devices: one reduction group for (d) (the reduction axes' factors), every device else.
+  std::int64_t n = 1;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    if (!is_reduction_kind(kind) || std::find(reduce.begin(), reduce.end(), static_cast<int>(i)) != reduce.end())
+      for (int v : x[i]) n *= v;
+  check_concrete_size(kind, n);
+}
+
 void check_concrete_size(HierarchyKind kind, std::int64_t local_devices) {
   if (local_devices <= kMaxStateDevices) return;
-  if (kind == HierarchyKind::ReductionAxes || kind == HierarchyKind::ReductionUncollapsed)
+  if (is_reduction_kind(kind))
     throw Error(fmt::format("the concrete engine (--concrete) handles reduction groups of at most {} devices and this "
                             "placement's have {}; drop --concrete: synthesis on the shape (the default) works at any size",
                             kMaxStateDevices, local_devices));

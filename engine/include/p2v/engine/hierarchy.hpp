@@ -15,7 +15,11 @@ enum class HierarchyKind {
   ReductionUncollapsed,  // (d) without collapsing
 };
 
-const char* to_string(HierarchyKind k);   // "a", "b", "c", "d", "d-uncollapsed"
+const char* to_string(HierarchyKind k);
+// (d), collapsed or not: the hierarchies whose local devices are one reduction group.
+inline bool is_reduction_kind(HierarchyKind k) {
+  return k == HierarchyKind::ReductionAxes || k == HierarchyKind::ReductionUncollapsed;
+}   // "a", "b", "c", "d", "d-uncollapsed"
 HierarchyKind parse_hierarchy_kind(const std::string& s);  // accepts the same names
 
 // A synthesis hierarchy over k "local" devices. Local device l of copy c is system device

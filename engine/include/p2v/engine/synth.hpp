@@ -41,6 +41,8 @@ SynthResult synthesize(const SynthesisHierarchy& h, const Groups& local_goal_gro
 // Throws p2v::Error naming the limit, the size and what to do when hierarchy `kind` has more local
 // devices than the concrete (per-device) engine handles (kMaxStateDevices).
 void check_concrete_size(HierarchyKind kind, std::int64_t local_devices);
+// The same for placement (x, reduce), without building it (cheap for any system size).
+void check_concrete_size(HierarchyKind kind, const ParallelismMatrix& x, const std::vector<int>& reduce);
 
 // Convenience: build hierarchy `kind` of placement `p` and synthesize.
 SynthResult synthesize(const Placement& p, const std::vector<std::string>& level_names,
