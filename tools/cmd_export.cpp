@@ -3,7 +3,6 @@
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
@@ -11,8 +10,10 @@
 #include "common.hpp"
 #include "export_torch_template.hpp"
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/io.hpp"
 #include "p2v/engine/state.hpp"
 #include "p2v/engine/synth.hpp"
+#include "p2v/engine/synth_format.hpp"
 
 namespace p2v::tools {
 namespace {
@@ -61,37 +62,16 @@ nlohmann::json rows_per_state(const engine::LoweredProgram& prog, int n, const e
 
 std::vector<Named> programs_from_file(const std::string& path, const std::string& want, bool all,
                                       const engine::ParallelismMatrix& x, const engine::SynthesisHierarchy& h) {
-  std::ifstream in(path);
-  if (!in) throw Error(fmt::format("--program-file '{}': cannot open", path));
-  nlohmann::json j;
-  try {
-    in >> j;
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(fmt::format("--program-file '{}': not JSON ({}); give the output of `p2v synth --json`", path, e.what()));
-  }
-  if (!j.contains("results") || !j["results"].is_array())
-    throw Error(fmt::format("--program-file '{}': no \"results\" list; give the output of `p2v synth --json`", path));
+  const engine::SynthFile f = engine::parse_synth_file(engine::read_text_file(path, "--program-file"), "--program-file '" + path + "'");
   std::vector<Named> out;
-  for (const auto& r : j["results"]) {
-    if (r.contains("matrix") && r["matrix"].get<engine::ParallelismMatrix>() != x) continue;
-    for (const auto& p : r.value("programs", nlohmann::json::array())) {
-      const std::string name = p.value("notation", std::string());
-      if (!all && !want.empty() && name != want) continue;
-      Named n{name, {}};
-      // p2v-synth/2: steps index the result's "instructions", whose explicit groups are there only
-      // with --lowered; otherwise the notation is resolved on the placement's hierarchy.
-      bool lowered = true;
-      for (const auto& s : p.at("steps")) {
-        const auto& in = s.is_number_integer() ? r.at("instructions").at(s.get<std::size_t>()) : s;
-        if (!in.contains("groups")) {
-          lowered = false;
-          break;
-        }
-        n.steps.push_back({engine::parse_collective(in.at("collective").get<std::string>()),
-                           in.at("groups").get<engine::Groups>()});
-      }
-      if (!lowered) n.steps = engine::resolve_program(h, name);
-      out.push_back(std::move(n));
+  for (const auto& r : f.results) {
+    if (r.matrix != x) continue;
+    for (const auto& p : r.programs) {
+      if (!all && !want.empty() && p.notation != want) continue;
+      // Explicit groups are in the file only with --lowered; otherwise the notation is resolved on
+      // the placement's hierarchy.
+      auto steps = engine::lowered_program(r, p);
+      out.push_back({p.notation, steps ? std::move(*steps) : engine::resolve_program(h, p.notation)});
     }
   }
   if (out.empty())

@@ -1,11 +1,14 @@
 // p2v synth: every valid reduction program up to a size bound, per placement (SPEC §3-§6).
+// The JSON it writes is engine/synth_format ("p2v-synth/2", docs/formats.md).
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 #include <fmt/ranges.h>
+#include <unistd.h>
 
 #include <chrono>
-#include <nlohmann/json.hpp>
-#include <unistd.h>
+#include <map>
+#include <memory>
+#include <optional>
 
 #include "command.hpp"
 #include "common.hpp"
@@ -13,9 +16,7 @@
 #include "p2v/engine/shape.hpp"
 #include "p2v/engine/state.hpp"
 #include "p2v/engine/synth.hpp"
-#include <map>
-#include <memory>
-#include <optional>
+#include "p2v/engine/synth_format.hpp"
 #ifdef HAVE_P2V_ENCODINGS
 #include "p2v/encodings/certificate.hpp"
 #endif
@@ -33,79 +34,159 @@ struct SynthArgs {
   double timeout_s = 300;
 };
 
-// The text of a result's program list, shared by every placement of the same shape: notation,
-// size, and steps as indices into the result's "instructions".
-struct ProgramTexts {
-  std::vector<std::string> notation;
-  std::string json;
+// A synthesis result with its program records and their JSON text, shared by every placement of
+// the same shape.
+struct Synthesized {
+  engine::SynthResult r;
+  std::vector<engine::ProgramRecord> programs;
+  std::string programs_json;
 };
 
 // One matrix's synthesis: on the shape (hierarchy (d), any size) or on the concrete devices.
 struct MatrixResult {
-  const engine::SynthResult* r = nullptr;
-  std::optional<engine::Shape> shape;           // set on the shape path
-  std::vector<int> hierarchy;                   // real cardinalities
-  std::shared_ptr<engine::SynthResult> owned;   // concrete path
-  const ProgramTexts* texts = nullptr;
-  std::shared_ptr<ProgramTexts> owned_texts;
+  std::optional<engine::Shape> shape;  // set on the shape path
+  std::vector<int> hierarchy;          // real cardinalities
+  std::shared_ptr<const Synthesized> s;
+  std::vector<std::string> certificates;
   double ms = 0;
 };
 
-// One instruction of a result: collective, slice, form and its groups — a level pattern on the
-// shape path (explicit lists only with --lowered), the lowered lists on the concrete path.
-nlohmann::json instruction_json(const engine::SynthResult& r, const MatrixResult& m, int instr, bool lowered) {
-  const auto& in = r.instructions[instr];
-  nlohmann::json sj{{"name", engine::instruction_name(r.hierarchy, in)},
-                    {"collective", engine::to_string(in.collective)},
-                    {"slice", r.hierarchy.names[in.grouping.slice]},
-                    {"form", engine::form_name(r.hierarchy, in.grouping)}};
-  if (m.shape) {
-    const auto g = engine::group_pattern(*m.shape, in.grouping.slice, in.grouping.form, in.grouping.e);
-    nlohmann::json vary = nlohmann::json::array();
-    for (const auto& d : g.vary)
-      vary.push_back({{"level", m.shape->system_names[d.level]}, {"axis", d.axis}, {"factor", d.factor}});
-    sj["vary"] = std::move(vary);
-    sj["master"] = g.master;
-    sj["group_size"] = g.group_size;
-    sj["num_groups"] = g.num_groups;
-    sj["pattern"] = engine::describe(g, *m.shape);
-    if (lowered) sj["groups"] = engine::lower_pattern(g, *m.shape);
-  } else {
-    sj["groups"] = engine::lower_groups(r.hierarchy, in.grouping.groups);
-  }
-  return sj;
-}
+class SynthRun {
+ public:
+  SynthRun(const SynthArgs& a, const Problem& p) : a_(a), p_(p), kind_(a.search.kind()), opt_(a.search.options()) {}
 
-ProgramTexts program_texts(const engine::SynthResult& r, bool json) {
-  // Instruction names once; a program's notation is their concatenation (no quotes or
-  // backslashes in it, so its JSON string is the notation in quotes).
-  std::vector<std::string> names;
-  for (const auto& in : r.instructions) names.push_back(engine::instruction_name(r.hierarchy, in));
-  ProgramTexts t;
-  t.notation.reserve(r.programs.size());
-  if (json) t.json = "[";
-  std::string steps;
-  for (std::size_t i = 0; i < r.programs.size(); ++i) {
-    const auto& prog = r.programs[i];
-    std::string n;
-    steps.clear();
-    for (std::size_t k = 0; k < prog.size(); ++k) {
-      if (k) {
-        n += " ; ";
-        steps += ", ";
-      }
-      n += names[static_cast<std::size_t>(prog[k])];
-      steps += std::to_string(prog[k]);
+  MatrixResult synthesize(const engine::ParallelismMatrix& x) {
+    MatrixResult m;
+    const auto t0 = std::chrono::steady_clock::now();
+    if (engine::is_reduction_kind(kind_) && !a_.concrete) {
+      m.shape = engine::make_shape(p_.system.cardinalities(), p_.system.level_names(), x, p_.reduce, kind_);
+      for (auto c : m.shape->cards()) m.hierarchy.push_back(static_cast<int>(c));
+      // Placements of the same shape have the same programs: synthesize each shape once.
+      auto& slot = by_shape_[m.shape->signature()];
+      if (!slot) slot = make(engine::synthesize_shape(*m.shape, opt_));
+      m.s = slot;
+    } else {
+      engine::check_concrete_size(kind_, x, p_.reduce);
+      m.s = make(engine::synthesize(p_.placement(x), p_.system.level_names(), kind_, opt_));
+      m.hierarchy = m.s->r.hierarchy.cards;
     }
-    if (json) {
-      t.json += i ? ",\n    {\"notation\": \"" : "\n    {\"notation\": \"";
-      t.json += n;
-      t.json += "\", \"size\": " + std::to_string(prog.size()) + ", \"steps\": [" + steps + "]}";
-    }
-    t.notation.push_back(std::move(n));
+    m.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (!a_.certify.empty()) certify(x, m);
+    return m;
   }
-  if (json) t.json += "]";
-  return t;
+
+  engine::SynthResultRecord record(const engine::ParallelismMatrix& x, const MatrixResult& m) const {
+    const auto& r = m.s->r;
+    engine::SynthResultRecord rec;
+    rec.matrix = x;
+    rec.hierarchy = m.hierarchy;
+    rec.hierarchy_names = r.hierarchy.names;
+    if (m.shape) rec.shape = m.shape->signature();
+    rec.search_nodes = r.nodes;
+    rec.search_applied = r.applied;
+    if (!a_.certify.empty()) rec.certificates = m.certificates;
+    rec.instructions = engine::instruction_records(r, m.shape ? &*m.shape : nullptr, a_.lowered);
+    return rec;
+  }
+
+  engine::SynthHeader header() const {
+    return {p_.system, p_.axes, p_.reduce, kind_, opt_.max_size, opt_.master};
+  }
+
+  void print_table(const engine::ParallelismMatrix& x, const MatrixResult& m) const {
+    const auto& r = m.s->r;
+    fmt::print("matrix {}  hierarchy ({}) [{}] = [{}]: {} programs ({:.2f} ms{})\n", engine::format_matrix_brackets(x),
+               engine::to_string(kind_), fmt::join(r.hierarchy.names, " "), fmt::join(m.hierarchy, " "),
+               r.programs.size(), m.ms, m.shape ? ", on the shape" : "");
+    for (std::size_t i = 0; i < r.programs.size(); ++i) {
+      if (a_.show >= 0 && i >= static_cast<std::size_t>(a_.show)) {
+        fmt::print("  ... {} more (use --show or --json)\n", r.programs.size() - i);
+        break;
+      }
+      fmt::print("  {:>4}  [{}] {}\n", i, r.programs[i].size(), m.s->programs[i].notation);
+      if (a_.lowered)
+        for (const auto& st : m.shape ? engine::lower_shape_program(*m.shape, r, r.programs[i])
+                                      : engine::lower(r, r.programs[i]))
+          fmt::print("          {} {}\n", engine::to_string(st.collective), fmt::join(st.groups, " "));
+    }
+  }
+
+  std::size_t certificates = 0;
+
+ private:
+  std::shared_ptr<const Synthesized> make(engine::SynthResult r) const {
+    auto s = std::make_shared<Synthesized>();
+    s->r = std::move(r);
+    s->programs = engine::program_records(s->r);
+    if (a_.json) s->programs_json = engine::programs_json(s->programs);
+    return s;
+  }
+
+  void certify([[maybe_unused]] const engine::ParallelismMatrix& x, [[maybe_unused]] MatrixResult& m) {
+#ifdef HAVE_P2V_ENCODINGS
+    encodings::CertifyOptions co;
+    co.dir = a_.certify;
+    co.solvers = encodings::smt::parse_solver_list(a_.solver);
+    co.search.proofs = a_.proofs;
+    co.search.timeout_ms = static_cast<unsigned>(a_.timeout_s * 1000);
+    co.search.bury_solver = true;  // a command-line run: the process exits soon after
+    if (m.shape) {
+      // The solvers run once per shape, on its smallest instance.
+      const auto sig = m.shape->signature();
+      const auto it = shape_runs_.find(sig);
+      auto res = encodings::certify_shape_programs(p_.system, *m.shape, m.s->r, opt_, co,
+                                                   it == shape_runs_.end() ? nullptr : &it->second);
+      if (it == shape_runs_.end()) shape_runs_.emplace(sig, res.runs);
+      m.certificates = std::move(res.files);
+    } else {
+      m.certificates = encodings::certify_programs(p_.system, p_.placement(x), m.s->r, opt_, co).files;
+    }
+    certificates += m.certificates.size();
+#else
+    throw Error("--certify needs the SMT encodings (p2v was built without Z3/cvc5)");
+#endif
+  }
+
+  const SynthArgs& a_;
+  const Problem& p_;
+  engine::HierarchyKind kind_;
+  engine::SynthOptions opt_;
+  std::map<std::string, std::shared_ptr<const Synthesized>> by_shape_;
+#ifdef HAVE_P2V_ENCODINGS
+  std::map<std::string, std::vector<encodings::EnumerationResult>> shape_runs_;
+#endif
+};
+
+int run_synth(const SynthArgs& a) {
+  const Problem p = load_problem(a.problem);
+  if (a.proofs && a.certify.empty()) throw Error("--proofs needs --certify DIR");
+  if (a.lowered && p.system.num_devices() > engine::kMaxLoweredDevices)
+    throw Error(fmt::format("--lowered lists explicit device groups for systems of at most {} devices; this one "
+                            "has {}: drop --lowered (steps are printed as level patterns) or use a smaller system",
+                            engine::kMaxLoweredDevices, p.system.num_devices()));
+  SynthRun run(a, p);
+  const bool progress = !a.json && p.matrices.size() > 1 && isatty(2);
+  static char outbuf[1 << 16];
+  std::setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
+  // Streamed: one result at a time (a system's placements can have millions of programs).
+  std::optional<engine::SynthWriter> writer;
+  if (a.json) writer.emplace(stdout, run.header());
+  std::size_t total = 0;
+  for (std::size_t mi = 0; mi < p.matrices.size(); ++mi) {
+    const auto& x = p.matrices[mi];
+    if (progress) fmt::print(stderr, "[{}/{}] {}\r", mi + 1, p.matrices.size(), engine::format_matrix(x));
+    const MatrixResult m = run.synthesize(x);
+    total += m.s->r.programs.size();
+    if (writer) writer->result(run.record(x, m), m.s->programs_json);
+    else run.print_table(x, m);
+  }
+  if (progress) fmt::print(stderr, "\n");
+  if (writer) writer->finish();
+  else fmt::print("total: {} programs over {} matrices\n", total, p.matrices.size());
+  if (!a.certify.empty() && !a.json)
+    fmt::print("{} certificates written to {} (check them with: p2v check {}/*.json)\n", run.certificates, a.certify,
+               a.certify);
+  return 0;
 }
 
 Registrar reg(
@@ -114,7 +195,7 @@ Registrar reg(
       auto a = std::make_shared<SynthArgs>();
       add_problem_options(sub, a->problem);
       add_search_options(sub, a->search, /*with_hierarchy=*/true);
-      sub.add_flag("--json", a->json, "machine-readable output");
+      sub.add_flag("--json", a->json, "machine-readable output (format p2v-synth/2, docs/formats.md)");
       sub.add_flag("--lowered", a->lowered,
                    fmt::format("also list every step's explicit device groups (JSON \"groups\"; systems of at most {} "
                                "devices); by default steps are level patterns",
@@ -130,130 +211,7 @@ Registrar reg(
       sub.add_option("--solver", a->solver, "with --certify: z3, cvc5 or both")->capture_default_str();
       sub.add_flag("--proofs", a->proofs, "with --certify: store cvc5's proofs of the unsat answers beside them");
       sub.add_option("--timeout", a->timeout_s, "with --certify: per solver check, seconds")->capture_default_str();
-      return [a] {
-        Problem p = load_problem(a->problem);
-        engine::SynthOptions opt = a->search.options();
-        const auto kind = a->search.kind();
-        const std::vector<std::string> names = p.system.level_names();
-        const bool shape_path = engine::is_reduction_kind(kind) && !a->concrete;
-        if (a->proofs && a->certify.empty()) throw Error("--proofs needs --certify DIR");
-        if (a->lowered && p.system.num_devices() > engine::kMaxLoweredDevices)
-          throw Error(fmt::format("--lowered lists explicit device groups for systems of at most {} devices; this one "
-                                  "has {}: drop --lowered (steps are printed as level patterns) or use a smaller system",
-                                  engine::kMaxLoweredDevices, p.system.num_devices()));
-#ifndef HAVE_P2V_ENCODINGS
-        if (!a->certify.empty()) throw Error("--certify needs the SMT encodings (p2v was built without Z3/cvc5)");
-#endif
-        std::size_t certificates = 0;
-        const bool progress = !a->json && p.matrices.size() > 1 && isatty(2);
-        static char outbuf[1 << 16];
-        std::setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
-        if (a->json) {
-          // Streamed: one result at a time (a system's placements can have millions of programs).
-          const nlohmann::json head{{"format", "p2v-synth/2"},
-                                    {"system", nlohmann::json::parse(engine::system_to_json(p.system))},
-                                    {"axes", p.axes},
-                                    {"reduce", p.reduce},
-                                    {"hierarchy_kind", engine::to_string(kind)},
-                                    {"max_size", opt.max_size},
-                                    {"master_collectives", a->search.master}};
-          const std::string h = head.dump(1);
-          fmt::print("{},\n \"results\": [", h.substr(0, h.size() - 2));
-        }
-        std::size_t total = 0;
-        // Placements of the same shape have the same programs: synthesize each shape once.
-        std::map<std::string, std::pair<engine::SynthResult, ProgramTexts>> by_shape;
-        const auto sys_cards = p.system.cardinalities();
-#ifdef HAVE_P2V_ENCODINGS
-        std::map<std::string, std::vector<encodings::EnumerationResult>> shape_runs;
-#endif
-        for (std::size_t mi = 0; mi < p.matrices.size(); ++mi) {
-          const auto& x = p.matrices[mi];
-          if (progress) fmt::print(stderr, "[{}/{}] {}\r", mi + 1, p.matrices.size(), engine::format_matrix(x));
-          MatrixResult m;
-          const auto t0 = std::chrono::steady_clock::now();
-          if (shape_path) {
-            m.shape = engine::make_shape(sys_cards, names, x, p.reduce, kind);
-            for (auto c : m.shape->cards()) m.hierarchy.push_back(static_cast<int>(c));
-            auto [it, fresh] = by_shape.try_emplace(m.shape->signature());
-            if (fresh) {
-              it->second.first = engine::synthesize_shape(*m.shape, opt);
-              it->second.second = program_texts(it->second.first, a->json);
-            }
-            m.r = &it->second.first;
-            m.texts = &it->second.second;
-          } else {
-            engine::check_concrete_size(kind, x, p.reduce);
-            m.owned = std::make_shared<engine::SynthResult>(engine::synthesize(p.placement(x), names, kind, opt));
-            m.r = m.owned.get();
-            m.hierarchy = m.r->hierarchy.cards;
-            m.owned_texts = std::make_shared<ProgramTexts>(program_texts(*m.r, a->json));
-            m.texts = m.owned_texts.get();
-          }
-          m.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-          const engine::SynthResult& r = *m.r;
-          total += r.programs.size();
-          std::vector<std::string> cert_files;
-#ifdef HAVE_P2V_ENCODINGS
-          if (!a->certify.empty()) {
-            encodings::CertifyOptions co;
-            co.dir = a->certify;
-            co.solvers = encodings::smt::parse_solver_list(a->solver);
-            co.search.proofs = a->proofs;
-            co.search.timeout_ms = static_cast<unsigned>(a->timeout_s * 1000);
-            co.search.bury_solver = true;  // a command-line run: the process exits soon after
-            if (m.shape) {
-              // The solvers run once per shape, on its smallest instance.
-              const auto sig = m.shape->signature();
-              const auto it = shape_runs.find(sig);
-              auto res = encodings::certify_shape_programs(p.system, *m.shape, r, opt, co,
-                                                           it == shape_runs.end() ? nullptr : &it->second);
-              if (it == shape_runs.end()) shape_runs.emplace(sig, res.runs);
-              cert_files = std::move(res.files);
-            } else {
-              cert_files = encodings::certify_programs(p.system, p.placement(x), r, opt, co).files;
-            }
-            certificates += cert_files.size();
-          }
-#endif
-          if (a->json) {
-            nlohmann::json res{{"matrix", x}, {"hierarchy", m.hierarchy}, {"hierarchy_names", r.hierarchy.names}};
-            if (m.shape) res["shape"] = m.shape->signature();
-            res["search_nodes"] = r.nodes;
-            res["search_applied"] = r.applied;
-            if (!a->certify.empty()) res["certificates"] = cert_files;
-            nlohmann::json ins = nlohmann::json::array();
-            for (std::size_t i = 0; i < r.instructions.size(); ++i)
-              ins.push_back(instruction_json(r, m, static_cast<int>(i), a->lowered));
-            res["instructions"] = std::move(ins);
-            const std::string rt = res.dump();
-            fmt::print("{}\n  {},\n   \"programs\": {}}}", mi ? "," : "", rt.substr(0, rt.size() - 1), m.texts->json);
-            continue;
-          }
-          fmt::print("matrix {}  hierarchy ({}) [{}] = [{}]: {} programs ({:.2f} ms{})\n",
-                     engine::format_matrix_brackets(x), engine::to_string(kind), fmt::join(r.hierarchy.names, " "),
-                     fmt::join(m.hierarchy, " "), r.programs.size(), m.ms, m.shape ? ", on the shape" : "");
-          std::size_t shown = 0;
-          for (const auto& prog : r.programs) {
-            if (a->show >= 0 && shown >= static_cast<std::size_t>(a->show)) {
-              fmt::print("  ... {} more (use --show or --json)\n", r.programs.size() - shown);
-              break;
-            }
-            fmt::print("  {:>4}  [{}] {}\n", shown, prog.size(), m.texts->notation[shown]);
-            ++shown;
-            if (a->lowered)
-              for (const auto& st : m.shape ? engine::lower_shape_program(*m.shape, r, prog) : engine::lower(r, prog))
-                fmt::print("          {} {}\n", engine::to_string(st.collective), fmt::join(st.groups, " "));
-          }
-        }
-        if (progress) fmt::print(stderr, "\n");
-        if (a->json) fmt::print("]\n}}\n");
-        else fmt::print("total: {} programs over {} matrices\n", total, p.matrices.size());
-        if (!a->certify.empty() && !a->json)
-          fmt::print("{} certificates written to {} (check them with: p2v check {}/*.json)\n", certificates, a->certify,
-                     a->certify);
-        return 0;
-      };
+      return [a] { return run_synth(*a); };
     });
 
 }  // namespace

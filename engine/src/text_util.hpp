@@ -3,23 +3,16 @@
 #include <fmt/core.h>
 
 #include <cctype>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/io.hpp"
 
 namespace p2v::engine::text {
 
-// The whole text of file `path`; throws p2v::Error "<path>: cannot open <what>".
-inline std::string read_file(const std::string& path, const std::string& what) {
-  std::ifstream in(path);
-  if (!in) throw Error(fmt::format("{}: cannot open {}", path, what));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+// The whole text of file `path`; throws p2v::Error naming `what` and the path.
+inline std::string read_file(const std::string& path, const std::string& what) { return read_text_file(path, what); }
 
 // Escapes &, <, > and " for SVG/XML text and attributes.
 inline std::string xml_escape(const std::string& s) {

@@ -1,0 +1,142 @@
+// The p2v-synth/2 format: what SynthWriter writes, parse_synth_file reads back unchanged, and the
+// reader refuses anything else naming the field (docs/formats.md).
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "p2v/engine/error.hpp"
+#include "p2v/engine/placement.hpp"
+#include "p2v/engine/shape.hpp"
+#include "p2v/engine/synth.hpp"
+#include "p2v/engine/synth_format.hpp"
+#include "p2v/engine/system.hpp"
+
+using namespace p2v;
+using namespace p2v::engine;
+
+namespace {
+
+struct Written {
+  std::string text;
+  std::vector<SynthResultRecord> records;
+};
+
+// Writes the synthesis of every matrix of (system, axes, reduce) the way `p2v synth --json` does.
+Written write_all(const std::string& system, const std::vector<int>& axes, const std::vector<int>& reduce,
+                  bool shape_path, bool lowered, int max_size = 3) {
+  const System sys = parse_system_arg(system);
+  SynthOptions opt;
+  opt.max_size = max_size;
+  char* buf = nullptr;
+  std::size_t len = 0;
+  std::FILE* f = ::open_memstream(&buf, &len);
+  REQUIRE(f != nullptr);
+  Written w;
+  {
+    SynthWriter out(f, {sys, axes, reduce, HierarchyKind::ReductionAxes, opt.max_size, opt.master});
+    for (const auto& x : enumerate_matrices(sys.cardinalities(), axes)) {
+      SynthResultRecord rec;
+      SynthResult r;
+      std::optional<Shape> s;
+      if (shape_path) {
+        s = make_shape(sys.cardinalities(), sys.level_names(), x, reduce, HierarchyKind::ReductionAxes);
+        r = synthesize_shape(*s, opt);
+        rec.shape = s->signature();
+        for (auto c : s->cards()) rec.hierarchy.push_back(static_cast<int>(c));
+      } else {
+        r = synthesize(Placement(sys.cardinalities(), axes, x, reduce), sys.level_names(),
+                       HierarchyKind::ReductionAxes, opt);
+        rec.hierarchy = r.hierarchy.cards;
+      }
+      rec.matrix = x;
+      rec.hierarchy_names = r.hierarchy.names;
+      rec.search_nodes = r.nodes;
+      rec.search_applied = r.applied;
+      rec.instructions = instruction_records(r, s ? &*s : nullptr, lowered);
+      const auto progs = program_records(r);
+      out.result(rec, programs_json(progs));
+      rec.programs = progs;
+      w.records.push_back(std::move(rec));
+    }
+    out.finish();
+  }
+  std::fclose(f);
+  w.text.assign(buf, len);
+  std::free(buf);
+  return w;
+}
+
+std::string refusal(const std::string& text) {
+  try {
+    parse_synth_file(text, "t.json");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+}  // namespace
+
+TEST_CASE("p2v-synth/2 round trip: shape and concrete paths, with and without explicit groups") {
+  for (const bool shape_path : {true, false})
+    for (const bool lowered : {false, true}) {
+      CAPTURE(shape_path);
+      CAPTURE(lowered);
+      const auto w = write_all("node=2,gpu=4", {2, 4}, {1}, shape_path, lowered);
+      const SynthFile f = parse_synth_file(w.text, "t.json");
+      CHECK(f.header.system.name == "node=2,gpu=4");
+      CHECK(f.header.axes == std::vector<int>{2, 4});
+      CHECK(f.header.reduce == std::vector<int>{1});
+      CHECK(f.header.max_size == 3);
+      REQUIRE(f.results.size() == w.records.size());
+      for (std::size_t i = 0; i < w.records.size(); ++i) CHECK(f.results[i] == w.records[i]);
+      // Explicit steps exactly when groups were written, and then equal to the engine's lowering.
+      for (const auto& res : f.results)
+        for (const auto& p : res.programs) CHECK(lowered_program(res, p).has_value() == (lowered || !shape_path));
+    }
+}
+
+TEST_CASE("p2v-synth/2 explicit steps equal the engine's lowering") {
+  const auto w = write_all("node=2,gpu=2", {4}, {0}, /*shape_path=*/false, false);
+  const SynthFile f = parse_synth_file(w.text, "t.json");
+  const System sys = parse_system_arg("node=2,gpu=2");
+  const auto x = f.results.at(0).matrix;
+  SynthOptions opt;
+  opt.max_size = 3;
+  const auto r = synthesize(Placement(sys.cardinalities(), {4}, x, {0}), sys.level_names(),
+                            HierarchyKind::ReductionAxes, opt);
+  REQUIRE(f.results[0].programs.size() == r.programs.size());
+  for (std::size_t i = 0; i < r.programs.size(); ++i)
+    CHECK(*lowered_program(f.results[0], f.results[0].programs[i]) == lower(r, r.programs[i]));
+}
+
+TEST_CASE("p2v-synth/2 reader refuses malformed files, naming the field") {
+  const auto w = write_all("node=2,gpu=2", {4}, {0}, true, false, 2);
+  const nlohmann::json good = nlohmann::json::parse(w.text);
+  auto edited = [&](auto&& edit) {
+    nlohmann::json j = good;
+    edit(j);
+    return refusal(j.dump());
+  };
+  CHECK(refusal(w.text) == "(accepted)");
+  CHECK(refusal("{") .find("t.json: malformed JSON") != std::string::npos);
+  CHECK(edited([](auto& j) { j.erase("format"); }).find("no \"format\" field") != std::string::npos);
+  CHECK(edited([](auto& j) { j["format"] = "p2v-synth/3"; }).find("not supported") != std::string::npos);
+  CHECK(edited([](auto& j) { j["format"] = "p2v-simulate/1"; }).find("expected \"p2v-synth/2\"") != std::string::npos);
+  CHECK(edited([](auto& j) { j["extra"] = 1; }).find("unknown field \"extra\"") != std::string::npos);
+  CHECK(edited([](auto& j) { j["results"][0].erase("matrix"); })
+            .find("t.json: results[0]: missing field \"matrix\"") != std::string::npos);
+  CHECK(edited([](auto& j) { j["results"][0]["instructions"][1]["collective"] = "AllSum"; })
+            .find("AllSum") != std::string::npos);
+  CHECK(edited([](auto& j) { j["results"][0]["instructions"][0]["vary"][0]["levle"] = "x"; })
+            .find("instructions[0].vary[0]: unknown field \"levle\"") != std::string::npos);
+  CHECK(edited([](auto& j) { j["results"][0]["programs"][0]["steps"] = {999}; })
+            .find("programs[0]: step 999 is not an index") != std::string::npos);
+  CHECK(edited([](auto& j) { j["results"][0]["programs"][0]["size"] = 7; })
+            .find("\"size\" is 7") != std::string::npos);
+  CHECK(edited([](auto& j) { j["results"][0]["programs"][1]["steps"] = {2, 1}; })
+            .find("does not match its steps") != std::string::npos);
+  CHECK(edited([](auto& j) { j["axes"] = "4"; }).find("t.json.axes: wrong type") != std::string::npos);
+}
