@@ -80,7 +80,7 @@ void print_program(const char* title, const rs::Plan& p, const rs::Program& prog
 // checker rejects it.
 std::string certify(const rs::Plan& p, const std::string& dir) {
   std::filesystem::create_directories(dir);
-  auto cert = nlohmann::json::parse(rs::to_json(p, /*full=*/true));
+  auto cert = rs::to_json(p, /*full=*/true);
 #ifdef HAVE_P2V_ENCODINGS
   // Per step: "every element of the new layout comes from where the rule says", unsat in both solvers.
   nlohmann::json facts = nlohmann::json::array();
@@ -127,7 +127,7 @@ int run(const ReshardArgs& a, const rs::Request& r) {
   if (rank == 0) {
     const std::int64_t elems = p.mesh.num_devices() * p.to.localsize();
     if (a.json) {
-      auto j = nlohmann::json::parse(rs::to_json(p));
+      auto j = rs::to_json(p);
       j["run"] = {{"ranks", p.mesh.num_devices()}, {"time_s", mine.time_s}, {"peak_bytes", mine.peak_bytes},
                   {"wrong", mine.wrong}, {"splits", mine.splits},
                   {"baseline", {{"time_s", base.time_s}, {"peak_bytes", base.peak_bytes}, {"wrong", base.wrong}}}};
@@ -229,7 +229,7 @@ Registrar reg(
         if (!a->certify.empty()) cert_note = certify(p, a->certify);
 #endif
         if (a->json) {
-          auto j = nlohmann::json::parse(rs::to_json(p));
+          auto j = rs::to_json(p);
           if (!cert_note.empty()) j["certificate"] = cert_note;
           j["synthesis_ms"] = ms;
           fmt::print("{}\n", j.dump(2));

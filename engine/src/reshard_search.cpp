@@ -403,7 +403,7 @@ Plan plan(const Request& r) {
   return pl;
 }
 
-std::string to_json(const Plan& p, bool full) {
+nlohmann::json to_json(const Plan& p, bool full) {
   using nlohmann::json;
   const bool small = full || p.mesh.num_devices() <= 256;
   auto prog = [&](const Program& pr) {
@@ -460,7 +460,7 @@ std::string to_json(const Plan& p, bool full) {
   out["cost_model"] = p.cost_kind == CostKind::Paper ? "paper" : "topology";
   out["states"] = p.states;
   out["baseline"] = prog(p.baseline);
-  return out.dump();
+  return out;
 }
 
 }  // namespace p2v::engine::reshard

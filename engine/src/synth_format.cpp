@@ -187,7 +187,7 @@ std::string programs_json(const std::vector<ProgramRecord>& programs) {
 
 SynthWriter::SynthWriter(std::FILE* out, const SynthHeader& h) : out_(out) {
   const nlohmann::json head{{"format", kSynthFormat},
-                            {"system", nlohmann::json::parse(system_to_json(h.system))},
+                            {"system", system_json(h.system)},
                             {"axes", h.axes},
                             {"reduce", h.reduce},
                             {"hierarchy_kind", to_string(h.kind)},

@@ -234,7 +234,7 @@ System parse_system_arg(const std::string& arg) {
   throw Error(fmt::format("--system '{}': no such file, and not an inline hierarchy like node=4,gpu=16", arg));
 }
 
-std::string system_to_json(const System& s) {
+json system_json(const System& s) {
   json j;
   j["name"] = s.name;
   j["levels"] = json::array();
@@ -257,7 +257,10 @@ std::string system_to_json(const System& s) {
     if (s.device->memory_gb > 0) d["memory_gb"] = s.device->memory_gb;
     j["device"] = d;
   }
-  return j.dump(2);
+  return j;
+}
+
+std::string system_to_json(const System& s) { return system_json(s).dump(2);
 }
 
 }  // namespace p2v::engine

@@ -14,7 +14,7 @@ using nlohmann::json;
 
 namespace {
 json certificate(const std::string& mesh, const std::string& from, const std::string& to) {
-  return json::parse(rs::to_json(rs::plan(rs::Request{mesh, from, to, {}, "f32", rs::CostKind::Paper, {}}), true));
+  return rs::to_json(rs::plan(rs::Request{mesh, from, to, {}, "f32", rs::CostKind::Paper, {}}), true);
 }
 std::string verdict(const json& c) {
   const auto v = p2v::checker::check_reshard_certificate(c.dump());

@@ -3,6 +3,7 @@
 // offset tables, the collectives that change them (allgather, dynslice, alltoall, allpermute) with
 // their side conditions, a memory-bounded cost-optimal search on the prime-split mesh, the lowering
 // to device groups, and the XLA-style naive baseline.
+#include <nlohmann/json_fwd.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -163,10 +164,10 @@ Program naive(const Mesh& mesh, const Type& from, const Type& to);
 // Fills costs (paper and, with a system, topology), peak, group counts of a program's steps.
 void price(Program& p, const Mesh& mesh, const Type& from, int dtype_bytes, const System* topology);
 
-// JSON text of a plan (`steps`, `cost`, `peak`, `bound`, `baseline`, ...).
+// JSON of a plan (`steps`, `cost`, `peak`, `bound`, `baseline`, ...).
 // `full`: groups, sources and slices of every step whatever the mesh size, plus the certificate
 // format tag (what `--certify` writes and proofs/checker reads).
-std::string to_json(const Plan& p, bool full = false);
+nlohmann::json to_json(const Plan& p, bool full = false);
 // Text of one step, e.g. `alltoall(1,0){devs}`.
 std::string step_to_string(const Step& s, const Mesh& mesh);
 

@@ -1,5 +1,6 @@
 #pragma once
 // A system: a hierarchy of levels, outermost first (SPEC §1), with per-level interconnects.
+#include <nlohmann/json_fwd.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -70,7 +71,8 @@ System load_system_file(const std::string& path);
 System parse_system_inline(const std::string& spec);
 // What `--system` accepts: an existing file path, or an inline `name=card,...` list.
 System parse_system_arg(const std::string& arg);
-// Serializes a system back to JSON text (round-trips through parse_system_json).
+// Serializes a system (round-trips through parse_system_json): as JSON, and as its text.
+nlohmann::json system_json(const System& s);
 std::string system_to_json(const System& s);
 
 }  // namespace p2v::engine
