@@ -8,13 +8,12 @@
 
 #include "command.hpp"
 #include "p2v/engine/error.hpp"
-#include "p2v/engine/sim_calibrate.hpp"
-#include "p2v/engine/sim_report.hpp"
+#include "p2v/sim/calibrate.hpp"
+#include "p2v/sim/report.hpp"
 
 namespace p2v::tools {
 namespace {
 
-namespace sim = engine::sim;
 
 struct CalArgs {
   std::string system, measurements, output, algo = "ring";

@@ -13,16 +13,15 @@
 #include "common.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/shape.hpp"
-#include "p2v/engine/sim_calibrate.hpp"
-#include "p2v/engine/sim_levels.hpp"
-#include "p2v/engine/sim_rank.hpp"
-#include "p2v/engine/sim_report.hpp"
-#include "p2v/engine/sim_svg.hpp"
+#include "p2v/sim/calibrate.hpp"
+#include "p2v/sim/levels.hpp"
+#include "p2v/sim/rank.hpp"
+#include "p2v/sim/report.hpp"
+#include "p2v/sim/svg.hpp"
 
 namespace p2v::tools {
 namespace {
 
-namespace sim = engine::sim;
 
 struct SimArgs {
   ProblemArgs problem;
@@ -39,8 +38,7 @@ struct SimArgs {
 
 // The level model (docs/shape.md §7): rankings from level patterns and per-level counts, for any
 // device count. Programs come from the placement's shape, once per shape.
-int run_levels(const SimArgs& a, const Problem& p, const engine::sim::CostOptions& copt, int json_top) {
-  namespace sim = engine::sim;
+int run_levels(const SimArgs& a, const Problem& p, const sim::CostOptions& copt, int json_top) {
   for (const auto& [opt, name] : {std::pair{&a.svg_topology, "--svg-topology"}, {&a.svg_ranking, "--svg-ranking"},
                                   {&a.measurements, "--measurements"}, {&a.measured_programs, "--measured-programs"}})
     if (!opt->empty())

@@ -10,15 +10,14 @@
 #include "command.hpp"
 #include "common.hpp"
 #include "p2v/engine/error.hpp"
-#include "p2v/engine/sim_rank.hpp"
-#include "p2v/engine/sim_report.hpp"
-#include "p2v/engine/step.hpp"
+#include "p2v/sim/rank.hpp"
+#include "p2v/sim/report.hpp"
+#include "p2v/sim/step.hpp"
 
 namespace p2v::tools {
 namespace {
 
-namespace sim = engine::sim;
-namespace st = engine::step;
+namespace st = sim::step;
 
 struct StepArgs {
   ProblemArgs problem;

@@ -1,4 +1,4 @@
-#include "p2v/engine/sim_calibrate.hpp"
+#include "p2v/sim/calibrate.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -10,9 +10,11 @@
 #include <sstream>
 
 #include "p2v/engine/error.hpp"
-#include "text_util.hpp"
+#include "p2v/engine/text_util.hpp"
 
-namespace p2v::engine::sim {
+namespace p2v::sim {
+
+using namespace engine;
 
 using text::split_csv;
 using text::trim;
@@ -339,4 +341,4 @@ std::string calibrated_system_json(const System& s, const Topology& t, const std
   return j.dump(2) + "\n";
 }
 
-}  // namespace p2v::engine::sim
+}  // namespace p2v::sim

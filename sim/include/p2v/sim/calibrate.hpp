@@ -13,13 +13,13 @@
 #include <vector>
 
 #include "p2v/engine/instruction.hpp"
-#include "p2v/engine/sim_cost.hpp"
+#include "p2v/sim/cost.hpp"
 #include "p2v/engine/system.hpp"
 
-namespace p2v::engine::sim {
+namespace p2v::sim {
 
 struct Measurement {
-  LoweredStep step;
+  engine::LoweredStep step;
   std::string groups_text;
   double bytes = 0.0;
   double seconds = 0.0;
@@ -61,6 +61,6 @@ Calibration calibrate(Simulator& sim, const std::vector<Measurement>& ms, Algori
 // System `s` with the calibrated link parameters of `t`: level interconnects for level classes,
 // topology-section links for link-kind classes, and the topology section's step_overhead_us
 // (a section holding only that is created when needed). JSON text.
-std::string calibrated_system_json(const System& s, const Topology& t, const std::string& note);
+std::string calibrated_system_json(const engine::System& s, const Topology& t, const std::string& note);
 
-}  // namespace p2v::engine::sim
+}  // namespace p2v::sim

@@ -1,4 +1,4 @@
-#include "p2v/engine/sim_topology.hpp"
+#include "p2v/sim/topology.hpp"
 
 #include <algorithm>
 #include <boost/graph/adjacency_list.hpp>
@@ -12,7 +12,9 @@
 
 #include "p2v/engine/error.hpp"
 
-namespace p2v::engine::sim {
+namespace p2v::sim {
+
+using namespace engine;
 
 namespace {
 
@@ -406,4 +408,4 @@ std::string Topology::describe() const {
   return out;
 }
 
-}  // namespace p2v::engine::sim
+}  // namespace p2v::sim

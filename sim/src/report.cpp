@@ -1,4 +1,4 @@
-#include "p2v/engine/sim_report.hpp"
+#include "p2v/sim/report.hpp"
 
 #include <cctype>
 #include <cmath>
@@ -8,7 +8,9 @@
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/units.hpp"
 
-namespace p2v::engine::sim {
+namespace p2v::sim {
+
+using namespace engine;
 
 std::string steps_json(const Topology& t, const ProgramCost& pc, int max_links) {
   using json = nlohmann::json;
@@ -71,4 +73,4 @@ std::string steps_table(const Topology& t, const ProgramCost& pc, const std::str
   return out;
 }
 
-}  // namespace p2v::engine::sim
+}  // namespace p2v::sim

@@ -3,9 +3,9 @@
 // JSON library leaks into public headers.
 #include <string>
 
-#include "p2v/engine/sim_cost.hpp"
+#include "p2v/sim/cost.hpp"
 
-namespace p2v::engine::sim {
+namespace p2v::sim {
 
 // JSON array text, one object per step: collective, groups, group_size, algo, nccl_pick,
 // bytes_per_rank, time_s, latency_s, bandwidth_s, algbw_gbps, busbw_gbps,
@@ -23,4 +23,4 @@ std::string format_bytes(double b);
 // Parses a byte count: "8589934592", "1e9", "8GiB", "512MiB", "4KiB", "1GB", "100MB".
 double parse_bytes(const std::string& s);
 
-}  // namespace p2v::engine::sim
+}  // namespace p2v::sim
