@@ -175,3 +175,27 @@ TEST_CASE("formats: calibrate --json round-trips and is strict") {
   CHECK(error_of([&] { sim::parse_calibration_report(bad.dump(), "cal.json"); })
             .find("cal.json: system: expected a system object") != std::string::npos);
 }
+
+TEST_CASE("formats: a system file's topology section is read strictly") {
+  System s;
+  s.name = "t";
+  s.levels.push_back({"node", 2, Interconnect{LinkKind::Nic, 1, 1}});
+  s.levels.push_back({"gpu", 2, Interconnect{LinkKind::Switch, 10, 1}});
+  const std::string ok = R"({"scope":"node","uplink":"nic","vertices":[{"name":"nic","kind":"nic"}],"links":[)"
+                         R"({"a":"gpu0","b":"nic","bandwidth_gbps":1,"latency_us":2},{"a":"gpu1","b":"nic","bandwidth_gbps":1}]})";
+  s.topology_json = ok;
+  CHECK(error_of([&] { sim::Topology::build(s); }).empty());
+  auto err = [&](const std::string& from, const std::string& to) {
+    s.topology_json = ok;
+    s.topology_json.replace(s.topology_json.find(from), from.size(), to);
+    return error_of([&] { sim::Topology::build(s); });
+  };
+  // A misspelt latency was silently 0 before; now it is named.
+  CHECK(err("\"latency_us\"", "\"latency\"").find("system 't': topology.links[0].latency: unknown field") !=
+        std::string::npos);
+  CHECK(err("\"kind\":\"nic\"", "\"kind\":\"nic\",\"color\":1").find("topology.vertices[0].color: unknown field") !=
+        std::string::npos);
+  CHECK(err("\"scope\"", "\"scop\"").find("topology.scope: missing") != std::string::npos);
+  CHECK(err("\"bandwidth_gbps\":1,\"latency_us\"", "\"bandwidth_gbps\":-1,\"latency_us\"")
+            .find("topology.links[0].bandwidth_gbps: must be a non-negative number") != std::string::npos);
+}
