@@ -118,6 +118,8 @@ TEST_CASE("formats: p2v simulate --json is read by the strict reader") {
   CHECK(rep.system.name == "a100-2node");
   CHECK(rep.results.size() > 1);
   for (const auto& m : rep.results) CHECK(m.programs.size() <= 2);
+  std::ifstream f(out);
+  CHECK(sim::to_json(rep) == json::parse(f));  // nothing the command writes is lost on reading
 }
 
 TEST_CASE("formats: step --json round-trips and is strict") {
@@ -198,4 +200,31 @@ TEST_CASE("formats: a system file's topology section is read strictly") {
   CHECK(err("\"scope\"", "\"scop\"").find("topology.scope: missing") != std::string::npos);
   CHECK(err("\"bandwidth_gbps\":1,\"latency_us\"", "\"bandwidth_gbps\":-1,\"latency_us\"")
             .find("topology.links[0].bandwidth_gbps: must be a non-negative number") != std::string::npos);
+}
+
+TEST_CASE("formats: p2v step --json and p2v calibrate --json are read by the strict readers") {
+  const std::string step_out = "/tmp/p2v_test_formats_step.json", cal_out = "/tmp/p2v_test_formats_cal.json";
+  auto r = simtest::run("step --model " + std::string(P2V_SOURCE_DIR) + "/examples/models/resnet50.json --system " +
+                        simtest::example("a100-2node.json") + " --axes 2,16 --mode zero --json > " + step_out);
+  REQUIRE(r.code == 0);
+  std::ifstream sf(step_out);
+  const std::string step_text((std::istreambuf_iterator<char>(sf)), {});
+  const auto step = st::parse_step_report(step_text, step_out);
+  CHECK(step.mode == "zero");
+  CHECK(step.placements.size() > 1);
+  CHECK(st::to_json(step) == json::parse(step_text));
+
+  const std::string csv = "/tmp/p2v_test_formats_cal2.csv";
+  {
+    std::ofstream m(csv);
+    m << "collective,groups,bytes,seconds\nAllReduce,0-15|16-31,1e9,0.02\nAllReduce,0 16,1e9,0.5\n";
+  }
+  r = simtest::run("calibrate --system " + simtest::example("a100-2node.json") + " --measurements " + csv + " --json > " +
+                   cal_out);
+  REQUIRE(r.code == 0);
+  std::ifstream cf(cal_out);
+  const std::string cal_text((std::istreambuf_iterator<char>(cf)), {});
+  const auto cal = sim::parse_calibration_report(cal_text, cal_out);
+  CHECK(cal.measurements == 2);
+  CHECK(sim::to_json(cal) == json::parse(cal_text));
 }
