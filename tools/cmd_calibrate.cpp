@@ -3,23 +3,59 @@
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
+#include "common.hpp"
 #include "p2v/engine/error.hpp"
-#include "p2v/engine/sim_calibrate.hpp"
-#include "p2v/engine/sim_report.hpp"
+#include "p2v/sim/calibrate.hpp"
+#include "p2v/sim/report.hpp"
 
 namespace p2v::tools {
 namespace {
 
-namespace sim = engine::sim;
 
 struct CalArgs {
   std::string system, measurements, output, algo = "ring";
   bool json = false;
 };
+
+struct CalResult {
+  engine::System system;
+  sim::CalibrationReport report;
+  std::string text;  // the calibrated system file
+};
+
+CalResult run(const CalArgs& a) {
+  CalResult r{engine::parse_system_arg(a.system), {}, {}};
+  sim::Simulator simulator(r.system);
+  const auto algo = sim::parse_algorithm(a.algo);
+  const auto ms = sim::load_measurements(a.measurements, simulator.topology().num_devices());
+  const auto cal = sim::calibrate(simulator, ms, algo);
+  r.text = sim::calibrated_system_json(
+      r.system, simulator.topology(),
+      fmt::format("{} calibrated by p2v calibrate from {} ({} measurements; mean |error| {:.1f}% -> {:.1f}%)",
+                  r.system.name, a.measurements, ms.size(), 100 * cal.error_before, 100 * cal.error_after));
+  if (!a.output.empty()) write_file(a.output, r.text);
+  r.report = sim::calibration_report(cal, ms.size(), r.text, a.output);
+  return r;
+}
+
+void print_table(const CalArgs& a, const CalResult& r) {
+  const auto& c = r.report;
+  fmt::print("calibrated {} from {} measurements ({} iterations)\n", r.system.name, c.measurements, c.iterations);
+  fmt::print("  {:<10} {:>12} {:>12} {:>12} {:>12}  {}\n", "class", "GB/s before", "GB/s after", "us before", "us after",
+             "");
+  for (const auto& k : c.classes)
+    fmt::print("  {:<10} {:>12.3f} {:>12.3f} {:>12.3f} {:>12.3f}  {}\n", k.cls, k.bandwidth_gbps_before,
+               k.bandwidth_gbps_after, k.latency_us_before, k.latency_us_after,
+               k.constrained ? "" : "(no measurement uses it: unchanged)");
+  fmt::print("  {:<10} {:>12} {:>12} {:>12.3f} {:>12.3f}  (per collective call)\n", "step", "", "",
+             c.step_overhead_us_before, c.step_overhead_us_after);
+  fmt::print("  mean |relative error|: {:.2f}% before, {:.2f}% after\n", 100 * c.error_before, 100 * c.error_after);
+  if (a.output.empty()) fmt::print("\n{}", r.text);
+  else fmt::print("wrote {}\n", a.output);
+}
 
 Registrar reg(
     "calibrate", "Fit per-link latency and bandwidth to measured collective times; write a calibrated system file",
@@ -34,54 +70,9 @@ Registrar reg(
           ->capture_default_str();
       sub.add_flag("--json", a->json, "machine-readable report (the calibrated system is in \"system\")");
       return [a] {
-        const auto system = engine::parse_system_arg(a->system);
-        sim::Simulator simulator(system);
-        const auto algo = sim::parse_algorithm(a->algo);
-        const auto ms = sim::load_measurements(a->measurements, simulator.topology().num_devices());
-        const auto cal = sim::calibrate(simulator, ms, algo);
-        const auto text = sim::calibrated_system_json(
-            system, simulator.topology(),
-            fmt::format("{} calibrated by p2v calibrate from {} ({} measurements; mean |error| {:.1f}% -> {:.1f}%)",
-                        system.name, a->measurements, ms.size(), 100 * cal.error_before, 100 * cal.error_after));
-        if (!a->output.empty()) {
-          std::ofstream out(a->output);
-          if (!out) throw Error("cannot write '" + a->output + "'");
-          out << text;
-        }
-        if (a->json) {
-          nlohmann::json j;
-          j["measurements"] = ms.size();
-          j["error_before"] = cal.error_before;
-          j["error_after"] = cal.error_after;
-          j["iterations"] = cal.iterations;
-          j["step_overhead_us_before"] = cal.overhead_before * 1e6;
-          j["step_overhead_us_after"] = cal.overhead_after * 1e6;
-          j["classes"] = nlohmann::json::array();
-          for (const auto& c : cal.classes)
-            j["classes"].push_back({{"class", c.cls},
-                                    {"bandwidth_gbps_before", c.bandwidth_before / 1e9},
-                                    {"bandwidth_gbps_after", c.bandwidth_after / 1e9},
-                                    {"latency_us_before", c.latency_before * 1e6},
-                                    {"latency_us_after", c.latency_after * 1e6},
-                                    {"constrained", c.alpha_weight > 0 || c.beta_weight > 0}});
-          j["system"] = nlohmann::json::parse(text);
-          if (!a->output.empty()) j["output"] = a->output;
-          fmt::print("{}\n", j.dump(2));
-          return 0;
-        }
-        fmt::print("calibrated {} from {} measurements ({} iterations)\n", system.name, ms.size(), cal.iterations);
-        fmt::print("  {:<10} {:>12} {:>12} {:>12} {:>12}  {}\n", "class", "GB/s before", "GB/s after", "us before",
-                   "us after", "");
-        for (const auto& c : cal.classes)
-          fmt::print("  {:<10} {:>12.3f} {:>12.3f} {:>12.3f} {:>12.3f}  {}\n", c.cls, c.bandwidth_before / 1e9,
-                     c.bandwidth_after / 1e9, c.latency_before * 1e6, c.latency_after * 1e6,
-                     c.alpha_weight > 0 || c.beta_weight > 0 ? "" : "(no measurement uses it: unchanged)");
-        fmt::print("  {:<10} {:>12} {:>12} {:>12.3f} {:>12.3f}  (per collective call)\n", "step", "", "",
-                   cal.overhead_before * 1e6, cal.overhead_after * 1e6);
-        fmt::print("  mean |relative error|: {:.2f}% before, {:.2f}% after\n", 100 * cal.error_before,
-                   100 * cal.error_after);
-        if (a->output.empty()) fmt::print("\n{}", text);
-        else fmt::print("wrote {}\n", a->output);
+        const auto r = run(*a);
+        if (a->json) fmt::print("{}\n", sim::to_json(r.report).dump(2));
+        else print_table(*a, r);
         return 0;
       };
     });

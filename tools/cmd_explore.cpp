@@ -12,13 +12,12 @@
 #include "command.hpp"
 #include "common.hpp"
 #include "p2v/engine/error.hpp"
-#include "p2v/engine/sim_rank.hpp"
-#include "p2v/engine/sim_report.hpp"
+#include "p2v/sim/rank.hpp"
+#include "p2v/sim/report.hpp"
 
 namespace p2v::tools {
 namespace {
 
-namespace sim = engine::sim;
 
 struct ExploreArgs {
   ProblemArgs problem;

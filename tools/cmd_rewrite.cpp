@@ -14,8 +14,9 @@
 #include "p2v/engine/derive.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/notation.hpp"
-#include "p2v/engine/sim_cost.hpp"
-#include "p2v/engine/sim_rank.hpp"
+#include "p2v/sim/cost.hpp"
+#include "p2v/sim/rewrite.hpp"
+#include "p2v/sim/rank.hpp"
 
 namespace p2v::tools {
 namespace {
@@ -24,7 +25,7 @@ struct RewriteArgs {
   std::string file, program, certificate;
   ProblemArgs problem;
   CostArgs cost;
-  engine::RewriteOptions opt;
+  sim::RewriteOptions opt;
   double timeout_s = 60;
   bool json = false, no_certify = false;
   std::string preset;
@@ -97,7 +98,7 @@ Registrar reg(
         Problem p = load_problem(a->problem);
         if (const auto note = fill_interconnects(p.system, a->preset); !note.empty() && !a->json)
           fmt::print("{}\n", note);
-        const engine::sim::Simulator simulator(p.system);
+        const sim::Simulator simulator(p.system);
         const auto copt = a->cost.options(p.system);
         nlohmann::json out = nlohmann::json::array();
         int code = 0;
@@ -109,7 +110,7 @@ Registrar reg(
           engine::LoweredProgram input;
           try {
             // "AllReduce" alone: the single AllReduce over the reduction groups.
-            input = a->program == "AllReduce" ? engine::sim::single_allreduce(pl.reduction_groups())
+            input = a->program == "AllReduce" ? sim::single_allreduce(pl.reduction_groups())
                                               : engine::resolve_program(h, a->program);
           } catch (const p2v::Error& e) {
             if (first_error.empty()) first_error = fmt::format("matrix {}: {}", engine::format_matrix(x), e.what());
@@ -118,15 +119,15 @@ Registrar reg(
           ++done;
           const engine::RuleMoves moves(h, engine::MasterCollectives::All);
           const auto t0 = std::chrono::steady_clock::now();
-          const auto r = engine::rewrite_search(moves, simulator, copt, input, a->opt);
+          const auto r = sim::rewrite_search(moves, simulator, copt, input, a->opt);
           const double search_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
           const std::string best = engine::program_notation(h, r.best);
           // simulate's best on this placement (the enumerator's programs ranked by the simulator).
           engine::SynthOptions so;
           so.max_size = std::min(a->opt.max_size, 5);
-          const auto rank = engine::sim::rank_placement(simulator, pl, p.system.level_names(), so, copt);
+          const auto rank = sim::rank_placement(simulator, pl, p.system.level_names(), so, copt);
           // Only a program equal to the reduction's AllReduce is comparable with simulate's ranking.
-          const bool reduction = moves.equal(input, engine::sim::single_allreduce(pl.reduction_groups()));
+          const bool reduction = moves.equal(input, sim::single_allreduce(pl.reduction_groups()));
           const bool matches = reduction && r.best_s <= rank.best_s() * (1 + 1e-9);
           // Certificate: both solvers prove output = input under the counting semantics.
           encodings::Equation eq;
@@ -163,14 +164,14 @@ Registrar reg(
             continue;
           }
           fmt::print("matrix {}:\n  input   {}  {}\n  best    {}  {} ({:.2f}x)\n  derivation: {}\n", engine::format_matrix(x),
-                     engine::sim::format_seconds(r.input_s), a->program, engine::sim::format_seconds(r.best_s), best,
+                     sim::format_seconds(r.input_s), a->program, sim::format_seconds(r.best_s), best,
                      r.input_s / r.best_s, engine::derivation_text(r.derivation));
           fmt::print("  search: {:.1f} ms, {} expanded, {} generated, {} pruned (> {}x best), {} rejected by the counting "
                      "check{}\n",
                      search_ms, r.expanded, r.generated, r.pruned, a->opt.prune, r.rejected,
                      r.budget_exhausted ? " (budget exhausted)" : "");
           if (reduction)
-            fmt::print("  simulate's best: {} {}: {}\n", engine::sim::format_seconds(rank.best_s()),
+            fmt::print("  simulate's best: {} {}: {}\n", sim::format_seconds(rank.best_s()),
                        rank.programs.empty() ? std::string("(none)") : rank.programs.front().name,
                        matches ? "found (same predicted time)" : "NOT found");
           else

@@ -5,9 +5,9 @@
 #include <fstream>
 
 #include "p2v/engine/error.hpp"
-#include "p2v/engine/sim_cost.hpp"
-#include "p2v/engine/sim_levels.hpp"
-#include "p2v/engine/sim_report.hpp"
+#include "p2v/sim/cost.hpp"
+#include "p2v/sim/levels.hpp"
+#include "p2v/sim/report.hpp"
 #include <fmt/core.h>
 
 namespace p2v::tools {
@@ -60,15 +60,15 @@ void add_search_options(CLI::App& sub, SearchArgs& a, bool with_hierarchy) {
 
 void add_preset_option(CLI::App& sub, std::string& preset) {
   std::string names;
-  for (const auto& pr : engine::sim::presets()) names += (names.empty() ? "" : ", ") + pr.name;
+  for (const auto& pr : sim::presets()) names += (names.empty() ? "" : ", ") + pr.name;
   sub.add_option("--preset", preset,
                  fmt::format("interconnects for levels the system leaves without one (inline systems): {}; default {}",
-                             names, engine::sim::kDefaultPreset));
+                             names, sim::kDefaultPreset));
 }
 
 std::string fill_interconnects(engine::System& s, const std::string& name) {
-  const auto& preset = engine::sim::find_preset(name.empty() ? std::string(engine::sim::kDefaultPreset) : name);
-  if (!s.topology_json.empty() || engine::sim::apply_preset(s, preset) == 0) return "";
+  const auto& preset = sim::find_preset(name.empty() ? std::string(sim::kDefaultPreset) : name);
+  if (!s.topology_json.empty() || sim::apply_preset(s, preset) == 0) return "";
   return fmt::format("interconnects: preset {} ({}){}", preset.name, preset.description,
                      name.empty() ? "; choose another with --preset" : "");
 }
@@ -79,10 +79,10 @@ void add_cost_options(CLI::App& sub, CostArgs& a) {
   sub.add_option("--bytes", a.bytes, "data per device, e.g. 8GiB or 1e9 (default: the paper's 2^29 x nodes float32)");
 }
 
-engine::sim::CostOptions CostArgs::options(const engine::System& system) const {
-  engine::sim::CostOptions opt;
-  opt.algo = engine::sim::parse_algorithm(algo);
-  opt.bytes = bytes.empty() ? engine::sim::default_bytes(system) : engine::sim::parse_bytes(bytes);
+sim::CostOptions CostArgs::options(const engine::System& system) const {
+  sim::CostOptions opt;
+  opt.algo = sim::parse_algorithm(algo);
+  opt.bytes = bytes.empty() ? sim::default_bytes(system) : sim::parse_bytes(bytes);
   return opt;
 }
 

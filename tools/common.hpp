@@ -12,7 +12,7 @@
 namespace CLI {
 class App;
 }
-namespace p2v::engine::sim {
+namespace p2v::sim {
 struct CostOptions;
 }
 
@@ -57,7 +57,7 @@ void add_search_options(CLI::App& sub, SearchArgs& a, bool with_hierarchy);
 struct CostArgs {
   std::string algo = "ring";
   std::string bytes;  // empty: the paper's size for the system
-  engine::sim::CostOptions options(const engine::System& system) const;  // throws p2v::Error
+  sim::CostOptions options(const engine::System& system) const;  // throws p2v::Error
 };
 
 void add_cost_options(CLI::App& sub, CostArgs& a);

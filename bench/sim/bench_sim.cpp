@@ -5,12 +5,12 @@
 #include <fmt/core.h>
 
 #include "p2v/engine/placement.hpp"
-#include "p2v/engine/sim_rank.hpp"
+#include "p2v/sim/rank.hpp"
 #include "p2v/engine/synth.hpp"
 #include "p2v/engine/system.hpp"
 
 using namespace p2v::engine;
-using namespace p2v::engine::sim;
+using namespace p2v::sim;
 
 namespace {
 

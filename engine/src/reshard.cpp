@@ -9,7 +9,7 @@
 #include <numeric>
 
 #include "p2v/engine/error.hpp"
-#include "text_util.hpp"
+#include "p2v/engine/text_util.hpp"
 
 namespace p2v::engine::reshard {
 

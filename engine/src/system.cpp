@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 
 #include "p2v/engine/error.hpp"
-#include "json_util.hpp"
-#include "text_util.hpp"
+#include "p2v/engine/json_util.hpp"
+#include "p2v/engine/text_util.hpp"
 
 namespace p2v::engine {
 

@@ -6,12 +6,12 @@
 #include "helpers.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/placement.hpp"
-#include "p2v/engine/sim_cost.hpp"
-#include "p2v/engine/sim_rank.hpp"
-#include "p2v/engine/sim_topology.hpp"
+#include "p2v/sim/cost.hpp"
+#include "p2v/sim/rank.hpp"
+#include "p2v/sim/topology.hpp"
 
 using namespace p2v::engine;
-using namespace p2v::engine::sim;
+using namespace p2v::sim;
 
 TEST_CASE("topology: per-level tree of stars") {
   auto s = simtest::two_level(4, 16, 8, 5, 270, 1);

@@ -7,12 +7,13 @@
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/placement.hpp"
 #include "p2v/engine/shape.hpp"
-#include "p2v/engine/sim_cost.hpp"
-#include "p2v/engine/sim_levels.hpp"
+#include "p2v/sim/cost.hpp"
+#include "p2v/sim/levels.hpp"
 #include "p2v/engine/synth.hpp"
 #include "p2v/engine/system.hpp"
 
 using namespace p2v::engine;
+namespace sim = p2v::sim;
 
 namespace {
 

@@ -11,11 +11,11 @@
 #include "helpers.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/placement.hpp"
-#include "p2v/engine/sim_calibrate.hpp"
-#include "p2v/engine/sim_rank.hpp"
+#include "p2v/sim/calibrate.hpp"
+#include "p2v/sim/rank.hpp"
 
 using namespace p2v::engine;
-using namespace p2v::engine::sim;
+using namespace p2v::sim;
 
 namespace {
 

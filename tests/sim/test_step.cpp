@@ -8,11 +8,12 @@
 
 #include "helpers.hpp"
 #include "p2v/engine/error.hpp"
-#include "p2v/engine/sim_cost.hpp"
-#include "p2v/engine/step.hpp"
+#include "p2v/sim/cost.hpp"
+#include "p2v/sim/step.hpp"
 
 using namespace p2v::engine;
-namespace st = p2v::engine::step;
+namespace sim = p2v::sim;
+namespace st = p2v::sim::step;
 
 namespace {
 

@@ -11,7 +11,6 @@
 #include "p2v/engine/hierarchy.hpp"
 #include "p2v/engine/instruction.hpp"
 #include "p2v/engine/placement.hpp"
-#include "p2v/engine/sim_cost.hpp"
 
 namespace p2v::engine {
 
@@ -70,25 +69,6 @@ struct DeriveResult {
 DeriveResult derive(const RuleMoves& m, const Groups& groups, const DeriveOptions& opt);
 
 std::string derivation_text(const std::vector<RuleApplication>& d);  // "ar-hier@1, ar-rs-ag@2"
-
-// Cost-guided rewriting (Unity-style): best-first by the simulator's predicted time over rule
-// applications in both directions; candidates slower than `prune` x the best so far are dropped;
-// at most `budget` programs are expanded. Every kept candidate equals the input under the counting
-// semantics.
-struct RewriteOptions {
-  int max_size = 6;
-  double prune = 1.05;
-  std::int64_t budget = 2000;
-};
-struct RewriteResult {
-  LoweredProgram best;
-  std::vector<RuleApplication> derivation;
-  double input_s = 0, best_s = 0;
-  std::int64_t expanded = 0, generated = 0, pruned = 0, rejected = 0;
-  bool budget_exhausted = false;
-};
-RewriteResult rewrite_search(const RuleMoves& m, const sim::Simulator& sim, const sim::CostOptions& cost,
-                             const LoweredProgram& input, const RewriteOptions& opt);
 
 // Derivation on placement p's (d) hierarchy against the enumerator with the same size limit.
 struct ProgramDiff {

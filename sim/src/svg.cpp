@@ -1,4 +1,4 @@
-#include "p2v/engine/sim_svg.hpp"
+#include "p2v/sim/svg.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,9 +6,11 @@
 #include <fmt/core.h>
 #include <limits>
 
-#include "text_util.hpp"
+#include "p2v/engine/text_util.hpp"
 
-namespace p2v::engine::sim {
+namespace p2v::sim {
+
+using namespace engine;
 
 namespace {
 
@@ -251,4 +253,4 @@ std::string ranking_svg(const std::vector<RankPoint>& pts, double allreduce_s, c
   return o;
 }
 
-}  // namespace p2v::engine::sim
+}  // namespace p2v::sim

@@ -1,5 +1,5 @@
 #pragma once
-// JSON parsing shared by the engine's file readers (private to the engine).
+// JSON parsing shared by the file readers of the engine and the simulator (needs nlohmann-json).
 #include <fmt/core.h>
 
 #include <nlohmann/json.hpp>

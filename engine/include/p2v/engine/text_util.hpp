@@ -1,5 +1,5 @@
 #pragma once
-// Small text helpers shared by the engine's file readers (private to the engine).
+// Small text helpers shared by the file readers of the engine and the simulator.
 #include <fmt/core.h>
 
 #include <cctype>

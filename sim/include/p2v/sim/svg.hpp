@@ -5,14 +5,14 @@
 #include <string>
 #include <vector>
 
-#include "p2v/engine/sim_cost.hpp"
+#include "p2v/sim/cost.hpp"
 
-namespace p2v::engine::sim {
+namespace p2v::sim {
 
 // One panel per step of `prog` (one plain panel when `prog` is empty). `cost` (optional, same
 // length as prog) shades links by bytes and marks each step's bottleneck. `step_labels` (optional)
 // names the steps.
-std::string topology_svg(const Topology& t, const LoweredProgram& prog, const ProgramCost* cost,
+std::string topology_svg(const Topology& t, const engine::LoweredProgram& prog, const ProgramCost* cost,
                          const std::string& title, const std::vector<std::string>& step_labels = {});
 
 struct RankPoint {
@@ -25,4 +25,4 @@ struct RankPoint {
 std::string ranking_svg(const std::vector<RankPoint>& pts, double allreduce_s, const std::string& title,
                         int label_top = 5);
 
-}  // namespace p2v::engine::sim
+}  // namespace p2v::sim

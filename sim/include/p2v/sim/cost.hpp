@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "p2v/engine/instruction.hpp"
-#include "p2v/engine/sim_topology.hpp"
+#include "p2v/sim/topology.hpp"
 #include "p2v/engine/system.hpp"
 
-namespace p2v::engine::sim {
+namespace p2v::sim {
 
 // Ring: NCCL's ring (AllReduce = reduce-scatter + all-gather rings; Reduce/Broadcast pipelined
 // chains). Tree: NCCL's tree for AllReduce (chains inside a node, double binary tree across nodes;
@@ -21,7 +21,7 @@ Algorithm parse_algorithm(const std::string& s);  // throws p2v::Error
 
 // The paper's data size: 2^29 × nodes float32 values per device, where nodes is the number of
 // instances of the level above the devices (product of all but the last level's cardinalities).
-double default_bytes(const System& s);
+double default_bytes(const engine::System& s);
 
 // NCCL's tree pipelines through every rank (receive, reduce, send): its tuner credits the tree
 // with less bandwidth than the ring for large messages. Both simulators charge the tree's
@@ -30,7 +30,7 @@ double default_bytes(const System& s);
 inline constexpr double kTreeBandwidthEfficiency = 0.9;
 
 // nccl-tests' bus bandwidth factor (SPEC §8) of a collective over p ranks.
-double bus_factor(Collective c, double p);
+double bus_factor(engine::Collective c, double p);
 
 struct CostOptions {
   Algorithm algo = Algorithm::Ring;
@@ -46,7 +46,7 @@ struct LinkLoad {
 };
 
 struct StepCost {
-  Collective collective = Collective::AllReduce;
+  engine::Collective collective = engine::Collective::AllReduce;
   int num_groups = 0, group_size = 0;
   Algorithm algo = Algorithm::Ring;       // the algorithm used for this step
   Algorithm nccl_pick = Algorithm::Ring;  // what NCCL's tuner would pick (model-based)
@@ -68,23 +68,23 @@ struct ProgramCost {
 class Simulator {
  public:
   explicit Simulator(Topology t) : topo_(std::move(t)) {}
-  explicit Simulator(const System& s) : topo_(Topology::build(s)) {}
+  explicit Simulator(const engine::System& s) : topo_(Topology::build(s)) {}
 
   const Topology& topology() const { return topo_; }
   Topology& topology() { return topo_; }
 
   // Cost of a lowered program starting from full buffers of `bytes` on every device.
-  ProgramCost simulate(const LoweredProgram& prog, const CostOptions& opt) const;
+  ProgramCost simulate(const engine::LoweredProgram& prog, const CostOptions& opt) const;
   // Total time only (no per-step records): the fast path for ranking.
-  double time(const LoweredProgram& prog, const CostOptions& opt) const;
+  double time(const engine::LoweredProgram& prog, const CostOptions& opt) const;
 
   // One collective measured as nccl-tests does: buffer S = `bytes` per rank (for AllGather the
   // full output, for ReduceScatter the full input). Used by calibration.
-  StepCost collective(const LoweredStep& step, double bytes, Algorithm algo,
+  StepCost collective(const engine::LoweredStep& step, double bytes, Algorithm algo,
                       bool breakdown = false) const;
 
   // One step, given each device's held fraction of the buffer (updated in place).
-  StepCost step(const LoweredStep& st, double bytes, std::vector<double>& fraction, Algorithm algo,
+  StepCost step(const engine::LoweredStep& st, double bytes, std::vector<double>& fraction, Algorithm algo,
                 bool breakdown) const;
 
  private:
@@ -92,9 +92,9 @@ class Simulator {
 };
 
 // The default single AllReduce over the given reduction groups.
-LoweredProgram single_allreduce(const Groups& reduction_groups);
+engine::LoweredProgram single_allreduce(const engine::Groups& reduction_groups);
 
 // "1.23 s", "45.6 ms", "7.8 us"
 std::string format_seconds(double s);
 
-}  // namespace p2v::engine::sim
+}  // namespace p2v::sim

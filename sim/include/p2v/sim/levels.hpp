@@ -9,23 +9,23 @@
 
 #include "p2v/engine/instruction.hpp"
 #include "p2v/engine/shape.hpp"
-#include "p2v/engine/sim_cost.hpp"
+#include "p2v/sim/cost.hpp"
 #include "p2v/engine/system.hpp"
 
-namespace p2v::engine::sim {
+namespace p2v::sim {
 
 // Interconnect presets for systems given without interconnects (inline `--system node=64,gpu=8`),
 // listed innermost level first; levels beyond the list reuse its last entry.
 struct Preset {
   std::string name, description;
-  std::vector<Interconnect> levels;  // [0] joins the devices of a node, [1] the nodes, ...
+  std::vector<engine::Interconnect> levels;  // [0] joins the devices of a node, [1] the nodes, ...
 };
 const std::vector<Preset>& presets();
 const Preset& find_preset(const std::string& name);  // throws p2v::Error listing the names
 // The preset used when an inline system has no interconnects and no --preset is given.
 inline constexpr const char* kDefaultPreset = "h100";
 // Fills every level of cardinality > 1 that has no interconnect from `p`; returns how many.
-int apply_preset(System& s, const Preset& p);
+int apply_preset(engine::System& s, const Preset& p);
 
 struct LevelStep {
   StepCost cost;             // bottleneck_edge = the bottleneck's user level (-1: idle)
@@ -41,19 +41,19 @@ class LevelSimulator {
  public:
   // Throws p2v::Error when the system has a "topology" section or a level of cardinality > 1
   // without an interconnect (naming it and the --preset way out).
-  explicit LevelSimulator(const System& s);
+  explicit LevelSimulator(const engine::System& s);
 
   // One program of shape `s`: collectives and their level patterns, starting from `bytes` per device.
-  LevelProgramCost simulate(const Shape& s, const std::vector<Collective>& cs, const std::vector<GroupPattern>& gs,
+  LevelProgramCost simulate(const engine::Shape& s, const std::vector<engine::Collective>& cs, const std::vector<engine::GroupPattern>& gs,
                             const CostOptions& opt) const;
   // The single AllReduce over the reduction groups.
-  double allreduce_time(const Shape& s, const CostOptions& opt) const;
+  double allreduce_time(const engine::Shape& s, const CostOptions& opt) const;
 
  private:
-  LevelStep step(const Shape& s, Collective c, const GroupPattern& g, double S, Algorithm algo) const;
+  LevelStep step(const engine::Shape& s, engine::Collective c, const engine::GroupPattern& g, double S, Algorithm algo) const;
   std::vector<int> cards_;
   std::vector<std::string> names_;
-  std::vector<Interconnect> links_;  // per user level (unused where cardinality is 1)
+  std::vector<engine::Interconnect> links_;  // per user level (unused where cardinality is 1)
 };
 
-}  // namespace p2v::engine::sim
+}  // namespace p2v::sim

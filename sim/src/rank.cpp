@@ -1,4 +1,4 @@
-#include "p2v/engine/sim_rank.hpp"
+#include "p2v/sim/rank.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -10,9 +10,11 @@
 #include <sstream>
 
 #include "p2v/engine/error.hpp"
-#include "text_util.hpp"
+#include "p2v/engine/text_util.hpp"
 
-namespace p2v::engine::sim {
+namespace p2v::sim {
+
+using namespace engine;
 
 using text::split_csv;
 using text::trim;
@@ -170,4 +172,4 @@ RankAccuracy rank_accuracy(const MatrixRanking& r, const std::vector<ProgramMeas
   return acc;
 }
 
-}  // namespace p2v::engine::sim
+}  // namespace p2v::sim

@@ -6,20 +6,20 @@
 #include <vector>
 
 #include "p2v/engine/placement.hpp"
-#include "p2v/engine/sim_cost.hpp"
+#include "p2v/sim/cost.hpp"
 #include "p2v/engine/synth.hpp"
 
-namespace p2v::engine::sim {
+namespace p2v::sim {
 
 struct RankedProgram {
   std::string name;        // "ReduceScatter@(gpu,Inside) ; ..."
   int synth_index = 0;     // position in SynthResult::programs (shortest first)
-  LoweredProgram lowered;
+  engine::LoweredProgram lowered;
   double time_s = 0.0;
 };
 
 struct MatrixRanking {
-  ParallelismMatrix matrix;
+  engine::ParallelismMatrix matrix;
   std::vector<int> reduce;
   double allreduce_s = 0.0;            // the default single AllReduce over the reduction groups
   std::vector<RankedProgram> programs;  // fastest first (ties: synthesis order)
@@ -29,8 +29,8 @@ struct MatrixRanking {
 };
 
 // Synthesizes hierarchy (d) for placement `p` and ranks its programs.
-MatrixRanking rank_placement(const Simulator& sim, const Placement& p,
-                             const std::vector<std::string>& level_names, const SynthOptions& synth,
+MatrixRanking rank_placement(const Simulator& sim, const engine::Placement& p,
+                             const std::vector<std::string>& level_names, const engine::SynthOptions& synth,
                              const CostOptions& cost);
 
 // Measured whole-program times (e.g. from the runtime), to judge the ranking. CSV with a header
@@ -38,7 +38,7 @@ MatrixRanking rank_placement(const Simulator& sim, const Placement& p,
 // `seconds` (or `time_s`), and optionally `matrix` ("2 2;2 8"). Lines starting with '#' are
 // comments; other columns are ignored.
 struct ProgramMeasurement {
-  ParallelismMatrix matrix;  // empty: applies to whichever matrix is ranked
+  engine::ParallelismMatrix matrix;  // empty: applies to whichever matrix is ranked
   std::string program;
   double seconds = 0.0;
   int line = 0;
@@ -58,4 +58,4 @@ struct RankAccuracy {
 };
 RankAccuracy rank_accuracy(const MatrixRanking& r, const std::vector<ProgramMeasurement>& ms);
 
-}  // namespace p2v::engine::sim
+}  // namespace p2v::sim

@@ -9,17 +9,20 @@
 // lowered system device groups ("0 1 2 3|4 5 6 7", ranges allowed: "0-15|16-31"; ';' also separates
 // groups), bytes S per rank as nccl-tests counts it (ReduceScatter: full input; AllGather: full
 // output), and the measured seconds. Lines starting with '#' are comments.
+#include <cstdint>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "p2v/engine/instruction.hpp"
-#include "p2v/engine/sim_cost.hpp"
+#include "p2v/sim/cost.hpp"
 #include "p2v/engine/system.hpp"
 
-namespace p2v::engine::sim {
+namespace p2v::sim {
 
 struct Measurement {
-  LoweredStep step;
+  engine::LoweredStep step;
   std::string groups_text;
   double bytes = 0.0;
   double seconds = 0.0;
@@ -61,6 +64,36 @@ Calibration calibrate(Simulator& sim, const std::vector<Measurement>& ms, Algori
 // System `s` with the calibrated link parameters of `t`: level interconnects for level classes,
 // topology-section links for link-kind classes, and the topology section's step_overhead_us
 // (a section holding only that is created when needed). JSON text.
-std::string calibrated_system_json(const System& s, const Topology& t, const std::string& note);
+std::string calibrated_system_json(const engine::System& s, const Topology& t, const std::string& note);
 
-}  // namespace p2v::engine::sim
+// The report of `p2v calibrate --json` (docs/formats.md, "Simulator"): to_json and a strict reader.
+inline constexpr const char* kCalibrateFormat = "p2v-calibrate";
+inline constexpr int kCalibrateVersion = 1;
+
+struct ClassRecord {
+  std::string cls;
+  double bandwidth_gbps_before = 0, bandwidth_gbps_after = 0;
+  double latency_us_before = 0, latency_us_after = 0;
+  bool constrained = false;  // some measurement uses the class (else it is unchanged)
+  bool operator==(const ClassRecord&) const = default;
+};
+
+struct CalibrationReport {
+  int version = kCalibrateVersion;
+  std::int64_t measurements = 0;
+  double error_before = 0, error_after = 0;
+  int iterations = 0;
+  double step_overhead_us_before = 0, step_overhead_us_after = 0;
+  std::vector<ClassRecord> classes;
+  std::string system;                 // the calibrated system file, compact JSON text
+  std::optional<std::string> output;  // where it was written
+  bool operator==(const CalibrationReport&) const = default;
+};
+
+CalibrationReport calibration_report(const Calibration& cal, std::size_t measurements, const std::string& system_json,
+                                     const std::string& output);
+nlohmann::json to_json(const CalibrationReport& r);
+CalibrationReport calibration_report_from_json(const nlohmann::json& j, const std::string& origin);
+CalibrationReport parse_calibration_report(const std::string& text, const std::string& origin);
+
+}  // namespace p2v::sim

@@ -6,11 +6,13 @@
 #include <set>
 
 #include "p2v/engine/error.hpp"
-#include "json_util.hpp"
-#include "text_util.hpp"
-#include "p2v/engine/step.hpp"
+#include "p2v/engine/json_util.hpp"
+#include "p2v/engine/text_util.hpp"
+#include "p2v/sim/step.hpp"
 
-namespace p2v::engine::step {
+namespace p2v::sim::step {
+
+using namespace engine;
 
 using nlohmann::json;
 
@@ -131,4 +133,4 @@ std::vector<LayerCost> layer_costs(const Model& m, const System& s, int data_par
   return out;
 }
 
-}  // namespace p2v::engine::step
+}  // namespace p2v::sim::step

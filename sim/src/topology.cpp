@@ -1,4 +1,4 @@
-#include "p2v/engine/sim_topology.hpp"
+#include "p2v/sim/topology.hpp"
 
 #include <algorithm>
 #include <boost/graph/adjacency_list.hpp>
@@ -10,39 +10,16 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "json_reader.hpp"
 #include "p2v/engine/error.hpp"
 
-namespace p2v::engine::sim {
+namespace p2v::sim {
+
+using namespace engine;
 
 namespace {
 
 using json = nlohmann::json;
-
-double num_field(const json& j, const char* key, const std::string& where, bool required,
-                 double dflt = 0.0) {
-  if (!j.contains(key)) {
-    if (required) throw Error(fmt::format("{}: missing field \"{}\"", where, key));
-    return dflt;
-  }
-  const auto& v = j.at(key);
-  if (!v.is_number())
-    throw Error(fmt::format("{}: field \"{}\" must be a number", where, key));
-  const double x = v.get<double>();
-  if (!std::isfinite(x) || x < 0)
-    throw Error(fmt::format("{}: field \"{}\" must be a non-negative number", where, key));
-  return x;
-}
-
-std::string str_field(const json& j, const char* key, const std::string& where, bool required,
-                      const std::string& dflt = "") {
-  if (!j.contains(key)) {
-    if (required) throw Error(fmt::format("{}: missing field \"{}\"", where, key));
-    return dflt;
-  }
-  const auto& v = j.at(key);
-  if (!v.is_string()) throw Error(fmt::format("{}: field \"{}\" must be a string", where, key));
-  return v.get<std::string>();
-}
 
 struct Template {
   std::string scope;  // empty: no explicit graph, only parameters
@@ -59,62 +36,61 @@ struct Template {
   std::vector<L> links;
 };
 
+// The "topology" section of a system file (docs/simulator.md), read strictly: unknown fields at
+// any depth are errors naming their path.
+double non_negative(const json_read::At& at) {
+  const double x = at.number();
+  if (x < 0) at.fail(fmt::format("must be a non-negative number, got {}", x));
+  return x;
+}
+
 Template parse_template(const std::string& text, const std::string& sysname) {
-  const std::string where0 = fmt::format("system '{}': \"topology\"", sysname);
+  const std::string origin = fmt::format("system '{}'", sysname);
   json j;
   try {
     j = json::parse(text);
   } catch (const json::exception& e) {
-    throw Error(fmt::format("{}: not valid JSON ({})", where0, e.what()));
+    throw Error(fmt::format("{}: \"topology\": not valid JSON ({})", origin, e.what()));
   }
-  if (!j.is_object()) throw Error(where0 + ": must be an object");
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    static const std::set<std::string> known{"scope", "uplink", "vertices", "links", "description",
-                                             "step_overhead_us"};
-    if (!known.count(it.key()))
-      throw Error(fmt::format("{}: unknown field \"{}\" (known: scope, uplink, vertices, links, "
-                              "step_overhead_us, description)",
-                              where0, it.key()));
-  }
+  json_read::Object o(json_read::At(j, origin, "topology"));
   Template t;
-  t.step_overhead_us = num_field(j, "step_overhead_us", where0, false, 0.0);
-  if (!j.contains("scope") && !j.contains("links") && !j.contains("vertices") && !j.contains("uplink"))
+  o.optional("description");
+  if (const auto v = o.optional("step_overhead_us")) t.step_overhead_us = non_negative(*v);
+  const auto scope = o.optional("scope"), uplink = o.optional("uplink"), vertices = o.optional("vertices"),
+             links = o.optional("links");
+  if (!scope && !uplink && !vertices && !links) {
+    o.finish();
     return t;  // parameters only: the graph comes from the levels
-  t.scope = str_field(j, "scope", where0, true);
-  if (j.contains("uplink")) {
-    const auto& u = j["uplink"];
-    if (u.is_string()) t.uplinks.push_back(u.get<std::string>());
-    else if (u.is_array() && !u.empty() && std::all_of(u.begin(), u.end(), [](const json& x) { return x.is_string(); }))
-      for (const auto& x : u) t.uplinks.push_back(x.get<std::string>());
-    else
-      throw Error(where0 + ": \"uplink\" must be a vertex name or a non-empty list of them (one per NIC)");
   }
-  if (j.contains("vertices")) {
-    if (!j["vertices"].is_array()) throw Error(where0 + ": \"vertices\" must be an array");
-    int i = 0;
-    for (const auto& v : j["vertices"]) {
-      const auto w = fmt::format("{}.vertices[{}]", where0, i++);
-      if (!v.is_object()) throw Error(w + ": must be an object {\"name\":…, \"kind\":…}");
-      t.vertices.push_back({str_field(v, "name", w, true), str_field(v, "kind", w, false, "switch")});
-    }
+  t.scope = o["scope"].string();
+  if (uplink) {
+    if (uplink->raw().is_string()) t.uplinks.push_back(uplink->string());
+    else uplink->each([&](const json_read::At& u) { t.uplinks.push_back(u.string()); });
+    if (t.uplinks.empty()) uplink->fail("must be a vertex name or a non-empty list of them (one per NIC)");
   }
-  if (!j.contains("links") || !j["links"].is_array())
-    throw Error(where0 + ": \"links\" must be an array of {\"a\",\"b\",\"kind\",\"bandwidth_gbps\","
-                         "\"latency_us\"}");
-  int i = 0;
-  for (const auto& l : j["links"]) {
-    const auto w = fmt::format("{}.links[{}]", where0, i++);
-    if (!l.is_object()) throw Error(w + ": must be an object");
+  if (vertices)
+    vertices->each([&](const json_read::At& at) {
+      json_read::Object v(at);
+      const auto kind = v.optional("kind");
+      t.vertices.push_back({v["name"].string(), kind ? kind->string() : "switch"});
+      v.finish();
+    });
+  o["links"].each([&](const json_read::At& at) {
+    json_read::Object l(at);
     Template::L x;
-    x.a = str_field(l, "a", w, true);
-    x.b = str_field(l, "b", w, true);
-    x.kind = str_field(l, "kind", w, false, "link");
-    x.bw = num_field(l, "bandwidth_gbps", w, true);
-    if (x.bw <= 0) throw Error(w + ": \"bandwidth_gbps\" must be positive");
-    x.lat = num_field(l, "latency_us", w, false, 0.0);
-    if (x.a == x.b) throw Error(w + ": a link needs two different ends");
+    x.a = l["a"].string();
+    x.b = l["b"].string();
+    if (const auto k = l.optional("kind")) x.kind = k->string();
+    else x.kind = "link";
+    const auto bw = l["bandwidth_gbps"];
+    x.bw = non_negative(bw);
+    if (x.bw <= 0) bw.fail("must be positive");
+    if (const auto lat = l.optional("latency_us")) x.lat = non_negative(*lat);
+    if (x.a == x.b) at.fail("a link needs two different ends");
+    l.finish();
     t.links.push_back(std::move(x));
-  }
+  });
+  o.finish();
   return t;
 }
 
@@ -406,4 +382,4 @@ std::string Topology::describe() const {
   return out;
 }
 
-}  // namespace p2v::engine::sim
+}  // namespace p2v::sim

@@ -7,9 +7,11 @@
 #include <limits>
 
 #include "p2v/engine/error.hpp"
-#include "p2v/engine/step.hpp"
+#include "p2v/sim/step.hpp"
 
-namespace p2v::engine::step {
+namespace p2v::sim::step {
+
+using namespace engine;
 
 SyncCosts::SyncCosts(const sim::Simulator& sim, std::vector<LoweredProgram> programs, sim::Algorithm algo, bool zero)
     : sim_(sim), programs_(std::move(programs)), algo_(algo), zero_(zero) {
@@ -202,4 +204,4 @@ Choice choose(const std::vector<LayerCost>& lc, SyncCosts& costs, double ddp_cap
   return c;
 }
 
-}  // namespace p2v::engine::step
+}  // namespace p2v::sim::step

@@ -1,4 +1,4 @@
-#include "p2v/engine/sim_calibrate.hpp"
+#include "p2v/sim/calibrate.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -9,10 +9,14 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "json_reader.hpp"
 #include "p2v/engine/error.hpp"
-#include "text_util.hpp"
+#include "p2v/engine/json_util.hpp"
+#include "p2v/engine/text_util.hpp"
 
-namespace p2v::engine::sim {
+namespace p2v::sim {
+
+using namespace engine;
 
 using text::split_csv;
 using text::trim;
@@ -339,4 +343,74 @@ std::string calibrated_system_json(const System& s, const Topology& t, const std
   return j.dump(2) + "\n";
 }
 
-}  // namespace p2v::engine::sim
+CalibrationReport calibration_report(const Calibration& cal, std::size_t measurements, const std::string& system_json,
+                                     const std::string& output) {
+  CalibrationReport r;
+  r.measurements = static_cast<std::int64_t>(measurements);
+  r.error_before = cal.error_before;
+  r.error_after = cal.error_after;
+  r.iterations = cal.iterations;
+  r.step_overhead_us_before = cal.overhead_before * 1e6;
+  r.step_overhead_us_after = cal.overhead_after * 1e6;
+  for (const auto& c : cal.classes)
+    r.classes.push_back({c.cls, c.bandwidth_before / 1e9, c.bandwidth_after / 1e9, c.latency_before * 1e6,
+                         c.latency_after * 1e6, c.alpha_weight > 0 || c.beta_weight > 0});
+  r.system = nlohmann::json::parse(system_json).dump();
+  if (!output.empty()) r.output = output;
+  return r;
+}
+
+nlohmann::json to_json(const CalibrationReport& r) {
+  nlohmann::json j{{"format", kCalibrateFormat},
+                   {"version", r.version},
+                   {"measurements", r.measurements},
+                   {"error_before", r.error_before},
+                   {"error_after", r.error_after},
+                   {"iterations", r.iterations},
+                   {"step_overhead_us_before", r.step_overhead_us_before},
+                   {"step_overhead_us_after", r.step_overhead_us_after},
+                   {"classes", nlohmann::json::array()},
+                   {"system", nlohmann::json::parse(r.system)}};
+  for (const auto& c : r.classes)
+    j["classes"].push_back({{"class", c.cls},
+                            {"bandwidth_gbps_before", c.bandwidth_gbps_before},
+                            {"bandwidth_gbps_after", c.bandwidth_gbps_after},
+                            {"latency_us_before", c.latency_us_before},
+                            {"latency_us_after", c.latency_us_after},
+                            {"constrained", c.constrained}});
+  if (r.output) j["output"] = *r.output;
+  return j;
+}
+
+CalibrationReport calibration_report_from_json(const nlohmann::json& j, const std::string& origin) {
+  using json_read::At;
+  const At root(j, origin, "");
+  json_read::Object o(root);
+  json_read::check_format(o, kCalibrateFormat, kCalibrateVersion);
+  CalibrationReport r;
+  r.measurements = o["measurements"].integer();
+  r.error_before = o["error_before"].number();
+  r.error_after = o["error_after"].number();
+  r.iterations = o["iterations"].int32();
+  r.step_overhead_us_before = o["step_overhead_us_before"].number();
+  r.step_overhead_us_after = o["step_overhead_us_after"].number();
+  o["classes"].each([&](const At& at) {
+    json_read::Object c(at);
+    r.classes.push_back({c["class"].string(), c["bandwidth_gbps_before"].number(), c["bandwidth_gbps_after"].number(),
+                         c["latency_us_before"].number(), c["latency_us_after"].number(), c["constrained"].boolean()});
+    c.finish();
+  });
+  const At system = o["system"];
+  system.expect(system.raw().is_object(), "a system object");
+  r.system = system.raw().dump();
+  parse_system_json(r.system, origin + ": system");  // a system file, by the engine's reader
+  if (const auto out = o.optional("output")) r.output = out->string();
+  o.finish();
+  return r;
+}
+
+CalibrationReport parse_calibration_report(const std::string& text, const std::string& origin) {
+  return calibration_report_from_json(parse_json_object(text, origin), origin);
+}
+
+}  // namespace p2v::sim

@@ -12,7 +12,7 @@
 
 #include "p2v/engine/system.hpp"
 
-namespace p2v::engine::sim {
+namespace p2v::sim {
 
 struct Vertex {
   std::string name;  // "node1/gpu3", "node1:switch", "root:nic", "node0/cpu1", ...
@@ -37,7 +37,7 @@ class Topology {
  public:
   // Builds the graph of system `s`. Throws p2v::Error when a level with more than one instance
   // has no interconnect, or when the topology section is malformed or leaves devices unreachable.
-  static Topology build(const System& s);
+  static Topology build(const engine::System& s);
 
   int num_devices() const { return num_devices_; }
   const std::vector<Vertex>& vertices() const { return vertices_; }
@@ -100,4 +100,4 @@ class Topology {
   std::vector<double> route_latency_;
 };
 
-}  // namespace p2v::engine::sim
+}  // namespace p2v::sim

@@ -1,4 +1,4 @@
-#include "p2v/engine/sim_cost.hpp"
+#include "p2v/sim/cost.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,9 @@
 
 #include "p2v/engine/error.hpp"
 
-namespace p2v::engine::sim {
+namespace p2v::sim {
+
+using namespace engine;
 
 const char* to_string(Algorithm a) {
   switch (a) {
@@ -336,4 +338,4 @@ StepCost Simulator::collective(const LoweredStep& st, double bytes, Algorithm al
   return step(st, bytes, frac, algo, breakdown);
 }
 
-}  // namespace p2v::engine::sim
+}  // namespace p2v::sim

@@ -1,4 +1,4 @@
-#include "p2v/engine/sim_levels.hpp"
+#include "p2v/sim/levels.hpp"
 
 #include <fmt/core.h>
 
@@ -7,7 +7,9 @@
 
 #include "p2v/engine/error.hpp"
 
-namespace p2v::engine::sim {
+namespace p2v::sim {
+
+using namespace engine;
 
 const std::vector<Preset>& presets() {
   static const std::vector<Preset> p = {
@@ -244,4 +246,4 @@ double LevelSimulator::allreduce_time(const Shape& s, const CostOptions& opt) co
   return simulate(s, {Collective::AllReduce}, {g}, opt).time_s;
 }
 
-}  // namespace p2v::engine::sim
+}  // namespace p2v::sim

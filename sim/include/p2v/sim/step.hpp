@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "p2v/engine/instruction.hpp"
-#include "p2v/engine/sim_cost.hpp"
+#include "p2v/sim/cost.hpp"
 #include "p2v/engine/system.hpp"
 
-namespace p2v::engine::step {
+namespace p2v::sim::step {
 
 // One layer, forward order. Time is given either as FLOPs (turned into seconds with the system's
 // device numbers) or measured seconds; unset values are negative.
@@ -48,7 +48,7 @@ struct LayerCost {
 // of each layer's FLOPs and holds 1/model_parallel of its gradients. Throws p2v::Error when the
 // model needs device numbers the system lacks, or when the model's state does not fit the device
 // memory (ZeRO: state also divided by data_parallel).
-std::vector<LayerCost> layer_costs(const Model& m, const System& s, int data_parallel, int model_parallel,
+std::vector<LayerCost> layer_costs(const Model& m, const engine::System& s, int data_parallel, int model_parallel,
                                    bool zero);
 
 // Predicted synchronisation time of program p on a bucket of `bytes` per device, from the
@@ -57,9 +57,9 @@ std::vector<LayerCost> layer_costs(const Model& m, const System& s, int data_par
 // ReduceScatter) and gather() their time.
 class SyncCosts {
  public:
-  SyncCosts(const sim::Simulator& sim, std::vector<LoweredProgram> programs, sim::Algorithm algo, bool zero);
+  SyncCosts(const sim::Simulator& sim, std::vector<engine::LoweredProgram> programs, sim::Algorithm algo, bool zero);
   int size() const { return static_cast<int>(programs_.size()); }
-  const LoweredProgram& program(int p) const { return programs_[static_cast<std::size_t>(p)]; }
+  const engine::LoweredProgram& program(int p) const { return programs_[static_cast<std::size_t>(p)]; }
   double sync(int p, double bytes) { return get(p, bytes).first; }
   double gather(int p, double bytes) { return get(p, bytes).second; }
   bool zero() const { return zero_; }
@@ -68,7 +68,7 @@ class SyncCosts {
  private:
   std::pair<double, double> get(int p, double bytes);
   const sim::Simulator& sim_;
-  std::vector<LoweredProgram> programs_;
+  std::vector<engine::LoweredProgram> programs_;
   std::vector<std::size_t> prefix_len_;  // steps before the trailing AllGathers (ZeRO)
   sim::Algorithm algo_;
   bool zero_;
@@ -138,4 +138,4 @@ Choice choose(const std::vector<LayerCost>& lc, SyncCosts& costs, double ddp_cap
 // Gantt chart of a step: compute lane, sync lane (and, ZeRO, gather lane).
 std::string step_svg(const StepResult& r, const std::vector<std::string>& program_names, const std::string& title);
 
-}  // namespace p2v::engine::step
+}  // namespace p2v::sim::step

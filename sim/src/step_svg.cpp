@@ -3,11 +3,13 @@
 
 #include <algorithm>
 
-#include "p2v/engine/sim_cost.hpp"
-#include "p2v/engine/step.hpp"
-#include "text_util.hpp"
+#include "p2v/sim/cost.hpp"
+#include "p2v/sim/step.hpp"
+#include "p2v/engine/text_util.hpp"
 
-namespace p2v::engine::step {
+namespace p2v::sim::step {
+
+using namespace engine;
 
 std::string step_svg(const StepResult& r, const std::vector<std::string>& program_names, const std::string& title) {
   const double W = 1000, left = 110, right = 20, lane = 34, top = 50;
@@ -66,4 +68,4 @@ std::string step_svg(const StepResult& r, const std::vector<std::string>& progra
   return o + "</svg>\n";
 }
 
-}  // namespace p2v::engine::step
+}  // namespace p2v::sim::step
