@@ -4,30 +4,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "json_util.hpp"
 #include "p2v/engine/json_reader.hpp"
+#include "p2v/engine/json_util.hpp"
 #include "p2v/engine/shape.hpp"
 
 namespace p2v::engine {
-
-int check_format(ObjectReader& r, const std::string& family, int max_version) {
-  const auto* f = r.json_opt("format");
-  if (!f || !f->is_string())
-    throw Error(fmt::format("{}: no \"format\" field; expected \"{}/{}\"", r.path(), family, max_version));
-  const std::string s = f->get<std::string>();
-  const std::string prefix = family + "/";
-  if (s.rfind(prefix, 0) != 0)
-    throw Error(fmt::format("{}: format \"{}\", expected \"{}/{}\"", r.path(), s, family, max_version));
-  int v = 0;
-  try {
-    v = std::stoi(s.substr(prefix.size()));
-  } catch (const std::exception&) {
-  }
-  if (v < 1 || v > max_version)
-    throw Error(fmt::format("{}: format \"{}\" is not supported by this p2v (it reads {}/{})", r.path(), s, family,
-                            max_version));
-  return v;
-}
 
 namespace {
 
@@ -51,32 +32,58 @@ nlohmann::json to_json(const InstructionRecord& in) {
   return j;
 }
 
-InstructionRecord instruction_from_json(const nlohmann::json& j, const std::string& path) {
-  ObjectReader r(j, path);
+using json_read::At;
+using json_read::Object;
+
+Groups groups_from_json(const At& at) {
+  Groups g;
+  at.each([&](const At& grp) { g.push_back(grp.ints()); });
+  return g;
+}
+
+InstructionRecord instruction_from_json(const At& at) {
+  Object o(at);
   InstructionRecord in;
-  in.name = r.get<std::string>("name");
-  in.collective = parse_collective(r.get<std::string>("collective"));
-  in.slice = r.get<std::string>("slice");
-  in.form = r.get<std::string>("form");
-  if (r.has("vary")) {
+  in.name = o["name"].string();
+  in.collective = json_read::collective(o["collective"]);
+  in.slice = o["slice"].string();
+  in.form = o["form"].string();
+  if (const auto vary = o.optional("vary")) {
     PatternRecord p;
-    const auto& vary = array_field(r, "vary");
-    for (std::size_t i = 0; i < vary.size(); ++i) {
-      ObjectReader d(vary[i], fmt::format("{}[{}]", r.at("vary"), i));
-      p.vary.push_back({d.get<std::string>("level"), d.get<int>("axis"), d.get<int>("factor")});
-      d.finish();
-    }
-    p.master = r.get<bool>("master");
-    p.group_size = r.get<std::int64_t>("group_size");
-    p.num_groups = r.get<std::int64_t>("num_groups");
-    p.text = r.get<std::string>("pattern");
+    vary->each([&](const At& d) {
+      Object od(d);
+      p.vary.push_back({od["level"].string(), od["axis"].int32(), od["factor"].int32()});
+      od.finish();
+    });
+    p.master = o["master"].boolean();
+    p.group_size = o["group_size"].integer();
+    p.num_groups = o["num_groups"].integer();
+    p.text = o["pattern"].string();
     in.pattern = std::move(p);
   }
-  in.groups = r.get_opt<Groups>("groups");
-  if (!in.pattern && !in.groups)
-    throw Error(fmt::format("{}: an instruction needs a level pattern (\"vary\", ...) or explicit \"groups\"", path));
-  r.finish();
+  if (const auto g = o.optional("groups")) in.groups = groups_from_json(*g);
+  if (!in.pattern && !in.groups) at.fail("an instruction needs a level pattern (\"vary\", ...) or explicit \"groups\"");
+  o.finish();
   return in;
+}
+
+ProgramRecord program_from_json(const At& at, const std::vector<InstructionRecord>& instructions) {
+  Object o(at);
+  ProgramRecord pr{o["notation"].string(), o["steps"].ints()};
+  const At size = o["size"];
+  if (size.integer() != static_cast<std::int64_t>(pr.steps.size()))
+    size.fail(fmt::format("{}, but the program has {} steps", size.integer(), pr.steps.size()));
+  std::string notation;
+  for (std::size_t k = 0; k < pr.steps.size(); ++k) {
+    const int s = pr.steps[k];
+    if (s < 0 || static_cast<std::size_t>(s) >= instructions.size())
+      at.fail(fmt::format("step {} is not an index into the {} instructions", s, instructions.size()));
+    notation += (k ? " ; " : "") + instructions[static_cast<std::size_t>(s)].name;
+  }
+  if (notation != pr.notation)
+    at.fail(fmt::format("\"notation\" \"{}\" does not match its steps ({})", pr.notation, notation));
+  o.finish();
+  return pr;
 }
 
 nlohmann::json to_json(const SynthResultRecord& res) {
@@ -91,42 +98,26 @@ nlohmann::json to_json(const SynthResultRecord& res) {
   return j;
 }
 
-SynthResultRecord result_from_json(const nlohmann::json& j, const std::string& path) {
-  ObjectReader r(j, path);
+SynthResultRecord result_from_json(const At& at) {
+  Object o(at);
   SynthResultRecord res;
-  res.matrix = r.get<ParallelismMatrix>("matrix");
-  res.hierarchy = r.get<std::vector<int>>("hierarchy");
-  res.hierarchy_names = r.get<std::vector<std::string>>("hierarchy_names");
+  res.matrix = o["matrix"].int_rows();
+  res.hierarchy = o["hierarchy"].ints();
+  const At names = o["hierarchy_names"];
+  names.each([&](const At& n) { res.hierarchy_names.push_back(n.string()); });
   if (res.hierarchy.size() != res.hierarchy_names.size())
-    throw Error(fmt::format("{}: \"hierarchy\" has {} levels but \"hierarchy_names\" {}", path, res.hierarchy.size(),
-                            res.hierarchy_names.size()));
-  res.shape = r.get_or<std::string>("shape", "");
-  res.search_nodes = r.get<std::int64_t>("search_nodes");
-  res.search_applied = r.get<std::int64_t>("search_applied");
-  res.certificates = r.get_opt<std::vector<std::string>>("certificates");
-  const auto& ins = array_field(r, "instructions");
-  for (std::size_t i = 0; i < ins.size(); ++i)
-    res.instructions.push_back(instruction_from_json(ins[i], fmt::format("{}.instructions[{}]", path, i)));
-  const auto& progs = array_field(r, "programs");
-  for (std::size_t i = 0; i < progs.size(); ++i) {
-    const std::string pp = fmt::format("{}.programs[{}]", path, i);
-    ObjectReader p(progs[i], pp);
-    ProgramRecord pr{p.get<std::string>("notation"), p.get<std::vector<int>>("steps")};
-    if (p.get<std::size_t>("size") != pr.steps.size())
-      throw Error(fmt::format("{}: \"size\" is {} but the program has {} steps", pp, p.get<std::size_t>("size"),
-                              pr.steps.size()));
-    for (int s : pr.steps)
-      if (s < 0 || static_cast<std::size_t>(s) >= res.instructions.size())
-        throw Error(fmt::format("{}: step {} is not an index into the {} instructions", pp, s, res.instructions.size()));
-    std::string notation;
-    for (std::size_t k = 0; k < pr.steps.size(); ++k)
-      notation += (k ? " ; " : "") + res.instructions[static_cast<std::size_t>(pr.steps[k])].name;
-    if (notation != pr.notation)
-      throw Error(fmt::format("{}: \"notation\" \"{}\" does not match its steps ({})", pp, pr.notation, notation));
-    p.finish();
-    res.programs.push_back(std::move(pr));
+    names.fail(fmt::format("{} names for the {} levels of \"hierarchy\"", res.hierarchy_names.size(),
+                           res.hierarchy.size()));
+  if (const auto sh = o.optional("shape")) res.shape = sh->string();
+  res.search_nodes = o["search_nodes"].integer();
+  res.search_applied = o["search_applied"].integer();
+  if (const auto c = o.optional("certificates")) {
+    res.certificates.emplace();
+    c->each([&](const At& f) { res.certificates->push_back(f.string()); });
   }
-  r.finish();
+  o["instructions"].each([&](const At& in) { res.instructions.push_back(instruction_from_json(in)); });
+  o["programs"].each([&](const At& p) { res.programs.push_back(program_from_json(p, res.instructions)); });
+  o.finish();
   return res;
 }
 
@@ -206,19 +197,26 @@ void SynthWriter::finish() { fmt::print(out_, "]\n}}\n"); }
 
 SynthFile parse_synth_file(const std::string& text, const std::string& origin) {
   const nlohmann::json j = parse_json_object(text, origin);
-  ObjectReader r(j, origin);
-  check_format(r, "p2v-synth", 2);
+  Object o(At(j, origin, ""));
+  json_read::check_format(o, "p2v-synth", 2);
   SynthFile f;
-  f.header.system = parse_system_json(r.json("system").dump(), r.at("system"));
-  f.header.axes = r.get<std::vector<int>>("axes");
-  f.header.reduce = r.get<std::vector<int>>("reduce");
-  f.header.kind = parse_hierarchy_kind(r.get<std::string>("hierarchy_kind"));
-  f.header.max_size = r.get<int>("max_size");
-  f.header.master = parse_master_collectives(r.get<std::string>("master_collectives"));
-  const auto& results = array_field(r, "results");
-  for (std::size_t i = 0; i < results.size(); ++i)
-    f.results.push_back(result_from_json(results[i], fmt::format("{}: results[{}]", origin, i)));
-  r.finish();
+  f.header.system = system_from_json(o["system"].raw(), origin + ": system");
+  f.header.axes = o["axes"].ints();
+  f.header.reduce = o["reduce"].ints();
+  const At kind = o["hierarchy_kind"], master = o["master_collectives"];
+  try {
+    f.header.kind = parse_hierarchy_kind(kind.string());
+  } catch (const Error& e) {
+    kind.fail(e.what());
+  }
+  try {
+    f.header.master = parse_master_collectives(master.string());
+  } catch (const Error& e) {
+    master.fail(e.what());
+  }
+  f.header.max_size = o["max_size"].int32();
+  o["results"].each([&](const At& r) { f.results.push_back(result_from_json(r)); });
+  o.finish();
   return f;
 }
 

@@ -132,7 +132,11 @@ Device parse_device(const json& o, const std::string& where) {
 }  // namespace
 
 System parse_system_json(const std::string& text, const std::string& origin) {
-  json j = parse_json_object(text, origin);
+  return system_from_json(parse_json_object(text, origin), origin);
+}
+
+System system_from_json(const json& j, const std::string& origin) {
+  if (!j.is_object()) throw Error(fmt::format("{}: a system must be a JSON object", origin));
   static const std::set<std::string> known{"name", "description", "levels", "topology", "device"};
   for (auto it = j.begin(); it != j.end(); ++it)
     if (!known.count(it.key()))

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "json_reader.hpp"
+#include "p2v/engine/json_reader.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/json_util.hpp"
 #include "p2v/engine/text_util.hpp"
@@ -361,8 +361,7 @@ CalibrationReport calibration_report(const Calibration& cal, std::size_t measure
 }
 
 nlohmann::json to_json(const CalibrationReport& r) {
-  nlohmann::json j{{"format", kCalibrateFormat},
-                   {"version", r.version},
+  nlohmann::json j{{"format", fmt::format("{}/{}", kCalibrateFormat, r.version)},
                    {"measurements", r.measurements},
                    {"error_before", r.error_before},
                    {"error_after", r.error_after},
@@ -383,10 +382,10 @@ nlohmann::json to_json(const CalibrationReport& r) {
 }
 
 CalibrationReport calibration_report_from_json(const nlohmann::json& j, const std::string& origin) {
-  using json_read::At;
+  using engine::json_read::At;
   const At root(j, origin, "");
-  json_read::Object o(root);
-  json_read::check_format(o, kCalibrateFormat, kCalibrateVersion);
+  engine::json_read::Object o(root);
+  engine::json_read::check_format(o, kCalibrateFormat, kCalibrateVersion);
   CalibrationReport r;
   r.measurements = o["measurements"].integer();
   r.error_before = o["error_before"].number();
@@ -395,7 +394,7 @@ CalibrationReport calibration_report_from_json(const nlohmann::json& j, const st
   r.step_overhead_us_before = o["step_overhead_us_before"].number();
   r.step_overhead_us_after = o["step_overhead_us_after"].number();
   o["classes"].each([&](const At& at) {
-    json_read::Object c(at);
+    engine::json_read::Object c(at);
     r.classes.push_back({c["class"].string(), c["bandwidth_gbps_before"].number(), c["bandwidth_gbps_after"].number(),
                          c["latency_us_before"].number(), c["latency_us_after"].number(), c["constrained"].boolean()});
     c.finish();

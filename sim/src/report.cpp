@@ -7,7 +7,7 @@
 
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/units.hpp"
-#include "json_reader.hpp"
+#include "p2v/engine/json_reader.hpp"
 
 namespace p2v::sim {
 
@@ -50,14 +50,14 @@ std::vector<StepRecord> step_records(const LevelProgramCost& pc) {
 }
 
 namespace {
-Algorithm algorithm_from_json(const json_read::At& at) {
+Algorithm algorithm_from_json(const engine::json_read::At& at) {
   const std::string name = at.string();
   if (name != "ring" && name != "tree" && name != "auto") at.fail(fmt::format("expected ring, tree or auto, got \"{}\"", name));
   return parse_algorithm(name);
 }
 nlohmann::json link_json(const LinkRecord& l) { return {{"link", l.link}, {"bytes", l.bytes}, {"busy_s", l.busy_s}}; }
-LinkRecord link_from_json(const json_read::At& at) {
-  json_read::Object o(at);
+LinkRecord link_from_json(const engine::json_read::At& at) {
+  engine::json_read::Object o(at);
   LinkRecord l{o["link"].string(), o["bytes"].number(), o["busy_s"].number()};
   o.finish();
   return l;
@@ -83,10 +83,10 @@ nlohmann::json to_json(const StepRecord& s, SimModel m) {
   return o;
 }
 
-StepRecord step_record_from_json(const json_read::At& at, SimModel m) {
-  json_read::Object o(at);
+StepRecord step_record_from_json(const engine::json_read::At& at, SimModel m) {
+  engine::json_read::Object o(at);
   StepRecord s;
-  s.collective = json_read::collective(o["collective"]);
+  s.collective = engine::json_read::collective(o["collective"]);
   s.groups = o["groups"].int32();
   s.group_size = o["group_size"].int32();
   s.algo = algorithm_from_json(o["algo"]);
@@ -102,7 +102,7 @@ StepRecord step_record_from_json(const json_read::At& at, SimModel m) {
     s.bandwidth_s = o["bandwidth_s"].number();
     s.algbw_gbps = o["algbw_gbps"].number();
     if (const auto b = o["bottleneck"]; !b.is_null()) s.bottleneck = link_from_json(b);
-    o["links"].each([&](const json_read::At& l) { s.links.push_back(link_from_json(l)); });
+    o["links"].each([&](const engine::json_read::At& l) { s.links.push_back(link_from_json(l)); });
   }
   o.finish();
   return s;

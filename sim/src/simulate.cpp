@@ -8,7 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "json_reader.hpp"
+#include "p2v/engine/json_reader.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/json_util.hpp"
 #include "p2v/engine/shape.hpp"
@@ -265,10 +265,9 @@ json matrix_json(const MatrixRecord& rec, SimModel m) {
 }  // namespace
 
 json to_json(const SimulateReport& r) {
-  json out{{"format", kSimulateFormat},
-           {"version", r.version},
+  json out{{"format", fmt::format("{}/{}", kSimulateFormat, r.version)},
            {"model", to_string(r.model)},
-           {"system", json::parse(system_to_json(r.system))},
+           {"system", engine::system_json(r.system)},
            {"axes", r.axes},
            {"reduce", r.reduce},
            {"algo", r.algo},
@@ -294,8 +293,8 @@ json to_json(const SimulateReport& r) {
 
 namespace {
 
-using json_read::At;
-using json_read::Object;
+using engine::json_read::At;
+using engine::json_read::Object;
 
 std::vector<StepRecord> steps_from_json(const At& at, SimModel m) {
   std::vector<StepRecord> out;
@@ -354,7 +353,7 @@ MeasurementsRecord measurements_from_json(const At& at) {
   m.file = o["file"].string();
   o["rows"].each([&](const At& row) {
     Object ro(row);
-    m.rows.push_back({ro["line"].int32(), json_read::collective(ro["collective"]), ro["groups"].string(),
+    m.rows.push_back({ro["line"].int32(), engine::json_read::collective(ro["collective"]), ro["groups"].string(),
                       ro["bytes"].number(), ro["measured_s"].number(), ro["predicted_s"].number(),
                       ro["rel_error"].number()});
     ro.finish();
@@ -369,7 +368,7 @@ MeasurementsRecord measurements_from_json(const At& at) {
 SimulateReport simulate_report_from_json(const json& j, const std::string& origin) {
   const At root(j, origin, "");
   Object o(root);
-  json_read::check_format(o, kSimulateFormat, kSimulateVersion);
+  engine::json_read::check_format(o, kSimulateFormat, kSimulateVersion);
   SimulateReport r;
   const At model = o["model"];
   const std::string name = model.string();

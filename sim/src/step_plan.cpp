@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "json_reader.hpp"
+#include "p2v/engine/json_reader.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/json_util.hpp"
 #include "p2v/sim/rank.hpp"
@@ -134,8 +134,8 @@ json schedule_json(const ScheduleRecord& s) {
   return j;
 }
 
-using json_read::At;
-using json_read::Object;
+using engine::json_read::At;
+using engine::json_read::Object;
 
 // Reads the schedule fields of `o` (the top level or "chosen"); the caller finishes `o`.
 ScheduleRecord schedule_from_json(Object& o) {
@@ -217,8 +217,7 @@ StepReport make_report(const Model& model, const System& system, const std::vect
 
 json to_json(const StepReport& r) {
   json j = schedule_json(r.fixed);
-  j["format"] = kStepFormat;
-  j["version"] = r.version;
+  j["format"] = fmt::format("{}/{}", kStepFormat, r.version);
   j["model"] = r.model;
   j["params"] = r.params;
   j["system"] = r.system;
@@ -250,7 +249,7 @@ json to_json(const StepReport& r) {
 StepReport step_report_from_json(const json& j, const std::string& origin) {
   const At root(j, origin, "");
   Object o(root);
-  json_read::check_format(o, kStepFormat, kStepVersion);
+  engine::json_read::check_format(o, kStepFormat, kStepVersion);
   StepReport r;
   r.model = o["model"].string();
   r.params = o["params"].integer();

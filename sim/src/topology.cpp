@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "json_reader.hpp"
+#include "p2v/engine/json_reader.hpp"
 #include "p2v/engine/error.hpp"
 
 namespace p2v::sim {
@@ -38,7 +38,7 @@ struct Template {
 
 // The "topology" section of a system file (docs/simulator.md), read strictly: unknown fields at
 // any depth are errors naming their path.
-double non_negative(const json_read::At& at) {
+double non_negative(const engine::json_read::At& at) {
   const double x = at.number();
   if (x < 0) at.fail(fmt::format("must be a non-negative number, got {}", x));
   return x;
@@ -52,7 +52,7 @@ Template parse_template(const std::string& text, const std::string& sysname) {
   } catch (const json::exception& e) {
     throw Error(fmt::format("{}: \"topology\": not valid JSON ({})", origin, e.what()));
   }
-  json_read::Object o(json_read::At(j, origin, "topology"));
+  engine::json_read::Object o(engine::json_read::At(j, origin, "topology"));
   Template t;
   o.optional("description");
   if (const auto v = o.optional("step_overhead_us")) t.step_overhead_us = non_negative(*v);
@@ -65,18 +65,18 @@ Template parse_template(const std::string& text, const std::string& sysname) {
   t.scope = o["scope"].string();
   if (uplink) {
     if (uplink->raw().is_string()) t.uplinks.push_back(uplink->string());
-    else uplink->each([&](const json_read::At& u) { t.uplinks.push_back(u.string()); });
+    else uplink->each([&](const engine::json_read::At& u) { t.uplinks.push_back(u.string()); });
     if (t.uplinks.empty()) uplink->fail("must be a vertex name or a non-empty list of them (one per NIC)");
   }
   if (vertices)
-    vertices->each([&](const json_read::At& at) {
-      json_read::Object v(at);
+    vertices->each([&](const engine::json_read::At& at) {
+      engine::json_read::Object v(at);
       const auto kind = v.optional("kind");
       t.vertices.push_back({v["name"].string(), kind ? kind->string() : "switch"});
       v.finish();
     });
-  o["links"].each([&](const json_read::At& at) {
-    json_read::Object l(at);
+  o["links"].each([&](const engine::json_read::At& at) {
+    engine::json_read::Object l(at);
     Template::L x;
     x.a = l["a"].string();
     x.b = l["b"].string();

@@ -67,8 +67,8 @@ TEST_CASE("formats: simulate --json round-trips (graph and level model)") {
     CHECK(!r.results[0].programs[0].steps.empty());
     CHECK(r.measurements.has_value() == (model == sim::SimModel::Graph));
     const json j = sim::to_json(r);
-    CHECK(j.at("format") == "p2v-simulate");
-    CHECK(j.at("version") == 1);
+    CHECK(j.at("format") == "p2v-simulate/1");
+    CHECK(!j.contains("version"));
     const auto back = sim::parse_simulate_report(j.dump(2), "sim.json");
     CHECK(sim::same_report(r, back));
     CHECK(sim::to_json(back) == j);
@@ -92,12 +92,12 @@ TEST_CASE("formats: the simulate reader refuses unknown, missing and mistyped fi
   CHECK(e.find("results[0].allreduce_steps[0].collective: unknown collective 'AllToAll'") != std::string::npos);
   e = simulate_error(j, [](json& x) { x["results"][0]["allreduce_steps"][0]["bottleneck"]["busy"] = 0; });
   CHECK(e.find("results[0].allreduce_steps[0].bottleneck.busy: unknown field") != std::string::npos);
-  e = simulate_error(j, [](json& x) { x["version"] = 2; });
-  CHECK(e.find("sim.json: version: 2 is not a version this p2v reads") != std::string::npos);
+  e = simulate_error(j, [](json& x) { x["format"] = "p2v-simulate/2"; });
+  CHECK(e.find("sim.json: format: \"p2v-simulate/2\" is not a version this p2v reads") != std::string::npos);
   e = simulate_error(j, [](json& x) { x.erase("format"); });
   CHECK(e == "sim.json: format: missing");
-  e = simulate_error(j, [](json& x) { x["format"] = "p2v-step"; });
-  CHECK(e.find("format: expected \"p2v-simulate\"") != std::string::npos);
+  e = simulate_error(j, [](json& x) { x["format"] = "p2v-step/1"; });
+  CHECK(e.find("format: expected \"p2v-simulate/1\"") != std::string::npos);
   e = simulate_error(j, [](json& x) { x["algo"] = "bogus"; });
   CHECK(e.find("algo: expected ring, tree or auto") != std::string::npos);
   // A level-model field in a graph-model report is unknown.
@@ -135,7 +135,7 @@ TEST_CASE("formats: step --json round-trips and is strict") {
     REQUIRE(rep.chosen.has_value());
     REQUIRE(!rep.fixed.buckets.empty());
     const json j = st::to_json(rep);
-    CHECK(j.at("format") == "p2v-step");
+    CHECK(j.at("format") == "p2v-step/1");
     CHECK(st::parse_step_report(j.dump(), "step.json") == rep);
     json bad = j;
     bad["chosen"]["buckets"][0]["layer"] = 1;
@@ -166,7 +166,7 @@ TEST_CASE("formats: calibrate --json round-trips and is strict") {
   const auto rep =
       sim::calibration_report(cal, ms.size(), sim::calibrated_system_json(s, simulator.topology(), "test"), "out.json");
   const json j = sim::to_json(rep);
-  CHECK(j.at("format") == "p2v-calibrate");
+  CHECK(j.at("format") == "p2v-calibrate/1");
   CHECK(sim::parse_calibration_report(j.dump(), "cal.json") == rep);
   json bad = j;
   bad["classes"][0]["bandwidth"] = 1;

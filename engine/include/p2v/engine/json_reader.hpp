@@ -1,95 +1,159 @@
 #pragma once
-// Strict JSON reading for p2v's file formats (docs/formats.md): every object is read through an
-// ObjectReader, which names the file and the path of a missing, mistyped or unknown field.
+// Strict reading of p2v's JSON formats (docs/formats.md): every read names the value by its path
+// ("results[0].programs[2].time_s"); a missing field, a value of the wrong type and a field the
+// format does not define are errors naming the file and the path.
 //
-//   ObjectReader r(j, "synth.json: results[3]");
-//   auto m = r.get<ParallelismMatrix>("matrix");
-//   auto s = r.get_or<std::string>("shape", "");
-//   r.finish();  // throws on fields that were never read
+//   json_read::Object o(json_read::At(doc, "sim.json", ""));
+//   json_read::check_format(o, "p2v-simulate", 1);
+//   const auto axes = o["axes"].ints();
+//   if (auto s = o.optional("shape")) shape = s->string();
+//   o.finish();  // refuses the fields nobody read
 #include <fmt/core.h>
 
+#include <cmath>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/instruction.hpp"
 
-namespace p2v::engine {
+namespace p2v::engine::json_read {
 
-class ObjectReader {
+using nlohmann::json;
+
+// One value of a document and where it is.
+class At {
  public:
-  // `path` names the object in messages ("file.json: results[2].instructions[0]").
-  ObjectReader(const nlohmann::json& j, std::string path) : j_(j), path_(std::move(path)) {
-    if (!j_.is_object()) throw Error(fmt::format("{}: expected a JSON object, found {}", path_, j_.type_name()));
-  }
+  At(const json& v, const std::string& origin, std::string path) : v_(v), origin_(origin), path_(std::move(path)) {}
 
+  const json& raw() const { return v_; }
   const std::string& path() const { return path_; }
-  std::string at(const std::string& key) const { return path_ + "." + key; }
-  bool has(const std::string& key) const { return j_.contains(key); }
+  const std::string& origin() const { return origin_; }
+  bool is_null() const { return v_.is_null(); }
 
-  // The field's JSON, which must be present.
-  const nlohmann::json& json(const std::string& key) {
-    seen_.insert(key);
-    const auto it = j_.find(key);
-    if (it == j_.end()) throw Error(fmt::format("{}: missing field \"{}\"", path_, key));
-    return *it;
+  [[noreturn]] void fail(const std::string& what) const {
+    throw Error(fmt::format("{}: {}: {}", origin_, path_.empty() ? "(top level)" : path_, what));
   }
-  const nlohmann::json* json_opt(const std::string& key) {
-    seen_.insert(key);
-    const auto it = j_.find(key);
-    return it == j_.end() ? nullptr : &*it;
+  void expect(bool ok, const char* what) const {
+    if (!ok) fail(fmt::format("expected {}, got {}", what, v_.dump()));
   }
 
-  template <class T>
-  T get(const std::string& key) {
-    return convert<T>(json(key), key);
+  double number() const {
+    expect(v_.is_number() && std::isfinite(v_.get<double>()), "a number");
+    return v_.get<double>();
   }
-  template <class T>
-  T get_or(const std::string& key, T fallback) {
-    const auto* v = json_opt(key);
-    return v ? convert<T>(*v, key) : fallback;
+  std::int64_t integer() const {
+    expect(v_.is_number_integer(), "an integer");
+    return v_.get<std::int64_t>();
   }
-  template <class T>
-  std::optional<T> get_opt(const std::string& key) {
-    const auto* v = json_opt(key);
-    if (!v) return std::nullopt;
-    return convert<T>(*v, key);
+  int int32() const {
+    const auto i = integer();
+    if (i < INT32_MIN || i > INT32_MAX) fail(fmt::format("{} is out of range", i));
+    return static_cast<int>(i);
   }
-
-  // Throws when the object has a field no get*/json* call asked for.
-  void finish() const {
-    for (auto it = j_.begin(); it != j_.end(); ++it)
-      if (!seen_.count(it.key())) {
-        std::string known;
-        for (const auto& k : seen_) known += (known.empty() ? "" : ", ") + k;
-        throw Error(fmt::format("{}: unknown field \"{}\" (known here: {})", path_, it.key(), known));
-      }
+  bool boolean() const {
+    expect(v_.is_boolean(), "true or false");
+    return v_.get<bool>();
+  }
+  std::string string() const {
+    expect(v_.is_string(), "a string");
+    return v_.get<std::string>();
+  }
+  // Calls f(At) for every element of an array.
+  template <class F>
+  void each(F&& f) const {
+    expect(v_.is_array(), "an array");
+    for (std::size_t i = 0; i < v_.size(); ++i) f(At(v_[i], origin_, fmt::format("{}[{}]", path_, i)));
+  }
+  std::vector<int> ints() const {
+    std::vector<int> out;
+    each([&](const At& e) { out.push_back(e.int32()); });
+    return out;
+  }
+  std::vector<std::vector<int>> int_rows() const {
+    std::vector<std::vector<int>> out;
+    each([&](const At& e) { out.push_back(e.ints()); });
+    return out;
   }
 
  private:
-  template <class T>
-  T convert(const nlohmann::json& v, const std::string& key) const {
-    try {
-      return v.get<T>();
-    } catch (const nlohmann::json::exception&) {
-      throw Error(fmt::format("{}.{}: wrong type ({}: {})", path_, key, v.type_name(), v.dump().substr(0, 60)));
-    }
-  }
-
-  const nlohmann::json& j_;
+  const json& v_;
+  const std::string& origin_;
   std::string path_;
-  std::set<std::string> seen_;
 };
 
-// The array at `key`, which must be present and an array.
-inline const nlohmann::json& array_field(ObjectReader& r, const std::string& key) {
-  const auto& v = r.json(key);
-  if (!v.is_array()) throw Error(fmt::format("{}: expected an array, found {}", r.at(key), v.type_name()));
+// One JSON object whose fields are read once each; finish() refuses the fields nobody read.
+class Object {
+ public:
+  explicit Object(const At& at) : at_(at) { at_.expect(at_.raw().is_object(), "an object"); }
+
+  // A field that must be present.
+  At operator[](const char* key) {
+    if (!at_.raw().contains(key)) At(at_.raw(), origin(), child(key)).fail("missing");
+    return field(key);
+  }
+  // A field that may be absent (std::nullopt then).
+  std::optional<At> optional(const char* key) {
+    read_.insert(key);
+    if (!at_.raw().contains(key)) return std::nullopt;
+    return field(key);
+  }
+  // Every field not read is unknown to the format.
+  void finish() const {
+    for (auto it = at_.raw().begin(); it != at_.raw().end(); ++it)
+      if (!read_.count(it.key())) {
+        std::string known;
+        for (const auto& k : read_) known += (known.empty() ? "" : ", ") + k;
+        At(it.value(), origin(), child(it.key().c_str()))
+            .fail(fmt::format("unknown field (this format has {} here)", known.empty() ? "no fields" : known));
+      }
+  }
+  const At& at() const { return at_; }
+
+ private:
+  At field(const char* key) {
+    read_.insert(key);
+    return At(at_.raw()[key], origin(), child(key));
+  }
+  std::string child(const char* key) const { return at_.path().empty() ? key : at_.path() + "." + key; }
+  const std::string& origin() const { return at_.origin(); }
+
+  At at_;
+  std::set<std::string> read_;
+};
+
+// A collective's name ("AllReduce").
+inline engine::Collective collective(const At& at) {
+  const std::string name = at.string();
+  try {
+    return engine::parse_collective(name);
+  } catch (const Error& e) {
+    at.fail(e.what());
+  }
+}
+
+// The "format" field every p2v file starts with: "<family>/<version>", e.g. "p2v-synth/2".
+// Refuses other families and versions this p2v does not read (newer ones, or older ones no longer
+// read: versions below `oldest`).
+inline int check_format(Object& o, const char* family, int version, int oldest = -1) {
+  const At f = o["format"];
+  const std::string s = f.string();
+  const std::string prefix = std::string(family) + "/";
+  if (s.rfind(prefix, 0) != 0) f.fail(fmt::format("expected \"{}/{}\", got \"{}\"", family, version, s));
+  int v = -1;
+  try {
+    std::size_t used = 0;
+    v = std::stoi(s.substr(prefix.size()), &used);
+    if (used != s.size() - prefix.size()) v = -1;
+  } catch (const std::exception&) {
+  }
+  if (v < (oldest < 0 ? version : oldest) || v > version)
+    f.fail(fmt::format("\"{}\" is not a version this p2v reads (it reads {}/{})", s, family, version));
   return v;
 }
 
-// Checks the "format" field: `family`/N with N in [1, max_version]; returns N.
-int check_format(ObjectReader& r, const std::string& family, int max_version);
-
-}  // namespace p2v::engine
+}  // namespace p2v::engine::json_read

@@ -65,6 +65,7 @@ inline constexpr std::int64_t kMaxSystemDevices = 1 << 20;
 
 // Parses a system from JSON text; `origin` names the source in error messages.
 System parse_system_json(const std::string& text, const std::string& origin);
+System system_from_json(const nlohmann::json& j, const std::string& origin);
 // Loads a system file.
 System load_system_file(const std::string& path);
 // Parses an inline hierarchy, e.g. "node=4,gpu=16" (no interconnects).

@@ -9,6 +9,10 @@
 #include "p2v/sim/cost.hpp"
 #include "p2v/sim/levels.hpp"
 
+namespace p2v::engine::json_read {
+class At;
+}
+
 namespace p2v::sim {
 
 // The two simulators: the graph model (routes every transfer) and the level model (per-level
@@ -47,10 +51,7 @@ std::vector<StepRecord> step_records(const LevelProgramCost& pc);
 
 nlohmann::json to_json(const StepRecord& s, SimModel m);
 // Strict reader (see docs/formats.md); `at` is the JSON value and its path, see json_reader.hpp.
-namespace json_read {
-class At;
-}
-StepRecord step_record_from_json(const json_read::At& at, SimModel m);
+StepRecord step_record_from_json(const engine::json_read::At& at, SimModel m);
 
 // A table of graph-model steps: step, collective, groups x size, algorithm (NCCL's pick), time,
 // busbw, bottleneck link and its bytes. Each line starts with `indent`.
