@@ -33,6 +33,7 @@ for n in 16 128 1024 8192 65536 131072 1048576; do
   esac
   c="$P2V prove --system $sys --axes $n --reduce 0"
   row "$n devices ($sys; $([ $n -le 512 ] && echo 'on the devices' || echo 'on the instance'))" "$(med "$c")" "$(rss "$c")"
+  [ $n -le 512 ] && [ $n -gt 16 ] && row "  same, --on shape (smallest instance)" "$(med "$c --on shape")" "$(rss "$c --on shape")"
 done
 echo "== three axes 1024,8,16 on the four-level system, every placement (574), --solver none"
 for L in 3 4; do

@@ -161,14 +161,17 @@ MatrixReport prove_shape(const engine::System& system, const std::vector<int>& a
   if (in.devices > limit) {
     std::string mat;
     for (std::size_t i = 0; i < x.size(); ++i) mat += (i ? ";" : "") + joined(x[i], " ");
+    const bool raisable = in.devices <= kMaxConcreteProveDevices;
+    const std::string sys = system.name.find('=') != std::string::npos ? system.name : "SYSTEM";
     throw Error(fmt::format(
         "prove: placement [{}] has {} factors >= 2, so its smallest instance (every factor capped at 2) has {} devices; "
         "Theorem 3.2 and lemmas B.1-B.8 are checked there by enumerating the lowered programs of (a)-(d), here on at "
         "most {} devices (--max-instance; the engine's limit is {}, and multi-axis instances above 64 devices take "
-        "minutes) (docs/shape.md §9). Raise --max-instance (up to {}), or check the (d) programs alone at any size: "
-        "p2v synth --system SYSTEM --axes {} --reduce {} --matrix \"{}\" --certify DIR",
-        mat, wide, in.devices, limit, kMaxConcreteProveDevices, kMaxConcreteProveDevices, joined(axes, ","),
-        joined(reduce, ","), mat));
+        "minutes) (docs/shape.md §9). {}check the (d) programs alone at any size: p2v synth --system {} --axes {} "
+        "--reduce {} --matrix \"{}\" --certify DIR",
+        mat, wide, in.devices, limit, kMaxConcreteProveDevices,
+        raisable ? fmt::format("Raise --max-instance to {}, or ", in.devices) : "Choose a placement with at most 9 factors >= 2, or ",
+        sys, joined(axes, ","), joined(reduce, ","), mat));
   }
   detail::DProgramNames names;
   MatrixReport rep;

@@ -123,6 +123,10 @@ TEST_CASE("prove refuses what it cannot do, naming the limit, the size and what 
   const engine::ParallelismMatrix x{{4, 4, 8, 8}, {2, 2, 2, 1}, {2, 4, 2, 1}};
   CHECK_THROWS_WITH_AS(proofs::prove(sys, {1024, 8, 16}, {0}, x, opt),
                        doctest::Contains("has 10 factors >= 2, so its smallest instance"), p2v::Error);
+  CHECK_THROWS_WITH_AS(proofs::prove(sys, {1024, 8, 16}, {0}, x, opt),
+                       doctest::Contains("1024 devices; Theorem 3.2"), p2v::Error);
+  CHECK_THROWS_WITH_AS(proofs::prove(sys, {1024, 8, 16}, {0}, x, opt),
+                       doctest::Contains("Choose a placement with at most 9 factors >= 2"), p2v::Error);
   opt.max_instance_devices = 16;
   try {
     proofs::prove(sys, {1024, 8, 16}, {0}, {{16, 32, 2, 1}, {1, 1, 8, 1}, {1, 1, 2, 8}}, opt);
@@ -131,7 +135,8 @@ TEST_CASE("prove refuses what it cannot do, naming the limit, the size and what 
     const std::string m = e.what();
     CHECK(m.find("has 64 devices") != std::string::npos);
     CHECK(m.find("at most 16 devices (--max-instance") != std::string::npos);
-    CHECK(m.find("p2v synth --system SYSTEM --axes 1024,8,16 --reduce 0") != std::string::npos);
+    CHECK(m.find("Raise --max-instance to 64") != std::string::npos);
+    CHECK(m.find("p2v synth --system pod=16,rack=32,node=32,gpu=8 --axes 1024,8,16 --reduce 0") != std::string::npos);
   }
   opt.mode = proofs::ProveMode::Concrete;
   CHECK_THROWS_WITH_AS(proofs::prove(sys, {131072}, {0}, {{16, 32, 32, 8}}, opt),
