@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 
 #include "p2v/engine/error.hpp"
@@ -59,6 +60,8 @@ static_assert(kMaxConcreteProveDevices == engine::kMaxStateDevices);
 
 namespace {
 
+// Most factors >= 2 a placement may have for its smallest instance to fit (2^9 = 512).
+constexpr int kMaxWideFactors = std::bit_width(static_cast<unsigned>(kMaxConcreteProveDevices)) - 1;
 using Clock = std::chrono::steady_clock;
 
 const char* kReliesOn =
@@ -170,7 +173,8 @@ MatrixReport prove_shape(const engine::System& system, const std::vector<int>& a
         "minutes) (docs/shape.md §9). {}check the (d) programs alone at any size: p2v synth --system {} --axes {} "
         "--reduce {} --matrix \"{}\" --certify DIR",
         mat, wide, in.devices, limit, kMaxConcreteProveDevices,
-        raisable ? fmt::format("Raise --max-instance to {}, or ", in.devices) : "Choose a placement with at most 9 factors >= 2, or ",
+        raisable ? fmt::format("Raise --max-instance to {}, or ", in.devices)
+                 : fmt::format("Choose a placement with at most {} factors >= 2, or ", kMaxWideFactors),
         sys, joined(axes, ","), joined(reduce, ","), mat));
   }
   detail::DProgramNames names;
