@@ -31,7 +31,7 @@ struct External {
 constexpr External kExternal[] = {
     {"verify", "p2v-smt", "Enumerate with Z3/cvc5 and the enumerator and check the sets are identical", 40},
     {"check", "p2v-smt", "Check certificates with the independent checker", 50},
-    {"prove", "p2v-smt", "Check Theorem 3.2 and lemmas B.1-B.8 on concrete hierarchies", 60},
+    {"prove", "p2v-smt", "Check Theorem 3.2 and lemmas B.1-B.8, at any size (per shape)", 60},
     {"rewrite", "p2v-smt", "Rewrite a program into a faster equal one with the verified rules, with a certificate", 66},
     {"rules", "p2v-smt", "Rewrite rules over collectives, proved by Z3 and cvc5 against the counting semantics", 65},
     {"run", "p2v-run", "Run programs on MPI (CPUs) or NCCL (GPUs) and check the results", 70},

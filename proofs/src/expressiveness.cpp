@@ -10,6 +10,7 @@
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/state.hpp"
 #include "p2v/engine/synth.hpp"
+#include "prove_detail.hpp"
 #include "twin.hpp"
 
 namespace p2v::proofs {
@@ -218,35 +219,13 @@ struct Tally {
 
 }  // namespace
 
-MatrixReport prove(const engine::System& system, const std::vector<int>& axes, const std::vector<int>& reduce,
-                   const engine::ParallelismMatrix& x, const ProveOptions& opt) {
+namespace detail {
+
+MatrixReport prove_concrete(const engine::System& system, const std::vector<int>& axes, const std::vector<int>& reduce,
+                            const engine::ParallelismMatrix& x, const ProveOptions& opt, DProgramNames* d_names) {
   MatrixReport rep;
   rep.matrix = x;
   const auto n = system.num_devices();
-  if (n > engine::kMaxStateDevices) {
-    // The same placement with every matrix factor capped at 2: the same levels, the same factors
-    // of 1, a system small enough to prove on (docs/shape.md §8).
-    std::vector<int> lv(x.empty() ? 0 : x[0].size(), 1), ax(x.size(), 1);
-    std::string sys, mat;
-    for (std::size_t i = 0; i < x.size(); ++i)
-      for (std::size_t j = 0; j < x[i].size(); ++j) {
-        lv[j] *= std::min(x[i][j], 2);
-        ax[i] *= std::min(x[i][j], 2);
-      }
-    const auto names0 = system.level_names();
-    for (std::size_t j = 0; j < lv.size(); ++j) sys += fmt::format("{}{}={}", j ? "," : "", names0[j], lv[j]);
-    for (std::size_t i = 0; i < x.size(); ++i) {
-      if (i) mat += ";";
-      for (std::size_t j = 0; j < x[i].size(); ++j) mat += fmt::format("{}{}", j ? " " : "", std::min(x[i][j], 2));
-    }
-    std::string red;
-    for (std::size_t i = 0; i < reduce.size(); ++i) red += fmt::format("{}{}", i ? "," : "", reduce[i]);
-    throw Error(fmt::format(
-        "prove: hierarchies (a)-(c) cover all {} devices and the lemma checks enumerate them on the concrete devices "
-        "(at most {}); prove the same placement with every factor capped at 2: p2v prove --system {} --axes {} "
-        "--reduce {} --matrix \"{}\" (the (d) programs of this system are certified at any size by p2v synth --certify)",
-        n, engine::kMaxStateDevices, sys, fmt::format("{}", fmt::join(ax, ",")), red, mat));
-  }
   engine::Placement p(system.cardinalities(), axes, x, reduce);
   const std::vector<std::string> names = system.level_names();
 
@@ -257,6 +236,11 @@ MatrixReport prove(const engine::System& system, const std::vector<int>& axes, c
   runs.push_back(run(p, names, HierarchyKind::ReductionUncollapsed, "d", opt));
   runs.push_back(run(p, names, HierarchyKind::ReductionAxes, "d-collapsed", opt));
   for (const auto& r : runs) rep.program_counts.push_back({r.label, r.programs.size()});
+  if (d_names)
+    for (const Run* r : {&runs[3], &runs[4]}) {
+      auto& v = r->kind == HierarchyKind::ReductionAxes ? d_names->collapsed : d_names->uncollapsed;
+      for (const auto& prog : r->r.programs) v.push_back(engine::program_name(r->r, prog));
+    }
   const Run &A = runs[0], &B = runs[1], &C = runs[2], &D = runs[3], &DC = runs[4];
 
   // Theorem 3.2 by enumeration.
@@ -420,5 +404,7 @@ MatrixReport prove(const engine::System& system, const std::vector<int>& axes, c
   }
   return rep;
 }
+
+}  // namespace detail
 
 }  // namespace p2v::proofs

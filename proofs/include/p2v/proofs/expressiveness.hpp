@@ -1,7 +1,10 @@
 #pragma once
-// Theorem 3.2 ((d) >= (c) >= (b) >= (a)) and lemmas B.1-B.8 checked on concrete hierarchies
-// (SPEC §7): by enumeration, and the instruction-level argument by SMT.
+// Theorem 3.2 ((d) >= (c) >= (b) >= (a)) and lemmas B.1-B.8 (SPEC §7): by enumeration, and the
+// instruction-level argument by SMT; on the system's devices, or at any size on the placement's
+// smallest instance, lifted by the shape theorem (docs/shape.md §9).
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +23,34 @@ struct Check {
   Status status = Status::Holds;
   std::string detail;  // counts, or the witness when it fails / is strict
   double seconds = 0;
+  // Where it was computed: "system" (the real devices), "smallest instance" (lifted by
+  // docs/shape.md §9), "closed form" (from the real cardinalities), "shape" (engine shape synthesis).
+  std::string where = "system";
+};
+
+// Where prove computes: on the system's devices, on the placement's smallest instance, or
+// automatically (the devices up to kMaxConcreteProveDevices, the smallest instance above).
+enum class ProveMode { Auto, Concrete, Shape };
+ProveMode parse_prove_mode(const std::string& s);  // "auto", "concrete", "shape"
+const char* to_string(ProveMode m);
+inline constexpr std::int64_t kMaxConcreteProveDevices = 512;  // engine::kMaxStateDevices
+inline constexpr std::int64_t kDefaultMaxInstanceDevices = 64;
+
+// The placement's smallest instance (docs/shape.md §9): every matrix factor >= 2 replaced by 2,
+// the system's levels and the axes their products. Same level names, same factors of 1.
+struct PlacementInstance {
+  engine::System system;
+  std::vector<int> axes;
+  engine::ParallelismMatrix x;
+  std::int64_t devices = 0;       // of the instance
+  std::int64_t real_devices = 0;  // of the placement it stands for
+};
+PlacementInstance placement_instance(const engine::System& system, const engine::ParallelismMatrix& x);
+
+// What a shape-path report relies on.
+struct ShapeBasis {
+  PlacementInstance instance;
+  std::string relies_on;  // sections of docs/shape.md and what they give
 };
 
 struct ProveOptions {
@@ -28,18 +59,30 @@ struct ProveOptions {
   // Solvers for the instruction-level queries: "z3", "cvc5"; empty = skip the SMT checks.
   std::vector<std::string> solvers{"z3", "cvc5"};
   unsigned timeout_ms = 60000;
+  ProveMode mode = ProveMode::Auto;
+  // Largest smallest instance the shape path enumerates (2^factors >= 2 devices; at most
+  // kMaxConcreteProveDevices). Multi-axis instances of 128-512 devices take minutes.
+  std::int64_t max_instance_devices = kDefaultMaxInstanceDevices;
 };
 
 struct MatrixReport {
   engine::ParallelismMatrix matrix;
   std::vector<std::pair<std::string, std::size_t>> program_counts;  // hierarchy -> #programs
   std::vector<Check> checks;
+  std::optional<ShapeBasis> shape;  // set when computed on the smallest instance
   bool ok() const;  // no Fails and no Unknown
 };
 
-// All checks for one placement.
+// All checks for one placement. Auto/Shape above the concrete limit: on the smallest instance
+// (which must have at most kMaxConcreteProveDevices devices, else p2v::Error naming the limit).
+// Results on a smallest instance, reused across placements of the same shape (a run over all the
+// matrices of a system meets each instance many times).
+struct ProveCache {
+  std::map<std::string, MatrixReport> reports;  // key: instance matrix, reduction axes, options
+  std::map<std::string, std::vector<std::string>> d_programs;  // key + "/d" or "/d-collapsed"
+};
 MatrixReport prove(const engine::System& system, const std::vector<int>& axes, const std::vector<int>& reduce,
-                   const engine::ParallelismMatrix& x, const ProveOptions& opt);
+                   const engine::ParallelismMatrix& x, const ProveOptions& opt, ProveCache* cache = nullptr);
 
 // A sample case of a suite file.
 struct SuiteCase {

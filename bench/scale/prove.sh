@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# p2v prove at any size (docs/shape.md §9): whole-process medians (hyperfine) and peak memory for
+# the 131,072-device example, the curve 16 -> 1,048,576 devices (4 levels, one axis, reduced), and
+# the three-axis placements of the four-level system.
+# Usage: bench/scale/prove.sh [build/bin] [--quick]
+set -euo pipefail
+BIN=${1:-build/bin}
+QUICK=${2:-}
+P2V="$BIN/p2v"
+RUNS=5
+[ "$QUICK" = "--quick" ] && RUNS=3
+command -v hyperfine >/dev/null || { echo "bench/scale: needs hyperfine (scripts/install-deps.sh)"; exit 2; }
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+med() {
+  hyperfine -N --runs "$RUNS" --warmup 1 -i --export-json "$TMP/h.json" "$1" >/dev/null 2>&1
+  python3 -c "import json;print('%.1f' % (json.load(open('$TMP/h.json'))['results'][0]['median']*1e3))"
+}
+rss() { /usr/bin/time -f "%M" -o "$TMP/t" bash -c "$1" >/dev/null 2>&1 || true; echo $(( $(cat "$TMP/t") / 1024 )); }
+row() { printf "%-78s %10s ms %8s MB\n" "$1" "$2" "$3"; }
+
+FOUR="pod=16,rack=32,node=32,gpu=8"
+echo "== prove, 131,072 devices"
+c="$P2V prove --system $FOUR --axes 131072 --reduce 0"
+row "prove four-level 131072 (L=4, z3+cvc5; smallest instance: 16 devices)" "$(med "$c")" "$(rss "$c")"
+row "  same, --solver none" "$(med "$c --solver none")" "$(rss "$c --solver none")"
+echo "== curve: prove --solver both, 4 levels (pod, rack, node, gpu=8), one axis reduced"
+for n in 16 128 1024 8192 65536 131072 1048576; do
+  case $n in
+    16) sys="pod=1,rack=1,node=2,gpu=8";; 128) sys="pod=2,rack=2,node=4,gpu=8";; 1024) sys="pod=2,rack=4,node=16,gpu=8";;
+    8192) sys="pod=4,rack=16,node=16,gpu=8";; 65536) sys="pod=8,rack=32,node=32,gpu=8";;
+    131072) sys="$FOUR";; 1048576) sys="pod=32,rack=64,node=64,gpu=8";;
+  esac
+  c="$P2V prove --system $sys --axes $n --reduce 0"
+  row "$n devices ($sys; $([ $n -le 512 ] && echo 'on the devices' || echo 'on the instance'))" "$(med "$c")" "$(rss "$c")"
+  [ $n -le 512 ] && [ $n -gt 16 ] && row "  same, --on shape (smallest instance)" "$(med "$c --on shape")" "$(rss "$c --on shape")"
+done
+echo "== three axes 1024,8,16 on the four-level system, every placement (574), --solver none"
+for L in 3 4; do
+  s=$(date +%s.%N)
+  $P2V prove --system $FOUR --axes 1024,8,16 --reduce 0 --solver none --max-size $L > "$TMP/m.txt" || true
+  e=$(date +%s.%N)
+  row "  L=$L, one run: $(grep '^checks:' "$TMP/m.txt" | cut -d';' -f1)" "$(python3 -c "print('%.0f' % (($e-$s)*1e3))")" "-"
+done
