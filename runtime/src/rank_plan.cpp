@@ -47,33 +47,59 @@ engine::GroupPattern reduction_pattern(const engine::Shape& grid, const std::vec
 
 namespace {
 
-std::string digits_text(const std::vector<engine::Digit>& ds, const std::vector<std::string>* names) {
+std::string digits_text(const std::vector<engine::Digit>& ds, const std::vector<std::string>& names) {
   std::string s;
   for (const auto& d : ds) {
     if (!s.empty()) s += ' ';
-    s += names ? fmt::format("{}.{}", (*names)[d.level], d.axis) : fmt::format("{}.{}", d.level, d.axis);
+    s += fmt::format("{}.{}", names[d.level], d.axis);
   }
   return s;
 }
 
 }  // namespace
 
-std::string pattern_key(const engine::GroupPattern& g) {
-  // The groups are the classes of devices equal outside `vary` (and, for Master, the class with
-  // zeros on the other grid digits): the varying digits and the zero digits identify them.
-  std::string k = "v:" + digits_text(g.vary, nullptr);
-  if (g.master) k += fmt::format(" master/{}", g.num_groups);
+namespace {
+
+// "w*f" of every digit of `ds` (in that order): its place value in the device number and factor.
+std::string weights_text(std::vector<engine::Digit> ds, const engine::Shape& grid) {
+  engine::GroupPattern p;
+  p.vary = std::move(ds);
+  std::string s;
+  std::int64_t place = 1;
+  for (auto it = p.vary.rbegin(); it != p.vary.rend(); ++it) {
+    s = fmt::format("{}*{} ", engine::member_of(p, grid, 0, place), it->factor) + s;
+    place *= it->factor;
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string pattern_key(const engine::GroupPattern& g, const engine::Shape& grid) {
+  // Groups are the classes of devices equal outside the varying digits (for Master: only the
+  // class with zeros on the other grid digits): the varying digits' place values and factors,
+  // and for Master those of the zero digits, identify them on any placement of the system.
+  std::string k = "vary " + weights_text(g.vary, grid);
+  if (g.master) {
+    std::vector<engine::Digit> zero;
+    for (std::size_t j = 0; j < grid.system_cards.size(); ++j)
+      for (int i : grid.reduce) {
+        const engine::Digit d{i, static_cast<int>(j), grid.x[i][j]};
+        if (d.factor > 1 && std::find(g.vary.begin(), g.vary.end(), d) == g.vary.end()) zero.push_back(d);
+      }
+    k += "zero " + weights_text(std::move(zero), grid);
+  }
   return k;
 }
 
 std::string describe_pattern(const engine::GroupPattern& g, const engine::Shape& grid) {
-  return fmt::format("{} x {} [{}]{}", g.num_groups, g.group_size, digits_text(g.vary, &grid.system_names),
+  return fmt::format("{} x {} [{}]{}", g.num_groups, g.group_size, digits_text(g.vary, grid.system_names),
                      g.master ? ", Master" : "");
 }
 
 Membership membership(const engine::GroupPattern& g, const engine::Shape& grid, std::int64_t rank) {
   Membership m;
-  m.key = pattern_key(g);
+  m.key = pattern_key(g, grid);
   m.group_size = static_cast<int>(g.group_size);
   const auto [group, member] = engine::group_of(g, grid, rank);
   m.group = group;

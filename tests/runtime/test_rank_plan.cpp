@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <map>
 #include <fmt/core.h>
 
 #include "p2v/engine/error.hpp"
@@ -22,7 +23,17 @@ namespace {
 
 struct Count {
   int programs = 0, ranks = 0;
+  std::map<std::string, engine::Groups> keys;  // communicator key -> groups, per system
 };
+
+// Equal communicator keys mean equal groups (the backends' cache relies on it across programs
+// and placements), and equal groups of one pattern kind get one key.
+void check_key(Count& c, const engine::GroupPattern& g, const engine::Shape& grid) {
+  const auto groups = engine::lower_pattern(g, grid);
+  const auto [it, fresh] = c.keys.try_emplace(runtime::pattern_key(g, grid), groups);
+  REQUIRE(it->second == groups);
+  (void)fresh;
+}
 
 // Every program of placement (x, reduce) of `sys` in hierarchy `kind`: local vs global.
 void compare_all(const engine::System& sys, const std::vector<int>& axes, const engine::ParallelismMatrix& x,
@@ -42,8 +53,11 @@ void compare_all(const engine::System& sys, const std::vector<int>& axes, const 
     const auto r = runtime::resolve_patterns(sys, x, reduce, kind, name);
     REQUIRE(r.reaches_goal);
     // The patterns are the program's groups.
-    for (std::size_t s = 0; s < lowered.size(); ++s)
+    for (std::size_t s = 0; s < lowered.size(); ++s) {
       REQUIRE(engine::lower_pattern(r.program->steps[s].groups, r.program->grid) == lowered[s].groups);
+      check_key(count, r.program->steps[s].groups, r.program->grid);
+    }
+    check_key(count, r.program->reduction, r.program->grid);
     REQUIRE(engine::lower_pattern(r.program->reduction, r.program->grid) == pl.reduction_groups());
     const auto global = runtime::make_plan(lowered, N, pl.reduction_groups());
     for (int d = 0; d < N; ++d) {
@@ -77,6 +91,7 @@ void compare_all(const engine::System& sys, const std::vector<int>& axes, const 
 void compare_system(const std::string& system, const std::vector<int>& axes, HierarchyKind kind,
                     engine::MasterCollectives mc, int max_size, Count& count) {
   const auto sys = engine::parse_system_arg(system);
+  count.keys.clear();
   for (const auto& x : engine::enumerate_matrices(sys.cardinalities(), axes))
     for (int red = 0; red < static_cast<int>(axes.size()); ++red)
       compare_all(sys, axes, x, {red}, kind, mc, max_size, count);

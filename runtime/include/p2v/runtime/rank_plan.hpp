@@ -40,8 +40,9 @@ engine::Shape program_grid(const std::vector<int>& system_cards, const std::vect
 // The reduction groups of the placement as a pattern (every reduction digit varies).
 engine::GroupPattern reduction_pattern(const engine::Shape& grid, const std::vector<int>& reduce);
 
-// Identifies a pattern's groups: equal keys, equal groups (the communicator cache key).
-std::string pattern_key(const engine::GroupPattern& g);
+// Identifies a pattern's groups on the grid's system: equal keys, equal groups (the communicator
+// cache key, across steps, programs and placements).
+std::string pattern_key(const engine::GroupPattern& g, const engine::Shape& grid);
 // "4 x 4 [cpu.1 gpu.1]", or "8 x 2 [node.0], Master" (one line, for tables).
 std::string describe_pattern(const engine::GroupPattern& g, const engine::Shape& grid);
 
