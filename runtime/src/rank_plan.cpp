@@ -109,41 +109,97 @@ Membership membership(const engine::GroupPattern& g, const engine::Shape& grid, 
 
 namespace {
 
-// The state semantics replayed for the ranks one rank needs: rows and layout of (step, rank),
-// memoized. Everything in rows (u = 1).
+// Where a rank is in a step's groups, without the key (the replay asks this for many ranks).
+struct Place {
+  std::int64_t group = -1;
+  int member = -1, size = 0;
+  bool active() const { return group >= 0 && size >= 2; }
+};
+Place place_of(const engine::GroupPattern& g, const engine::Shape& grid, std::int64_t rank) {
+  const auto [group, member] = engine::group_of(g, grid, rank);
+  return {group, member, static_cast<int>(g.group_size)};
+}
+
+// The state semantics replayed for the ranks one rank needs: the layout (rows and where they
+// are) of (step, rank), memoized; the full step only for the planning rank. Rows, not units.
 class Replay {
  public:
   explicit Replay(const PatternProgram& p) : p_(p), n_(p.num_ranks()) {
-    initial_.rs.after = Layout{Space::Main, {{0, n_}}};
+    initial_ = Layout{Space::Main, {{0, n_}}};
   }
 
-  struct Entry {
-    RankStep rs;
-    std::int64_t need[2] = {0, 0};
-    Membership m;
-  };
-
-  // After step s (1-based; 0 = the initial state) on rank d.
-  const Entry& at(std::size_t s, std::int64_t d) {
+  // The layout after step s (1-based; 0 = the initial state) on rank d.
+  const Layout& at(std::size_t s, std::int64_t d) {
     if (s == 0) return initial_;
     const std::int64_t key = static_cast<std::int64_t>(s) * n_ + d;
     if (auto it = memo_.find(key); it != memo_.end()) return it->second;
-    Entry e = compute(s, d);
-    return memo_.emplace(key, std::move(e)).first->second;
+    std::int64_t need[2] = {0, 0};
+    RankStep rs = step(s, d, need);
+    // References into an unordered_map stay valid when it grows.
+    return memo_.emplace(key, std::move(rs.after)).first->second;
+  }
+
+  // Rank d's part of step s; raises need[] to the staging it uses.
+  RankStep step(std::size_t s, std::int64_t d, std::int64_t need[2]) {
+    const PatternStep& st = p_.steps[s - 1];
+    const Place pl = place_of(st.groups, p_.grid, d);
+    const Layout& own = at(s - 1, d);
+    RankStep rs;
+    if (!pl.active()) {  // idle, or a singleton: the rows stay where they are
+      rs.after = own;
+      return rs;
+    }
+    detail::StepContext c;
+    c.collective = st.collective;
+    c.member = pl.member;
+    c.group_size = pl.size;
+    c.layout = &own;
+    if (st.collective == Collective::AllGather) {
+      for (int i = 0; i < pl.size; ++i) {
+        const Layout& l = at(s - 1, engine::member_of(st.groups, p_.grid, pl.group, i));
+        c.members_before.push_back(&l.rows);
+        c.all_home &= l.where == Space::Main;
+      }
+    } else if (st.collective == Collective::Broadcast) {
+      c.members_before.push_back(&at(s - 1, pl.group).rows);
+    }
+    Intervals after;
+    switch (st.collective) {
+      case Collective::AllReduce: after = own.rows; break;
+      case Collective::Reduce:
+        if (pl.member == 0) after = own.rows;
+        break;
+      case Collective::ReduceScatter: {
+        const std::int64_t q = total_units(own.rows) / pl.size;
+        after = detail::slice(own.rows, pl.member * q, q);
+        break;
+      }
+      case Collective::AllGather: {
+        Intervals all;
+        for (const Intervals* r : c.members_before) all.insert(all.end(), r->begin(), r->end());
+        after = detail::merge(std::move(all));
+        break;
+      }
+      case Collective::Broadcast: after = *c.members_before[0]; break;
+    }
+    c.after = &after;
+    detail::build_rank_step(c, rs, need);
+    rs.comm = 0;
+    return rs;
   }
 
   // The contributing ranks of row r on rank d after step s (sorted).
   std::vector<int> columns(std::size_t s, std::int64_t d, std::int64_t r) {
     if (s == 0) return {static_cast<int>(d)};
     const PatternStep& st = p_.steps[s - 1];
-    const Membership m = membership(st.groups, p_.grid, d);
+    const Place m = place_of(st.groups, p_.grid, d);
     if (!m.active()) return columns(s - 1, d, r);
     switch (st.collective) {
       case Collective::AllReduce:
       case Collective::ReduceScatter:
       case Collective::Reduce: {
         std::vector<int> out;
-        for (int i = 0; i < m.group_size; ++i) {
+        for (int i = 0; i < m.size; ++i) {
           const auto c = columns(s - 1, engine::member_of(st.groups, p_.grid, m.group, i), r);
           out.insert(out.end(), c.begin(), c.end());
         }
@@ -151,9 +207,9 @@ class Replay {
         return out;
       }
       case Collective::AllGather:
-        for (int i = 0; i < m.group_size; ++i) {
+        for (int i = 0; i < m.size; ++i) {
           const std::int64_t o = engine::member_of(st.groups, p_.grid, m.group, i);
-          for (const auto& iv : at(s - 1, o).rs.after.rows)
+          for (const auto& iv : at(s - 1, o).rows)
             if (iv.begin <= r && r < iv.end) return columns(s - 1, o, r);
         }
         return {};
@@ -163,61 +219,10 @@ class Replay {
   }
 
  private:
-  Entry compute(std::size_t s, std::int64_t d) {
-    const PatternStep& st = p_.steps[s - 1];
-    Entry e;
-    e.m = membership(st.groups, p_.grid, d);
-    const Layout& lay = at(s - 1, d).rs.after;
-    if (!e.m.active()) {  // idle, or a singleton: the rows stay where they are
-      e.rs.after = lay;
-      return e;
-    }
-    const int gs = e.m.group_size;
-    detail::StepContext c;
-    c.collective = st.collective;
-    c.member = e.m.member;
-    c.group_size = gs;
-    c.layout = &lay;
-    // Members' entries are copied out: at() may rehash the memo.
-    std::vector<Layout> members;
-    if (st.collective == Collective::AllGather) {
-      for (int i = 0; i < gs; ++i) members.push_back(at(s - 1, engine::member_of(st.groups, p_.grid, e.m.group, i)).rs.after);
-      for (const auto& l : members) c.all_home &= l.where == Space::Main;
-    } else if (st.collective == Collective::Broadcast) {
-      members.push_back(at(s - 1, e.m.group).rs.after);
-    }
-    for (const auto& l : members) c.members_before.push_back(&l.rows);
-    const Layout own = at(s - 1, d).rs.after;  // `lay` may dangle after the members' replay
-    c.layout = &own;
-    Intervals after;
-    switch (st.collective) {
-      case Collective::AllReduce: after = own.rows; break;
-      case Collective::Reduce:
-        if (e.m.member == 0) after = own.rows;
-        break;
-      case Collective::ReduceScatter: {
-        const std::int64_t q = total_units(own.rows) / gs;
-        after = detail::slice(own.rows, e.m.member * q, q);
-        break;
-      }
-      case Collective::AllGather: {
-        Intervals all;
-        for (const auto& l : members) all.insert(all.end(), l.rows.begin(), l.rows.end());
-        after = detail::merge(std::move(all));
-        break;
-      }
-      case Collective::Broadcast: after = members[0].rows; break;
-    }
-    c.after = &after;
-    detail::build_rank_step(c, e.rs, e.need);
-    e.rs.comm = 0;
-    return e;
-  }
-
   const PatternProgram& p_;
   std::int64_t n_;
-  Entry initial_;
-  std::unordered_map<std::int64_t, Entry> memo_;
+  Layout initial_;
+  std::unordered_map<std::int64_t, Layout> memo_;
 };
 
 std::int64_t gcd_all(std::int64_t u, const Intervals& v) {
@@ -262,16 +267,13 @@ RankPlan make_rank_plan(std::shared_ptr<const PatternProgram> prog, std::int64_t
   Replay replay(p);
   const std::size_t S = p.steps.size();
   for (std::size_t s = 1; s <= S; ++s) {
-    const auto& e = replay.at(s, rank);
     RankPlanStep st;
     st.collective = p.steps[s - 1].collective;
-    st.comm = e.m;
-    st.rs = e.rs;
-    if (!e.m.active()) st.rs.comm = -1;
-    for (int i = 0; i < 2; ++i) plan.stage_units[i] = std::max(plan.stage_units[i], e.need[i]);
+    st.comm = membership(p.steps[s - 1].groups, p.grid, rank);
+    st.rs = replay.step(s, rank, plan.stage_units);
     plan.steps.push_back(std::move(st));
   }
-  const Layout& last = replay.at(S, rank).rs.after;
+  const Layout& last = S ? plan.steps.back().rs.after : replay.at(0, rank);
   if (last.where != Space::Main) plan.final_copies = detail::unpack_copies(last.rows, Region{last.where, 0});
   plan.baseline = membership(p.reduction, p.grid, rank);
 
