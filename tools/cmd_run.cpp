@@ -124,7 +124,7 @@ void show_plan(const runtime::Job& job, const runtime::RankPlan& mine) {
     for (const auto& p : plans) {
       const auto& st = p.steps[s];
       const auto& rs = st.rs;
-      fmt::print("    rank {:>3}: {} -> units {} (of {} rows) in {}{}{}\n", p.rank,
+      fmt::print("    rank {:>3}: {} -> units {} (units of {} rows) in {}{}{}\n", p.rank,
                  rs.comm < 0 ? "idle"
                              : fmt::format("member {}/{} of group {}{}", rs.member, rs.group_size, st.comm.group,
                                            rs.in_place ? " in-place" : ""),
