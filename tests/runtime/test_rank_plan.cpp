@@ -10,10 +10,12 @@
 #include <fmt/core.h>
 
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/instruction.hpp"
 #include "p2v/engine/synth.hpp"
 #include "p2v/engine/system.hpp"
 #include "p2v/runtime/jobs.hpp"
 #include "p2v/runtime/plan.hpp"
+#include "p2v/runtime/program_source.hpp"
 #include "p2v/runtime/rank_plan.hpp"
 
 using namespace p2v;
@@ -151,4 +153,61 @@ TEST_CASE("rank plans at large sizes: a rank's own part only") {
   CHECK_THROWS_AS(runtime::resolve_patterns(sys, {{16, 32, 32, 8}}, {0}, HierarchyKind::System,
                                             "AllReduce@(root,Inside)"),
                   p2v::Error);
+}
+
+TEST_CASE("validation on the smallest instance agrees with the system for every short program") {
+  // resolve_patterns checks (d) programs on the shape's smallest instance; the global plan checks
+  // them on the system. Every program of up to 3 instructions (any collective, Master too) gets
+  // the same verdict: invalid at the same step, or valid with the same goal verdict.
+  int compared = 0, valid = 0;
+  struct P {
+    const char* sys;
+    std::vector<int> axes;
+    engine::ParallelismMatrix x;
+    std::vector<int> reduce;
+  };
+  for (const P& p : {P{"node=2,gpu=6", {12}, {{2, 6}}, {0}}, P{"a=2,b=3,c=2", {2, 6}, {{2, 1, 1}, {1, 3, 2}}, {1}},
+                     P{"a=3,b=4", {6, 2}, {{3, 2}, {1, 2}}, {0}}, P{"a=3,b=2,c=2", {3, 4}, {{3, 1, 1}, {1, 2, 2}}, {0, 1}}}) {
+    const auto sys = engine::parse_system_arg(p.sys);
+    engine::Placement pl(sys.cardinalities(), p.axes, p.x, p.reduce);
+    const auto h = runtime::program_hierarchy(sys, pl, HierarchyKind::ReductionAxes);
+    const auto ins = engine::instructions(h, engine::MasterCollectives::All);
+    std::vector<std::vector<int>> progs;
+    for (int a = 0; a < static_cast<int>(ins.size()); ++a) {
+      progs.push_back({a});
+      for (int b = 0; b < static_cast<int>(ins.size()); ++b) {
+        progs.push_back({a, b});
+        for (int c = 0; c < static_cast<int>(ins.size()); ++c) progs.push_back({a, b, c});
+      }
+    }
+    for (const auto& prog : progs) {
+      std::string name;
+      engine::LoweredProgram lowered;
+      for (int i : prog) {
+        name += (name.empty() ? "" : " ; ") + engine::instruction_name(h, ins[i]);
+        lowered.push_back({ins[i].collective, engine::lower_groups(h, ins[i].grouping.groups)});
+      }
+      INFO(p.sys, ": ", name);
+      std::string real_error, shape_error;
+      bool real_goal = false, shape_goal = false;
+      try {
+        real_goal = runtime::make_plan(lowered, pl.num_devices(), pl.reduction_groups()).reaches_goal;
+      } catch (const p2v::Error& e) {
+        real_error = e.what();
+      }
+      try {
+        shape_goal = runtime::resolve_patterns(sys, p.x, p.reduce, HierarchyKind::ReductionAxes, name).reaches_goal;
+      } catch (const p2v::Error& e) {
+        shape_error = e.what();
+      }
+      // Same verdict, and an invalid program fails at the same step.
+      REQUIRE(real_error.empty() == shape_error.empty());
+      if (!real_error.empty()) REQUIRE(real_error.substr(0, real_error.find(':')) == shape_error.substr(0, shape_error.find(':')));
+      else REQUIRE(real_goal == shape_goal);
+      valid += real_error.empty();
+      ++compared;
+    }
+  }
+  MESSAGE("programs compared: " << compared << ", valid: " << valid);
+  CHECK(valid > 100);
 }
