@@ -1,5 +1,5 @@
 // Rank-local plan benchmark (no MPI): per-rank plan time and memory from 8 to 1,048,576 ranks.
-//   bench_plan [--max-ranks N] [--system-levels 2|4] [--columns-up-to N]
+//   bench_plan [--min-ranks N] [--max-ranks N] [--system-levels 2|4] [--columns-up-to N] [--program P]
 // For each size, every program of the shape (synthesized once on the shape, max size 5) is
 // resolved to level patterns (once per program: validation on the smallest instance) and planned
 // for rank 0 and a middle rank (N/2 + 1) as each rank does at the start of `p2v run`. Reported,
@@ -84,22 +84,26 @@ std::string system_for(std::int64_t n, int levels) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::int64_t max_ranks = 1 << 20, columns_up_to = 0;
+  std::int64_t min_ranks = 16, max_ranks = 1 << 20, columns_up_to = 0;
   int levels = 2;
+  std::string only;  // --program: just this one
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--max-ranks") max_ranks = std::stoll(v);
+    else if (k == "--min-ranks") min_ranks = std::stoll(v);
+    else if (k == "--program") only = v;
     else if (k == "--system-levels") levels = std::stoi(v);
     else if (k == "--columns-up-to") columns_up_to = std::stoll(v);
     else {
-      std::fprintf(stderr, "usage: bench_plan [--max-ranks N] [--system-levels 2|4] [--columns-up-to N]\n");
+      std::fprintf(stderr, "usage: bench_plan [--min-ranks N] [--max-ranks N] [--system-levels 2|4] [--columns-up-to N] "
+                           "[--program P]\n");
       return 2;
     }
   }
   fmt::print("bench_plan: rank-local plans (rank 0 and rank N/2+1), every program of the shape, max size 5\n");
   fmt::print("{:>9} {:<30} {:>5} {:>12} {:>12} {:>12} {:>12} {:>12}  {}\n", "ranks", "system", "progs",
              "resolve(us)", "plan med(us)", "heap med(B)", "heap max(B)", "its plan(us)", "program with the largest heap");
-  for (std::int64_t n = 16; n <= max_ranks; n *= 2) {
+  for (std::int64_t n = min_ranks; n <= max_ranks; n *= 2) {
     const auto sys = engine::parse_system_arg(system_for(n, levels));
     const auto cards = sys.cardinalities();
     engine::ParallelismMatrix x = {cards};
@@ -111,6 +115,7 @@ int main(int argc, char** argv) {
     std::string worst_name;
     for (const auto& prog : res.programs) {
       const std::string name = engine::program_name(res, prog);
+      if (!only.empty() && name != only) continue;
       runtime::ResolvedProgram r;
       resolve_t.push_back(time_call([&] {
         r = runtime::resolve_patterns(sys, x, {0}, engine::HierarchyKind::ReductionAxes, name);
@@ -130,8 +135,9 @@ int main(int argc, char** argv) {
         if (n <= columns_up_to) col_t.push_back(time_call([&] { (void)runtime::make_rank_plan(r.program, rank, true); }));
       }
     }
+    if (heap.empty()) continue;
     fmt::print("{:>9} {:<30} {:>5} {:>12.1f} {:>12.1f} {:>12.0f} {:>12.0f} {:>12.1f}  {}\n", n, sys.name,
-               res.programs.size(), median(resolve_t) * 1e6, median(plan_t) * 1e6, median(heap), worst_heap,
+               resolve_t.size(), median(resolve_t) * 1e6, median(plan_t) * 1e6, median(heap), worst_heap,
                worst_t * 1e6, worst_name);
     if (!col_t.empty())
       fmt::print("{:>9} {:<30} with the checked run's columns: median {:.1f} us, max {:.1f} us\n", "", "",
