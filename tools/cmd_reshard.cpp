@@ -16,7 +16,7 @@
 #include "command.hpp"
 #include "p2v/engine/units.hpp"
 #ifdef HAVE_P2V_RUNTIME
-#include "p2v/runtime/mpi_session.hpp"
+#include "p2v/runtime/mpi/session.hpp"
 #endif
 #ifdef HAVE_P2V_CHECKER
 #include "p2v/checker/checker.hpp"
@@ -27,7 +27,7 @@
 #ifdef HAVE_P2V_RUNTIME
 #include <mpi.h>
 
-#include "p2v/runtime/reshard.hpp"
+#include "p2v/runtime/mpi/reshard.hpp"
 #endif
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/reshard.hpp"

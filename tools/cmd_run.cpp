@@ -5,39 +5,34 @@
 #include <optional>
 
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/units.hpp"
 
 #ifdef HAVE_P2V_RUNTIME
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <memory>
-#include <mpi.h>
 #include <thread>
 
+#include "p2v/engine/state.hpp"
 #include "p2v/runtime/backend.hpp"
-#include "p2v/runtime/certificate.hpp"
 #include "p2v/runtime/coordinator.hpp"
-#include "p2v/runtime/plan.hpp"
-#include "p2v/runtime/program_source.hpp"
+#include "p2v/runtime/mpi/backends.hpp"
+#include "p2v/runtime/mpi/session.hpp"
+#include "p2v/runtime/rank_plan.hpp"
 #include "p2v/runtime/run.hpp"
 #endif
 
 #include "command.hpp"
-#ifdef HAVE_P2V_RUNTIME
-#include "p2v/runtime/mpi_session.hpp"
-#endif
-#include "p2v/engine/units.hpp"
-#include <cmath>
-#include "common.hpp"
+#include "p2v/runtime/jobs.hpp"
 
 namespace p2v::tools {
 namespace {
 
 struct RunArgs {
-  std::string system, axes, reduce, matrix;
-  std::string program, program_file, certificate, hierarchy;
   std::string bytes = "1M", dtype = "int32", backend = "mpi", csv, csv_programs, fault;
-  int iters = 20, warmup = 5, top = 0;
-  bool unchecked = false, no_verify = false, no_baseline = false, show_plan = false;
+  int iters = 20, warmup = 5;
+  bool no_verify = false, no_baseline = false, show_plan = false, check_plan = false;
 };
 
 #ifdef HAVE_P2V_RUNTIME
@@ -48,168 +43,10 @@ std::int64_t parse_bytes(const std::string& s) {
   return static_cast<std::int64_t>(v);
 }
 
-// One program to run on one placement.
-struct Job {
-  std::string notation;
-  engine::ParallelismMatrix matrix;
-  engine::LoweredProgram lowered;
-  runtime::Plan plan;
-};
-
-struct Prepared {
-  engine::System system;
-  std::vector<int> axes, reduce;
-  std::vector<Job> jobs;
-  std::string warning;  // printed by rank 0
-};
-
 std::string format_list(const std::vector<int>& v) {
   std::string s = "[";
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (i) s += ' ';
-    s += std::to_string(v[i]);
-  }
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? " " : "") + std::to_string(v[i]);
   return s + "]";
-}
-
-Prepared prepare(const RunArgs& a, int rank, int world) {
-  Prepared pr;
-  if (a.program.empty() == a.program_file.empty() && a.certificate.empty())
-    throw Error("give exactly one of --program \"...\" and --program-file F (or --certificate F)");
-  if (!a.program.empty() && !a.program_file.empty())
-    throw Error("give exactly one of --program and --program-file");
-  if (!a.certificate.empty() && !a.program_file.empty())
-    throw Error("--certificate certifies one program: give it alone or with the same --program, not with "
-                "--program-file");
-  std::optional<runtime::ProgramFile> pf;
-  std::optional<runtime::Certificate> cert;
-  if (!a.program_file.empty()) pf = runtime::load_program_file(a.program_file);
-  const auto kind = engine::parse_hierarchy_kind(
-      !a.hierarchy.empty() ? a.hierarchy : pf && !pf->hierarchy_kind.empty() ? pf->hierarchy_kind : "d");
-  if (!a.certificate.empty()) {
-    cert = runtime::load_certificate(a.certificate);
-    if (!cert->checked) {
-      if (!a.unchecked)
-        throw Error(fmt::format("certificate '{}' does not pass the independent checker: {} "
-                                "(--unchecked runs the program anyway)", a.certificate, cert->reason));
-      pr.warning += fmt::format(
-          "WARNING: certificate '{}' does NOT pass the checker ({}); running anyway because of "
-          "--unchecked\n", a.certificate, cert->reason);
-    }
-  }
-
-  // The problem: from the command line, else from the program file / certificate.
-  ProblemArgs pa{a.system, a.axes, a.reduce, a.matrix, true};
-  const bool file_has_problem = pf && pf->is_json && pf->system && !pf->axes.empty() && !pf->reduce.empty();
-  if (a.system.empty()) {
-    if (file_has_problem) {
-      pr.system = *pf->system;
-      pr.axes = pf->axes;
-      pr.reduce = pf->reduce;
-    } else if (cert && cert->system) {
-      pr.system = *cert->system;
-      pr.axes = cert->axes;
-      pr.reduce = cert->reduce;
-    } else {
-      throw Error("--system, --axes and --reduce are required (unless --program-file is the --json "
-                  "output of p2v synth / p2v simulate, which names them)");
-    }
-    engine::check_axes(pr.system.cardinalities(), pr.axes);
-    pr.reduce = engine::check_reduce(pr.reduce, pr.axes.size());
-  } else {
-    if (a.axes.empty() || a.reduce.empty()) throw Error("--system needs --axes and --reduce");
-    Problem p = load_problem(pa);
-    pr.system = p.system;
-    pr.axes = p.axes;
-    pr.reduce = p.reduce;
-    if (file_has_problem) {
-      if (pf->system->cardinalities() != pr.system.cardinalities() || pf->axes != pr.axes ||
-          engine::check_reduce(pf->reduce, pr.axes.size()) != pr.reduce)
-        throw Error(fmt::format(
-            "--program-file '{}' is for system {} {} with axes {} reducing {}, not for --system {} {} "
-            "with axes {} reducing {}",
-            a.program_file, pf->system->name, format_list(pf->system->cardinalities()),
-            format_list(pf->axes), format_list(pf->reduce), pr.system.name,
-            format_list(pr.system.cardinalities()), format_list(pr.axes), format_list(pr.reduce)));
-    }
-  }
-  const auto levels = pr.system.cardinalities();
-  const std::int64_t n = pr.system.num_devices();
-  if (world < 0) world = static_cast<int>(n);  // one thread per device
-  if (n != world)
-    throw Error(fmt::format("system '{}' {} has {} devices but {} ranks were launched: run with "
-                            "mpirun -np {} (one rank per device)",
-                            pr.system.name, format_list(levels), n, world, n));
-
-  std::optional<engine::ParallelismMatrix> want;
-  if (!a.matrix.empty()) {
-    want = engine::parse_matrix(a.matrix);
-    engine::check_matrix(*want, levels, pr.axes);
-  }
-  auto add = [&](const engine::ParallelismMatrix& x, const std::string& notation,
-                 engine::LoweredProgram lowered) {
-    Job j;
-    j.notation = notation;
-    j.matrix = x;
-    engine::Placement pl(levels, pr.axes, x, pr.reduce);
-    if (lowered.empty()) {
-      const auto h = runtime::program_hierarchy(pr.system, pl, kind);
-      lowered = runtime::resolve_program(h, notation);
-    }
-    j.lowered = std::move(lowered);
-    j.plan = runtime::make_plan(j.lowered, world, pl.reduction_groups(), rank);
-    if (!j.plan.reaches_goal) {
-      if (!a.unchecked)
-        throw Error(fmt::format("program '{}' on matrix {} does not reach the goal ({}); "
-                                "--unchecked runs it anyway (the result check will then fail)",
-                                notation, engine::format_matrix_brackets(x), j.plan.goal_failure));
-      pr.warning += fmt::format("WARNING: program '{}' does not reach the goal ({}); running it "
-                                "anyway because of --unchecked\n", notation, j.plan.goal_failure);
-    }
-    pr.jobs.push_back(std::move(j));
-  };
-
-  if (!a.program.empty() || (cert && a.program_file.empty())) {
-    engine::ParallelismMatrix x;
-    if (want) x = *want;
-    else if (cert && !cert->matrix.empty()) x = cert->matrix;
-    else throw Error("--program needs --matrix (one parallelism matrix, e.g. \"1 2 1 2;1 1 2 2\")");
-    if (cert && !cert->matrix.empty() && cert->matrix != x)
-      throw Error(fmt::format("certificate '{}' is for matrix {}, not {}", a.certificate,
-                              engine::format_matrix_brackets(cert->matrix), engine::format_matrix_brackets(x)));
-    if (!a.program.empty()) {
-      add(x, a.program, {});
-      if (cert && !cert->lowered.empty() && cert->lowered != pr.jobs.back().lowered)
-        throw Error(fmt::format("certificate '{}' certifies a different program ('{}')", a.certificate,
-                                cert->notation));
-    } else {
-      if (cert->lowered.empty() && cert->notation.empty())
-        throw Error(fmt::format("certificate '{}' holds no program", a.certificate));
-      add(x, cert->notation.empty() ? "certified program of " + a.certificate : cert->notation, cert->lowered);
-    }
-  } else {
-    for (const auto& set : pf->sets) {
-      engine::ParallelismMatrix x = set.matrix;
-      if (x.empty()) {
-        if (!want) throw Error("--program-file with plain programs needs --matrix");
-        x = *want;
-      } else {
-        engine::check_matrix(x, levels, pr.axes);
-        if (want && x != *want) continue;
-      }
-      int taken = 0;
-      for (const auto& np : set.programs) {
-        if (a.top > 0 && taken >= a.top) break;
-        add(x, np.notation, np.lowered);
-        ++taken;
-      }
-    }
-    if (pr.jobs.empty())
-      throw Error(want ? fmt::format("--program-file '{}' has no programs for matrix {}", a.program_file,
-                                     engine::format_matrix_brackets(*want))
-                       : fmt::format("--program-file '{}' has no programs", a.program_file));
-  }
-  return pr;
 }
 
 void print_timing(const runtime::Timing& t, const std::string& label) {
@@ -240,7 +77,7 @@ std::ofstream open_csv(const std::string& path, const char* option, const char* 
   return out;
 }
 
-void append_csv(const std::string& path, const Prepared& pr, const Job& job, const runtime::RunReport& rep,
+void append_csv(const std::string& path, const runtime::Jobs& pr, const runtime::Job& job, const runtime::RunReport& rep,
                 const RunArgs& a, int ranks, const char* backend) {
   // The first four columns are what `p2v calibrate` reads (collective,groups,bytes,seconds).
   std::ofstream out = open_csv(path, "--csv",
@@ -263,7 +100,7 @@ void append_csv(const std::string& path, const Prepared& pr, const Job& job, con
 }
 
 // One row per program (its total): what `p2v simulate --measured-programs` reads.
-void append_program_csv(const std::string& path, const Prepared& pr, const Job& job, const runtime::RunReport& rep,
+void append_program_csv(const std::string& path, const runtime::Jobs& pr, const runtime::Job& job, const runtime::RunReport& rep,
                         const RunArgs& a, int ranks, const char* backend) {
   std::ofstream out = open_csv(
       path, "--csv-programs",
@@ -275,11 +112,58 @@ void append_program_csv(const std::string& path, const Prepared& pr, const Job& 
       << a.iters << '\n';
 }
 
+// --show-plan: the steps' groups and, on small systems, every rank's role (rank 0 computes the
+// other ranks' plans for this; no run depends on it).
+void show_plan(const runtime::Job& job, const runtime::RankPlan& mine) {
+  const auto& prog = *job.program;
+  const std::int64_t n = prog.num_ranks(), shown = std::min<std::int64_t>(n, 64);
+  std::vector<runtime::RankPlan> plans;
+  for (std::int64_t d = 0; d < shown; ++d) plans.push_back(d == mine.rank ? mine : runtime::make_rank_plan(job.program, d, false));
+  for (std::size_t s = 0; s < prog.steps.size(); ++s) {
+    fmt::print("  step {} {} on {}\n", s + 1, engine::to_string(prog.steps[s].collective),
+               runtime::describe_pattern(prog.steps[s].groups, prog.grid));
+    for (const auto& p : plans) {
+      const auto& st = p.steps[s];
+      const auto& rs = st.rs;
+      fmt::print("    rank {:>3}: {} -> units {} (units of {} rows) in {}{}{}\n", p.rank,
+                 rs.comm < 0 ? "idle"
+                             : fmt::format("member {}/{} of group {}{}", rs.member, rs.group_size, st.comm.group,
+                                           rs.in_place ? " in-place" : ""),
+                 runtime::format_intervals(rs.after.rows), p.rows_per_unit, runtime::to_string(rs.after.where),
+                 rs.pre.empty() ? "" : fmt::format(", packs {} runs", rs.pre.size()),
+                 rs.post.empty() ? "" : fmt::format(", unpacks {} runs", rs.post.size()));
+    }
+    if (shown < n) fmt::print("    ... ({} more ranks)\n", n - shown);
+  }
+  fmt::print("  rank 0: {} chunks grouped {} per unit; staging {} + {} units\n", mine.k, mine.rows_per_unit,
+             mine.stage_units[0], mine.stage_units[1]);
+}
+
+void print_report(const RunArgs& a, const runtime::Jobs& pr, const runtime::Job& job, const runtime::RunReport& rep,
+                  const runtime::RunOptions& opt, runtime::Backend& be, int size) {
+  fmt::print("  {}: {} bytes per rank ({} chunks of {} elements)\n",
+             opt.verify ? "verified after every step and against the goal" : "NOT verified (--no-verify)", rep.bytes,
+             job.program->num_ranks(), rep.elems_per_row);
+  fmt::print("  {:<22} {:<34} {:>11} {:>10} {:>10} {:>10} {:>9} {:>9}\n", "step", "groups", "bytes", "min(us)",
+             "median(us)", "max(us)", "algbw", "busbw");
+  for (std::size_t s = 0; s < rep.steps.size(); ++s)
+    print_timing(rep.steps[s], fmt::format("{} {}", s + 1, rep.steps[s].what));
+  print_timing(rep.total, "total");
+  if (opt.baseline) {
+    print_timing(rep.baseline, "baseline AllReduce");
+    if (rep.baseline.t.median > 0)
+      fmt::print("  program / baseline (medians): {:.3f}\n", rep.total.t.median / rep.baseline.t.median);
+  }
+  fmt::print("  communicator splits: {} (one per step with new groups, cached across steps and programs)\n",
+             be.splits());
+  if (!a.csv.empty()) append_csv(a.csv, pr, job, rep, a, size, be.name());
+  if (!a.csv_programs.empty()) append_program_csv(a.csv_programs, pr, job, rep, a, size, be.name());
+}
+
 // Runs every job on this rank (rank 0 prints); returns the number of programs that failed the
-// check. `replan`: make this rank's own plan (thread mode: the prepared plans record rank 0's
-// columns).
-int run_jobs(const RunArgs& a, const Prepared& pr, const runtime::RunOptions& opt, runtime::Backend& be,
-             runtime::Coordinator& co, bool replan) {
+// check. Each rank plans its own part of each program.
+int run_jobs(const RunArgs& a, const runtime::Jobs& pr, const runtime::RunOptions& opt, runtime::Backend& be,
+             runtime::Coordinator& co) {
   const int rank = co.rank(), size = co.size();
   if (rank == 0) {
     if (!pr.warning.empty()) fmt::print(stderr, "{}", pr.warning);
@@ -290,31 +174,23 @@ int run_jobs(const RunArgs& a, const Prepared& pr, const runtime::RunOptions& op
   }
   int failures = 0;
   for (std::size_t i = 0; i < pr.jobs.size(); ++i) {
-    const Job& job = pr.jobs[i];
-    const runtime::Plan own =
-        replan ? runtime::make_plan(job.lowered, size, job.plan.reduction_groups, rank) : runtime::Plan{};
-    const runtime::Plan& plan = replan ? own : job.plan;
+    const runtime::Job& job = pr.jobs[i];
+    const runtime::RankPlan plan = runtime::make_rank_plan(job.program, rank, opt.verify);
+    if (a.check_plan) {
+      const std::string diff = runtime::check_against_global(job.program, rank);
+      if (const int first = co.agree(!diff.empty()); first >= 0) {
+        if (rank == first)
+          fmt::print(stderr, "p2v run: --check-plan: for program '{}', rank {}'s own plan differs from its part of the "
+                             "global plan: {}\n", job.notation, rank, diff);
+        ++failures;
+        continue;
+      }
+    }
     if (rank == 0) {
       fmt::print("\nprogram {}/{} on matrix {}: {}\n", i + 1, pr.jobs.size(), engine::format_matrix_brackets(job.matrix),
                  job.notation);
-      if (a.show_plan) {
-        for (std::size_t s = 0; s < plan.steps.size(); ++s) {
-          const auto& st = plan.steps[s];
-          fmt::print("  step {} {} on {}\n", s + 1, engine::to_string(st.collective),
-                     runtime::describe_groups(st.groups, 8));
-          for (int d = 0; d < size; ++d) {
-            const auto& rs = st.ranks[d];
-            fmt::print("    rank {:>3}: {} -> units {} in {}{}{}\n", d,
-                       rs.comm < 0 ? "idle"
-                                   : fmt::format("member {}/{}{}", rs.member, rs.group_size, rs.in_place ? " in-place" : ""),
-                       runtime::format_intervals(rs.after.rows), runtime::to_string(rs.after.where),
-                       rs.pre.empty() ? "" : fmt::format(", packs {} runs", rs.pre.size()),
-                       rs.post.empty() ? "" : fmt::format(", unpacks {} runs", rs.post.size()));
-          }
-        }
-        fmt::print("  units: {} chunks grouped {} per unit; staging {} + {} units\n", plan.k, plan.rows_per_unit,
-                   plan.stage_units[0], plan.stage_units[1]);
-      }
+      if (a.check_plan) fmt::print("  --check-plan: every rank's own plan equals its part of the global plan\n");
+      if (a.show_plan) show_plan(job, plan);
       std::fflush(stdout);
     }
     const auto rep = runtime::run_program(plan, be, opt, co);
@@ -326,24 +202,7 @@ int run_jobs(const RunArgs& a, const Prepared& pr, const runtime::RunOptions& op
       }
       continue;
     }
-    if (rank != 0) continue;
-    fmt::print("  {}: {} bytes per rank ({} chunks of {} elements)\n",
-               opt.verify ? "verified after every step and against the goal" : "NOT verified (--no-verify)", rep.bytes,
-               plan.k, rep.elems_per_row);
-    fmt::print("  {:<22} {:<34} {:>11} {:>10} {:>10} {:>10} {:>9} {:>9}\n", "step", "groups", "bytes", "min(us)",
-               "median(us)", "max(us)", "algbw", "busbw");
-    for (std::size_t s = 0; s < rep.steps.size(); ++s)
-      print_timing(rep.steps[s], fmt::format("{} {}", s + 1, rep.steps[s].what));
-    print_timing(rep.total, "total");
-    if (opt.baseline) {
-      print_timing(rep.baseline, "baseline AllReduce");
-      if (rep.baseline.t.median > 0)
-        fmt::print("  program / baseline (medians): {:.3f}\n", rep.total.t.median / rep.baseline.t.median);
-    }
-    fmt::print("  communicator splits: {} (one per step with new groups, cached across steps and programs)\n",
-               be.splits());
-    if (!a.csv.empty()) append_csv(a.csv, pr, job, rep, a, size, be.name());
-    if (!a.csv_programs.empty()) append_program_csv(a.csv_programs, pr, job, rep, a, size, be.name());
+    if (rank == 0) print_report(a, pr, job, rep, opt, be, size);
     std::fflush(stdout);
   }
   if (rank == 0) {
@@ -356,13 +215,12 @@ int run_jobs(const RunArgs& a, const Prepared& pr, const runtime::RunOptions& op
 }
 
 // One process, one thread per device: --backend threads, or --backend nccl without mpirun.
-int run_threads(const RunArgs& a, const Prepared& pr, const runtime::RunOptions& opt) {
+int run_threads(const RunArgs& a, const runtime::Jobs& pr, const runtime::RunOptions& opt) {
   const int n = static_cast<int>(pr.system.num_devices());
   std::string id;
-  int gpus = 0;
   if (a.backend == "nccl") {
     std::string why;
-    gpus = runtime::cuda_device_count(&why);
+    const int gpus = runtime::cuda_device_count(&why);
     if (gpus < 1)
       throw Error(fmt::format("the NCCL backend needs CUDA GPUs: {}; use --backend mpi (under mpirun) or "
                               "--backend threads on machines without GPUs", why));
@@ -380,7 +238,7 @@ int run_threads(const RunArgs& a, const Prepared& pr, const runtime::RunOptions&
       try {
         auto be = a.backend == "nccl" ? runtime::make_nccl_backend_local(i, n, i, id, opt.dtype)
                                       : runtime::make_thread_backend(fabric, i, opt.dtype);
-        fails[i] = run_jobs(a, pr, opt, *be, *team[i], true);
+        fails[i] = run_jobs(a, pr, opt, *be, *team[i]);
       } catch (const std::exception& e) {
         // The other threads may wait for this one in a barrier: end the process.
         std::fflush(stdout);
@@ -393,79 +251,86 @@ int run_threads(const RunArgs& a, const Prepared& pr, const runtime::RunOptions&
   return fails[0] ? 1 : 0;
 }
 
-int run_command(const RunArgs& a) {
-  const runtime::MpiSession mpi;
-  MPI_Comm world = MPI_COMM_WORLD;
-  int rank = 0, size = 1;
-  MPI_Comm_rank(world, &rank);
-  MPI_Comm_size(world, &size);
-  // --backend threads, or nccl in a single process: one thread per device.
-  const bool threads = a.backend == "threads" || (a.backend == "nccl" && size == 1);
-
-  // Phase 1, local: parse, resolve, plan. Then agree, so that no rank enters a collective alone.
-  Prepared pr;
+runtime::RunOptions run_options(const RunArgs& a) {
   runtime::RunOptions opt;
+  opt.bytes = parse_bytes(a.bytes);
+  opt.dtype = runtime::parse_dtype(a.dtype);
+  opt.iters = a.iters;
+  opt.warmup = a.warmup;
+  if (a.iters < 1 || a.warmup < 0) throw Error("--iters must be >= 1 and --warmup >= 0");
+  opt.verify = !a.no_verify;
+  opt.baseline = !a.no_baseline;
+  if (!a.fault.empty()) {
+    const auto c = a.fault.find(':');
+    if (c == std::string::npos) throw Error("--inject-fault STEP:RANK, e.g. 2:5");
+    opt.fault_step = std::stoi(a.fault.substr(0, c)) - 1;
+    opt.fault_rank = std::stoi(a.fault.substr(c + 1));
+  }
+  if (a.backend != "mpi" && a.backend != "nccl" && a.backend != "threads")
+    throw Error("--backend '" + a.backend + "': use mpi, nccl or threads");
+  return opt;
+}
+
+// Runs `f` on every rank; if it throws on any, every rank returns false (agreed before any rank
+// could enter a collective alone) and the lowest failing rank prints its error.
+template <class F>
+bool agreed(runtime::Coordinator& co, F&& f) {
   std::string error;
   try {
-    opt.bytes = parse_bytes(a.bytes);
-    opt.dtype = runtime::parse_dtype(a.dtype);
-    opt.iters = a.iters;
-    opt.warmup = a.warmup;
-    if (a.iters < 1 || a.warmup < 0) throw Error("--iters must be >= 1 and --warmup >= 0");
-    opt.verify = !a.no_verify;
-    opt.baseline = !a.no_baseline;
-    if (!a.fault.empty()) {
-      const auto c = a.fault.find(':');
-      if (c == std::string::npos) throw Error("--inject-fault STEP:RANK, e.g. 2:5");
-      opt.fault_step = std::stoi(a.fault.substr(0, c)) - 1;
-      opt.fault_rank = std::stoi(a.fault.substr(c + 1));
-    }
-    if (a.backend != "mpi" && a.backend != "nccl" && a.backend != "threads")
-      throw Error("--backend '" + a.backend + "': use mpi, nccl or threads");
-    if (a.backend == "threads" && size != 1)
-      throw Error("--backend threads runs every device as a thread of one process: launch it without mpirun");
-    pr = prepare(a, rank, threads ? -1 : size);
+    f();
   } catch (const std::exception& e) {
     error = e.what();
     if (error.empty()) error = "unknown error";
   }
-  int mine = error.empty() ? size : rank, first = size;
-  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, world);
-  if (first != size) {
-    if (rank == first) {
-      std::fflush(stdout);
-      fmt::print(stderr, "p2v run: error{}: {}\n", size > 1 && first != 0 ? fmt::format(" (rank {})", rank) : "",
-                 error);
-    }
-    return 2;
+  const int first = co.agree(!error.empty());
+  if (first < 0) return true;
+  if (co.rank() == first) {
+    std::fflush(stdout);
+    fmt::print(stderr, "p2v run: error{}: {}\n", co.size() > 1 && first != 0 ? fmt::format(" (rank {})", first) : "",
+               error);
   }
+  return false;
+}
+
+int run_command(const RunArgs& a, const runtime::JobRequest& req) {
+  const runtime::MpiSession mpi;
+  MPI_Comm world = MPI_COMM_WORLD;
+  auto co = runtime::make_mpi_coordinator(world);
+  const int rank = co->rank(), size = co->size();
+  // --backend threads, or nccl in a single process: one thread per device.
+  const bool threads = a.backend == "threads" || (a.backend == "nccl" && size == 1);
+
+  // Phase 1, local: parse, resolve, validate. Then agree, so that no rank enters a collective alone.
+  runtime::Jobs jobs;
+  runtime::RunOptions opt;
+  if (!agreed(*co, [&] {
+        opt = run_options(a);
+        if (a.backend == "threads" && size != 1)
+          throw Error("--backend threads runs every device as a thread of one process: launch it without mpirun");
+        jobs = runtime::resolve_jobs(req, threads ? -1 : size);
+        if (a.check_plan && jobs.system.num_devices() > engine::kMaxStateDevices)
+          throw Error(fmt::format("--check-plan compares with the global plan, which handles at most {} ranks, and "
+                                  "this system has {}; drop --check-plan or check a smaller system of the same shape",
+                                  engine::kMaxStateDevices, jobs.system.num_devices()));
+      }))
+    return 2;
   if (threads) {
     try {
-      return run_threads(a, pr, opt);
+      return run_threads(a, jobs, opt);
     } catch (const Error& e) {
       fmt::print(stderr, "p2v run: error: {}\n", e.what());
       return 2;
     }
   }
-
   // Phase 2, collective. The backend agrees on its own availability (NCCL: a GPU per rank).
   std::unique_ptr<runtime::Backend> be;
-  error.clear();
-  try {
-    be = a.backend == "nccl" ? runtime::make_nccl_backend(world, opt.dtype) : runtime::make_mpi_backend(world, opt.dtype);
-  } catch (const std::exception& e) {
-    error = e.what();
-  }
-  mine = error.empty() ? size : rank;
-  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, world);
-  if (first != size) {
-    if (rank == first) fmt::print(stderr, "p2v run: error: {}\n", error);
+  if (!agreed(*co, [&] {
+        be = a.backend == "nccl" ? runtime::make_nccl_backend(world, opt.dtype) : runtime::make_mpi_backend(world, opt.dtype);
+      }))
     return 2;
-  }
   int failures = 0;
   try {
-    auto co = runtime::make_mpi_coordinator(world);
-    failures = run_jobs(a, pr, opt, *be, *co, false);
+    failures = run_jobs(a, jobs, opt, *be, *co);
   } catch (const std::exception& e) {
     // A failure inside the collective phase may leave other ranks waiting: abort them all.
     std::fflush(stdout);
@@ -483,22 +348,23 @@ Registrar reg(
     "run", "Run reduction programs on MPI ranks or NCCL GPUs (under mpirun), check the results, time them",
     70, [](CLI::App& sub) -> std::function<int()> {
       auto a = std::make_shared<RunArgs>();
-      sub.add_option("--system", a->system, "system file (JSON) or inline hierarchy, e.g. node=2,gpu=4");
-      sub.add_option("--axes", a->axes, "parallelism axis sizes, e.g. 4,4");
-      sub.add_option("--reduce", a->reduce, "reduction axis indices (0-based), e.g. 1");
-      sub.add_option("--matrix", a->matrix, "the parallelism matrix, rows separated by ';'");
-      sub.add_option("--program", a->program,
+      auto r = std::make_shared<runtime::JobRequest>();
+      sub.add_option("--system", r->system, "system file (JSON) or inline hierarchy, e.g. node=2,gpu=4");
+      sub.add_option("--axes", r->axes, "parallelism axis sizes, e.g. 4,4");
+      sub.add_option("--reduce", r->reduce, "reduction axis indices (0-based), e.g. 1");
+      sub.add_option("--matrix", r->matrix, "the parallelism matrix, rows separated by ';'");
+      sub.add_option("--program", r->program,
                      "a program, e.g. \"ReduceScatter@(gpu,Inside) ; AllReduce@(gpu,Parallel(root)) ; "
                      "AllGather@(gpu,Inside)\"");
-      sub.add_option("--program-file", a->program_file,
+      sub.add_option("--program-file", r->program_file,
                      "programs, one per line, or the --json output of p2v synth / p2v simulate");
-      sub.add_option("--hierarchy", a->hierarchy,
+      sub.add_option("--hierarchy", r->hierarchy,
                      "hierarchy the program notation refers to: a, b, c, d or d-uncollapsed (default: the "
                      "program file's, else d)");
-      sub.add_option("--top", a->top, "run only the first K programs of each matrix in --program-file (0: all)");
-      sub.add_option("--certificate", a->certificate,
+      sub.add_option("--top", r->top, "run only the first K programs of each matrix in --program-file (0: all)");
+      sub.add_option("--certificate", r->certificate,
                      "run only if this certificate passes the independent checker (its program if none is given)");
-      sub.add_flag("--unchecked", a->unchecked,
+      sub.add_flag("--unchecked", r->unchecked,
                    "run even if the certificate fails or the program misses the goal (loudly)");
       sub.add_option("--bytes", a->bytes, "buffer size per rank, e.g. 1048576, 64K, 1M, 64M")->capture_default_str();
       sub.add_option("--iters", a->iters, "timed iterations")->capture_default_str();
@@ -517,11 +383,13 @@ Registrar reg(
                      "--measured-programs reads");
       sub.add_flag("--no-verify", a->no_verify, "skip the checked run");
       sub.add_flag("--no-baseline", a->no_baseline, "skip the baseline AllReduce");
-      sub.add_flag("--show-plan", a->show_plan, "print every rank's role and rows per step");
+      sub.add_flag("--show-plan", a->show_plan, "print the steps' groups and the roles and rows of (up to 64) ranks");
+      sub.add_flag("--check-plan", a->check_plan,
+                   "debug: compare every rank's own plan with the global plan (at most 512 ranks) before running");
       sub.add_option("--inject-fault", a->fault, "testing: corrupt one element after STEP on RANK (STEP:RANK)");
-      return [a]() -> int {
+      return [a, r]() -> int {
 #ifdef HAVE_P2V_RUNTIME
-        return run_command(*a);
+        return run_command(*a, *r);
 #else
         throw Error("this p2v was built without the runtime (MPI not found or P2V_WITH_MPI=OFF)");
 #endif

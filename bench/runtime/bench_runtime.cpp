@@ -21,9 +21,8 @@
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/placement.hpp"
 #include "p2v/engine/system.hpp"
-#include "p2v/runtime/backend.hpp"
-#include "p2v/runtime/plan.hpp"
-#include "p2v/runtime/program_source.hpp"
+#include "p2v/runtime/jobs.hpp"
+#include "p2v/runtime/mpi/backends.hpp"
 #include "p2v/runtime/run.hpp"
 
 using namespace p2v;
@@ -83,8 +82,6 @@ int main(int argc, char** argv) {
   const int per_node = size / 2;
   // System node=2,gpu=size/2, one axis over all devices, reduced: hierarchy (d) = [root node gpu].
   const auto sys = engine::parse_system_arg(fmt::format("node=2,gpu={}", per_node));
-  engine::Placement pl(sys.cardinalities(), {size}, {{2, per_node}}, {0});
-  const auto h = runtime::program_hierarchy(sys, pl, engine::HierarchyKind::ReductionAxes);
   const std::vector<Case> cases = {
       {"1-step AllReduce", "AllReduce@(root,Inside)"},
       {"RS;AR;AG", "ReduceScatter@(node,Inside) ; AllReduce@(node,Parallel(root)) ; AllGather@(node,Inside)"},
@@ -107,24 +104,23 @@ int main(int argc, char** argv) {
     const int iters = bytes >= (16 << 20) ? iters_large : iters_small;
     for (std::size_t ci = 0; ci < cases.size(); ++ci) {
       if (!only.empty() && only.find(std::to_string(ci)) == std::string::npos) continue;
-      const auto prog = runtime::resolve_program(h, cases[ci].program);
-      const auto plan = runtime::make_plan(prog, size, pl.reduction_groups(), rank);
+      const auto prog = runtime::resolve_patterns(sys, {{2, per_node}}, {0}, engine::HierarchyKind::ReductionAxes,
+                                                  cases[ci].program).program;
+      const auto plan = runtime::make_rank_plan(prog, rank, false);
       const std::int64_t elems = bytes / 4;
       if (elems % plan.units != 0) throw Error("size not divisible");
       const std::int64_t epu = elems / plan.units;
-      for (const auto& st : plan.steps) be->ensure_comms(st.groups);
-      be->allocate(elems, plan.stage_units[0] * epu, plan.stage_units[1] * epu, epu);
       std::vector<int> slot;
-      for (const auto& st : plan.steps)
-        slot.push_back(st.ranks[rank].comm >= 0 ? be->comm_slot(plan.comms[st.ranks[rank].comm]) : -1);
+      for (const auto& st : plan.steps) slot.push_back(st.comm.group_size >= 2 ? be->comm(st.comm) : -1);
+      be->allocate(elems, plan.stage_units[0] * epu, plan.stage_units[1] * epu, epu);
       std::vector<std::int32_t> pristine(elems), buf(elems), tmp(elems / per_node + 1);
       for (std::int64_t e = 0; e < elems; ++e) pristine[e] = runtime::fill_value(rank, e, size, runtime::Dtype::Int32);
       const int n = static_cast<int>(elems), q = static_cast<int>(elems / per_node);
 
       auto run_runtime = [&] {
         for (std::size_t s = 0; s < plan.steps.size(); ++s)
-          if (slot[s] >= 0) be->step(plan.steps[s].collective, plan.steps[s].ranks[rank], slot[s]);
-        be->copies(plan.final_copies[rank]);
+          if (slot[s] >= 0) be->step(plan.steps[s].collective, plan.steps[s].rs, slot[s]);
+        be->copies(plan.final_copies);
       };
       auto run_direct = [&] {
         if (ci == 0) {

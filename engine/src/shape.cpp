@@ -167,6 +167,15 @@ std::pair<std::int64_t, int> group_of(const GroupPattern& g, const Shape& s, std
   return {color, key};
 }
 
+std::int64_t member_of(const GroupPattern& g, const Shape& s, std::int64_t group, std::int64_t position) {
+  std::int64_t d = group;
+  for (auto it = g.vary.rbegin(); it != g.vary.rend(); ++it) {
+    d += (position % it->factor) * weight(s, it->axis, it->level);
+    position /= it->factor;
+  }
+  return d;
+}
+
 Groups lower_pattern(const GroupPattern& g, const Shape& s) {
   const std::int64_t n = s.num_devices();
   if (n > kMaxLoweredDevices)

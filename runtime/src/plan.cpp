@@ -7,6 +7,7 @@
 
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/state.hpp"
+#include "plan_detail.hpp"
 
 namespace p2v::runtime {
 
@@ -63,9 +64,8 @@ Layout Plan::final_layout(int rank) const {
   return l;
 }
 
-namespace {
+namespace detail {
 
-// Sorted row list -> intervals of rows.
 Intervals to_intervals(const std::vector<int>& rows) {
   Intervals v;
   for (int r : rows) {
@@ -75,36 +75,6 @@ Intervals to_intervals(const std::vector<int>& rows) {
   return v;
 }
 
-Intervals scale_down(const Intervals& v, int u) {
-  Intervals o;
-  for (const auto& i : v) o.push_back({i.begin / u, i.end / u});
-  return o;
-}
-
-// Copies packing `rows` (home positions in main) into `dst` contiguously, ascending.
-std::vector<Copy> pack_copies(const Intervals& rows, Region dst) {
-  std::vector<Copy> cs;
-  std::int64_t off = dst.offset;
-  for (const auto& i : rows) {
-    cs.push_back({{Space::Main, i.begin}, {dst.space, off}, i.size()});
-    off += i.size();
-  }
-  return cs;
-}
-// Copies unpacking rows stored contiguously at `src` to their home positions.
-std::vector<Copy> unpack_copies(const Intervals& rows, Region src) {
-  std::vector<Copy> cs;
-  std::int64_t off = src.offset;
-  for (const auto& i : rows) {
-    cs.push_back({{src.space, off}, {Space::Main, i.begin}, i.size()});
-    off += i.size();
-  }
-  return cs;
-}
-
-Space other_stage(Space s) { return s == Space::Stage0 ? Space::Stage1 : Space::Stage0; }
-
-// The rows at positions [from, from+n) of the ascending row list `rows` (as intervals).
 Intervals slice(const Intervals& rows, std::int64_t from, std::int64_t n) {
   Intervals o;
   std::int64_t pos = 0;
@@ -124,6 +94,153 @@ Intervals merge(Intervals v) {
     if (!o.empty() && o.back().end == i.begin) o.back().end = i.end;
     else o.push_back(i);
   }
+  return o;
+}
+
+std::vector<Copy> unpack_copies(const Intervals& rows, Region src) {
+  std::vector<Copy> cs;
+  std::int64_t off = src.offset;
+  for (const auto& i : rows) {
+    cs.push_back({{src.space, off}, {Space::Main, i.begin}, i.size()});
+    off += i.size();
+  }
+  return cs;
+}
+
+namespace {
+
+// Copies packing `rows` (home positions in main) into `dst` contiguously, ascending.
+std::vector<Copy> pack_copies(const Intervals& rows, Region dst) {
+  std::vector<Copy> cs;
+  std::int64_t off = dst.offset;
+  for (const auto& i : rows) {
+    cs.push_back({{Space::Main, i.begin}, {dst.space, off}, i.size()});
+    off += i.size();
+  }
+  return cs;
+}
+
+Space other_stage(Space s) { return s == Space::Stage0 ? Space::Stage1 : Space::Stage0; }
+
+}  // namespace
+
+void build_rank_step(const StepContext& c, RankStep& rs, std::int64_t need_units[2]) {
+  const Layout& lay = *c.layout;
+  const int gs = c.group_size, m = c.member;
+  auto need = [&](Region r, std::int64_t units) {
+    if (r.space == Space::Main) return;
+    auto& n = need_units[r.space == Space::Stage0 ? 0 : 1];
+    n = std::max(n, r.offset + units);
+  };
+  // The contiguous input region of the rank's held rows, packing into Stage0 when needed.
+  auto input_region = [&]() -> Region {
+    if (lay.where != Space::Main) return Region{lay.where, 0};
+    if (lay.rows.size() == 1) return Region{Space::Main, lay.rows[0].begin};
+    Region dst{Space::Stage0, 0};
+    rs.pre = pack_copies(lay.rows, dst);
+    need(dst, total_units(lay.rows));
+    return dst;
+  };
+  rs.member = m;
+  rs.group_size = gs;
+  rs.after.rows = *c.after;
+  switch (c.collective) {
+    case Collective::AllReduce:
+    case Collective::Reduce: {
+      const Region r = input_region();
+      rs.in_place = c.collective == Collective::AllReduce || m == 0;
+      rs.send = rs.recv = r;
+      rs.count = rs.data_units = total_units(lay.rows);
+      rs.after.where = c.collective == Collective::AllReduce || m == 0 ? r.space : Space::Main;
+      break;
+    }
+    case Collective::ReduceScatter: {
+      const Region r = input_region();
+      rs.send = r;
+      rs.recv = Region{other_stage(r.space), 0};
+      rs.data_units = total_units(lay.rows);
+      rs.count = rs.data_units / gs;
+      need(rs.recv, rs.count);
+      rs.after.where = rs.recv.space;
+      break;
+    }
+    case Collective::AllGather: {
+      const std::int64_t q = total_units(*c.members_before[0]);
+      Intervals all;
+      for (const Intervals* b : c.members_before) all.insert(all.end(), b->begin(), b->end());
+      const Intervals U = merge(all);
+      // Member i holds the i-th block of U: the members' rows (disjoint, q each) ascend in member
+      // order. Linear in the intervals (the groups can be large).
+      bool ordered = true;
+      for (int i = 0; i + 1 < gs && ordered; ++i) {
+        const Intervals &a = *c.members_before[i], &b = *c.members_before[i + 1];
+        ordered = a.empty() || b.empty() || a.back().end <= b.front().begin;
+      }
+      const bool contiguous = U.size() == 1;
+      rs.count = q;
+      rs.data_units = total_units(U);
+      if (ordered && contiguous && c.all_home) {
+        rs.in_place = true;  // every member's rows already sit at their place in U
+        rs.send = rs.recv = Region{Space::Main, U[0].begin};
+        rs.after.where = Space::Main;
+        break;
+      }
+      const bool to_main = ordered && contiguous;
+      Region src;
+      if (lay.where != Space::Main) {
+        src = Region{lay.where, 0};
+      } else if (!to_main && lay.rows.size() == 1) {
+        src = Region{Space::Main, lay.rows[0].begin};  // no overlap with a stage target
+      } else {
+        // Own rows at home: pack (the receive region would overlap them).
+        src = Region{Space::Stage0, 0};
+        rs.pre = pack_copies(lay.rows, src);
+        need(src, q);
+      }
+      rs.send = src;
+      if (to_main) {
+        rs.recv = Region{Space::Main, U[0].begin};
+        rs.after.where = Space::Main;
+      } else {
+        rs.recv = Region{other_stage(src.space), 0};
+        need(rs.recv, q * gs);
+        if (ordered) {
+          rs.after.where = rs.recv.space;  // ascending already: stays packed
+        } else {
+          for (int i = 0; i < gs; ++i) {
+            auto cs = unpack_copies(*c.members_before[i], Region{rs.recv.space, i * q});
+            rs.post.insert(rs.post.end(), cs.begin(), cs.end());
+          }
+          rs.after.where = Space::Main;
+        }
+      }
+      break;
+    }
+    case Collective::Broadcast: {
+      const Intervals& R0 = *c.members_before[0];
+      rs.count = rs.data_units = total_units(R0);
+      if (m == 0) {
+        const Region r = input_region();
+        rs.send = rs.recv = r;
+        rs.after.where = r.space;
+      } else {
+        const Region r = R0.size() == 1 ? Region{Space::Main, R0[0].begin} : Region{Space::Stage0, 0};
+        need(r, rs.count);
+        rs.send = rs.recv = r;
+        rs.after.where = r.space;
+      }
+      break;
+    }
+  }
+}
+
+}  // namespace detail
+
+namespace {
+
+Intervals scale_down(const Intervals& v, int u) {
+  Intervals o;
+  for (const auto& i : v) o.push_back({i.begin / u, i.end / u});
   return o;
 }
 
@@ -187,7 +304,7 @@ Plan make_plan(const engine::LoweredProgram& prog, int num_ranks, const Groups& 
   int u = N;
   for (std::size_t s = 0; s <= S; ++s)
     for (int d = 0; d < N; ++d) {
-      rows[s][d] = to_intervals(states[s].rows(d));
+      rows[s][d] = detail::to_intervals(states[s].rows(d));
       for (const auto& i : rows[s][d]) u = std::gcd(u, std::gcd(static_cast<int>(i.begin), static_cast<int>(i.end)));
     }
   plan.rows_per_unit = u;
@@ -216,22 +333,6 @@ Plan make_plan(const engine::LoweredProgram& prog, int num_ranks, const Groups& 
 
   // 4. Layouts and per-rank actions.
   std::vector<Layout> lay(N, Layout{Space::Main, {{0, plan.units}}});
-  auto need = [&](Region r, std::int64_t units) {
-    if (r.space == Space::Main) return;
-    auto& n = plan.stage_units[r.space == Space::Stage0 ? 0 : 1];
-    n = std::max(n, r.offset + units);
-  };
-  // The contiguous input region of rank d's held rows, packing into Stage0 when needed.
-  auto input_region = [&](int d, RankStep& rs) -> Region {
-    const Layout& l = lay[d];
-    if (l.where != Space::Main) return Region{l.where, 0};
-    if (l.rows.size() == 1) return Region{Space::Main, l.rows[0].begin};
-    Region dst{Space::Stage0, 0};
-    rs.pre = pack_copies(l.rows, dst);
-    need(dst, total_units(l.rows));
-    return dst;
-  };
-
   for (std::size_t s = 0; s < S; ++s) {
     PlanStep ps;
     ps.collective = prog[s].collective;
@@ -245,127 +346,25 @@ Plan make_plan(const engine::LoweredProgram& prog, int num_ranks, const Groups& 
       if (gs < 2) continue;  // a singleton moves no data (its state is unchanged or trivially so)
       const int ci = comm_of(g);
       ps.comms.push_back(ci);
-      std::vector<Region> in(gs);
+      detail::StepContext c;
+      c.collective = ps.collective;
+      c.group_size = gs;
+      if (ps.collective == Collective::Broadcast) c.members_before = {&before[g[0]]};
+      if (ps.collective == Collective::AllGather)
+        for (int d : g) {
+          c.members_before.push_back(&before[d]);
+          c.all_home &= lay[d].where == Space::Main;
+        }
       for (int m = 0; m < gs; ++m) {
-        RankStep& rs = ps.ranks[g[m]];
+        const int d = g[m];
+        c.member = m;
+        c.layout = &lay[d];
+        c.after = &after[d];
+        RankStep& rs = ps.ranks[d];
+        detail::build_rank_step(c, rs, plan.stage_units);
         rs.comm = ci;
-        rs.member = m;
-        rs.group_size = gs;
+        next[d] = rs.after;
       }
-      switch (ps.collective) {
-        case Collective::AllReduce: {
-          for (int m = 0; m < gs; ++m) {
-            const int d = g[m];
-            RankStep& rs = ps.ranks[d];
-            const Region r = input_region(d, rs);
-            rs.in_place = true;
-            rs.send = rs.recv = r;
-            rs.count = rs.data_units = total_units(before[d]);
-            next[d] = Layout{r.space, after[d]};
-          }
-          break;
-        }
-        case Collective::Reduce: {
-          for (int m = 0; m < gs; ++m) {
-            const int d = g[m];
-            RankStep& rs = ps.ranks[d];
-            const Region r = input_region(d, rs);
-            rs.in_place = m == 0;
-            rs.send = rs.recv = r;
-            rs.count = rs.data_units = total_units(before[d]);
-            next[d] = Layout{m == 0 ? r.space : Space::Main, after[d]};
-          }
-          break;
-        }
-        case Collective::ReduceScatter: {
-          for (int m = 0; m < gs; ++m) {
-            const int d = g[m];
-            RankStep& rs = ps.ranks[d];
-            const Region r = input_region(d, rs);
-            rs.send = r;
-            rs.recv = Region{other_stage(r.space), 0};
-            rs.data_units = total_units(before[d]);
-            rs.count = rs.data_units / gs;
-            need(rs.recv, rs.count);
-            next[d] = Layout{rs.recv.space, after[d]};
-          }
-          break;
-        }
-        case Collective::AllGather: {
-          const std::int64_t q = total_units(before[g[0]]);
-          Intervals all;
-          for (int d : g) all.insert(all.end(), before[d].begin(), before[d].end());
-          const Intervals U = merge(all);
-          bool ordered = true;  // member i holds the i-th block of U
-          for (int m = 0; m < gs && ordered; ++m) ordered = merge(before[g[m]]) == slice(U, m * q, q);
-          const bool contiguous = U.size() == 1;
-          bool all_home = true;
-          for (int d : g) all_home &= lay[d].where == Space::Main;
-          for (int m = 0; m < gs; ++m) {
-            const int d = g[m];
-            RankStep& rs = ps.ranks[d];
-            rs.count = q;
-            rs.data_units = total_units(U);
-            if (ordered && contiguous && all_home) {
-              rs.in_place = true;  // every member's rows already sit at their place in U
-              rs.send = rs.recv = Region{Space::Main, U[0].begin};
-              next[d] = Layout{Space::Main, after[d]};
-              continue;
-            }
-            const bool to_main = ordered && contiguous;
-            Region src;
-            if (lay[d].where != Space::Main) {
-              src = Region{lay[d].where, 0};
-            } else if (!to_main && lay[d].rows.size() == 1) {
-              src = Region{Space::Main, lay[d].rows[0].begin};  // no overlap with a stage target
-            } else {
-              // Own rows at home: pack (the receive region would overlap them).
-              src = Region{Space::Stage0, 0};
-              rs.pre = pack_copies(lay[d].rows, src);
-              need(src, q);
-            }
-            rs.send = src;
-            if (to_main) {
-              rs.recv = Region{Space::Main, U[0].begin};
-              next[d] = Layout{Space::Main, after[d]};
-            } else {
-              rs.recv = Region{other_stage(src.space), 0};
-              need(rs.recv, q * gs);
-              if (ordered) {
-                next[d] = Layout{rs.recv.space, after[d]};  // ascending already: stays packed
-              } else {
-                for (int i = 0; i < gs; ++i) {
-                  auto cs = unpack_copies(before[g[i]], Region{rs.recv.space, i * q});
-                  rs.post.insert(rs.post.end(), cs.begin(), cs.end());
-                }
-                next[d] = Layout{Space::Main, after[d]};
-              }
-            }
-          }
-          break;
-        }
-        case Collective::Broadcast: {
-          const int root = g[0];
-          const Intervals& R0 = before[root];
-          for (int m = 0; m < gs; ++m) {
-            const int d = g[m];
-            RankStep& rs = ps.ranks[d];
-            rs.count = rs.data_units = total_units(R0);
-            if (m == 0) {
-              const Region r = input_region(d, rs);
-              rs.send = rs.recv = r;
-              next[d] = Layout{r.space, after[d]};
-            } else {
-              const Region r = R0.size() == 1 ? Region{Space::Main, R0[0].begin} : Region{Space::Stage0, 0};
-              need(r, rs.count);
-              rs.send = rs.recv = r;
-              next[d] = Layout{r.space, after[d]};
-            }
-          }
-          break;
-        }
-      }
-      for (int d : g) ps.ranks[d].after = next[d];
     }
     // Idle ranks (and singleton groups) keep their data where it is.
     for (int d = 0; d < N; ++d)
@@ -378,7 +377,7 @@ Plan make_plan(const engine::LoweredProgram& prog, int num_ranks, const Groups& 
   }
   plan.final_copies.resize(N);
   for (int d = 0; d < N; ++d)
-    if (lay[d].where != Space::Main) plan.final_copies[d] = unpack_copies(lay[d].rows, Region{lay[d].where, 0});
+    if (lay[d].where != Space::Main) plan.final_copies[d] = detail::unpack_copies(lay[d].rows, Region{lay[d].where, 0});
   for (const auto& g : reduction_groups)
     if (g.size() >= 2) plan.baseline_comms.push_back(comm_of(g));
   return plan;

@@ -123,16 +123,11 @@ Stats make_stats(std::vector<double> v) {
   return s;
 }
 
-RunReport run_program(const Plan& plan, Backend& be, const RunOptions& opt, MPI_Comm world) {
-  auto co = make_mpi_coordinator(world);
-  return run_program(plan, be, opt, *co);
-}
-
-RunReport run_program(const Plan& plan, Backend& be, const RunOptions& opt, Coordinator& co) {
+RunReport run_program(const RankPlan& plan, Backend& be, const RunOptions& opt, Coordinator& co) {
   const int rank = co.rank(), size = co.size();
-  if (size != plan.num_ranks)
-    throw Error(fmt::format("the plan is for {} ranks, the world has {}", plan.num_ranks, size));
-  const int N = plan.num_ranks;
+  if (size != plan.num_ranks || rank != plan.rank)
+    throw Error(fmt::format("the plan is for rank {} of {}, this is rank {} of {}", plan.rank, plan.num_ranks, rank, size));
+  const int N = static_cast<int>(plan.num_ranks);
   const std::size_t S = plan.steps.size();
   RunReport rep;
 
@@ -146,33 +141,26 @@ RunReport run_program(const Plan& plan, Backend& be, const RunOptions& opt, Coor
   rep.elems_per_row = epr;
 
   // Communicators: one split per step with new groups, then the baseline's.
-  for (const auto& st : plan.steps) be.ensure_comms(st.groups);
-  be.ensure_comms(plan.reduction_groups);
   std::vector<int> slot(S, -1);
-  for (std::size_t s = 0; s < S; ++s) {
-    const auto& rs = plan.steps[s].ranks[rank];
-    if (rs.comm >= 0) slot[s] = be.comm_slot(plan.comms[rs.comm]);
-  }
-  int base_slot = -1;
-  for (const auto& g : plan.reduction_groups)
-    if (g.size() >= 2 && std::binary_search(g.begin(), g.end(), rank)) base_slot = be.comm_slot(g);
+  for (std::size_t s = 0; s < S; ++s)
+    if (plan.steps[s].comm.group_size >= 2) slot[s] = be.comm(plan.steps[s].comm);
+  const int base_slot = plan.baseline.group_size >= 2 ? be.comm(plan.baseline) : -1;
 
   be.allocate(elems, plan.stage_units[0] * epu, plan.stage_units[1] * epu, epu);
   std::vector<std::int32_t> pristine(elems);
   for (std::int64_t e = 0; e < elems; ++e) pristine[e] = fill_value(rank, e, N, opt.dtype);
 
   auto run_step = [&](std::size_t s) {
-    const auto& rs = plan.steps[s].ranks[rank];
-    if (slot[s] >= 0) be.step(plan.steps[s].collective, rs, slot[s]);
+    if (slot[s] >= 0) be.step(plan.steps[s].collective, plan.steps[s].rs, slot[s]);
   };
 
   // --- Verification run ---
   if (opt.verify) {
-    if (plan.check_rank != rank || plan.columns.size() != S)
-      throw Error("internal: the plan was not made for checking on this rank");
+    if (plan.columns.size() != S) throw Error("internal: the plan was made without the columns to check against");
     const Dtype dt = opt.dtype;
     std::vector<std::int32_t> got;
-    // Checks the rows `layout` says this rank holds against the expected contributions.
+    // Checks the rows `layout` says this rank holds against the expected contributions of its
+    // i-th held unit.
     auto check = [&](const Layout& layout, auto&& expected_cols, const std::string& when) -> std::string {
       std::int64_t pos = 0;
       for (const auto& iv : layout.rows) {
@@ -180,7 +168,7 @@ RunReport run_program(const Plan& plan, Backend& be, const RunOptions& opt, Coor
           const std::int64_t off = (layout.where == Space::Main ? u : pos) * epu;
           got.resize(epu);
           be.download(layout.where, off, epu, got.data());
-          const std::vector<int>& cols = expected_cols(u);
+          const std::vector<int>& cols = expected_cols(pos);
           for (std::int64_t i = 0; i < epu; ++i) {
             const std::int64_t e = u * epu + i;
             std::int64_t sum = 0;
@@ -211,30 +199,27 @@ RunReport run_program(const Plan& plan, Backend& be, const RunOptions& opt, Coor
     for (std::size_t s = 0; s < S && rep.ok; ++s) {
       run_step(s);
       be.synchronize();
-      const Layout& after = plan.steps[s].ranks[rank].after;
+      const Layout& after = plan.steps[s].rs.after;
       if (static_cast<int>(s) == opt.fault_step && rank == opt.fault_rank && !after.rows.empty()) {
         const std::int64_t u = after.rows[0].begin;
         be.poke(after.where, (after.where == Space::Main ? u : 0) * epu, 1);
       }
       const auto& cols = plan.columns[s];
-      std::string msg = check(after, [&](std::int64_t u) -> const std::vector<int>& { return cols[u]; },
+      std::string msg = check(after, [&](std::int64_t i) -> const std::vector<int>& { return cols[i]; },
                               fmt::format("after step {} ({})", s + 1, engine::to_string(plan.steps[s].collective)));
-      if (co.allreduce_max(msg.empty() ? 0 : 1)) {
+      if (co.agree(!msg.empty()) >= 0) {
         rep.ok = false;
         rep.failure = gather_messages(msg, co);
       }
     }
     if (rep.ok) {
-      be.copies(plan.final_copies[rank]);
+      be.copies(plan.final_copies);
       be.synchronize();
       // The goal: every chunk holds the sum over the rank's reduction group.
-      std::vector<int> group;
-      for (const auto& g : plan.reduction_groups)
-        if (std::binary_search(g.begin(), g.end(), rank)) group = g;
       Layout all{Space::Main, {{0, plan.units}}};
-      std::string msg = check(all, [&](std::int64_t) -> const std::vector<int>& { return group; },
+      std::string msg = check(all, [&](std::int64_t) -> const std::vector<int>& { return plan.goal_columns; },
                               "after the program (goal: the sum over the reduction group)");
-      if (co.allreduce_max(msg.empty() ? 0 : 1)) {
+      if (co.agree(!msg.empty()) >= 0) {
         rep.ok = false;
         rep.failure = gather_messages(msg, co);
       }
@@ -264,8 +249,8 @@ RunReport run_program(const Plan& plan, Backend& be, const RunOptions& opt, Coor
       if (out && slot[s] >= 0) out[s] = t - prev;
       prev = t;
     }
-    if (!plan.final_copies[rank].empty()) {
-      be.copies(plan.final_copies[rank]);
+    if (!plan.final_copies.empty()) {
+      be.copies(plan.final_copies);
       be.synchronize();
     }
     const double t1 = co.now();
@@ -282,6 +267,11 @@ RunReport run_program(const Plan& plan, Backend& be, const RunOptions& opt, Coor
       if (out) out[S + 1] = co.now() - b0;
     }
   }
+  // The size of each step in rows: the largest on any rank (idle ranks move nothing; ranks may
+  // use different units).
+  std::vector<int> step_rows(S);
+  for (std::size_t s = 0; s < S; ++s)
+    step_rows[s] = co.allreduce_max(static_cast<int>(plan.steps[s].rs.data_units * plan.rows_per_unit));
   const std::vector<double> all = co.gather(samples);
   if (rank != 0) return rep;
 
@@ -305,32 +295,30 @@ RunReport run_program(const Plan& plan, Backend& be, const RunOptions& opt, Coor
       t.busbw = t.algbw * factor;
     }
   };
-  int gmax = 0;
-  for (const auto& g : plan.reduction_groups) gmax = std::max(gmax, static_cast<int>(g.size()));
+  const PatternProgram& prog = *plan.program;
+  // Every group, as calibrate reads them, on systems small enough to list them.
+  auto groups_list = [&](const engine::GroupPattern& g) -> std::string {
+    if (prog.num_ranks() > engine::kMaxLoweredDevices || g.group_size < 2) return describe_pattern(g, prog.grid);
+    return format_groups_list(engine::lower_pattern(g, prog.grid));
+  };
+  const int gmax = static_cast<int>(prog.reduction.group_size);
   for (std::size_t s = 0; s < S; ++s) {
-    const auto& st = plan.steps[s];
+    const PatternStep& st = prog.steps[s];
     Timing t;
     t.what = engine::to_string(st.collective);
-    t.groups = st.describe();
-    {
-      Groups active;
-      for (const auto& g : st.groups)
-        if (g.size() >= 2) active.push_back(g);
-      t.groups_list = format_groups_list(active);
-    }
-    t.num_groups = static_cast<int>(st.groups.size());
-    std::int64_t units = 0;
-    for (const auto& g : st.groups) t.group_size = std::max(t.group_size, static_cast<int>(g.size()));
-    for (const auto& rs : st.ranks) units = std::max(units, rs.data_units);
-    t.bytes = units * epu * static_cast<std::int64_t>(kElemSize);
+    t.groups = describe_pattern(st.groups, prog.grid);
+    t.groups_list = groups_list(st.groups);
+    t.num_groups = static_cast<int>(st.groups.num_groups);
+    t.group_size = static_cast<int>(st.groups.group_size);
+    t.bytes = step_rows[s] * epr * static_cast<std::int64_t>(kElemSize);
     finish(t, collect(s, nullptr), busbw_factor(st.collective, t.group_size));
     rep.steps.push_back(std::move(t));
   }
   rep.total.what = "total";
-  rep.total.groups = describe_groups(plan.reduction_groups);
-  rep.total.groups_list = format_groups_list(plan.reduction_groups);
+  rep.total.groups = describe_pattern(prog.reduction, prog.grid);
+  rep.total.groups_list = groups_list(prog.reduction);
   rep.total.group_size = gmax;
-  rep.total.num_groups = static_cast<int>(plan.reduction_groups.size());
+  rep.total.num_groups = static_cast<int>(prog.reduction.num_groups);
   rep.total.bytes = rep.bytes;
   finish(rep.total, collect(S, &rep.total_samples), busbw_factor(Collective::AllReduce, gmax));
   if (opt.baseline) {

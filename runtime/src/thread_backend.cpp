@@ -7,12 +7,20 @@
 #include <fmt/core.h>
 #include <map>
 #include <mutex>
-#include <set>
 
 #include "p2v/engine/error.hpp"
 #include "p2v/runtime/backend.hpp"
 
 namespace p2v::runtime {
+
+const char* to_string(Dtype d) { return d == Dtype::Int32 ? "int32" : "float32"; }
+
+Dtype parse_dtype(const std::string& s) {
+  if (s == "int32") return Dtype::Int32;
+  if (s == "float32") return Dtype::Float32;
+  throw Error("--dtype '" + s + "': use int32 or float32");
+}
+
 
 struct GroupSync {
   explicit GroupSync(int g) : bar(g), src(g, nullptr) {}
@@ -24,11 +32,12 @@ struct ThreadFabric {
   explicit ThreadFabric(int n) : n(n) {}
   int n;
   std::mutex m;
-  std::map<std::vector<int>, std::shared_ptr<GroupSync>> groups;
-  std::shared_ptr<GroupSync> get(const std::vector<int>& g) {
+  std::map<std::pair<std::string, std::int64_t>, std::shared_ptr<GroupSync>> groups;
+  // The group `group` of the step with key `key`: the same object for all its members.
+  std::shared_ptr<GroupSync> get(const std::string& key, std::int64_t group, int size) {
     std::lock_guard<std::mutex> lock(m);
-    auto& p = groups[g];
-    if (!p) p = std::make_shared<GroupSync>(static_cast<int>(g.size()));
+    auto& p = groups[{key, group}];
+    if (!p) p = std::make_shared<GroupSync>(size);
     return p;
   }
 };
@@ -42,25 +51,20 @@ class ThreadBackend final : public Backend {
   ThreadBackend(std::shared_ptr<ThreadFabric> f, int rank, Dtype dt) : f_(std::move(f)), rank_(rank), dt_(dt) {}
   const char* name() const override { return "threads"; }
 
-  void ensure_comms(const Groups& groups) override {
-    bool fresh = false;
-    for (const auto& g : groups) {
-      if (g.size() < 2 || created_.count(g)) continue;
-      fresh = true;
-      created_.insert(g);
-      if (std::binary_search(g.begin(), g.end(), rank_)) {
-        slots_[g] = static_cast<int>(syncs_.size());
-        members_.push_back(static_cast<int>(std::lower_bound(g.begin(), g.end(), rank_) - g.begin()));
-        syncs_.push_back(f_->get(g));
-      }
+  int comm(const Membership& m) override {
+    auto it = slots_.find(m.key);
+    if (it != slots_.end()) return it->second;
+    ++splits_;
+    int slot = -1;
+    if (m.active()) {
+      slot = static_cast<int>(syncs_.size());
+      members_.push_back(m.member);
+      syncs_.push_back(f_->get(m.key, m.group, m.group_size));
     }
-    if (fresh) ++splits_;
+    slots_[m.key] = slot;
+    return slot;
   }
   int splits() const override { return splits_; }
-  int comm_slot(const std::vector<int>& group) const override {
-    auto it = slots_.find(group);
-    return it == slots_.end() ? -1 : it->second;
-  }
   void allocate(std::int64_t m, std::int64_t s0, std::int64_t s1, std::int64_t epu) override {
     b_[0].assign(m, 0);
     b_[1].assign(s0, 0);
@@ -144,8 +148,7 @@ class ThreadBackend final : public Backend {
   int rank_;
   Dtype dt_;
   int splits_ = 0;
-  std::set<std::vector<int>> created_;
-  std::map<std::vector<int>, int> slots_;
+  std::map<std::string, int> slots_;
   std::vector<std::shared_ptr<GroupSync>> syncs_;
   std::vector<int> members_;
   std::vector<std::int32_t> b_[3], tmp_;

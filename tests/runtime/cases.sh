@@ -85,6 +85,11 @@ case "$case_name" in
     expect 0 "all 2 programs verified" $MPIRUN -np 8 "$P2V" run --system node=2,gpu=4 --axes 8 --reduce 0 \
       --matrix "[[2,4]]" --program-file "$WORK/progs.txt" $SMALL ;;
 
+  check_plan)
+    # --check-plan: every rank compares its own plan with its part of the global plan first.
+    expect 0 "every rank's own plan equals its part of the global plan.*step 2 AllGather on 8 x 2 \[cpu.1\].*rank   0: member 0/2 of group 0 -> units \{0,2\}.*verified after every step" \
+      $MPIRUN -np 16 "$P2V" run $FIG2A --program "ReduceScatter@(rack,Inside) ; AllGather@(cpu,Parallel(server)) ; AllGather@(cpu,Inside)" \
+      --check-plan --show-plan $SMALL ;;
   wrong_program_caught)
     expect 1 "RESULT MISMATCH.*goal: the sum over the reduction group\): rank 0, chunk 0" \
       $MPIRUN -np 16 "$P2V" run $FIG2A --program "AllReduce@(cpu,Inside)" --unchecked $SMALL ;;

@@ -101,6 +101,10 @@ std::string describe(const GroupPattern& g, const Shape& s);
 // O(levels x axes): what a rank computes for itself instead of building the device lists.
 std::pair<std::int64_t, int> group_of(const GroupPattern& g, const Shape& s, std::int64_t device);
 
+// The inverse of group_of: the device at `position` (0 <= position < g.group_size) of the group
+// whose id (first member) is `group`. O(vary x (levels + axes)).
+std::int64_t member_of(const GroupPattern& g, const Shape& s, std::int64_t group, std::int64_t position);
+
 // Largest system a step is lowered to explicit device lists for (--lowered).
 inline constexpr std::int64_t kMaxLoweredDevices = 1 << 16;
 

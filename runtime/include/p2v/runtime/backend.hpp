@@ -1,15 +1,13 @@
 #pragma once
-// A backend runs the plan's collectives on its buffers: MPI (host memory) or NCCL (GPU memory).
-// Both are driven by the same executor (run.hpp) under MPI, which bootstraps NCCL and gathers
-// timings.
+// A backend runs the plan's collectives on its buffers: threads (host memory, here), MPI (host
+// memory) or NCCL (GPU memory), the last two in runtime/mpi (p2v/runtime/mpi/backends.hpp). All
+// are driven by the same executor (run.hpp) over a Coordinator.
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include <mpi.h>
-
-#include "p2v/runtime/plan.hpp"
+#include "p2v/runtime/rank_plan.hpp"
 
 namespace p2v::runtime {
 
@@ -23,15 +21,14 @@ class Backend {
   virtual ~Backend() = default;
   virtual const char* name() const = 0;
 
-  // Collective over the world communicator (every rank calls it with the same argument):
-  // makes sure a communicator exists for each of the disjoint `groups` (size >= 2), creating all
-  // missing ones with one split; existing ones are reused (the cache).
-  virtual void ensure_comms(const Groups& groups) = 0;
+  // Collective over the world the first time a key is seen (every rank calls it with the same
+  // m.key, in the same order): creates the communicators of every group of that step with one
+  // split (color m.group, key m.member; ranks with m.group < 0 take part in none); later calls
+  // with the key reuse them (the cache). Returns this rank's communicator slot for step(), -1
+  // when it is in no group.
+  virtual int comm(const Membership& m) = 0;
   // Number of communicator splits done so far (for tests of the cache).
   virtual int splits() const = 0;
-  // This rank's communicator for `group` (a handle for step()), or -1 if it is not a member or
-  // the group has no communicator yet.
-  virtual int comm_slot(const std::vector<int>& group) const = 0;
 
   // Buffers (elements): main buffer and the two staging buffers. `elems_per_unit` converts the
   // plan's units into elements.
@@ -52,21 +49,10 @@ class Backend {
   virtual void synchronize() = 0;
 };
 
-std::unique_ptr<Backend> make_mpi_backend(MPI_Comm world, Dtype dt);
-// Throws p2v::Error when built without NCCL, or when this rank sees no CUDA device.
-std::unique_ptr<Backend> make_nccl_backend(MPI_Comm world, Dtype dt);
-bool nccl_compiled();
-
 // One process, one thread per device.
 // Host memory, collectives through shared memory between the threads of one fabric (for running
 // and testing the single-process path without GPUs).
 struct ThreadFabric;
 std::shared_ptr<ThreadFabric> make_thread_fabric(int n);
 std::unique_ptr<Backend> make_thread_backend(std::shared_ptr<ThreadFabric> fabric, int rank, Dtype dt);
-// NCCL over all visible GPUs of this process: thread `rank` of `size` drives GPU `device`; `id`
-// comes from nccl_unique_id() (made once, before the threads start).
-int cuda_device_count(std::string* why);  // 0 (and why) when no usable GPU
-std::string nccl_unique_id();
-std::unique_ptr<Backend> make_nccl_backend_local(int rank, int size, int device, const std::string& id, Dtype dt);
-
 }  // namespace p2v::runtime

@@ -1,13 +1,11 @@
 #pragma once
 // What the executor needs from "the world" besides the collectives themselves: rank, size, a
-// barrier, agreement on a flag, and gathering to rank 0. Over MPI (one rank per process, under
-// mpirun) or over threads (one process, one thread per device: the NCCL single-process mode and
-// the host `threads` backend).
+// barrier, agreement on a flag, and gathering to rank 0. Over MPI (runtime/mpi: one rank per
+// process, under mpirun) or over threads (one process, one thread per device: the NCCL
+// single-process mode and the host `threads` backend).
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <mpi.h>
 
 namespace p2v::runtime {
 
@@ -23,9 +21,16 @@ class Coordinator {
   virtual std::vector<std::string> gather(const std::string& mine) = 0;
   virtual std::vector<double> gather(const std::vector<double>& mine) = 0;  // concatenated
   virtual double now() const = 0;  // seconds
+
+  // Error agreement (collective): every rank says whether it failed; all get the lowest failing
+  // rank, or -1 when none failed. Call it before any step a failed rank could not join, so that
+  // no rank waits in a collective alone.
+  int agree(bool failed) {
+    const int first = allreduce_min(failed ? rank() : size());
+    return first == size() ? -1 : first;
+  }
 };
 
-std::unique_ptr<Coordinator> make_mpi_coordinator(MPI_Comm world);
 // `n` coordinators sharing one team: give coordinator i to thread i.
 std::vector<std::unique_ptr<Coordinator>> make_thread_team(int n);
 

@@ -4,11 +4,9 @@
 #include <string>
 #include <vector>
 
-#include <mpi.h>
-
 #include "p2v/runtime/backend.hpp"
 #include "p2v/runtime/coordinator.hpp"
-#include "p2v/runtime/plan.hpp"
+#include "p2v/runtime/rank_plan.hpp"
 
 namespace p2v::runtime {
 
@@ -49,10 +47,9 @@ struct RunReport {
 // element). Values stay small enough that any sum over `num_ranks` ranks is exact.
 std::int32_t fill_value(int rank, std::int64_t e, int num_ranks, Dtype dt);
 
-// Runs `plan` with `be` on every rank of `world` (world size == plan.num_ranks). Collective.
-RunReport run_program(const Plan& plan, Backend& be, const RunOptions& opt, MPI_Comm world);
-// The same over any coordinator (e.g. one thread per device in one process).
-RunReport run_program(const Plan& plan, Backend& be, const RunOptions& opt, Coordinator& co);
+// Runs this rank's `plan` with `be`; collective over `co` (every rank runs its own plan of the
+// same program; co.size() == plan.num_ranks). The plan needs columns when opt.verify.
+RunReport run_program(const RankPlan& plan, Backend& be, const RunOptions& opt, Coordinator& co);
 
 double busbw_factor(Collective c, int n);
 

@@ -1,5 +1,5 @@
 // Runs reshard programs on MPI (see p2v/runtime/reshard.hpp).
-#include "p2v/runtime/reshard.hpp"
+#include "p2v/runtime/mpi/reshard.hpp"
 
 #include <fmt/core.h>
 

@@ -4,22 +4,12 @@
 #include <climits>
 #include <cstring>
 #include <fmt/core.h>
-#include <map>
-#include <set>
 
 #include "p2v/engine/error.hpp"
 #include "split_cache.hpp"
-#include "p2v/runtime/backend.hpp"
+#include "p2v/runtime/mpi/backends.hpp"
 
 namespace p2v::runtime {
-
-const char* to_string(Dtype d) { return d == Dtype::Int32 ? "int32" : "float32"; }
-
-Dtype parse_dtype(const std::string& s) {
-  if (s == "int32") return Dtype::Int32;
-  if (s == "float32") return Dtype::Float32;
-  throw Error("--dtype '" + s + "': use int32 or float32");
-}
 
 namespace {
 
@@ -33,16 +23,15 @@ class MpiBackend final : public Backend {
   }
   const char* name() const override { return "mpi"; }
 
-  void ensure_comms(const Groups& groups) override {
-    const auto fresh = cache_.fresh(groups);
-    if (fresh.empty()) return;  // every rank knows every group: all agree, no call
-    const int color = cache_.color(fresh, rank_, MPI_UNDEFINED);
-    MPI_Comm c = MPI_COMM_NULL;
-    MPI_Comm_split(world_, color, rank_, &c);
-    cache_.record(fresh, color, MPI_UNDEFINED, c);
+  int comm(const Membership& m) override {
+    if (!cache_.known(m)) {
+      MPI_Comm c = MPI_COMM_NULL;
+      MPI_Comm_split(world_, cache_.color(m, MPI_UNDEFINED), m.member, &c);
+      cache_.record(m, c);
+    }
+    return cache_.slot(m);
   }
   int splits() const override { return cache_.splits(); }
-  int comm_slot(const std::vector<int>& group) const override { return cache_.slot(group); }
 
   void allocate(std::int64_t m, std::int64_t s0, std::int64_t s1, std::int64_t epu) override {
     if (m > INT_MAX) throw Error(fmt::format("{} elements per rank exceed MPI's int counts", m));

@@ -4,11 +4,9 @@
 // (P2V_HAVE_NCCL); without a visible GPU it refuses with a clear message on every rank.
 #include <cstring>
 #include <fmt/core.h>
-#include <map>
-#include <set>
 
 #include "p2v/engine/error.hpp"
-#include "p2v/runtime/backend.hpp"
+#include "p2v/runtime/mpi/backends.hpp"
 #include "split_cache.hpp"
 
 #ifdef P2V_HAVE_NCCL
@@ -102,16 +100,16 @@ class NcclBackend final : public Backend {
     cuda_check(cudaStreamCreate(&stream_), "cudaStreamCreate");
   }
 
-  void ensure_comms(const Groups& groups) override {
-    const auto fresh = cache_.fresh(groups);
-    if (fresh.empty()) return;  // every rank knows every group: all agree, no call
-    const int color = cache_.color(fresh, rank_, NCCL_SPLIT_NOCOLOR);
-    ncclComm_t c = nullptr;
-    nccl_check(ncclCommSplit(world_nccl_, color, rank_, &c, nullptr), "ncclCommSplit");
-    cache_.record(fresh, color, NCCL_SPLIT_NOCOLOR, c);
+  int comm(const Membership& m) override {
+    if (!cache_.known(m)) {
+      ncclComm_t c = nullptr;
+      nccl_check(ncclCommSplit(world_nccl_, cache_.color(m, NCCL_SPLIT_NOCOLOR), m.member, &c, nullptr),
+                 "ncclCommSplit");
+      cache_.record(m, c);
+    }
+    return cache_.slot(m);
   }
   int splits() const override { return cache_.splits(); }
-  int comm_slot(const std::vector<int>& group) const override { return cache_.slot(group); }
 
   void allocate(std::int64_t m, std::int64_t s0, std::int64_t s1, std::int64_t epu) override {
     auto alloc = [](std::int32_t*& p, std::int64_t n) {

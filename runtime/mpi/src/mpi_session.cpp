@@ -1,4 +1,4 @@
-#include "p2v/runtime/mpi_session.hpp"
+#include "p2v/runtime/mpi/session.hpp"
 
 #include <mpi.h>
 
