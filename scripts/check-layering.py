@@ -17,8 +17,8 @@ MODULES = {
     "encodings": ("encodings", {"encodings", "engine"}),
     "proofs/checker": ("checker", {"checker"}),
     "proofs": ("proofs", {"proofs", "encodings", "engine"}),
-    "runtime/mpi": ("runtime", {"runtime", "engine", "checker"}),
-    "runtime": ("runtime", {"runtime", "engine", "checker"}),
+    "runtime/mpi": ("runtime", {"runtime", "engine", "checker", "sim"}),
+    "runtime": ("runtime", {"runtime", "engine", "checker", "sim"}),
 }
 SOLVER = re.compile(r'#\s*include\s*[<"](z3\+\+\.h|z3\.h|cvc5/cvc5\.h)[>"]')
 MPI = re.compile(r'#\s*include\s*[<"](mpi\.h|nccl\.h|cuda_runtime(_api)?\.h)[>"]')

@@ -1,12 +1,15 @@
 #include "p2v/runtime/program_source.hpp"
 
 #include <fmt/core.h>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/io.hpp"
+#include "p2v/engine/json_util.hpp"
 #include "p2v/engine/notation.hpp"
+#include "p2v/engine/synth_format.hpp"
+#include "p2v/sim/simulate.hpp"
 
 namespace p2v::runtime {
 
@@ -20,66 +23,63 @@ engine::SynthesisHierarchy program_hierarchy(const engine::System& sys, const en
   return engine::make_hierarchy(p, names, kind);
 }
 
-ProgramFile load_program_file(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw Error(fmt::format("--program-file '{}': cannot open it", path));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const std::string text = ss.str();
+namespace {
+
+// `p2v synth --json`: notation, and explicit steps when the file lists groups (--lowered).
+ProgramFile from_synth(const engine::SynthFile& f) {
   ProgramFile pf;
-  std::size_t first = text.find_first_not_of(" \t\r\n");
-  if (first != std::string::npos && text[first] == '{') {
-    pf.is_json = true;
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(text);
-    } catch (const std::exception& e) {
-      throw Error(fmt::format("--program-file '{}': not valid JSON: {}", path, e.what()));
+  pf.is_json = true;
+  pf.system = f.header.system;
+  pf.axes = f.header.axes;
+  pf.reduce = f.header.reduce;
+  pf.hierarchy_kind = engine::to_string(f.header.kind);
+  for (const auto& r : f.results) {
+    ProgramSet set;
+    set.matrix = r.matrix;
+    for (const auto& p : r.programs) {
+      auto lowered = engine::lowered_program(r, p);
+      set.programs.push_back({p.notation, lowered ? std::move(*lowered) : engine::LoweredProgram{}});
     }
-    try {
-      if (j.contains("system")) {
-        if (j["system"].is_object()) pf.system = engine::parse_system_json(j["system"].dump(), path);
-        else if (j["system"].is_string()) pf.system = engine::parse_system_arg(j["system"].get<std::string>());
-      }
-      if (j.contains("hierarchy_kind") && j["hierarchy_kind"].is_string())
-        pf.hierarchy_kind = j["hierarchy_kind"].get<std::string>();
-      if (j.contains("axes")) pf.axes = j["axes"].get<std::vector<int>>();
-      if (j.contains("reduce")) pf.reduce = j["reduce"].get<std::vector<int>>();
-      if (!j.contains("results") || !j["results"].is_array())
-        throw Error(fmt::format("--program-file '{}': no \"results\" array (expected the --json output of "
-                                "p2v synth or p2v simulate)", path));
-      for (const auto& r : j["results"]) {
-        ProgramSet set;
-        if (r.contains("matrix")) set.matrix = r["matrix"].get<engine::ParallelismMatrix>();
-        if (r.contains("programs"))
-          for (const auto& pj : r["programs"]) {
-            NamedProgram np;
-            // p2v synth: "notation" and steps with lowered "groups"; p2v simulate: "program" and
-            // steps with a group count, so the notation is resolved instead.
-            if (pj.contains("notation") && pj["notation"].is_string()) np.notation = pj["notation"].get<std::string>();
-            else if (pj.contains("program") && pj["program"].is_string()) np.notation = pj["program"].get<std::string>();
-            if (pj.contains("steps") && pj["steps"].is_array())
-              for (const auto& sj : pj["steps"]) {
-                if (!sj.contains("groups") || !sj["groups"].is_array() || !sj.contains("collective")) {
-                  np.lowered.clear();
-                  break;
-                }
-                np.lowered.push_back({engine::parse_collective(sj.at("collective").get<std::string>()),
-                                      sj["groups"].get<engine::Groups>()});
-              }
-            if (np.notation.empty() && np.lowered.empty())
-              throw Error(fmt::format("--program-file '{}': a program has neither notation nor steps", path));
-            set.programs.push_back(std::move(np));
-          }
-        pf.sets.push_back(std::move(set));
-      }
-    } catch (const Error&) {
-      throw;
-    } catch (const std::exception& e) {
-      throw Error(fmt::format("--program-file '{}': unexpected JSON content: {}", path, e.what()));
-    }
-    return pf;
+    pf.sets.push_back(std::move(set));
   }
+  return pf;
+}
+
+// `p2v simulate --json`: the ranked programs' notation, resolved on each placement by the caller.
+ProgramFile from_simulate(const sim::SimulateReport& rep) {
+  ProgramFile pf;
+  pf.is_json = true;
+  pf.system = rep.system;
+  pf.axes = rep.axes;
+  pf.reduce = rep.reduce;
+  for (const auto& m : rep.results) {
+    ProgramSet set;
+    set.matrix = m.matrix;
+    for (const auto& p : m.programs) set.programs.push_back({p.program, {}});
+    pf.sets.push_back(std::move(set));
+  }
+  return pf;
+}
+
+}  // namespace
+
+ProgramFile load_program_file(const std::string& path) {
+  const std::string origin = "--program-file '" + path + "'";
+  const std::string text = engine::read_text_file(path, "--program-file");
+  const std::size_t first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && text[first] == '{') {
+    // JSON: the format field says whose output it is; each format has its strict reader.
+    const nlohmann::json j = engine::parse_json_object(text, origin);
+    const auto f = j.find("format");
+    const std::string format = f != j.end() && f->is_string() ? f->get<std::string>() : "";
+    if (format.rfind("p2v-synth/", 0) == 0) return from_synth(engine::parse_synth_file(text, origin));
+    if (format.rfind(std::string(sim::kSimulateFormat) + "/", 0) == 0)
+      return from_simulate(sim::simulate_report_from_json(j, origin));
+    throw Error(fmt::format("{}: format \"{}\": expected the --json output of p2v synth (p2v-synth/2) or p2v "
+                            "simulate ({}/{}), or a text file with one program per line",
+                            origin, format, sim::kSimulateFormat, sim::kSimulateVersion));
+  }
+  ProgramFile pf;
   ProgramSet set;
   std::istringstream in(text);
   std::string line;
