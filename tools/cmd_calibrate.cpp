@@ -58,8 +58,7 @@ void print_table(const CalArgs& a, const CalResult& r) {
 }
 
 Registrar reg(
-    "calibrate", "Fit per-link latency and bandwidth to measured collective times; write a calibrated system file",
-    52, [](CLI::App& sub) -> std::function<int()> {
+    "calibrate", [](CLI::App& sub) -> std::function<int()> {
       auto a = std::make_shared<CalArgs>();
       sub.add_option("--system", a->system, "system file (JSON)")->required();
       sub.add_option("--measurements", a->measurements,

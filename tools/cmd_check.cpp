@@ -1,5 +1,5 @@
 // p2v check: the independent certificate checker (proofs/checker) on certificate files.
-#if __has_include("p2v/checker/checker.hpp")
+#ifdef P2V_HAVE_CHECKER
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
@@ -29,9 +29,7 @@ checker::Verdict check_file(const std::string& f) {
 }
 
 Registrar reg(
-    "check",
-    "Check certificates independently: re-derive groups, replay the program, compare every state and the goal", 45,
-    [](CLI::App& sub) -> std::function<int()> {
+    "check", [](CLI::App& sub) -> std::function<int()> {
       auto files = std::make_shared<std::vector<std::string>>();
       auto json = std::make_shared<bool>(false);
       auto quiet = std::make_shared<bool>(false);

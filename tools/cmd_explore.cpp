@@ -58,9 +58,7 @@ Reduction parse_reduction(const std::string& s, std::size_t num_axes) {
 }
 
 Registrar reg(
-    "explore",
-    "Rank all placements by the weighted total predicted time of several reductions", 51,
-    [](CLI::App& sub) -> std::function<int()> {
+    "explore", [](CLI::App& sub) -> std::function<int()> {
       auto a = std::make_shared<ExploreArgs>();
       add_problem_options(sub, a->problem, false);
       sub.add_option("--reduction", a->reductions,

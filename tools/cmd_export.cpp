@@ -85,8 +85,7 @@ std::vector<Named> programs_from_file(const std::string& path, const std::string
 }
 
 Registrar reg(
-    "export", "Write a reduction program as a Python module for torch.distributed (with a self-check)", 60,
-    [](CLI::App& sub) -> std::function<int()> {
+    "export", [](CLI::App& sub) -> std::function<int()> {
       auto a = std::make_shared<ExportArgs>();
       sub.add_option("--format", a->format, "output format (torch)")->capture_default_str();
       add_problem_options(sub, a->problem);

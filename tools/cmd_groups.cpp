@@ -20,8 +20,8 @@ std::string groups_text(const engine::Groups& g) {
   return s;
 }
 
-Registrar reg("groups", "Show the instructions of a synthesis hierarchy and the device groups each forms", 20,
-              [](CLI::App& sub) -> std::function<int()> {
+Registrar reg(
+    "groups", [](CLI::App& sub) -> std::function<int()> {
                 auto a = std::make_shared<ProblemArgs>();
                 auto json = std::make_shared<bool>(false);
                 auto kind = std::make_shared<std::string>("d");

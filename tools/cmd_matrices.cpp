@@ -11,8 +11,8 @@
 namespace p2v::tools {
 namespace {
 
-Registrar reg("matrices", "List every parallelism matrix (placement) of the axes over the system", 10,
-              [](CLI::App& sub) -> std::function<int()> {
+Registrar reg(
+    "matrices", [](CLI::App& sub) -> std::function<int()> {
                 auto a = std::make_shared<ProblemArgs>();
                 auto json = std::make_shared<bool>(false);
                 add_problem_options(sub, *a, /*need_reduce=*/false);

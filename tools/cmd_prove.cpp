@@ -45,8 +45,7 @@ struct ProveArgs {
 };
 
 Registrar reg(
-    "prove", "Check Theorem 3.2 ((d)>=(c)>=(b)>=(a)) and lemmas B.1-B.8, at any size (per shape)", 60,
-    [](CLI::App& sub) -> std::function<int()> {
+    "prove", [](CLI::App& sub) -> std::function<int()> {
       auto a = std::make_shared<ProveArgs>();
       sub.add_option("--system", a->problem.system, "system file (JSON) or inline hierarchy, e.g. node=4,gpu=16");
       sub.add_option("--axes", a->problem.axes, "parallelism axis sizes, e.g. 4,16");

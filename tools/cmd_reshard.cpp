@@ -15,18 +15,16 @@
 
 #include "command.hpp"
 #include "p2v/engine/units.hpp"
-#ifdef HAVE_P2V_RUNTIME
+#ifdef P2V_HAVE_RUNTIME
 #include "p2v/runtime/mpi/session.hpp"
 #endif
-#ifdef HAVE_P2V_CHECKER
+#ifdef P2V_HAVE_CHECKER
 #include "p2v/checker/checker.hpp"
 #endif
-#ifdef HAVE_P2V_ENCODINGS
+#ifdef P2V_HAVE_ENCODINGS
 #include "p2v/encodings/reshard.hpp"
 #endif
-#ifdef HAVE_P2V_RUNTIME
-#include <mpi.h>
-
+#ifdef P2V_HAVE_RUNTIME
 #include "p2v/runtime/mpi/reshard.hpp"
 #endif
 #include "p2v/engine/error.hpp"
@@ -74,14 +72,14 @@ void print_program(const char* title, const rs::Plan& p, const rs::Program& prog
     }
 }
 
-#ifdef HAVE_P2V_CHECKER
+#ifdef P2V_HAVE_CHECKER
 // Writes the certificate (the plan with every step's groups, slices and permutation) into `dir`
 // and has the independent checker replay it; returns the file name. Throws p2v::Error when the
 // checker rejects it.
 std::string certify(const rs::Plan& p, const std::string& dir) {
   std::filesystem::create_directories(dir);
   auto cert = rs::to_json(p, /*full=*/true);
-#ifdef HAVE_P2V_ENCODINGS
+#ifdef P2V_HAVE_ENCODINGS
   // Per step: "every element of the new layout comes from where the rule says", unsat in both solvers.
   nlohmann::json facts = nlohmann::json::array();
   for (std::size_t k = 0; k < p.program.steps.size(); ++k) {
@@ -113,15 +111,14 @@ std::string certify(const rs::Plan& p, const std::string& dir) {
 }
 #endif
 
-#ifdef HAVE_P2V_RUNTIME
+#ifdef P2V_HAVE_RUNTIME
 // --run: every rank plans the same program, runs it and the baseline on MPI and checks the data.
 int run(const ReshardArgs& a, const rs::Request& r) {
   const runtime::MpiSession mpi;
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const int rank = mpi.rank();
   const rs::Plan p = rs::plan(r);  // deterministic: the same on every rank
-  const auto mine = runtime::run_reshard(MPI_COMM_WORLD, p, p.program);
-  const auto base = runtime::run_reshard(MPI_COMM_WORLD, p, p.baseline);
+  const auto mine = runtime::run_reshard(p, p.program);
+  const auto base = runtime::run_reshard(p, p.baseline);
   for (const auto* x : {&mine, &base})
     if (!x->first_wrong.empty()) fmt::print(stderr, "p2v reshard --run: wrong data: {}\n", x->first_wrong);
   if (rank == 0) {
@@ -149,16 +146,15 @@ int run(const ReshardArgs& a, const rs::Request& r) {
 // --run --random N: N random problems on the mesh a=2,b=2,c=2 (8 ranks), each run and checked.
 int run_random(const ReshardArgs& a) {
   const runtime::MpiSession mpi;
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const int rank = mpi.rank();
   std::mt19937_64 rng(a.seed);
   int bad = 0;
   double sum_log = 0;
   for (int k = 0; k < a.random; ++k) {
     const auto q = rs::random_problem(rng, 0, 5, 1);
     const rs::Plan p = rs::plan(rs::Request{q.mesh, q.from, q.to, {}, "f32", rs::CostKind::Paper, {}});
-    const auto mine = runtime::run_reshard(MPI_COMM_WORLD, p, p.program, 1);
-    const auto base = runtime::run_reshard(MPI_COMM_WORLD, p, p.baseline, 1);
+    const auto mine = runtime::run_reshard(p, p.program, 1);
+    const auto base = runtime::run_reshard(p, p.baseline, 1);
     if (mine.wrong || base.wrong) ++bad;
     if (!mine.first_wrong.empty()) fmt::print(stderr, "problem {} ({} ~> {}): {}\n", k, q.from, q.to, mine.first_wrong);
     sum_log += std::log(std::max(base.time_s, 1e-9) / std::max(mine.time_s, 1e-9));
@@ -176,8 +172,7 @@ int run_random(const ReshardArgs& a) {
 #endif
 
 Registrar reg(
-    "reshard", "Synthesize a memory-bounded, cost-optimal redistribution of an array between two layouts", 35,
-    [](CLI::App& sub) -> std::function<int()> {
+    "reshard", [](CLI::App& sub) -> std::function<int()> {
       auto a = std::make_shared<ReshardArgs>();
       sub.add_option("--mesh", a->mesh, "device mesh, e.g. x=4,y=4 (devices in mixed radix, first axis most significant)");
       sub.add_option("--from", a->from, "source type, e.g. \"[32{x,y}512,128]\" (axes minor first)");
@@ -200,7 +195,7 @@ Registrar reg(
         if (a->random <= 0 && (a->mesh.empty() || a->from.empty() || a->to.empty()))
           throw Error("--mesh, --from and --to are required (e.g. --mesh x=4,y=4 --from \"[32{x,y}512,128]\" --to \"[128{x}512,32{y}128]\")");
         rs::Request r;
-#ifdef HAVE_P2V_RUNTIME
+#ifdef P2V_HAVE_RUNTIME
         if (a->random > 0) return run_random(*a);
 #endif
         r.mesh = a->mesh;
@@ -213,10 +208,10 @@ Registrar reg(
         if (!a->system.empty()) r.system = engine::parse_system_arg(a->system);
         if (a->memory != "auto")
           r.memory_bytes = static_cast<std::int64_t>(std::floor(engine::parse_size(a->memory, "--memory (auto or a size)")));
-#ifndef HAVE_P2V_CHECKER
+#ifndef P2V_HAVE_CHECKER
         if (!a->certify.empty()) throw Error("--certify needs p2v-smt with the independent checker (not built)");
 #endif
-#ifndef HAVE_P2V_RUNTIME
+#ifndef P2V_HAVE_RUNTIME
         if (a->run) throw Error("--run needs p2v-run (built with MPI), which is not installed");
 #else
         if (a->run) return run(*a, r);
@@ -225,7 +220,7 @@ Registrar reg(
         const rs::Plan p = rs::plan(r);
         const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         std::string cert_note;
-#ifdef HAVE_P2V_CHECKER
+#ifdef P2V_HAVE_CHECKER
         if (!a->certify.empty()) cert_note = certify(p, a->certify);
 #endif
         if (a->json) {
@@ -243,7 +238,7 @@ Registrar reg(
         print_program("baseline (allgather then dynslice)", p, p.baseline);
         if (!cert_note.empty())
           fmt::print("certificate {}: {}accepted by the independent checker\n", cert_note,
-#ifdef HAVE_P2V_ENCODINGS
+#ifdef P2V_HAVE_ENCODINGS
                      "every collective step proved by z3 and cvc5 (unsat), "
 #else
                      ""

@@ -65,10 +65,7 @@ void read_program_file(RewriteArgs& a) {
 }
 
 Registrar reg(
-    "rewrite",
-    "Rewrite a program into a faster equal one with the verified rules (cost-guided by the simulator), with a "
-    "certificate",
-    66, [](CLI::App& sub) -> std::function<int()> {
+    "rewrite", [](CLI::App& sub) -> std::function<int()> {
       auto a = std::make_shared<RewriteArgs>();
       sub.add_option("program_file", a->file,
                      "JSON {\"program\": NOTATION, \"axes\": [..], \"reduce\": [..], \"matrix\": \"..\"} (or use --program)");

@@ -248,8 +248,7 @@ int derive_cmd(const DeriveArgs& a) {
 }
 
 Registrar reg(
-    "rules", "Rewrite rules over collectives, proved by Z3 and cvc5 against the counting semantics", 65,
-    [](CLI::App& sub) -> std::function<int()> {
+    "rules", [](CLI::App& sub) -> std::function<int()> {
       sub.require_subcommand(1);
       auto json = std::make_shared<bool>(false);
       auto* list = sub.add_subcommand("list", "List the rules (positive, adjoint, commuting and negative ones)");

@@ -7,7 +7,7 @@
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/units.hpp"
 
-#ifdef HAVE_P2V_RUNTIME
+#ifdef P2V_HAVE_RUNTIME
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -35,7 +35,7 @@ struct RunArgs {
   bool no_verify = false, no_baseline = false, show_plan = false, check_plan = false;
 };
 
-#ifdef HAVE_P2V_RUNTIME
+#ifdef P2V_HAVE_RUNTIME
 
 std::int64_t parse_bytes(const std::string& s) {
   const double v = engine::parse_size(s, "--bytes", static_cast<double>(1LL << 40));
@@ -345,8 +345,7 @@ int run_command(const RunArgs& a, const runtime::JobRequest& req) {
 #endif
 
 Registrar reg(
-    "run", "Run reduction programs on MPI ranks or NCCL GPUs (under mpirun), check the results, time them",
-    70, [](CLI::App& sub) -> std::function<int()> {
+    "run", [](CLI::App& sub) -> std::function<int()> {
       auto a = std::make_shared<RunArgs>();
       auto r = std::make_shared<runtime::JobRequest>();
       sub.add_option("--system", r->system, "system file (JSON) or inline hierarchy, e.g. node=2,gpu=4");
@@ -388,7 +387,7 @@ Registrar reg(
                    "debug: compare every rank's own plan with the global plan (at most 512 ranks) before running");
       sub.add_option("--inject-fault", a->fault, "testing: corrupt one element after STEP on RANK (STEP:RANK)");
       return [a, r]() -> int {
-#ifdef HAVE_P2V_RUNTIME
+#ifdef P2V_HAVE_RUNTIME
         return run_command(*a, *r);
 #else
         throw Error("this p2v was built without the runtime (MPI not found or P2V_WITH_MPI=OFF)");

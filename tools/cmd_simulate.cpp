@@ -177,8 +177,8 @@ void print_table(const SimArgs& a, const sim::SimulateReport& r) {
   if (r.measurements) print_measurements(*r.measurements);
 }
 
-Registrar reg("simulate", "Rank placements and reduction programs by predicted time on the system's topology", 50,
-              [](CLI::App& sub) -> std::function<int()> {
+Registrar reg(
+    "simulate", [](CLI::App& sub) -> std::function<int()> {
                 auto a = std::make_shared<SimArgs>();
                 add_options(sub, *a);
                 const CLI::Option* top = sub.get_option("--top");

@@ -129,8 +129,7 @@ void print_table(const StepArgs& a, const StepCommand& c) {
 }
 
 Registrar reg(
-    "step", "Simulate a training step (compute + bucketed gradient sync) and choose buckets, programs and placement",
-    55, [](CLI::App& sub) -> std::function<int()> {
+    "step", [](CLI::App& sub) -> std::function<int()> {
       auto a = std::make_shared<StepArgs>();
       add_options(sub, *a);
       return [a] {

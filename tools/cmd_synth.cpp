@@ -17,7 +17,7 @@
 #include "p2v/engine/state.hpp"
 #include "p2v/engine/synth.hpp"
 #include "p2v/engine/synth_format.hpp"
-#ifdef HAVE_P2V_ENCODINGS
+#ifdef P2V_HAVE_ENCODINGS
 #include "p2v/encodings/certificate.hpp"
 #endif
 
@@ -123,7 +123,7 @@ class SynthRun {
   }
 
   void certify([[maybe_unused]] const engine::ParallelismMatrix& x, [[maybe_unused]] MatrixResult& m) {
-#ifdef HAVE_P2V_ENCODINGS
+#ifdef P2V_HAVE_ENCODINGS
     encodings::CertifyOptions co;
     co.dir = a_.certify;
     co.solvers = encodings::smt::parse_solver_list(a_.solver);
@@ -152,7 +152,7 @@ class SynthRun {
   engine::HierarchyKind kind_;
   engine::SynthOptions opt_;
   std::map<std::string, std::shared_ptr<const Synthesized>> by_shape_;
-#ifdef HAVE_P2V_ENCODINGS
+#ifdef P2V_HAVE_ENCODINGS
   std::map<std::string, std::vector<encodings::EnumerationResult>> shape_runs_;
 #endif
 };
@@ -190,8 +190,7 @@ int run_synth(const SynthArgs& a) {
 }
 
 Registrar reg(
-    "synth", "Synthesize every valid reduction program up to a size bound, for each placement", 30,
-    [](CLI::App& sub) -> std::function<int()> {
+    "synth", [](CLI::App& sub) -> std::function<int()> {
       auto a = std::make_shared<SynthArgs>();
       add_problem_options(sub, a->problem);
       add_search_options(sub, a->search, /*with_hierarchy=*/true);

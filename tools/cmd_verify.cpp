@@ -1,7 +1,7 @@
 // p2v verify: enumerates every valid program with the SMT solver(s) and with the enumerator, per
 // matrix, and reports whether the sets are identical (differences as concrete programs with the
 // state where the sides disagree); optionally writes certificates.
-#ifdef HAVE_P2V_ENCODINGS
+#ifdef P2V_HAVE_ENCODINGS
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 #include <fmt/ranges.h>
@@ -79,9 +79,7 @@ std::string diagnose(const engine::SynthResult& r, const engine::Program& prog, 
 }
 
 Registrar reg(
-    "verify",
-    "Cross-check the enumerator with the SMT encodings (Z3, cvc5): same set of programs per matrix", 40,
-    [](CLI::App& sub) -> std::function<int()> {
+    "verify", [](CLI::App& sub) -> std::function<int()> {
       auto a = std::make_shared<VerifyArgs>();
       add_problem_options(sub, a->problem);
       add_search_options(sub, a->search, /*with_hierarchy=*/true);
@@ -369,4 +367,4 @@ Registrar reg(
 
 }  // namespace
 }  // namespace p2v::tools
-#endif  // HAVE_P2V_ENCODINGS
+#endif  // P2V_HAVE_ENCODINGS

@@ -1,6 +1,5 @@
 // p2v: synthesizes certified reduction programs for hierarchical accelerator systems.
 #include <CLI/CLI.hpp>
-#include <algorithm>
 #include <cstdio>
 #include <fmt/core.h>
 
@@ -20,22 +19,6 @@ std::vector<Command>& registry() {
 }  // namespace p2v::tools
 
 namespace {
-
-// Subcommands that live in companion executables (see tools/CMakeLists.txt).
-struct External {
-  const char* name;
-  const char* exe;
-  const char* description;
-  int order;
-};
-constexpr External kExternal[] = {
-    {"verify", "p2v-smt", "Enumerate with Z3/cvc5 and the enumerator and check the sets are identical", 40},
-    {"check", "p2v-smt", "Check certificates with the independent checker", 50},
-    {"prove", "p2v-smt", "Check Theorem 3.2 and lemmas B.1-B.8, at any size (per shape)", 60},
-    {"rewrite", "p2v-smt", "Rewrite a program into a faster equal one with the verified rules, with a certificate", 66},
-    {"rules", "p2v-smt", "Rewrite rules over collectives, proved by Z3 and cvc5 against the counting semantics", 65},
-    {"run", "p2v-run", "Run programs on MPI (CPUs) or NCCL (GPUs) and check the results", 70},
-};
 
 bool registered(const std::string& name) {
   for (const auto& c : p2v::tools::registry())
@@ -66,9 +49,9 @@ int main(int argc, char** argv) {
   using namespace p2v::tools;
   if (argc > 1) {
     const std::string sub = argv[1];
-    for (const auto& e : kExternal)
+    for (const auto& e : command_table())
       if (sub == e.name && !registered(sub)) exec_companion(e.exe, argv);
-#ifndef P2V_TOOL_SMT
+#ifndef P2V_HAVE_ENCODINGS
     // Certificates need the solvers: hand `synth --certify` to p2v-smt.
     if (sub == "synth")
       for (int i = 2; i < argc; ++i)
@@ -78,7 +61,7 @@ int main(int argc, char** argv) {
     if (sub == "reshard")
       for (int i = 2; i < argc; ++i) {
         if (std::strncmp(argv[i], "--certify", 9) == 0) exec_companion("p2v-smt", argv);
-#ifndef P2V_TOOL_RUN
+#ifndef P2V_HAVE_RUNTIME
         if (std::strcmp(argv[i], "--run") == 0) exec_companion("p2v-run", argv);
 #endif
       }
@@ -88,17 +71,23 @@ int main(int argc, char** argv) {
                "hierarchical accelerator systems"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "p2v 0.1.0");
+  // Every command of the table, in its order: built here (with its options), or handed to the
+  // executable that has it.
   auto& cmds = registry();
-  std::stable_sort(cmds.begin(), cmds.end(),
-                   [](const Command& a, const Command& b) { return a.order < b.order; });
   std::vector<std::function<int()>> runners(cmds.size());
   std::vector<CLI::App*> subs(cmds.size());
-  for (std::size_t i = 0; i < cmds.size(); ++i) {
-    subs[i] = app.add_subcommand(cmds[i].name, cmds[i].description);
-    runners[i] = cmds[i].setup(*subs[i]);
+  for (const auto& e : command_table()) {
+    if (!registered(e.name)) {
+      app.add_subcommand(e.name, e.description)->allow_extras()->group("Subcommands");
+      continue;
+    }
+    for (std::size_t i = 0; i < cmds.size(); ++i)
+      if (cmds[i].name == e.name) {
+        subs[i] = app.add_subcommand(e.name, e.description);
+        runners[i] = cmds[i].setup(*subs[i]);
+      }
   }
-  for (const auto& e : kExternal)
-    if (!registered(e.name)) app.add_subcommand(e.name, e.description)->allow_extras()->group("Subcommands");
+  for (const auto& c : cmds) command_info(c.name);  // every built command is in the table
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

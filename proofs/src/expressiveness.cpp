@@ -37,7 +37,7 @@ bool MatrixReport::ok() const {
 }
 
 bool have_smt() {
-#ifdef P2V_PROOFS_HAVE_SMT
+#ifdef P2V_HAVE_SMT
   return true;
 #else
   return false;

@@ -2,13 +2,13 @@
 
 #include "twin.hpp"
 
-#ifdef P2V_PROOFS_HAVE_SMT
+#ifdef P2V_HAVE_SMT
 #include "p2v/encodings/smt.hpp"
 #endif
 
 namespace p2v::proofs::detail {
 
-#ifdef P2V_PROOFS_HAVE_SMT
+#ifdef P2V_HAVE_SMT
 namespace {
 // Signature of a lowered instruction: 3 bits of collective, then one bit per device pair (u < v)
 // saying whether u and v share a group. Groups have >= 2 members, so this determines them.
@@ -30,7 +30,7 @@ std::vector<bool> signature(const engine::LoweredStep& s, int n) {
 TwinAnswer twin_query(const std::string& solver, const std::vector<engine::LoweredStep>& weak,
                       const std::vector<engine::LoweredStep>& strong, int n, unsigned timeout_ms) {
   TwinAnswer a;
-#ifndef P2V_PROOFS_HAVE_SMT
+#ifndef P2V_HAVE_SMT
   (void)solver, (void)weak, (void)strong, (void)n, (void)timeout_ms;
   a.result = "unavailable";
   a.why = "built without the SMT encodings (P2V_WITH_SMT=OFF)";

@@ -18,7 +18,7 @@
 #include "p2v/engine/synth.hpp"
 #include "p2v/engine/system.hpp"
 
-#ifdef HAVE_P2V_CHECKER
+#ifdef P2V_HAVE_CHECKER
 #include "p2v/checker/checker.hpp"
 
 using namespace p2v;
@@ -251,7 +251,7 @@ TEST_CASE("end to end: p2v verify --certify, p2v check, exit codes") {
 #endif
 #endif
 
-#ifdef HAVE_P2V_CHECKER
+#ifdef P2V_HAVE_CHECKER
 // Certificates at any size (docs/shape.md): 131,072 devices, checked without per-device work;
 // every kind of tampering refused.
 TEST_CASE("shape certificates: 131072 devices round-trip; tampering is refused") {

@@ -166,3 +166,27 @@ TEST_CASE("bad input fails cleanly with a non-zero exit and a message naming the
   CHECK(r.err.find("--system") != std::string::npos);
   std::remove(bad.c_str());
 }
+
+TEST_CASE("every executable's --help lists the same commands with the same descriptions") {
+  const std::string bin = P2V_BIN;
+  const std::string dir = bin.substr(0, bin.rfind('/'));
+  auto commands = [](const std::string& help) { return help.substr(help.find("Subcommands:")); };
+  const auto main_help = run("--help");
+  REQUIRE(main_help.code == 0);
+  CHECK(main_help.out.find("  run ") != std::string::npos);
+  CHECK(main_help.out.find("  verify ") != std::string::npos);
+  for (const char* exe : {"p2v-smt", "p2v-run"}) {
+    std::FILE* f = std::fopen((dir + "/" + exe).c_str(), "r");
+    if (!f) continue;  // not built here (no solvers / no MPI)
+    std::fclose(f);
+    CAPTURE(exe);
+    std::string out;
+    FILE* p = ::popen((dir + "/" + exe + " --help").c_str(), "r");
+    REQUIRE(p != nullptr);
+    std::array<char, 4096> buf{};
+    std::size_t n;
+    while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+    CHECK(::pclose(p) == 0);
+    CHECK(commands(out) == commands(main_help.out));
+  }
+}

@@ -2,6 +2,7 @@
 #include "p2v/runtime/mpi/reshard.hpp"
 
 #include <fmt/core.h>
+#include <mpi.h>
 
 #include <algorithm>
 #include <map>
@@ -70,7 +71,8 @@ struct Comms {
 
 }  // namespace
 
-ReshardRun run_reshard(MPI_Comm world, const rs::Plan& plan, const rs::Program& prog, int iterations) {
+ReshardRun run_reshard(const rs::Plan& plan, const rs::Program& prog, int iterations) {
+  MPI_Comm world = MPI_COMM_WORLD;
   int rank = 0, size = 1;
   MPI_Comm_rank(world, &rank);
   MPI_Comm_size(world, &size);

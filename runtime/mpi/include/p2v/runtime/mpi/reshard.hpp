@@ -6,8 +6,6 @@
 #include <cstdint>
 #include <string>
 
-#include <mpi.h>
-
 #include "p2v/engine/reshard.hpp"
 
 namespace p2v::runtime {
@@ -20,8 +18,9 @@ struct ReshardRun {
   int splits = 0;                 // communicator splits made
 };
 
-// Collective over `world` (size = mesh devices, else p2v::Error on every rank). Elements are int64.
-ReshardRun run_reshard(MPI_Comm world, const engine::reshard::Plan& plan, const engine::reshard::Program& prog,
+// Collective over MPI_COMM_WORLD (size = mesh devices, else p2v::Error on every rank). Elements
+// are int64.
+ReshardRun run_reshard(const engine::reshard::Plan& plan, const engine::reshard::Program& prog,
                        int iterations = 3);
 
 }  // namespace p2v::runtime
