@@ -107,7 +107,7 @@ Registrar reg(
         const std::size_t shown = a->top < 0 ? rows.size() : std::min<std::size_t>(rows.size(), static_cast<std::size_t>(a->top));
         if (a->json) {
           nlohmann::json out;
-          out["system"] = nlohmann::json::parse(engine::system_to_json(p.system));
+          out["system"] = engine::system_json(p.system);
           out["axes"] = p.axes;
           out["algo"] = a->cost.algo;
           out["bytes"] = copt.bytes;

@@ -316,7 +316,7 @@ Calibration calibrate(Simulator& sim, const std::vector<Measurement>& ms, Algori
 
 std::string calibrated_system_json(const System& s, const Topology& t, const std::string& note) {
   using json = nlohmann::json;
-  json j = json::parse(system_to_json(s));
+  json j = engine::system_json(s);
   const auto classes = t.classes();
   auto has = [&](const std::string& c) { return std::find(classes.begin(), classes.end(), c) != classes.end(); };
   for (auto& l : j["levels"]) {
