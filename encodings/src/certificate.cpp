@@ -144,26 +144,61 @@ std::string certificate_json(const engine::System& sys, const engine::Placement&
   facts["enumerator"] = {{"found", true}, {"programs", r.programs.size()}, {"nodes", r.nodes}};
   json found = json::array(), shorter = json::array(), complete = json::array();
   const int n = static_cast<int>(prog.size());
+  const int L = opt.max_size;
   for (const auto& run : runs) {
+    const json who{{"solver", run.solver}, {"version", run.version}, {"settings", run.settings}};
+    auto fact = [&who](json f) {
+      json out = who;
+      out.update(f);
+      return out;
+    };
     const bool has = std::binary_search(run.programs.begin(), run.programs.end(), prog,
                                         [](const engine::Program& a, const engine::Program& b) {
                                           return a.size() != b.size() ? a.size() < b.size() : a < b;
                                         });
+    if (run.method == RunMethod::Closure) {
+      if (has)
+        found.push_back(fact({{"bound", n}, {"method", "closure"},
+                              {"query", "each step of this program from its start state, with its successor's goal status"},
+                              {"result", "sat"}, {"seconds", run.validity_seconds}}));
+      if (n > 1)
+        shorter.push_back(fact({{"bound", n - 1}, {"method", "closure"},
+                                {"query", "a valid program of at most " + std::to_string(n - 1) + " steps"},
+                                {"result", "none: follows from the closure fact in facts.complete"}}));
+      complete.push_back(fact(
+          {{"bound", L}, {"method", "closure"}, {"programs", run.programs.size()},
+           {"states", run.closure_states}, {"steps", run.closure_edges},
+           {"query", "from each of the " + std::to_string(run.closure_states) +
+                         " reachable states (depth < " + std::to_string(L) +
+                         ", not the goal), a valid step other than the " + std::to_string(run.closure_edges) +
+                         " listed ones with their successors"},
+           {"result", "unsat"}, {"seconds", run.closure_seconds},
+           {"conclusion", "by induction on the length, every valid program of at most " + std::to_string(L) +
+                              " steps is a path of the closed state graph, whose paths are exactly the " +
+                              std::to_string(run.programs.size()) + " listed programs"}}));
+      continue;
+    }
+    const char* method = run.method == RunMethod::Confirm ? "confirm" : "enumerate";
     double bound_s = 0;
     for (const auto& b : run.bounds)
       if (b.bound == n) bound_s = b.seconds;
-    if (has) found.push_back({{"solver", run.solver}, {"version", run.version}, {"bound", n}, {"seconds", bound_s}});
+    if (has)
+      found.push_back(fact({{"bound", n}, {"method", method}, {"seconds", bound_s},
+                            {"query", run.method == RunMethod::Confirm
+                                          ? "this program (its choices fixed) satisfies the encoding of " + std::to_string(n) + " steps"
+                                          : "a valid program of exactly " + std::to_string(n) + " steps (blocking those found before)"},
+                            {"result", "sat"}}));
     for (const auto& b : run.bounds) {
       if (b.bound < n && b.programs == 0)
-        shorter.push_back({{"solver", run.solver}, {"version", run.version}, {"bound", b.bound},
-                           {"query", "a valid program of exactly " + std::to_string(b.bound) + " steps"},
-                           {"result", smt::to_string(b.final_result)}, {"seconds", b.final_seconds}});
-      complete.push_back({{"solver", run.solver}, {"version", run.version}, {"bound", b.bound},
-                          {"programs", b.programs},
-                          {"query", "another valid program of exactly " + std::to_string(b.bound) +
-                                        " steps after blocking the " + std::to_string(b.programs) + " found"},
-                          {"result", smt::to_string(b.final_result)}, {"seconds", b.final_seconds},
-                          {"bound_seconds", b.seconds}});
+        shorter.push_back(fact({{"bound", b.bound}, {"method", method},
+                                {"query", "a valid program of exactly " + std::to_string(b.bound) + " steps"},
+                                {"result", smt::to_string(b.final_result)}, {"seconds", b.final_seconds}}));
+      complete.push_back(fact({{"bound", b.bound}, {"method", method}, {"programs", b.programs},
+                               {"query", "another valid program of exactly " + std::to_string(b.bound) +
+                                             " steps after blocking the " + std::to_string(b.programs) +
+                                             (run.method == RunMethod::Confirm ? " listed" : " found")},
+                               {"result", smt::to_string(b.final_result)}, {"seconds", b.final_seconds},
+                               {"bound_seconds", b.seconds}}));
     }
   }
   facts["found_by"] = found;
@@ -194,10 +229,18 @@ CertifyResult solve_and_compare(const engine::Placement& p, const engine::SynthR
     out.runs = *runs;
   } else {
     // The solvers run concurrently (independent contexts); the first error is reported.
+    // Each solver confirms the enumerator's set: every program valid, no other one up to the bound.
+    auto name = [&r](const engine::Program& prog) { return engine::program_name(r, prog); };
     std::vector<std::future<EnumerationResult>> fut;
     for (auto kind : c.solvers)
-      fut.push_back(std::async(std::launch::async,
-                               [&, kind] { return enumerate_programs(kind, sp, opt.max_size, c.search); }));
+      fut.push_back(std::async(std::launch::async, [&, kind] {
+        switch (c.method) {
+          case RunMethod::Enumerate: return enumerate_programs(kind, sp, opt.max_size, c.search);
+          case RunMethod::Confirm: return confirm_programs(kind, sp, r.programs, opt.max_size, c.search, name);
+          case RunMethod::Closure: break;
+        }
+        return confirm_by_closure(kind, sp, r.programs, opt.max_size, c.search, name);
+      }));
     std::string err;
     for (auto& f : fut) {
       try {
