@@ -9,6 +9,7 @@
 
 #include "command.hpp"
 #include "common.hpp"
+#include "solver_flags.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/shape.hpp"
 #include "p2v/engine/state.hpp"
@@ -31,6 +32,7 @@ struct SynthArgs {
   std::string certify, solver = "both";
   bool proofs = false;
   double timeout_s = 300;
+  SolverFlags solver_flags;
 };
 
 // The text of a result's program list, shared by every placement of the same shape: notation,
@@ -130,6 +132,7 @@ Registrar reg(
       sub.add_option("--solver", a->solver, "with --certify: z3, cvc5 or both")->capture_default_str();
       sub.add_flag("--proofs", a->proofs, "with --certify: store cvc5's proofs of the unsat answers beside them");
       sub.add_option("--timeout", a->timeout_s, "with --certify: per solver check, seconds")->capture_default_str();
+      add_solver_flags(sub, a->solver_flags, "with --certify: ");
       return [a] {
         Problem p = load_problem(a->problem);
         engine::SynthOptions opt = a->search.options();
@@ -137,6 +140,7 @@ Registrar reg(
         const std::vector<std::string> names = p.system.level_names();
         const bool shape_path = engine::is_reduction_kind(kind) && !a->concrete;
         if (a->proofs && a->certify.empty()) throw Error("--proofs needs --certify DIR");
+        if (a->solver_flags.given() && a->certify.empty()) throw Error("--z3-logic and --cvc5-option need --certify DIR");
         if (a->lowered && p.system.num_devices() > engine::kMaxLoweredDevices)
           throw Error(fmt::format("--lowered lists explicit device groups for systems of at most {} devices; this one "
                                   "has {}: drop --lowered (steps are printed as level patterns) or use a smaller system",
@@ -202,6 +206,7 @@ Registrar reg(
             co.search.proofs = a->proofs;
             co.search.timeout_ms = static_cast<unsigned>(a->timeout_s * 1000);
             co.search.bury_solver = true;  // a command-line run: the process exits soon after
+            apply_solver_flags(a->solver_flags, co.search);
             if (m.shape) {
               // The solvers run once per shape, on its smallest instance.
               const auto sig = m.shape->signature();

@@ -19,6 +19,7 @@
 #include "p2v/engine/shape.hpp"
 #include <optional>
 #include "common.hpp"
+#include "solver_flags.hpp"
 #include "p2v/encodings/certificate.hpp"
 #include "p2v/encodings/search.hpp"
 #include "p2v/engine/error.hpp"
@@ -41,6 +42,7 @@ struct VerifyArgs {
   bool proofs = false;
   bool json = false;
   std::string encoding = "auto";
+  SolverFlags solver_flags;
 };
 
 // Why the engine's Hoare rules reject (or accept) `prog`: the first failing step with the state
@@ -106,6 +108,7 @@ Registrar reg(
                      "shape's smallest instance, docs/shape.md; hierarchy (d) only) or auto (shape above 16 "
                      "devices per reduction group)")
           ->capture_default_str();
+      add_solver_flags(sub, a->solver_flags);
       return [a] {
         Problem p = load_problem(a->problem);
         engine::SynthOptions opt = a->search.options();
@@ -122,6 +125,7 @@ Registrar reg(
         so.timeout_ms = static_cast<unsigned>(a->timeout_s * 1000);
         so.proofs = a->proofs;
         so.bury_solver = true;  // a command-line run: the process exits soon after
+        apply_solver_flags(a->solver_flags, so);
         const std::vector<std::string> names = p.system.level_names();
 
         nlohmann::json out;

@@ -62,6 +62,7 @@ int main(int argc, char** argv) {
       const auto sp = make_search_problem(r.hierarchy, r.instructions, {all});
       SearchOptions o;
       o.choice = parse_choice_encoding(choice);
+      o.progress = [](const std::string& line) { fmt::print(stderr, "  {}\n", line); };
       for (auto kind : smt::parse_solver_list(solver)) {
         std::vector<double> ts;
         EnumerationResult e;

@@ -171,7 +171,8 @@ std::string certificate_json(const engine::System& sys, const engine::Placement&
            {"query", "from each of the " + std::to_string(run.closure_states) +
                          " reachable states (depth < " + std::to_string(L) +
                          ", not the goal), a valid step other than the " + std::to_string(run.closure_edges) +
-                         " listed ones with their successors"},
+                         " listed ones with their successors (from states first reached at depth " +
+                         std::to_string(L - 1) + ": a valid step to the goal other than the listed ones)"},
            {"result", "unsat"}, {"seconds", run.closure_seconds},
            {"conclusion", "by induction on the length, every valid program of at most " + std::to_string(L) +
                               " steps is a path of the closed state graph, whose paths are exactly the " +

@@ -1,5 +1,7 @@
 #include "p2v/encodings/search.hpp"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -797,9 +799,13 @@ StateGraph reachable_states(const SearchProblem& p, int max_size) {
   for (std::size_t u = 0; u < g.states.size(); ++u) {  // breadth first: depth[u] is minimal
     if (g.goal[u] || g.depth[u] >= max_size) continue;
     g.expanded[u] = 1;
+    // From the last level (depth max_size - 1) only steps to the goal matter: a program that is
+    // there at step max_size - 1 must reach the goal with its last step.
+    const bool last = g.depth[u] == max_size - 1;
     for (std::size_t i = 0; i < p.instructions.size(); ++i) {
       const auto& in = p.instructions[i];
       if (!g.states[u].apply(in.collective, in.groups, next)) continue;
+      if (last && !(next == goal)) continue;
       const int v = add(next, g.depth[u] + 1);
       g.succ[u].push_back({static_cast<int>(i), v});
     }
@@ -849,6 +855,8 @@ EnumerationResult confirm_by_closure(smt::SolverKind kind, const SearchProblem& 
     return "[" + t + "]";
   };
   const StateGraph g = reachable_states(p, max_size);
+  if (opt.progress)
+    opt.progress(fmt::format("{}: closure over {} reachable states", to_string(kind), g.states.size()));
   // The graph's paths must be exactly the given programs (a check of the enumerator against the
   // reference semantics; the solver facts below are what make them the valid programs).
   const auto paths = graph_programs(g, max_size, programs.size());
@@ -884,8 +892,13 @@ EnumerationResult confirm_by_closure(smt::SolverKind kind, const SearchProblem& 
   for (std::size_t u = 0; u < g.states.size(); ++u) {
     if (!g.expanded[u]) continue;
     ++res.closure_states;
+    if (opt.progress && res.closure_states % 200 == 0)
+      opt.progress(fmt::format("{}: {} states closed", to_string(kind), res.closure_states));
     s->push();
     s->add(e->state_is(0, g.states[u]));
+    // On the last level the closure is about steps to the goal only (see reachable_states).
+    const bool last = g.depth[u] == max_size - 1;
+    if (last) s->add(e->goal(1));
     // Validity of the programs' steps from u: the step relation holds, with the successor's goal status.
     for (auto [i, v] : used[u]) {
       const auto tc = Clock::now();
@@ -900,7 +913,8 @@ EnumerationResult confirm_by_closure(smt::SolverKind kind, const SearchProblem& 
                     std::to_string(i) + " from a state at depth " + std::to_string(g.depth[u]) +
                     "); nothing is certified (run p2v verify for the details)");
     }
-    // Closure: no valid step from u other than the listed ones (with their exact successors).
+    // Closure: no valid step from u other than the listed ones (with their exact successors); on
+    // the last level, no valid step to the goal other than the listed ones.
     for (auto [i, v] : g.succ[u]) s->add(!(e->chosen(1, i) && e->state_is(1, g.states[static_cast<std::size_t>(v)])));
     res.closure_edges += static_cast<int>(g.succ[u].size());
     const auto tc = Clock::now();

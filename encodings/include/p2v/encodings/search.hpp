@@ -53,6 +53,8 @@ struct SearchOptions {
   bool proofs = false;      // cvc5: keep the proof of the final unsat answer of every bound
   bool keep_states = false; // keep the model's state after every step of every program
   std::int64_t max_programs = 0;  // stop (throws) after this many programs; 0 = no limit
+  // Called with progress lines by the long searches (confirm_by_closure), from the solver's thread.
+  std::function<void(const std::string&)> progress;
   // Skip the solver's teardown: it takes as long as the search itself on large encodings (cvc5 on
   // [1 16], L = 5: 3.8-4.5 s after a 4-5 s search). The memory is released when the process exits
   // (as clang's -disable-free does), as long as the process stays below a quarter of the machine's
@@ -137,7 +139,9 @@ EnumerationResult confirm_programs(smt::SolverKind kind, const SearchProblem& p,
 // the goal must be exactly `programs`. Then the solver, on one step whose start state is fixed to
 // each reachable state in turn: (1) accepts every step the programs take, with its successor
 // state and that state's goal status (sat; so every program is valid in the encoding), and
-// (2) finds no valid step besides the listed ones with their successors (unsat). By induction on
+// (2) finds no valid step besides the listed ones with their successors (unsat; from the states
+// first reached at depth max_size - 1: no valid step *to the goal* besides the listed ones, as a
+// program there must end with its next step). By induction on
 // the length, every valid program of at most max_size steps is a path of that graph, i.e. one of
 // `programs`. Binary choices only. Throws p2v::Error as confirm_programs does.
 EnumerationResult confirm_by_closure(smt::SolverKind kind, const SearchProblem& p,
