@@ -11,6 +11,7 @@
 #include <set>
 
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/replay.hpp"
 #include "p2v/engine/state.hpp"
 
 namespace p2v::encodings {
@@ -81,23 +82,18 @@ std::string state_text(const LocalState& s, int device) {
 
 std::vector<LocalState> replay_states(const engine::SynthResult& r, const engine::Program& prog) {
   const int k = r.hierarchy.num_local();
-  auto to_local = [k](const engine::StateSet& s) {
+  const engine::Trace t = engine::replay(r, prog);
+  if (t.failed_step >= 0)
+    throw Error("replay: step " +
+                engine::instruction_name(r.hierarchy, r.instructions.at(static_cast<std::size_t>(prog[t.failed_step]))) +
+                " is invalid: " + t.reason);
+  std::vector<LocalState> out;
+  for (const auto& s : t.states) {
     LocalState ls(k, std::vector<std::vector<bool>>(k, std::vector<bool>(k, false)));
     for (int d = 0; d < k; ++d)
       for (int row = 0; row < k; ++row)
         for (int c = 0; c < k; ++c) ls[d][row][c] = s.get(d, row, c);
-    return ls;
-  };
-  std::vector<LocalState> out;
-  engine::StateSet cur = engine::StateSet::initial(k), next(k);
-  out.push_back(to_local(cur));
-  for (int i : prog) {
-    const auto& in = r.instructions.at(static_cast<std::size_t>(i));
-    std::string why;
-    if (!cur.apply(in.collective, in.grouping.groups, next, &why))
-      throw Error("replay: step " + engine::instruction_name(r.hierarchy, in) + " is invalid: " + why);
-    cur = next;
-    out.push_back(to_local(cur));
+    out.push_back(std::move(ls));
   }
   return out;
 }
