@@ -848,6 +848,7 @@ EnumerationResult confirm_by_closure(smt::SolverKind kind, const SearchProblem& 
   const auto t_all = Clock::now();
   EnumerationResult res;
   res.method = RunMethod::Closure;
+  if (opt.choice != ChoiceEncoding::Binary) throw Error("the closure check needs the binary choice encoding");
   auto text = [&](const engine::Program& prog) {
     if (name) return name(prog);
     std::string t;
