@@ -12,6 +12,7 @@
 
 #include "command.hpp"
 #include "common.hpp"
+#include "solver_flags.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/shape.hpp"
 #include "p2v/engine/state.hpp"
@@ -32,6 +33,7 @@ struct SynthArgs {
   std::string certify, solver = "both";
   bool proofs = false;
   double timeout_s = 300;
+  SolverFlags solver_flags;
 };
 
 // A synthesis result with its program records and their JSON text, shared by every placement of
@@ -130,6 +132,7 @@ class SynthRun {
     co.search.proofs = a_.proofs;
     co.search.timeout_ms = static_cast<unsigned>(a_.timeout_s * 1000);
     co.search.bury_solver = true;  // a command-line run: the process exits soon after
+    apply_solver_flags(a_.solver_flags, co.search);
     if (m.shape) {
       // The solvers run once per shape, on its smallest instance.
       const auto sig = m.shape->signature();
@@ -160,6 +163,7 @@ class SynthRun {
 int run_synth(const SynthArgs& a) {
   const Problem p = load_problem(a.problem);
   if (a.proofs && a.certify.empty()) throw Error("--proofs needs --certify DIR");
+  if (a.solver_flags.given() && a.certify.empty()) throw Error("--z3-logic and --cvc5-option need --certify DIR");
   if (a.lowered && p.system.num_devices() > engine::kMaxLoweredDevices)
     throw Error(fmt::format("--lowered lists explicit device groups for systems of at most {} devices; this one "
                             "has {}: drop --lowered (steps are printed as level patterns) or use a smaller system",
@@ -210,6 +214,7 @@ Registrar reg(
       sub.add_option("--solver", a->solver, "with --certify: z3, cvc5 or both")->capture_default_str();
       sub.add_flag("--proofs", a->proofs, "with --certify: store cvc5's proofs of the unsat answers beside them");
       sub.add_option("--timeout", a->timeout_s, "with --certify: per solver check, seconds")->capture_default_str();
+      add_solver_flags(sub, a->solver_flags, "with --certify: ");
       return [a] { return run_synth(*a); };
     });
 

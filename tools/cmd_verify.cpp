@@ -19,9 +19,11 @@
 #include "p2v/engine/shape.hpp"
 #include <optional>
 #include "common.hpp"
+#include "solver_flags.hpp"
 #include "p2v/encodings/certificate.hpp"
 #include "p2v/encodings/search.hpp"
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/replay.hpp"
 #include "p2v/engine/state.hpp"
 #include "p2v/engine/synth.hpp"
 
@@ -41,39 +43,29 @@ struct VerifyArgs {
   bool proofs = false;
   bool json = false;
   std::string encoding = "auto";
+  SolverFlags solver_flags;
 };
 
 // Why the engine's Hoare rules reject (or accept) `prog`: the first failing step with the state
-// before it, or "valid".
+// before it, or "valid" with the states after each step (engine::replay).
 std::string diagnose(const engine::SynthResult& r, const engine::Program& prog, const engine::Groups& goal_groups) {
   const int k = r.hierarchy.num_local();
-  const auto goal = engine::StateSet::goal(k, goal_groups);
-  engine::StateSet cur = engine::StateSet::initial(k), next(k);
-  for (std::size_t t = 0; t < prog.size(); ++t) {
-    const auto& in = r.instructions.at(static_cast<std::size_t>(prog[t]));
-    std::string why;
-    if (cur == goal) return fmt::format("the goal is already reached before step {}", t + 1);
-    if (!cur.apply(in.collective, in.grouping.groups, next, &why)) {
-      std::string s = fmt::format("step {} ({}) is invalid: {}; state before it:", t + 1,
-                                  engine::instruction_name(r.hierarchy, in), why);
-      for (int d = 0; d < k; ++d) s += fmt::format("\n        device {}: {}", d, cur.describe_device(d));
-      return s;
-    }
-    cur = next;
-  }
-  if (!(cur == goal)) {
-    std::string s = "every step is valid but the final state is not the goal:";
-    for (int d = 0; d < k; ++d) s += fmt::format("\n        device {}: {}", d, cur.describe_device(d));
+  const engine::Trace t = engine::replay(r, prog, &goal_groups);
+  auto devices = [k](const engine::StateSet& st) {
+    std::string s;
+    for (int d = 0; d < k; ++d) s += fmt::format("\n        device {}: {}", d, st.describe_device(d));
     return s;
-  }
+  };
+  if (t.failed_step >= 0 && t.reason.rfind("the goal", 0) == 0) return t.reason;
+  if (t.failed_step >= 0)
+    return fmt::format("step {} ({}) is invalid: {}; state before it:{}", t.failed_step + 1,
+                       engine::instruction_name(r.hierarchy, r.instructions.at(static_cast<std::size_t>(prog[t.failed_step]))),
+                       t.reason, devices(t.states.back()));
+  if (!t.reaches_goal) return "every step is valid but the final state is not the goal:" + devices(t.states.back());
   std::string s = "valid under the engine's rules; states after each step:";
-  cur = engine::StateSet::initial(k);
-  for (std::size_t t = 0; t < prog.size(); ++t) {
-    const auto& in = r.instructions.at(static_cast<std::size_t>(prog[t]));
-    cur.apply(in.collective, in.grouping.groups, next);
-    cur = next;
-    s += fmt::format("\n        after step {}:", t + 1);
-    for (int d = 0; d < k; ++d) s += fmt::format(" [{}] {}", d, cur.describe_device(d));
+  for (std::size_t i = 1; i < t.states.size(); ++i) {
+    s += fmt::format("\n        after step {}:", i);
+    for (int d = 0; d < k; ++d) s += fmt::format(" [{}] {}", d, t.states[i].describe_device(d));
   }
   return s;
 }
@@ -104,6 +96,7 @@ Registrar reg(
                      "shape's smallest instance, docs/shape.md; hierarchy (d) only) or auto (shape above 16 "
                      "devices per reduction group)")
           ->capture_default_str();
+      add_solver_flags(sub, a->solver_flags);
       return [a] {
         Problem p = load_problem(a->problem);
         engine::SynthOptions opt = a->search.options();
@@ -120,6 +113,7 @@ Registrar reg(
         so.timeout_ms = static_cast<unsigned>(a->timeout_s * 1000);
         so.proofs = a->proofs;
         so.bury_solver = true;  // a command-line run: the process exits soon after
+        apply_solver_flags(a->solver_flags, so);
         const std::vector<std::string> names = p.system.level_names();
 
         nlohmann::json out;

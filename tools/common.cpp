@@ -56,6 +56,9 @@ void add_search_options(CLI::App& sub, SearchArgs& a, bool with_hierarchy) {
       ->capture_default_str();
   if (with_hierarchy)
     sub.add_flag("--no-collapse", a.no_collapse, "use the uncollapsed reduction-axes hierarchy (d)");
+  sub.add_flag("--stats", a.stats,
+               "print the enumerator's search counters to stderr (attempts, applied steps, memo entries and hits, "
+               "nodes, group cache, results, device states)");
 }
 
 void add_preset_option(CLI::App& sub, std::string& preset) {
@@ -90,6 +93,7 @@ engine::SynthOptions SearchArgs::options() const {
   engine::SynthOptions opt;
   opt.max_size = max_size;
   opt.master = engine::parse_master_collectives(master);
+  opt.stats = stats;
   return opt;
 }
 

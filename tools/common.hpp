@@ -46,6 +46,7 @@ struct SearchArgs {
   int max_size = 5;
   std::string master = "allreduce";
   bool no_collapse = false;
+  bool stats = false;  // --stats: the enumerator's search counters on stderr
   engine::SynthOptions options() const;
   // --hierarchy with --no-collapse applied (throws p2v::Error on a bad combination).
   engine::HierarchyKind kind() const;

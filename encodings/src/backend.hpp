@@ -13,6 +13,7 @@ class Backend {
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
   virtual std::string version() const = 0;
+  virtual std::string settings() const = 0;
   virtual int bool_val(bool v) = 0;
   virtual int bool_var(const std::string& name) = 0;
   virtual int bv_val(const std::vector<bool>& bits) = 0;  // width = bits.size()

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/replay.hpp"
 #include "p2v/engine/state.hpp"
 
 namespace p2v::encodings {
@@ -81,23 +82,18 @@ std::string state_text(const LocalState& s, int device) {
 
 std::vector<LocalState> replay_states(const engine::SynthResult& r, const engine::Program& prog) {
   const int k = r.hierarchy.num_local();
-  auto to_local = [k](const engine::StateSet& s) {
+  const engine::Trace t = engine::replay(r, prog);
+  if (t.failed_step >= 0)
+    throw Error("replay: step " +
+                engine::instruction_name(r.hierarchy, r.instructions.at(static_cast<std::size_t>(prog[t.failed_step]))) +
+                " is invalid: " + t.reason);
+  std::vector<LocalState> out;
+  for (const auto& s : t.states) {
     LocalState ls(k, std::vector<std::vector<bool>>(k, std::vector<bool>(k, false)));
     for (int d = 0; d < k; ++d)
       for (int row = 0; row < k; ++row)
         for (int c = 0; c < k; ++c) ls[d][row][c] = s.get(d, row, c);
-    return ls;
-  };
-  std::vector<LocalState> out;
-  engine::StateSet cur = engine::StateSet::initial(k), next(k);
-  out.push_back(to_local(cur));
-  for (int i : prog) {
-    const auto& in = r.instructions.at(static_cast<std::size_t>(i));
-    std::string why;
-    if (!cur.apply(in.collective, in.grouping.groups, next, &why))
-      throw Error("replay: step " + engine::instruction_name(r.hierarchy, in) + " is invalid: " + why);
-    cur = next;
-    out.push_back(to_local(cur));
+    out.push_back(std::move(ls));
   }
   return out;
 }
@@ -144,26 +140,62 @@ std::string certificate_json(const engine::System& sys, const engine::Placement&
   facts["enumerator"] = {{"found", true}, {"programs", r.programs.size()}, {"nodes", r.nodes}};
   json found = json::array(), shorter = json::array(), complete = json::array();
   const int n = static_cast<int>(prog.size());
+  const int L = opt.max_size;
   for (const auto& run : runs) {
+    const json who{{"solver", run.solver}, {"version", run.version}, {"settings", run.settings}};
+    auto fact = [&who](json f) {
+      json out = who;
+      out.update(f);
+      return out;
+    };
     const bool has = std::binary_search(run.programs.begin(), run.programs.end(), prog,
                                         [](const engine::Program& a, const engine::Program& b) {
                                           return a.size() != b.size() ? a.size() < b.size() : a < b;
                                         });
+    if (run.method == RunMethod::Closure) {
+      if (has)
+        found.push_back(fact({{"bound", n}, {"method", "closure"},
+                              {"query", "each step of this program from its start state, with its successor's goal status"},
+                              {"result", "sat"}, {"seconds", run.validity_seconds}}));
+      if (n > 1)
+        shorter.push_back(fact({{"bound", n - 1}, {"method", "closure"},
+                                {"query", "a valid program of at most " + std::to_string(n - 1) + " steps"},
+                                {"result", "none: follows from the closure fact in facts.complete"}}));
+      complete.push_back(fact(
+          {{"bound", L}, {"method", "closure"}, {"programs", run.programs.size()},
+           {"states", run.closure_states}, {"steps", run.closure_edges},
+           {"query", "from each of the " + std::to_string(run.closure_states) +
+                         " reachable states (depth < " + std::to_string(L) +
+                         ", not the goal), a valid step other than the " + std::to_string(run.closure_edges) +
+                         " listed ones with their successors (from states first reached at depth " +
+                         std::to_string(L - 1) + ": a valid step to the goal other than the listed ones)"},
+           {"result", "unsat"}, {"seconds", run.closure_seconds},
+           {"conclusion", "by induction on the length, every valid program of at most " + std::to_string(L) +
+                              " steps is a path of the closed state graph, whose paths are exactly the " +
+                              std::to_string(run.programs.size()) + " listed programs"}}));
+      continue;
+    }
+    const char* method = run.method == RunMethod::Confirm ? "confirm" : "enumerate";
     double bound_s = 0;
     for (const auto& b : run.bounds)
       if (b.bound == n) bound_s = b.seconds;
-    if (has) found.push_back({{"solver", run.solver}, {"version", run.version}, {"bound", n}, {"seconds", bound_s}});
+    if (has)
+      found.push_back(fact({{"bound", n}, {"method", method}, {"seconds", bound_s},
+                            {"query", run.method == RunMethod::Confirm
+                                          ? "this program (its choices fixed) satisfies the encoding of " + std::to_string(n) + " steps"
+                                          : "a valid program of exactly " + std::to_string(n) + " steps (blocking those found before)"},
+                            {"result", "sat"}}));
     for (const auto& b : run.bounds) {
       if (b.bound < n && b.programs == 0)
-        shorter.push_back({{"solver", run.solver}, {"version", run.version}, {"bound", b.bound},
-                           {"query", "a valid program of exactly " + std::to_string(b.bound) + " steps"},
-                           {"result", smt::to_string(b.final_result)}, {"seconds", b.final_seconds}});
-      complete.push_back({{"solver", run.solver}, {"version", run.version}, {"bound", b.bound},
-                          {"programs", b.programs},
-                          {"query", "another valid program of exactly " + std::to_string(b.bound) +
-                                        " steps after blocking the " + std::to_string(b.programs) + " found"},
-                          {"result", smt::to_string(b.final_result)}, {"seconds", b.final_seconds},
-                          {"bound_seconds", b.seconds}});
+        shorter.push_back(fact({{"bound", b.bound}, {"method", method},
+                                {"query", "a valid program of exactly " + std::to_string(b.bound) + " steps"},
+                                {"result", smt::to_string(b.final_result)}, {"seconds", b.final_seconds}}));
+      complete.push_back(fact({{"bound", b.bound}, {"method", method}, {"programs", b.programs},
+                               {"query", "another valid program of exactly " + std::to_string(b.bound) +
+                                             " steps after blocking the " + std::to_string(b.programs) +
+                                             (run.method == RunMethod::Confirm ? " listed" : " found")},
+                               {"result", smt::to_string(b.final_result)}, {"seconds", b.final_seconds},
+                               {"bound_seconds", b.seconds}}));
     }
   }
   facts["found_by"] = found;
@@ -194,10 +226,18 @@ CertifyResult solve_and_compare(const engine::Placement& p, const engine::SynthR
     out.runs = *runs;
   } else {
     // The solvers run concurrently (independent contexts); the first error is reported.
+    // Each solver confirms the enumerator's set: every program valid, no other one up to the bound.
+    auto name = [&r](const engine::Program& prog) { return engine::program_name(r, prog); };
     std::vector<std::future<EnumerationResult>> fut;
     for (auto kind : c.solvers)
-      fut.push_back(std::async(std::launch::async,
-                               [&, kind] { return enumerate_programs(kind, sp, opt.max_size, c.search); }));
+      fut.push_back(std::async(std::launch::async, [&, kind] {
+        switch (c.method) {
+          case RunMethod::Enumerate: return enumerate_programs(kind, sp, opt.max_size, c.search);
+          case RunMethod::Confirm: return confirm_programs(kind, sp, r.programs, opt.max_size, c.search, name);
+          case RunMethod::Closure: break;
+        }
+        return confirm_by_closure(kind, sp, r.programs, opt.max_size, c.search, name);
+      }));
     std::string err;
     for (auto& f : fut) {
       try {

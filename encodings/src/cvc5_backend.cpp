@@ -1,13 +1,14 @@
 // cvc5 backend (C++ API of cvc5 1.0.x). Without proofs: eager bit-blasting into CaDiCaL (4-8x
 // faster here than the lazy default); with proofs: the default (lazy) BV solver, whose unsat
-// answers cvc5 can justify. P2V_CVC5_OPTS="opt=val,..." sets further options (for experiments).
+// answers cvc5 can justify. SolverOptions::cvc5_options (--cvc5-option NAME=VALUE) sets further
+// options after these.
 #include <cvc5/cvc5.h>
 
-#include <cstdlib>
 #include <sstream>
 #include <stdexcept>
 
 #include "backend.hpp"
+#include "p2v/engine/error.hpp"
 
 namespace p2v::encodings::smt {
 namespace {
@@ -15,25 +16,29 @@ namespace {
 class Cvc5Backend final : public Backend {
  public:
   explicit Cvc5Backend(const SolverOptions& opt) : opt_(opt) {
-    s_.setOption("produce-models", "true");
-    s_.setOption("incremental", opt.incremental ? "true" : "false");
-    if (opt.timeout_ms) s_.setOption("tlimit-per", std::to_string(opt.timeout_ms));
+    set("produce-models", "true");
+    set("incremental", opt.incremental ? "true" : "false");
+    if (opt.timeout_ms) set("tlimit-per", std::to_string(opt.timeout_ms));
     if (opt.proofs) {
-      s_.setOption("produce-proofs", "true");
+      set("produce-proofs", "true");
     } else {
       // Eager bit-blasting into CaDiCaL: 4-8x faster than the lazy default on these queries.
-      s_.setOption("bitblast", "eager");
-      s_.setOption("bv-sat-solver", "cadical");
+      set("bitblast", "eager");
+      set("bv-sat-solver", "cadical");
     }
-    if (const char* e = std::getenv("P2V_CVC5_OPTS")) {
-      std::string all(e), item;
-      std::stringstream ss(all);
-      while (std::getline(ss, item, ',')) {
-        auto eq = item.find('=');
-        s_.setOption(item.substr(0, eq), item.substr(eq + 1));
+    for (const auto& [k, v] : opt.cvc5_options) {
+      try {
+        set(k, v);
+      } catch (const cvc5::CVC5ApiException& e) {
+        throw Error("--cvc5-option " + k + "=" + v + ": cvc5 does not accept it (" + e.getMessage() + ")");
       }
     }
     s_.setLogic("QF_BV");
+  }
+  std::string settings() const override {
+    std::string out = "logic=QF_BV";
+    for (const auto& [k, v] : set_) out += " " + k + "=" + v;
+    return out;
   }
   std::string name() const override { return "cvc5"; }
   std::string version() const override { return s_.getVersion(); }
@@ -121,7 +126,18 @@ class Cvc5Backend final : public Backend {
     terms_.push_back(std::move(t));
     return static_cast<int>(terms_.size() - 1);
   }
+  // Sets an option and remembers it for settings() (a later value for the same name replaces it).
+  void set(const std::string& k, const std::string& v) {
+    s_.setOption(k, v);
+    for (auto& kv : set_)
+      if (kv.first == k) {
+        kv.second = v;
+        return;
+      }
+    set_.emplace_back(k, v);
+  }
   cvc5::Solver s_;
+  std::vector<std::pair<std::string, std::string>> set_;
   SolverOptions opt_;
   std::vector<cvc5::Term> terms_;
   cvc5::Result last_;

@@ -1,13 +1,19 @@
 #include "p2v/encodings/search.hpp"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <stdexcept>
 
 #include <unistd.h>
 
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/state.hpp"
 
 namespace p2v::encodings {
 
@@ -53,7 +59,9 @@ using State = std::vector<Dev>;
 // Builds the encoding step by step on one solver.
 class Encoder {
  public:
-  Encoder(smt::Solver& s, const SearchProblem& p, const SearchOptions& opt)
+  // free_initial: the state at t = 0 is variables (for one-step queries from a given state, see
+  // state_is) instead of the initial state's constants.
+  Encoder(smt::Solver& s, const SearchProblem& p, const SearchOptions& opt, bool free_initial = false)
       : s_(s), p_(p), opt_(opt), k_(static_cast<unsigned>(p.k)) {
     if (p.k < 1) throw Error("encoding: empty hierarchy");
     if (p.instructions.empty()) throw Error("encoding: the hierarchy has no instructions");
@@ -70,7 +78,7 @@ class Encoder {
     zw_ = packed_ ? s_.bv_val(W_, std::vector<bool>(W_, false)) : zero_;
     // A device's column vectors: per row (k bits each), or one of k*k bits (bit r*k+j = row r,
     // column j) per device. `rows` gives the k-bit row masks of one device.
-    auto vectors = [&](const std::vector<std::vector<bool>>& rows) {
+    vectors_ = [this](const std::vector<std::vector<bool>>& rows) {
       std::vector<Term> v;
       if (!packed_) {
         for (const auto& r : rows) v.push_back(s_.bv_val(k_, r));
@@ -82,6 +90,7 @@ class Encoder {
       v.push_back(s_.bv_val(W_, all));
       return v;
     };
+    const auto& vectors = vectors_;
     // Initial state (constants): device d holds every row, with column d.
     State s0(k_);
     for (unsigned d = 0; d < k_; ++d) {
@@ -89,6 +98,11 @@ class Encoder {
       std::vector<bool> c(k_, false);
       c[d] = true;
       s0[d].col = vectors(std::vector<std::vector<bool>>(k_, c));
+      if (free_initial) {
+        s0[d].pres = s_.bv_var("p_0_" + std::to_string(d), k_);
+        for (unsigned r = 0; r < nr_; ++r)
+          s0[d].col[r] = s_.bv_var("c_0_" + std::to_string(d) + "_" + std::to_string(r), W_);
+      }
     }
     states_.push_back(std::move(s0));
     // Goal: every row, with the columns of the device's goal group.
@@ -236,6 +250,27 @@ class Encoder {
     }
     return out;
   }
+
+  // "The state at step t is exactly s" (the engine's bit matrices, SPEC §4).
+  Term state_is(int t, const engine::StateSet& st) const {
+    std::vector<Term> c;
+    const State& at = states_.at(static_cast<std::size_t>(t));
+    for (unsigned d = 0; d < k_; ++d) {
+      std::vector<bool> pres(k_, false);
+      std::vector<std::vector<bool>> rows(k_, std::vector<bool>(k_, false));
+      for (unsigned r = 0; r < k_; ++r) {
+        pres[r] = st.has_row(static_cast<int>(d), static_cast<int>(r));
+        for (unsigned j = 0; j < k_; ++j) rows[r][j] = st.get(static_cast<int>(d), static_cast<int>(r), static_cast<int>(j));
+      }
+      c.push_back(at[d].pres == s_.bv_val(k_, pres));
+      const auto v = vectors_(rows);
+      for (unsigned r = 0; r < nr_; ++r) c.push_back(at[d].col[r] == v[r]);
+    }
+    return smt::all_of(c, tt_);
+  }
+
+  // The binary choice variable of step t (ChoiceEncoding::Binary).
+  Term chosen_var(int t) const { return choice_bv_.at(static_cast<std::size_t>(t - 1)); }
 
   Term block(const engine::Program& prog) const {
     std::vector<Term> c;
@@ -466,6 +501,7 @@ class Encoder {
     }
   }
 
+  std::function<std::vector<Term>(const std::vector<std::vector<bool>>&)> vectors_;  // a device's column vectors
   smt::Solver& s_;
   const SearchProblem& p_;
   SearchOptions opt_;
@@ -486,6 +522,8 @@ smt::SolverOptions solver_options(const SearchOptions& o) {
   so.timeout_ms = o.timeout_ms;
   so.proofs = o.proofs;
   so.incremental = true;
+  so.z3_logic = o.z3_logic;
+  so.cvc5_options = o.cvc5_options;
   return so;
 }
 
@@ -587,6 +625,7 @@ EnumerationResult enumerate_programs(smt::SolverKind kind, const SearchProblem& 
   fresh();
   res.solver = s->name();
   res.version = s->version();
+  res.settings = s->settings();
   std::int64_t total = 0;
   for (int n = 1; n <= max_size; ++n) {
     const auto t0 = Clock::now();
@@ -641,6 +680,261 @@ EnumerationResult enumerate_programs(smt::SolverKind kind, const SearchProblem& 
   return res;
 }
 
+EnumerationResult confirm_programs(smt::SolverKind kind, const SearchProblem& p,
+                                   const std::vector<engine::Program>& programs, int max_size,
+                                   const SearchOptions& opt,
+                                   const std::function<std::string(const engine::Program&)>& name) {
+  check_problem(p, max_size);
+  const auto t_all = Clock::now();
+  EnumerationResult res;
+  res.method = RunMethod::Confirm;
+  auto s = std::make_unique<smt::Solver>(kind, solver_options(opt));
+  auto e = std::make_unique<Encoder>(*s, p, opt);
+  res.solver = s->name();
+  res.version = s->version();
+  res.settings = s->settings();
+  auto text = [&](const engine::Program& prog) {
+    if (name) return name(prog);
+    std::string t;
+    for (int i : prog) t += (t.empty() ? "" : ",") + std::to_string(i);
+    return "[" + t + "]";
+  };
+  std::size_t next = 0;
+  for (int n = 1; n <= max_size; ++n) {
+    const auto t0 = Clock::now();
+    BoundFact f;
+    f.bound = n;
+    e->add_step();
+    const std::vector<Term> bound = open_bound(*s, *e, p, n, opt);
+    f.encode_seconds = since(t0);
+    // (1) Validity of each given program of n steps: its choices as assumptions.
+    const std::size_t first = next;
+    for (; next < programs.size() && static_cast<int>(programs[next].size()) == n; ++next) {
+      const auto& prog = programs[next];
+      if (next > first && !(programs[next - 1] < prog))
+        throw std::logic_error("confirm_programs: programs not sorted as the enumerator sorts them");
+      std::vector<Term> as = bound;
+      for (int t = 1; t <= n; ++t) {
+        const int i = prog[static_cast<std::size_t>(t - 1)];
+        if (i < 0 || i >= static_cast<int>(p.instructions.size()))
+          throw Error(res.solver + ": program " + text(prog) + " names an instruction that does not exist");
+        as.push_back(e->chosen(t, i));
+      }
+      const auto tc = Clock::now();
+      const smt::Result r = check(*s, as);
+      f.accept_seconds += since(tc);
+      if (r == smt::Result::unknown) unknown(*s, "on the program " + text(prog), opt);
+      if (r == smt::Result::unsat)
+        throw Error(res.solver + ": the encoding rejects " + text(prog) + " (" + std::to_string(n) +
+                    " steps), which the enumerator lists; nothing is certified (run p2v verify for the details)");
+      if (opt.keep_states) res.states.push_back(e->model_states(n));
+      res.programs.push_back(prog);
+    }
+    if (next < programs.size() && static_cast<int>(programs[next].size()) < n)
+      throw std::logic_error("confirm_programs: programs not sorted shortest first");
+    // (2) Completeness at n: none but the given ones.
+    for (std::size_t i = first; i < next; ++i) s->add(e->block(programs[i]));
+    const auto tc = Clock::now();
+    const smt::Result r = check(*s, bound);
+    f.final_seconds = since(tc);
+    if (r == smt::Result::unknown)
+      unknown(*s, "at bound " + std::to_string(n) + " after blocking " + std::to_string(next - first) + " programs", opt);
+    if (r == smt::Result::sat)
+      throw Error(res.solver + " finds a valid program of " + std::to_string(n) + " steps that the enumerator does not list: " +
+                  text(e->model_program(n)) + "; nothing is certified (run p2v verify for the details)");
+    if (opt.proofs) f.proof = s->proof();
+    if (opt.push_pop) s->pop();
+    f.programs = static_cast<int>(next - first);
+    f.seconds = since(t0);
+    if (f.programs > 0 && res.shortest == 0) res.shortest = n;
+    res.bounds.push_back(std::move(f));
+  }
+  if (next != programs.size())
+    throw Error("confirm_programs: a program is longer than the size bound " + std::to_string(max_size));
+  res.terms = s->num_terms();
+  res.seconds = since(t_all);
+  end_of_search(e, s, opt);
+  return res;
+}
+
+namespace {
+
+// The reachable part of the reference semantics (engine::StateSet, SPEC §4): every state reached
+// by a valid prefix of at most max_size - 1 steps that is not the goal is expanded with every
+// instruction whose precondition holds.
+struct StateGraph {
+  std::vector<engine::StateSet> states;  // 0 = the initial state
+  std::vector<int> depth;                // fewest steps to reach it
+  std::vector<char> goal;
+  std::vector<char> expanded;
+  std::vector<std::vector<std::pair<int, int>>> succ;  // (instruction, state), instruction order
+};
+
+std::string state_key(const engine::StateSet& s) {
+  const std::size_t stride = static_cast<std::size_t>(s.words()) * (static_cast<std::size_t>(s.k()) + 1);
+  std::string key(stride * static_cast<std::size_t>(s.k()) * sizeof(std::uint64_t), '\0');
+  for (int d = 0; d < s.k(); ++d)
+    std::memcpy(key.data() + static_cast<std::size_t>(d) * stride * sizeof(std::uint64_t), s.dev(d),
+                stride * sizeof(std::uint64_t));
+  return key;
+}
+
+StateGraph reachable_states(const SearchProblem& p, int max_size) {
+  StateGraph g;
+  std::map<std::string, int> index;
+  const engine::StateSet goal = engine::StateSet::goal(p.k, p.goal_groups);
+  auto add = [&](engine::StateSet st, int depth) {
+    auto [it, fresh] = index.emplace(state_key(st), static_cast<int>(g.states.size()));
+    if (fresh) {
+      g.goal.push_back(st == goal);
+      g.states.push_back(std::move(st));
+      g.depth.push_back(depth);
+      g.expanded.push_back(0);
+      g.succ.emplace_back();
+    }
+    return it->second;
+  };
+  add(engine::StateSet::initial(p.k), 0);
+  engine::StateSet next(p.k);
+  for (std::size_t u = 0; u < g.states.size(); ++u) {  // breadth first: depth[u] is minimal
+    if (g.goal[u] || g.depth[u] >= max_size) continue;
+    g.expanded[u] = 1;
+    // From the last level (depth max_size - 1) only steps to the goal matter: a program that is
+    // there at step max_size - 1 must reach the goal with its last step.
+    const bool last = g.depth[u] == max_size - 1;
+    for (std::size_t i = 0; i < p.instructions.size(); ++i) {
+      const auto& in = p.instructions[i];
+      if (!g.states[u].apply(in.collective, in.groups, next)) continue;
+      if (last && !(next == goal)) continue;
+      const int v = add(next, g.depth[u] + 1);
+      g.succ[u].push_back({static_cast<int>(i), v});
+    }
+  }
+  return g;
+}
+
+// The programs the graph's paths spell: from the initial state to the goal in at most max_size
+// steps (the goal is not expanded, so no path passes it). Stops after `limit` programs.
+std::vector<engine::Program> graph_programs(const StateGraph& g, int max_size, std::size_t limit) {
+  std::vector<engine::Program> out;
+  engine::Program prefix;
+  std::function<void(int)> walk = [&](int u) {
+    if (out.size() > limit) return;
+    if (g.goal[static_cast<std::size_t>(u)]) {
+      if (!prefix.empty()) out.push_back(prefix);
+      return;
+    }
+    if (static_cast<int>(prefix.size()) >= max_size) return;
+    for (auto [i, v] : g.succ[static_cast<std::size_t>(u)]) {
+      prefix.push_back(i);
+      walk(v);
+      prefix.pop_back();
+    }
+  };
+  walk(0);
+  std::sort(out.begin(), out.end(), [](const engine::Program& a, const engine::Program& b) {
+    return a.size() != b.size() ? a.size() < b.size() : a < b;
+  });
+  return out;
+}
+
+}  // namespace
+
+EnumerationResult confirm_by_closure(smt::SolverKind kind, const SearchProblem& p,
+                                     const std::vector<engine::Program>& programs, int max_size,
+                                     const SearchOptions& opt,
+                                     const std::function<std::string(const engine::Program&)>& name) {
+  check_problem(p, max_size);
+  const auto t_all = Clock::now();
+  EnumerationResult res;
+  res.method = RunMethod::Closure;
+  if (opt.choice != ChoiceEncoding::Binary) throw Error("the closure check needs the binary choice encoding");
+  auto text = [&](const engine::Program& prog) {
+    if (name) return name(prog);
+    std::string t;
+    for (int i : prog) t += (t.empty() ? "" : ",") + std::to_string(i);
+    return "[" + t + "]";
+  };
+  const StateGraph g = reachable_states(p, max_size);
+  if (opt.progress)
+    opt.progress(fmt::format("{}: closure over {} reachable states", to_string(kind), g.states.size()));
+  // The graph's paths must be exactly the given programs (a check of the enumerator against the
+  // reference semantics; the solver facts below are what make them the valid programs).
+  const auto paths = graph_programs(g, max_size, programs.size());
+  if (paths != programs) {
+    for (const auto& q : paths)
+      if (!std::binary_search(programs.begin(), programs.end(), q, [](const engine::Program& a, const engine::Program& b) {
+            return a.size() != b.size() ? a.size() < b.size() : a < b;
+          }))
+        throw Error("the reference semantics has the valid program " + text(q) + ", which the enumerator does not list");
+    throw Error("the enumerator lists " + std::to_string(programs.size()) + " programs, the reference semantics has " +
+                std::to_string(paths.size()));
+  }
+  // The edges the programs use (their validity is checked one by one).
+  std::vector<std::vector<std::pair<int, int>>> used(g.states.size());
+  for (const auto& prog : programs) {
+    int u = 0;
+    for (int i : prog) {
+      const auto& sv = g.succ[static_cast<std::size_t>(u)];
+      const auto it = std::find_if(sv.begin(), sv.end(), [i](const auto& e) { return e.first == i; });
+      auto& us = used[static_cast<std::size_t>(u)];
+      if (std::find(us.begin(), us.end(), *it) == us.end()) us.push_back(*it);
+      u = it->second;
+    }
+  }
+  auto s = std::make_unique<smt::Solver>(kind, solver_options(opt));
+  auto e = std::make_unique<Encoder>(*s, p, opt, /*free_initial=*/true);
+  res.solver = s->name();
+  res.version = s->version();
+  res.settings = s->settings();
+  e->add_step();
+  res.programs = programs;
+  res.shortest = programs.empty() ? 0 : static_cast<int>(programs.front().size());
+  for (std::size_t u = 0; u < g.states.size(); ++u) {
+    if (!g.expanded[u]) continue;
+    ++res.closure_states;
+    if (opt.progress && res.closure_states % 200 == 0)
+      opt.progress(fmt::format("{}: {} states closed", to_string(kind), res.closure_states));
+    s->push();
+    s->add(e->state_is(0, g.states[u]));
+    // On the last level the closure is about steps to the goal only (see reachable_states).
+    const bool last = g.depth[u] == max_size - 1;
+    if (last) s->add(e->goal(1));
+    // Validity of the programs' steps from u: the step relation holds, with the successor's goal status.
+    for (auto [i, v] : used[u]) {
+      const auto tc = Clock::now();
+      const Term at_goal = e->goal(1);
+      const smt::Result r = s->check_assuming({e->chosen(1, i), e->state_is(1, g.states[static_cast<std::size_t>(v)]),
+                                               g.goal[static_cast<std::size_t>(v)] ? at_goal : !at_goal});
+      res.validity_seconds += since(tc);
+      ++res.validity_checks;
+      if (r == smt::Result::unknown) unknown(*s, "on a step of a program", opt);
+      if (r == smt::Result::unsat)
+        throw Error(res.solver + ": the encoding rejects a step of the enumerator's programs (instruction " +
+                    std::to_string(i) + " from a state at depth " + std::to_string(g.depth[u]) +
+                    "); nothing is certified (run p2v verify for the details)");
+    }
+    // Closure: no valid step from u other than the listed ones (with their exact successors); on
+    // the last level, no valid step to the goal other than the listed ones.
+    for (auto [i, v] : g.succ[u]) s->add(!(e->chosen(1, i) && e->state_is(1, g.states[static_cast<std::size_t>(v)])));
+    res.closure_edges += static_cast<int>(g.succ[u].size());
+    const auto tc = Clock::now();
+    const smt::Result r = s->check();
+    res.closure_seconds += since(tc);
+    if (r == smt::Result::unknown) unknown(*s, "on the steps from a reachable state", opt);
+    if (r == smt::Result::sat) {
+      const auto i = s->value_u64(e->chosen_var(1));
+      throw Error(res.solver + " finds a valid step (instruction " + std::to_string(i) + ") from a reachable state at depth " +
+                  std::to_string(g.depth[u]) + " that the reference semantics does not list; nothing is certified");
+    }
+    s->pop();
+  }
+  res.terms = s->num_terms();
+  res.seconds = since(t_all);
+  end_of_search(e, s, opt);
+  return res;
+}
+
 std::optional<engine::Program> find_program(smt::SolverKind kind, const SearchProblem& p, int n,
                                             const SearchOptions& opt) {
   check_problem(p, n);
@@ -661,6 +955,7 @@ EnumerationResult find_shortest(smt::SolverKind kind, const SearchProblem& p, in
   auto e = std::make_unique<Encoder>(*s, p, opt);
   res.solver = s->name();
   res.version = s->version();
+  res.settings = s->settings();
   for (int n = 1; n <= max_size && res.shortest == 0; ++n) {
     const auto t0 = Clock::now();
     BoundFact f;

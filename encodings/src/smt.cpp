@@ -90,6 +90,14 @@ Solver::~Solver() = default;
 
 std::string Solver::name() const { return b_->name(); }
 std::string Solver::version() const { return b_->version(); }
+std::string Solver::settings() const { return b_->settings(); }
+
+std::pair<std::string, std::string> parse_option_assignment(const std::string& s, const std::string& what) {
+  const auto eq = s.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == s.size())
+    throw Error(what + " '" + s + "': expected NAME=VALUE, e.g. bv-sat-solver=cryptominisat");
+  return {s.substr(0, eq), s.substr(eq + 1)};
+}
 Term Solver::bool_val(bool v) { return Term(b_.get(), b_->bool_val(v), 0); }
 Term Solver::bool_var(const std::string& n) { return Term(b_.get(), b_->bool_var(n), 0); }
 Term Solver::bv_val(unsigned width, std::uint64_t v) {

@@ -262,7 +262,7 @@ SynthResult synthesize(const SynthesisHierarchy& h, const Groups& goal_groups, c
     if (root->count > kMaxPrograms && (opt.max_programs <= 0 || opt.max_programs > kMaxPrograms))
       throw Error(fmt::format("{} valid programs up to size {}: more than p2v lists ({}); lower --max-size",
                               root->count, opt.max_size, kMaxPrograms));
-    if (std::getenv("P2V_SYNTH_STATS"))
+    if (opt.stats)
       std::fprintf(stderr, "synth stats: attempts %lld applied %lld memo %zu hits %lld nodes %zu cache %zu results %zu devstates %zu\n",
                    (long long)s.nodes, (long long)s.applied, s.memo.size(), (long long)s.memo_hits, s.nodes_store.size(),
                    s.group_cache.size(), s.results.size(), s.table.size());

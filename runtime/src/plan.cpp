@@ -5,6 +5,7 @@
 #include <map>
 #include <numeric>
 
+#include "p2v/engine/replay.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/state.hpp"
 #include "plan_detail.hpp"
@@ -276,17 +277,15 @@ Plan make_plan(const engine::LoweredProgram& prog, int num_ranks, const Groups& 
     }
   };
   check_groups(reduction_groups, "reduction groups");
-  std::vector<engine::StateSet> states;
-  states.push_back(engine::StateSet::initial(N));
-  for (std::size_t s = 0; s < prog.size(); ++s) {
-    const std::string what = fmt::format("step {} ({})", s + 1, engine::to_string(prog[s].collective));
-    check_groups(prog[s].groups, what);
-    engine::StateSet next(N);
-    std::string why;
-    if (!states.back().apply(prog[s].collective, prog[s].groups, next, &why))
-      throw Error(fmt::format("{} is not valid here: {}", what, why));
-    states.push_back(std::move(next));
-  }
+  for (std::size_t s = 0; s < prog.size(); ++s)
+    check_groups(prog[s].groups, fmt::format("step {} ({})", s + 1, engine::to_string(prog[s].collective)));
+  // The goal is compared per rank below (to name the rank that misses it), so no goal groups here.
+  engine::Trace trace = engine::replay(N, prog);
+  if (trace.failed_step >= 0)
+    throw Error(fmt::format("step {} ({}) is not valid here: {}", trace.failed_step + 1,
+                            engine::to_string(prog[static_cast<std::size_t>(trace.failed_step)].collective),
+                            trace.reason));
+  std::vector<engine::StateSet> states = std::move(trace.states);
   {
     const auto goal = engine::StateSet::goal(N, reduction_groups);
     plan.reaches_goal = states.back() == goal;

@@ -9,6 +9,7 @@
 #include "p2v/encodings/search.hpp"
 #include "p2v/encodings/smt.hpp"
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/replay.hpp"
 #include "p2v/engine/shape.hpp"
 #include "p2v/engine/synth.hpp"
 #include "p2v/engine/system.hpp"
@@ -292,4 +293,90 @@ TEST_CASE("shape encoding = concrete encoding = enumerator on small systems") {
       CHECK(!ne.empty());
     }
   }
+}
+
+TEST_CASE("certify: confirming the enumerator's set (closure and per bound) agrees, and a wrong set is refused") {
+  for (const auto& cards : {std::vector<int>{1, 2, 2}, std::vector<int>{1, 2, 2, 2}, std::vector<int>{1, 3, 2}}) {
+    CAPTURE(cards.size());
+    const auto h = engine::make_plain_hierarchy(cards);
+    engine::SynthOptions so;
+    so.max_size = cards.size() == 4 ? 4 : 5;
+    const auto r = engine::synthesize(h, all_local(h), so);
+    REQUIRE(r.programs.size() > 2);
+    const auto sp = make_search_problem(h, r.instructions, all_local(h));
+    for (auto kind : {SolverKind::Z3, SolverKind::Cvc5}) {
+      CAPTURE(smt::to_string(kind));
+      const auto c = confirm_by_closure(kind, sp, r.programs, so.max_size);
+      CHECK(c.method == RunMethod::Closure);
+      CHECK(c.programs == r.programs);
+      CHECK(c.closure_states > 0);
+      CHECK(c.validity_checks > 0);
+      CHECK(c.settings.find("logic=") != std::string::npos);
+      if (cards.size() < 4) {
+        const auto b = confirm_programs(kind, sp, r.programs, so.max_size);
+        CHECK(b.programs == r.programs);
+        for (const auto& f : b.bounds) CHECK(f.final_result == smt::Result::unsat);
+      }
+      // A set missing a program: the reference semantics (closure) or the solver (per bound) has it.
+      auto missing = r.programs;
+      missing.erase(missing.begin() + 1);
+      CHECK_THROWS_AS(confirm_by_closure(kind, sp, missing, so.max_size), Error);
+      if (cards.size() < 4) CHECK_THROWS_WITH_AS(confirm_programs(kind, sp, missing, so.max_size),
+                                                 doctest::Contains("does not list"), Error);
+      // A set with an invalid program (the first one with its steps reversed, or doubled).
+      auto extra = r.programs;
+      engine::Program bad = r.programs.back();
+      bad.push_back(bad.front());
+      if (static_cast<int>(bad.size()) > so.max_size) bad.erase(bad.begin());
+      if (std::find(extra.begin(), extra.end(), bad) == extra.end()) {
+        extra.push_back(bad);
+        std::stable_sort(extra.begin(), extra.end(), [](const engine::Program& a, const engine::Program& b) {
+          return a.size() != b.size() ? a.size() < b.size() : a < b;
+        });
+        CHECK_THROWS_AS(confirm_by_closure(kind, sp, extra, so.max_size), Error);
+        if (cards.size() < 4) CHECK_THROWS_AS(confirm_programs(kind, sp, extra, so.max_size), Error);
+      }
+    }
+  }
+}
+
+TEST_CASE("solver settings: flags reach the solvers, are described, and bad ones are refused") {
+  smt::SolverOptions o;
+  o.z3_logic = "QF_BV";
+  CHECK(smt::Solver(SolverKind::Z3, o).settings().find("logic=QF_BV") != std::string::npos);
+  CHECK(smt::Solver(SolverKind::Z3).settings().find("logic=QF_FD") != std::string::npos);
+  o.cvc5_options = {{"bv-sat-solver", "minisat"}};
+  const auto cs = smt::Solver(SolverKind::Cvc5, o).settings();
+  CHECK(cs.find("bv-sat-solver=minisat") != std::string::npos);
+  CHECK(cs.find("cadical") == std::string::npos);
+  o.cvc5_options = {{"no-such-option", "1"}};
+  CHECK_THROWS_WITH_AS(smt::Solver(SolverKind::Cvc5, o), doctest::Contains("--cvc5-option no-such-option=1"), Error);
+  CHECK(smt::parse_option_assignment("a=b", "--x") == std::pair<std::string, std::string>{"a", "b"});
+  CHECK_THROWS_AS(smt::parse_option_assignment("ab", "--x"), Error);
+}
+
+TEST_CASE("engine::replay: states, the failing step with its reason, the goal") {
+  const auto h = engine::make_plain_hierarchy({1, 2, 2});
+  engine::SynthOptions so;
+  so.max_size = 4;
+  const auto r = engine::synthesize(h, all_local(h), so);
+  const auto goal = all_local(h);
+  for (const auto& prog : r.programs) {
+    const auto t = engine::replay(r, prog, &goal);
+    CHECK(t.ok());
+    CHECK(t.states.size() == prog.size() + 1);
+    const auto ls = replay_states(r, prog);  // the certificates' states come from the same replay
+    REQUIRE(ls.size() == t.states.size());
+    for (int d = 0; d < h.num_local(); ++d) CHECK(ls.back()[d][0][d] == t.states.back().get(d, 0, d));
+  }
+  // A program run past the goal, and one that cannot start: failing step and reason.
+  auto past = r.programs.front();
+  past.push_back(past.front());
+  const auto t1 = engine::replay(r, past, &goal);
+  CHECK(t1.failed_step == static_cast<int>(past.size()) - 1);
+  CHECK(t1.reason.find("goal is already reached") != std::string::npos);
+  CHECK_FALSE(t1.ok());
+  const auto t2 = engine::replay(r, past);  // without a goal, the extra step is judged by its precondition
+  CHECK(t2.states.size() + (t2.failed_step >= 0 ? 1 : 0) == past.size() + 1);
+  CHECK_THROWS_AS((void)replay_states(r, engine::Program{past.back(), past.back(), past.back(), past.back()}), Error);
 }

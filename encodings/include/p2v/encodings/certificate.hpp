@@ -23,6 +23,11 @@ struct CertifyOptions {
   std::string dir;  // created if missing
   std::vector<smt::SolverKind> solvers = {smt::SolverKind::Z3, smt::SolverKind::Cvc5};
   SearchOptions search;  // search.proofs: store cvc5's proofs beside the certificates
+  // How the solvers reach the enumerator's set: confirm it by the closure of the reachable states
+  // (confirm_by_closure: one-step queries; default), confirm it per bound (confirm_programs: a
+  // check per program and per bound over all steps), or find it again one program at a time with
+  // blocking clauses (enumerate_programs). Measured in docs/notes/smt.md.
+  RunMethod method = RunMethod::Closure;
 };
 
 struct CertifyResult {

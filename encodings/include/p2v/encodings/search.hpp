@@ -9,8 +9,10 @@
 // goal at t = n, and not the goal at 1..n-1 (a valid program stops at the goal, as the
 // enumerator's programs do).
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "p2v/encodings/smt.hpp"
@@ -46,9 +48,13 @@ struct SearchOptions {
   // Off by default: measured neutral for z3 and 4-15x slower for cvc5's final unsat at L = 5.
   bool last_step_lemma = false;
   unsigned timeout_ms = 0;  // per solver check; 0 = none. A timeout throws p2v::Error.
+  std::string z3_logic;     // smt::SolverOptions::z3_logic ("" = the default)
+  std::vector<std::pair<std::string, std::string>> cvc5_options;  // smt::SolverOptions::cvc5_options
   bool proofs = false;      // cvc5: keep the proof of the final unsat answer of every bound
   bool keep_states = false; // keep the model's state after every step of every program
   std::int64_t max_programs = 0;  // stop (throws) after this many programs; 0 = no limit
+  // Called with progress lines by the long searches (confirm_by_closure), from the solver's thread.
+  std::function<void(const std::string&)> progress;
   // Skip the solver's teardown: it takes as long as the search itself on large encodings (cvc5 on
   // [1 16], L = 5: 3.8-4.5 s after a 4-5 s search). The memory is released when the process exits
   // (as clang's -disable-free does), as long as the process stays below a quarter of the machine's
@@ -84,22 +90,64 @@ struct BoundFact {
   double encode_seconds = 0; // building the new step's constraints and the bound's goal
   double sat_seconds = 0;    // the checks that found a program
   double model_seconds = 0;  // reading the programs from the models
+  double accept_seconds = 0; // confirm_programs: the validity checks of the given programs
   std::string proof;        // proof of the final unsat (cvc5 with proofs), else ""
 };
 
+// How a run's programs came about: found by the solver one by one with blocking clauses
+// (enumerate_programs), given and confirmed per bound (confirm_programs), or given and confirmed
+// by the closure of the reachable states (confirm_by_closure).
+enum class RunMethod { Enumerate, Confirm, Closure };
+
 struct EnumerationResult {
   std::string solver, version;
+  RunMethod method = RunMethod::Enumerate;
+  std::string settings;  // the solver's configuration (smt::Solver::settings())
   std::vector<engine::Program> programs;  // shortest first, then lexicographic (as the enumerator)
   std::vector<std::vector<LocalState>> states;  // with keep_states: per program, states 0..n
   std::vector<BoundFact> bounds;               // bounds 1..max_size
   int shortest = 0;                            // 0: no program up to max_size
   double seconds = 0;
   std::size_t terms = 0;
+  // confirm_by_closure: states whose steps were closed, steps listed from them, validity checks
+  // (one per distinct step of the programs) and the time of each kind of check.
+  int closure_states = 0, closure_edges = 0, validity_checks = 0;
+  double closure_seconds = 0, validity_seconds = 0;
 };
 
 // Every valid program of 1..max_size steps. Throws p2v::Error on unknown / timeout.
 EnumerationResult enumerate_programs(smt::SolverKind kind, const SearchProblem& p, int max_size,
                                      const SearchOptions& opt = {});
+
+// The solver's side of a certificate for a program set found elsewhere (the enumerator), per
+// bound n = 1..max_size on one incremental solver: (1) validity: the encoding accepts each given
+// program of n steps (one check with its choices as assumptions: sat); (2) completeness: with all
+// of them blocked, the encoding has no other valid program of n steps (one check: unsat). Together
+// the given programs are exactly the valid ones up to max_size, as enumerate_programs would show,
+// with one check per program that propagation answers instead of a search per program.
+// `programs` must be sorted as the enumerator sorts them (shortest first, then lexicographic).
+// Throws p2v::Error when a program is rejected, another program exists (naming it with `name`),
+// or the solver answers unknown.
+EnumerationResult confirm_programs(smt::SolverKind kind, const SearchProblem& p,
+                                   const std::vector<engine::Program>& programs, int max_size,
+                                   const SearchOptions& opt = {},
+                                   const std::function<std::string(const engine::Program&)>& name = {});
+
+// The same facts from one-step queries, for shapes where a query over all bounds is too slow (the
+// 16-device instance of a four-level shape). The reference semantics (engine::StateSet) gives
+// the reachable states (depth < max_size, not the goal) and each one's valid steps; its paths to
+// the goal must be exactly `programs`. Then the solver, on one step whose start state is fixed to
+// each reachable state in turn: (1) accepts every step the programs take, with its successor
+// state and that state's goal status (sat; so every program is valid in the encoding), and
+// (2) finds no valid step besides the listed ones with their successors (unsat; from the states
+// first reached at depth max_size - 1: no valid step *to the goal* besides the listed ones, as a
+// program there must end with its next step). By induction on
+// the length, every valid program of at most max_size steps is a path of that graph, i.e. one of
+// `programs`. Binary choices only. Throws p2v::Error as confirm_programs does.
+EnumerationResult confirm_by_closure(smt::SolverKind kind, const SearchProblem& p,
+                                     const std::vector<engine::Program>& programs, int max_size,
+                                     const SearchOptions& opt = {},
+                                     const std::function<std::string(const engine::Program&)>& name = {});
 
 // Is there a valid program of exactly n steps? Returns one, or nullopt when unsat. Throws on unknown.
 std::optional<engine::Program> find_program(smt::SolverKind kind, const SearchProblem& p, int n,

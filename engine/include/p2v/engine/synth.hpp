@@ -15,6 +15,8 @@ struct SynthOptions {
   MasterCollectives master = MasterCollectives::AllReduceOnly;
   // Stop (with SynthResult::truncated) after this many programs; 0 = no limit.
   std::int64_t max_programs = 0;
+  // Print the search's counters to stderr (--stats).
+  bool stats = false;
 };
 
 inline constexpr int kMaxProgramSize = 10;
