@@ -1,7 +1,7 @@
 // p2v check: the independent certificate checker (proofs/checker) on certificate files.
 #ifdef P2V_HAVE_CHECKER
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
+#include <CLI/CLI.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -21,41 +21,43 @@ checker::Verdict check_file(const std::string& f) {
   std::ifstream in(f);
   std::stringstream ss;
   ss << in.rdbuf();
-  if (!in || ss.str().find(encodings::kRuleCertificateFormat) == std::string::npos) return checker::check_certificate_file(f);
+  if (!in || ss.str().find(encodings::kRuleCertificateFormat) == std::string::npos)
+    return checker::check_certificate_file(f);
   checker::Verdict v;
   v.reason = encodings::check_rule_certificate(ss.str(), &v.summary);
   v.ok = v.reason.empty();
   return v;
 }
 
-Registrar reg(
-    "check", [](CLI::App& sub) -> std::function<int()> {
-      auto files = std::make_shared<std::vector<std::string>>();
-      auto json = std::make_shared<bool>(false);
-      auto quiet = std::make_shared<bool>(false);
-      sub.add_option("certificates", *files, "certificate files (JSON)")->required();
-      sub.add_flag("--json", *json, "machine-readable output");
-      sub.add_flag("--quiet", *quiet, "print only rejected certificates and the total");
-      return [files, json, quiet] {
-        nlohmann::json out = nlohmann::json::array();
-        std::size_t bad = 0;
-        for (const auto& f : *files) {
-          const auto v = check_file(f);
-          if (!v.ok) ++bad;
-          if (*json) {
-            out.push_back({{"file", f}, {"ok", v.ok}, {"reason", v.reason}, {"summary", v.summary}});
-          } else if (!v.ok) {
-            fmt::print("REJECTED {}: {}\n", f, v.reason);
-          } else if (!*quiet) {
-            fmt::print("ok       {}: {}\n", f, v.summary);
-          }
-        }
-        if (*json) fmt::print("{}\n", out.dump(2));
-        else fmt::print("{} of {} certificates accepted{}\n", files->size() - bad, files->size(),
-                        bad ? fmt::format(", {} rejected", bad) : "");
-        return bad ? 1 : 0;
-      };
-    });
+Registrar reg("check", [](CLI::App& sub) -> std::function<int()> {
+  auto files = std::make_shared<std::vector<std::string>>();
+  auto json = std::make_shared<bool>(false);
+  auto quiet = std::make_shared<bool>(false);
+  sub.add_option("certificates", *files, "certificate files (JSON)")->required();
+  sub.add_flag("--json", *json, "machine-readable output");
+  sub.add_flag("--quiet", *quiet, "print only rejected certificates and the total");
+  return [files, json, quiet] {
+    nlohmann::json out = nlohmann::json::array();
+    std::size_t bad = 0;
+    for (const auto& f : *files) {
+      const auto v = check_file(f);
+      if (!v.ok) ++bad;
+      if (*json) {
+        out.push_back({{"file", f}, {"ok", v.ok}, {"reason", v.reason}, {"summary", v.summary}});
+      } else if (!v.ok) {
+        fmt::print("REJECTED {}: {}\n", f, v.reason);
+      } else if (!*quiet) {
+        fmt::print("ok       {}: {}\n", f, v.summary);
+      }
+    }
+    if (*json)
+      fmt::print("{}\n", out.dump(2));
+    else
+      fmt::print("{} of {} certificates accepted{}\n", files->size() - bad, files->size(),
+                 bad ? fmt::format(", {} rejected", bad) : "");
+    return bad ? 1 : 0;
+  };
+});
 
 }  // namespace
 }  // namespace p2v::tools

@@ -1,9 +1,9 @@
 // p2v explore: rank every placement by the weighted total predicted time of several reductions
 // (a model with several parallelism axes reduces along more than one of them), each reduction
 // with its best synthesized program (issue 5).
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
 #include <fmt/ranges.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -17,7 +17,6 @@
 
 namespace p2v::tools {
 namespace {
-
 
 struct ExploreArgs {
   ProblemArgs problem;
@@ -57,115 +56,116 @@ Reduction parse_reduction(const std::string& s, std::size_t num_axes) {
   return r;
 }
 
-Registrar reg(
-    "explore", [](CLI::App& sub) -> std::function<int()> {
-      auto a = std::make_shared<ExploreArgs>();
-      add_problem_options(sub, a->problem, false);
-      sub.add_option("--reduction", a->reductions,
-                     "a reduction and its weight, AXES[@WEIGHT], repeatable: e.g. --reduction 0@1 "
-                     "--reduction 1@4 (data-parallel gradients once, shard reductions 4 times per step); "
-                     "--reduce R adds R with weight 1");
-      add_cost_options(sub, a->cost);
-      sub.add_option("--top", a->top, "placements listed (-1: all)")->capture_default_str();
-      add_search_options(sub, a->search, /*with_hierarchy=*/false);
-      sub.add_flag("--json", a->json, "machine-readable output");
-      return [a] {
-        Problem p = load_problem(a->problem);
-        std::vector<Reduction> reds;
-        if (!p.reduce.empty()) reds.push_back({p.reduce, 1.0, a->problem.reduce});
-        for (const auto& s : a->reductions) reds.push_back(parse_reduction(s, p.axes.size()));
-        if (reds.empty())
-          throw Error("explore: give at least one reduction, e.g. --reduction 0@1 --reduction 1@2 (or --reduce 0)");
-        sim::Simulator simulator(p.system);
-        const sim::CostOptions copt = a->cost.options(p.system);
-        engine::SynthOptions sopt = a->search.options();
-        const std::vector<std::string> names = p.system.level_names();
+Registrar reg("explore", [](CLI::App& sub) -> std::function<int()> {
+  auto a = std::make_shared<ExploreArgs>();
+  add_problem_options(sub, a->problem, false);
+  sub.add_option("--reduction", a->reductions,
+                 "a reduction and its weight, AXES[@WEIGHT], repeatable: e.g. --reduction 0@1 "
+                 "--reduction 1@4 (data-parallel gradients once, shard reductions 4 times per step); "
+                 "--reduce R adds R with weight 1");
+  add_cost_options(sub, a->cost);
+  sub.add_option("--top", a->top, "placements listed (-1: all)")->capture_default_str();
+  add_search_options(sub, a->search, /*with_hierarchy=*/false);
+  sub.add_flag("--json", a->json, "machine-readable output");
+  return [a] {
+    Problem p = load_problem(a->problem);
+    std::vector<Reduction> reds;
+    if (!p.reduce.empty()) reds.push_back({p.reduce, 1.0, a->problem.reduce});
+    for (const auto& s : a->reductions) reds.push_back(parse_reduction(s, p.axes.size()));
+    if (reds.empty())
+      throw Error("explore: give at least one reduction, e.g. --reduction 0@1 --reduction 1@2 (or --reduce 0)");
+    sim::Simulator simulator(p.system);
+    const sim::CostOptions copt = a->cost.options(p.system);
+    engine::SynthOptions sopt = a->search.options();
+    const std::vector<std::string> names = p.system.level_names();
 
-        struct Row {
-          engine::ParallelismMatrix x;
-          std::vector<sim::MatrixRanking> per;
-          double total = 0, total_ar = 0;
-        };
-        std::vector<Row> rows;
-        for (const auto& x : p.matrices) {
-          Row r;
-          r.x = x;
-          for (const auto& red : reds) {
-            engine::Placement pl(p.system.cardinalities(), p.axes, x, red.axes);
-            auto mr = sim::rank_placement(simulator, pl, names, sopt, copt);
-            r.total += red.weight * mr.best_s();
-            r.total_ar += red.weight * mr.allreduce_s;
-            mr.programs.resize(std::min<std::size_t>(mr.programs.size(), 1));
-            r.per.push_back(std::move(mr));
-          }
-          rows.push_back(std::move(r));
+    struct Row {
+      engine::ParallelismMatrix x;
+      std::vector<sim::MatrixRanking> per;
+      double total = 0, total_ar = 0;
+    };
+    std::vector<Row> rows;
+    for (const auto& x : p.matrices) {
+      Row r;
+      r.x = x;
+      for (const auto& red : reds) {
+        engine::Placement pl(p.system.cardinalities(), p.axes, x, red.axes);
+        auto mr = sim::rank_placement(simulator, pl, names, sopt, copt);
+        r.total += red.weight * mr.best_s();
+        r.total_ar += red.weight * mr.allreduce_s;
+        mr.programs.resize(std::min<std::size_t>(mr.programs.size(), 1));
+        r.per.push_back(std::move(mr));
+      }
+      rows.push_back(std::move(r));
+    }
+    std::vector<std::size_t> order(rows.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t i, std::size_t j) { return rows[i].total < rows[j].total; });
+    const std::size_t shown =
+        a->top < 0 ? rows.size() : std::min<std::size_t>(rows.size(), static_cast<std::size_t>(a->top));
+    if (a->json) {
+      nlohmann::json out;
+      out["system"] = engine::system_json(p.system);
+      out["axes"] = p.axes;
+      out["algo"] = a->cost.algo;
+      out["bytes"] = copt.bytes;
+      out["reductions"] = nlohmann::json::array();
+      for (const auto& r : reds) out["reductions"].push_back({{"reduce", r.axes}, {"weight", r.weight}});
+      out["results"] = nlohmann::json::array();
+      for (std::size_t k = 0; k < shown; ++k) {
+        const auto& r = rows[order[k]];
+        nlohmann::json o;
+        o["rank"] = k + 1;
+        o["matrix"] = r.x;
+        o["total_s"] = r.total;
+        o["total_allreduce_s"] = r.total_ar;
+        o["speedup"] = r.total > 0 ? r.total_ar / r.total : 1.0;
+        o["reductions"] = nlohmann::json::array();
+        for (std::size_t i = 0; i < reds.size(); ++i) {
+          const auto& mr = r.per[i];
+          nlohmann::json ro{{"reduce", reds[i].axes}, {"weight", reds[i].weight}, {"allreduce_s", mr.allreduce_s}};
+          if (!mr.programs.empty())
+            ro["best"] = {{"program", mr.programs.front().name}, {"time_s", mr.programs.front().time_s}};
+          else
+            ro["best"] = nullptr;
+          o["reductions"].push_back(std::move(ro));
         }
-        std::vector<std::size_t> order(rows.size());
-        std::iota(order.begin(), order.end(), 0);
-        std::stable_sort(order.begin(), order.end(),
-                         [&](std::size_t i, std::size_t j) { return rows[i].total < rows[j].total; });
-        const std::size_t shown = a->top < 0 ? rows.size() : std::min<std::size_t>(rows.size(), static_cast<std::size_t>(a->top));
-        if (a->json) {
-          nlohmann::json out;
-          out["system"] = engine::system_json(p.system);
-          out["axes"] = p.axes;
-          out["algo"] = a->cost.algo;
-          out["bytes"] = copt.bytes;
-          out["reductions"] = nlohmann::json::array();
-          for (const auto& r : reds) out["reductions"].push_back({{"reduce", r.axes}, {"weight", r.weight}});
-          out["results"] = nlohmann::json::array();
-          for (std::size_t k = 0; k < shown; ++k) {
-            const auto& r = rows[order[k]];
-            nlohmann::json o;
-            o["rank"] = k + 1;
-            o["matrix"] = r.x;
-            o["total_s"] = r.total;
-            o["total_allreduce_s"] = r.total_ar;
-            o["speedup"] = r.total > 0 ? r.total_ar / r.total : 1.0;
-            o["reductions"] = nlohmann::json::array();
-            for (std::size_t i = 0; i < reds.size(); ++i) {
-              const auto& mr = r.per[i];
-              nlohmann::json ro{{"reduce", reds[i].axes}, {"weight", reds[i].weight}, {"allreduce_s", mr.allreduce_s}};
-              if (!mr.programs.empty())
-                ro["best"] = {{"program", mr.programs.front().name}, {"time_s", mr.programs.front().time_s}};
-              else
-                ro["best"] = nullptr;
-              o["reductions"].push_back(std::move(ro));
-            }
-            out["results"].push_back(std::move(o));
-          }
-          fmt::print("{}\n", out.dump(2));
-          return 0;
-        }
-        fmt::print("system {}: {} devices; axes [{}]; algo {}; {} per device\n", p.system.name,
-                   simulator.topology().num_devices(), fmt::join(p.axes, " "), a->cost.algo, sim::format_bytes(copt.bytes));
-        fmt::print("reductions:");
-        for (const auto& r : reds) fmt::print("  [{}] x {}", fmt::join(r.axes, ","), r.weight);
-        std::size_t mw = 6;
-        for (const auto& r : rows) mw = std::max(mw, engine::format_matrix_brackets(r.x).size());
-        fmt::print("\n\n{:>4}  {:<{}} {:>11} {:>13} {:>8}", "rank", "matrix", mw, "total", "all-AllReduce", "speedup");
-        for (const auto& r : reds) fmt::print("  {:>14}", fmt::format("reduce [{}]", fmt::join(r.axes, ",")));
-        fmt::print("\n");
-        for (std::size_t k = 0; k < shown; ++k) {
-          const auto& r = rows[order[k]];
-          fmt::print("{:>4}  {:<{}} {:>11} {:>13} {:>7.2f}x", k + 1, engine::format_matrix_brackets(r.x), mw,
-                     sim::format_seconds(r.total), sim::format_seconds(r.total_ar), r.total > 0 ? r.total_ar / r.total : 1.0);
-          for (const auto& mr : r.per) fmt::print("  {:>14}", sim::format_seconds(mr.best_s()));
-          fmt::print("\n");
-        }
-        if (!rows.empty()) {
-          const auto& b = rows[order[0]];
-          fmt::print("\nbest placement {}:\n", engine::format_matrix_brackets(b.x));
-          for (std::size_t i = 0; i < reds.size(); ++i) {
-            const auto& mr = b.per[i];
-            fmt::print("  reduce [{}] x {}: {} (single AllReduce {}, {:.2f}x)  {}\n", fmt::join(reds[i].axes, ","),
-                       reds[i].weight, sim::format_seconds(mr.best_s()), sim::format_seconds(mr.allreduce_s), mr.speedup(),
-                       mr.programs.empty() ? std::string("-") : mr.programs.front().name);
-          }
-        }
-        return 0;
-      };
-    });
+        out["results"].push_back(std::move(o));
+      }
+      fmt::print("{}\n", out.dump(2));
+      return 0;
+    }
+    fmt::print("system {}: {} devices; axes [{}]; algo {}; {} per device\n", p.system.name,
+               simulator.topology().num_devices(), fmt::join(p.axes, " "), a->cost.algo, sim::format_bytes(copt.bytes));
+    fmt::print("reductions:");
+    for (const auto& r : reds) fmt::print("  [{}] x {}", fmt::join(r.axes, ","), r.weight);
+    std::size_t mw = 6;
+    for (const auto& r : rows) mw = std::max(mw, engine::format_matrix_brackets(r.x).size());
+    fmt::print("\n\n{:>4}  {:<{}} {:>11} {:>13} {:>8}", "rank", "matrix", mw, "total", "all-AllReduce", "speedup");
+    for (const auto& r : reds) fmt::print("  {:>14}", fmt::format("reduce [{}]", fmt::join(r.axes, ",")));
+    fmt::print("\n");
+    for (std::size_t k = 0; k < shown; ++k) {
+      const auto& r = rows[order[k]];
+      fmt::print("{:>4}  {:<{}} {:>11} {:>13} {:>7.2f}x", k + 1, engine::format_matrix_brackets(r.x), mw,
+                 sim::format_seconds(r.total), sim::format_seconds(r.total_ar),
+                 r.total > 0 ? r.total_ar / r.total : 1.0);
+      for (const auto& mr : r.per) fmt::print("  {:>14}", sim::format_seconds(mr.best_s()));
+      fmt::print("\n");
+    }
+    if (!rows.empty()) {
+      const auto& b = rows[order[0]];
+      fmt::print("\nbest placement {}:\n", engine::format_matrix_brackets(b.x));
+      for (std::size_t i = 0; i < reds.size(); ++i) {
+        const auto& mr = b.per[i];
+        fmt::print("  reduce [{}] x {}: {} (single AllReduce {}, {:.2f}x)  {}\n", fmt::join(reds[i].axes, ","),
+                   reds[i].weight, sim::format_seconds(mr.best_s()), sim::format_seconds(mr.allreduce_s), mr.speedup(),
+                   mr.programs.empty() ? std::string("-") : mr.programs.front().name);
+      }
+    }
+    return 0;
+  };
+});
 
 }  // namespace
 }  // namespace p2v::tools

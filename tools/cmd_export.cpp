@@ -1,16 +1,16 @@
 // p2v export --format torch: a reduction program as a Python module for torch.distributed, with a
 // self-check against a plain all_reduce (issue 15).
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
+#include <CLI/CLI.hpp>
 
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
-#include "p2v/engine/notation.hpp"
 #include "common.hpp"
 #include "export_torch_template.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/io.hpp"
+#include "p2v/engine/notation.hpp"
 #include "p2v/engine/state.hpp"
 #include "p2v/engine/synth.hpp"
 #include "p2v/engine/synth_format.hpp"
@@ -43,15 +43,18 @@ nlohmann::json rows_per_state(const engine::LoweredProgram& prog, int n, const e
     states.push_back(std::move(next));
   }
   if (!(states.back() == engine::StateSet::goal(n, reduction)))
-    throw Error(fmt::format("program '{}' does not reach the AllReduce over the reduction groups of this placement", name));
+    throw Error(
+        fmt::format("program '{}' does not reach the AllReduce over the reduction groups of this placement", name));
   nlohmann::json out = nlohmann::json::array();
   for (const auto& st : states) {
     nlohmann::json per = nlohmann::json::array();
     for (int d = 0; d < n; ++d) {
       nlohmann::json iv = nlohmann::json::array();
       for (int r : st.rows(d)) {
-        if (!iv.empty() && iv.back()[1].get<int>() == r) iv.back()[1] = r + 1;
-        else iv.push_back({r, r + 1});
+        if (!iv.empty() && iv.back()[1].get<int>() == r)
+          iv.back()[1] = r + 1;
+        else
+          iv.push_back({r, r + 1});
       }
       per.push_back(std::move(iv));
     }
@@ -62,7 +65,8 @@ nlohmann::json rows_per_state(const engine::LoweredProgram& prog, int n, const e
 
 std::vector<Named> programs_from_file(const std::string& path, const std::string& want, bool all,
                                       const engine::ParallelismMatrix& x, const engine::SynthesisHierarchy& h) {
-  const engine::SynthFile f = engine::parse_synth_file(engine::read_text_file(path, "--program-file"), "--program-file '" + path + "'");
+  const engine::SynthFile f =
+      engine::parse_synth_file(engine::read_text_file(path, "--program-file"), "--program-file '" + path + "'");
   std::vector<Named> out;
   for (const auto& r : f.results) {
     if (r.matrix != x) continue;
@@ -78,76 +82,79 @@ std::vector<Named> programs_from_file(const std::string& path, const std::string
     throw Error(fmt::format("--program-file '{}': no program{} for matrix {}", path,
                             want.empty() ? std::string() : " named '" + want + "'", engine::format_matrix_brackets(x)));
   if (!all && out.size() > 1)
-    throw Error(fmt::format("--program-file '{}' has {} programs for matrix {}: pick one with --program \"...\" or "
-                            "export all with --all-programs",
-                            path, out.size(), engine::format_matrix_brackets(x)));
+    throw Error(
+        fmt::format("--program-file '{}' has {} programs for matrix {}: pick one with --program \"...\" or "
+                    "export all with --all-programs",
+                    path, out.size(), engine::format_matrix_brackets(x)));
   return out;
 }
 
-Registrar reg(
-    "export", [](CLI::App& sub) -> std::function<int()> {
-      auto a = std::make_shared<ExportArgs>();
-      sub.add_option("--format", a->format, "output format (torch)")->capture_default_str();
-      add_problem_options(sub, a->problem);
-      add_search_options(sub, a->search, /*with_hierarchy=*/true);
-      sub.add_option("--program", a->program, "the program, in p2v's notation (as synth/simulate print it)");
-      sub.add_option("--program-file", a->program_file, "take the program(s) from `p2v synth --json` output");
-      sub.add_flag("--all-programs", a->all, "export every program of the placement (reduce_(t, program=i))");
-      sub.add_option("-o,--output", a->output, "the Python file to write")->required();
-      return [a] {
-        if (a->format != "torch") throw Error(fmt::format("--format '{}': only torch is supported", a->format));
-        if (a->program.empty() && a->program_file.empty() && !a->all)
-          throw Error("give --program \"...\", --program-file FILE (from synth --json) or --all-programs");
-        if (!a->program.empty() && a->all) throw Error("--program and --all-programs exclude each other");
-        Problem p = load_problem(a->problem);
-        if (p.matrices.size() != 1)
-          throw Error(fmt::format("{} placements fit --axes; pick one with --matrix (see p2v matrices)", p.matrices.size()));
-        const auto& x = p.matrices.front();
-        const auto pl = p.placement(x);
-        const int n = static_cast<int>(p.system.num_devices());
-        std::vector<Named> progs;
-        if (!a->program_file.empty()) {
-          progs = programs_from_file(a->program_file, a->program, a->all, x,
-                                     engine::make_hierarchy(pl, p.system.level_names(), a->search.kind()));
-        } else {
-          const auto r = engine::synthesize(pl, p.system.level_names(), a->search.kind(), a->search.options());
-          for (const auto& pr : r.programs) {
-            const std::string name = engine::program_name(r, pr);
-            if (a->all || name == a->program) progs.push_back({name, engine::lower(r, pr)});
-          }
-          if (progs.empty())
-            throw Error(fmt::format("--program '{}' is not a program of matrix {} (hierarchy {}, --max-size {}); see "
-                                    "p2v synth",
-                                    a->program, engine::format_matrix_brackets(x), a->search.hierarchy, a->search.max_size));
-        }
-        const auto reduction = pl.reduction_groups();
-        nlohmann::json pj = nlohmann::json::array();
-        for (const auto& pr : progs) {
-          nlohmann::json steps = nlohmann::json::array();
-          for (const auto& s : pr.steps) steps.push_back({engine::to_string(s.collective), s.groups});
-          pj.push_back({{"name", pr.name}, {"steps", steps}, {"rows", rows_per_state(pr.steps, n, reduction, pr.name)}});
-        }
-        std::string text = kTorchTemplate;
-        auto fill = [&](const std::string& key, const std::string& val) {
-          const auto pos = text.find(key);
-          if (pos == std::string::npos) throw Error("export template: missing " + key);
-          text.replace(pos, key.size(), val);
-        };
-        // JSON literals are valid Python here (lists, strings, ints; no true/false/null).
-        fill("@WORLD@", std::to_string(n));
-        fill("@SYSTEM@", nlohmann::json(p.system.name).dump());
-        fill("@MATRIX@", nlohmann::json(engine::format_matrix_brackets(x)).dump());
-        fill("@REDUCTION@", nlohmann::json(reduction).dump());
-        fill("@PROGRAMS@", pj.dump());
-        write_file(a->output, text);
-        fmt::print("wrote {}: {} program(s) for {} ranks, matrix {}\n", a->output, progs.size(), n,
-                   engine::format_matrix_brackets(x));
-        fmt::print("note: on gloo, ReduceScatter runs as all_reduce + keep own block (gloo has no reduce_scatter in "
-                   "torch 1.13)\n");
-        fmt::print("check: /usr/bin/python3 {} --check --nproc {}\n", a->output, n);
-        return 0;
-      };
-    });
+Registrar reg("export", [](CLI::App& sub) -> std::function<int()> {
+  auto a = std::make_shared<ExportArgs>();
+  sub.add_option("--format", a->format, "output format (torch)")->capture_default_str();
+  add_problem_options(sub, a->problem);
+  add_search_options(sub, a->search, /*with_hierarchy=*/true);
+  sub.add_option("--program", a->program, "the program, in p2v's notation (as synth/simulate print it)");
+  sub.add_option("--program-file", a->program_file, "take the program(s) from `p2v synth --json` output");
+  sub.add_flag("--all-programs", a->all, "export every program of the placement (reduce_(t, program=i))");
+  sub.add_option("-o,--output", a->output, "the Python file to write")->required();
+  return [a] {
+    if (a->format != "torch") throw Error(fmt::format("--format '{}': only torch is supported", a->format));
+    if (a->program.empty() && a->program_file.empty() && !a->all)
+      throw Error("give --program \"...\", --program-file FILE (from synth --json) or --all-programs");
+    if (!a->program.empty() && a->all) throw Error("--program and --all-programs exclude each other");
+    Problem p = load_problem(a->problem);
+    if (p.matrices.size() != 1)
+      throw Error(
+          fmt::format("{} placements fit --axes; pick one with --matrix (see p2v matrices)", p.matrices.size()));
+    const auto& x = p.matrices.front();
+    const auto pl = p.placement(x);
+    const int n = static_cast<int>(p.system.num_devices());
+    std::vector<Named> progs;
+    if (!a->program_file.empty()) {
+      progs = programs_from_file(a->program_file, a->program, a->all, x,
+                                 engine::make_hierarchy(pl, p.system.level_names(), a->search.kind()));
+    } else {
+      const auto r = engine::synthesize(pl, p.system.level_names(), a->search.kind(), a->search.options());
+      for (const auto& pr : r.programs) {
+        const std::string name = engine::program_name(r, pr);
+        if (a->all || name == a->program) progs.push_back({name, engine::lower(r, pr)});
+      }
+      if (progs.empty())
+        throw Error(
+            fmt::format("--program '{}' is not a program of matrix {} (hierarchy {}, --max-size {}); see "
+                        "p2v synth",
+                        a->program, engine::format_matrix_brackets(x), a->search.hierarchy, a->search.max_size));
+    }
+    const auto reduction = pl.reduction_groups();
+    nlohmann::json pj = nlohmann::json::array();
+    for (const auto& pr : progs) {
+      nlohmann::json steps = nlohmann::json::array();
+      for (const auto& s : pr.steps) steps.push_back({engine::to_string(s.collective), s.groups});
+      pj.push_back({{"name", pr.name}, {"steps", steps}, {"rows", rows_per_state(pr.steps, n, reduction, pr.name)}});
+    }
+    std::string text = kTorchTemplate;
+    auto fill = [&](const std::string& key, const std::string& val) {
+      const auto pos = text.find(key);
+      if (pos == std::string::npos) throw Error("export template: missing " + key);
+      text.replace(pos, key.size(), val);
+    };
+    // JSON literals are valid Python here (lists, strings, ints; no true/false/null).
+    fill("@WORLD@", std::to_string(n));
+    fill("@SYSTEM@", nlohmann::json(p.system.name).dump());
+    fill("@MATRIX@", nlohmann::json(engine::format_matrix_brackets(x)).dump());
+    fill("@REDUCTION@", nlohmann::json(reduction).dump());
+    fill("@PROGRAMS@", pj.dump());
+    write_file(a->output, text);
+    fmt::print("wrote {}: {} program(s) for {} ranks, matrix {}\n", a->output, progs.size(), n,
+               engine::format_matrix_brackets(x));
+    fmt::print(
+        "note: on gloo, ReduceScatter runs as all_reduce + keep own block (gloo has no reduce_scatter in "
+        "torch 1.13)\n");
+    fmt::print("check: /usr/bin/python3 {} --check --nproc {}\n", a->output, n);
+    return 0;
+  };
+});
 
 }  // namespace
 }  // namespace p2v::tools

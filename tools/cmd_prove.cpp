@@ -1,7 +1,7 @@
 // p2v prove: Theorem 3.2 and lemmas B.1-B.8 (SPEC §7), on the system's devices or, at any size, on
 // the placement's smallest instance (docs/shape.md §9). Options only; the work is proofs::run_cases.
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
+#include <CLI/CLI.hpp>
 
 #include "command.hpp"
 #include "common.hpp"
@@ -44,35 +44,34 @@ struct ProveArgs {
   }
 };
 
-Registrar reg(
-    "prove", [](CLI::App& sub) -> std::function<int()> {
-      auto a = std::make_shared<ProveArgs>();
-      sub.add_option("--system", a->problem.system, "system file (JSON) or inline hierarchy, e.g. node=4,gpu=16");
-      sub.add_option("--axes", a->problem.axes, "parallelism axis sizes, e.g. 4,16");
-      sub.add_option("--reduce", a->problem.reduce, "reduction axis indices (0-based)");
-      sub.add_option("--matrix", a->problem.matrix, "one parallelism matrix, e.g. \"1 4;4 4\" (default: all)");
-      sub.add_option("--suite", a->suite, "a JSON list of sample cases (e.g. examples/suites/lemmas.json)");
-      sub.add_option("--max-size", a->max_size, "largest program size for the enumeration (suite cases set their own)")
-          ->capture_default_str();
-      sub.add_option("--solver", a->solver, "solvers for the instruction-level queries: z3, cvc5, both or none")
-          ->capture_default_str();
-      sub.add_option("--timeout", a->timeout_s, "per-query solver time limit in seconds")->capture_default_str();
-      sub.add_option("--master-collectives", a->master, "allreduce (default) or all")->capture_default_str();
-      sub.add_option("--on", a->on,
-                     "where to compute: concrete (the system's devices, at most 512), shape (the placement's smallest "
-                     "instance, lifted by docs/shape.md §9) or auto (concrete up to 512 devices, shape above)")
-          ->capture_default_str();
-      sub.add_option("--max-instance", a->max_instance,
-                     "largest smallest instance (devices) the shape path enumerates, up to 512")
-          ->capture_default_str();
-      sub.add_flag("--json", a->json, "machine-readable output");
-      sub.add_flag("-v,--verbose", a->verbose, "print every check's detail, not only failures and witnesses");
-      return [a] {
-        const auto result = proofs::run_cases(a->cases(), a->options());
-        fmt::print("{}\n", a->json ? proofs::to_json(result) : proofs::print_table(result, a->verbose));
-        return result.ok ? 0 : 1;
-      };
-    });
+Registrar reg("prove", [](CLI::App& sub) -> std::function<int()> {
+  auto a = std::make_shared<ProveArgs>();
+  sub.add_option("--system", a->problem.system, "system file (JSON) or inline hierarchy, e.g. node=4,gpu=16");
+  sub.add_option("--axes", a->problem.axes, "parallelism axis sizes, e.g. 4,16");
+  sub.add_option("--reduce", a->problem.reduce, "reduction axis indices (0-based)");
+  sub.add_option("--matrix", a->problem.matrix, "one parallelism matrix, e.g. \"1 4;4 4\" (default: all)");
+  sub.add_option("--suite", a->suite, "a JSON list of sample cases (e.g. examples/suites/lemmas.json)");
+  sub.add_option("--max-size", a->max_size, "largest program size for the enumeration (suite cases set their own)")
+      ->capture_default_str();
+  sub.add_option("--solver", a->solver, "solvers for the instruction-level queries: z3, cvc5, both or none")
+      ->capture_default_str();
+  sub.add_option("--timeout", a->timeout_s, "per-query solver time limit in seconds")->capture_default_str();
+  sub.add_option("--master-collectives", a->master, "allreduce (default) or all")->capture_default_str();
+  sub.add_option("--on", a->on,
+                 "where to compute: concrete (the system's devices, at most 512), shape (the placement's smallest "
+                 "instance, lifted by docs/shape.md §9) or auto (concrete up to 512 devices, shape above)")
+      ->capture_default_str();
+  sub.add_option("--max-instance", a->max_instance,
+                 "largest smallest instance (devices) the shape path enumerates, up to 512")
+      ->capture_default_str();
+  sub.add_flag("--json", a->json, "machine-readable output");
+  sub.add_flag("-v,--verbose", a->verbose, "print every check's detail, not only failures and witnesses");
+  return [a] {
+    const auto result = proofs::run_cases(a->cases(), a->options());
+    fmt::print("{}\n", a->json ? proofs::to_json(result) : proofs::print_table(result, a->verbose));
+    return result.ok ? 0 : 1;
+  };
+});
 
 }  // namespace
 }  // namespace p2v::tools

@@ -1,13 +1,13 @@
 // p2v reshard: memory-bounded, cost-optimal redistribution programs (SPEC §10).
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
 #include <fmt/ranges.h>
+#include <CLI/CLI.hpp>
 
 #include <chrono>
-#include <random>
 #include <cmath>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include <cctype>
 #include <filesystem>
@@ -45,9 +45,12 @@ struct ReshardArgs {
 
 std::string groups_summary(const rs::PlannedStep& s) {
   switch (s.step.op) {
-    case rs::Op::DynSlice: return "local";
-    case rs::Op::AllPermute: return fmt::format("{} devices move", s.num_groups);
-    default: return fmt::format("{} x {}", s.num_groups, s.group_size);
+    case rs::Op::DynSlice:
+      return "local";
+    case rs::Op::AllPermute:
+      return fmt::format("{} devices move", s.num_groups);
+    default:
+      return fmt::format("{} x {}", s.num_groups, s.group_size);
   }
 }
 
@@ -60,14 +63,15 @@ void print_program(const char* title, const rs::Plan& p, const rs::Program& prog
   int i = 0;
   for (const auto& s : prog.steps) {
     fmt::print("  {:>2}  {:<30} {:<28} {:<16} {:>10} {:>12}{}\n", i++,
-               rs::step_to_string(s.step, p.mesh) + (s.relabelled ? " *" : ""),
-               rs::to_string(s.after, p.mesh), groups_summary(s), s.cost, s.bytes,
+               rs::step_to_string(s.step, p.mesh) + (s.relabelled ? " *" : ""), rs::to_string(s.after, p.mesh),
+               groups_summary(s), s.cost, s.bytes,
                topo ? fmt::format("  {:.3f} us ({})", s.time_s * 1e6, s.level.empty() ? "-" : s.level) : "");
   }
   if (prog.steps.empty()) fmt::print("      (no step: the layouts are equal)\n");
   for (const auto& s : prog.steps)
     if (s.relabelled) {
-      fmt::print("      * after relabelling devices (types are logical; the final allpermute restores the device map)\n");
+      fmt::print(
+          "      * after relabelling devices (types are logical; the final allpermute restores the device map)\n");
       break;
     }
 }
@@ -89,15 +93,16 @@ std::string certify(const rs::Plan& p, const std::string& dir) {
     for (auto kind : {encodings::smt::SolverKind::Z3, encodings::smt::SolverKind::Cvc5}) {
       const auto r = encodings::prove_reshard_step(kind, p.mesh, ps.before, ps.step, ps.after);
       if (r.result != encodings::smt::Result::unsat)
-        throw Error(fmt::format("step {} ({}): {} answered {} for \"every element comes from where the rule says\"{}", k,
-                                rs::step_to_string(ps.step, p.mesh), encodings::smt::to_string(kind),
+        throw Error(fmt::format("step {} ({}): {} answered {} for \"every element comes from where the rule says\"{}",
+                                k, rs::step_to_string(ps.step, p.mesh), encodings::smt::to_string(kind),
                                 encodings::smt::to_string(r.result),
                                 r.counterexample.empty() ? "" : "; counterexample: " + r.counterexample));
       f[encodings::smt::to_string(kind)] = "unsat";
     }
     facts.push_back(f);
   }
-  cert["smt"] = {{"claim", "per step: every element of the new layout comes from where the rule says"}, {"steps", facts}};
+  cert["smt"] = {{"claim", "per step: every element of the new layout comes from where the rule says"},
+                 {"steps", facts}};
 #endif
   const std::string text = cert.dump();
   std::string name = rs::to_string(p.from, p.mesh) + "-" + rs::to_string(p.to, p.mesh);
@@ -125,19 +130,24 @@ int run(const ReshardArgs& a, const rs::Request& r) {
     const std::int64_t elems = p.mesh.num_devices() * p.to.localsize();
     if (a.json) {
       auto j = rs::to_json(p);
-      j["run"] = {{"ranks", p.mesh.num_devices()}, {"time_s", mine.time_s}, {"peak_bytes", mine.peak_bytes},
-                  {"wrong", mine.wrong}, {"splits", mine.splits},
+      j["run"] = {{"ranks", p.mesh.num_devices()},
+                  {"time_s", mine.time_s},
+                  {"peak_bytes", mine.peak_bytes},
+                  {"wrong", mine.wrong},
+                  {"splits", mine.splits},
                   {"baseline", {{"time_s", base.time_s}, {"peak_bytes", base.peak_bytes}, {"wrong", base.wrong}}}};
       fmt::print("{}\n", j.dump(2));
     } else {
       fmt::print("{} -> {} on {} MPI ranks (int64 elements = global indices)\n", rs::to_string(p.from, p.mesh),
                  rs::to_string(p.to, p.mesh), p.mesh.num_devices());
-      fmt::print("p2v:      {} steps, {:.1f} us, measured peak {} bytes/rank (with staging), {}\n", p.program.steps.size(),
-                 mine.time_s * 1e6, mine.peak_bytes,
-                 mine.wrong ? fmt::format("{} WRONG elements", mine.wrong) : fmt::format("all {} elements correct", elems));
-      fmt::print("baseline: {} steps, {:.1f} us, measured peak {} bytes/rank (with staging), {}\n", p.baseline.steps.size(),
-                 base.time_s * 1e6, base.peak_bytes,
-                 base.wrong ? fmt::format("{} WRONG elements", base.wrong) : fmt::format("all {} elements correct", elems));
+      fmt::print(
+          "p2v:      {} steps, {:.1f} us, measured peak {} bytes/rank (with staging), {}\n", p.program.steps.size(),
+          mine.time_s * 1e6, mine.peak_bytes,
+          mine.wrong ? fmt::format("{} WRONG elements", mine.wrong) : fmt::format("all {} elements correct", elems));
+      fmt::print(
+          "baseline: {} steps, {:.1f} us, measured peak {} bytes/rank (with staging), {}\n", p.baseline.steps.size(),
+          base.time_s * 1e6, base.peak_bytes,
+          base.wrong ? fmt::format("{} WRONG elements", base.wrong) : fmt::format("all {} elements correct", elems));
     }
   }
   return mine.wrong || base.wrong ? 1 : 0;
@@ -159,94 +169,100 @@ int run_random(const ReshardArgs& a) {
     if (!mine.first_wrong.empty()) fmt::print(stderr, "problem {} ({} ~> {}): {}\n", k, q.from, q.to, mine.first_wrong);
     sum_log += std::log(std::max(base.time_s, 1e-9) / std::max(mine.time_s, 1e-9));
     if (rank == 0 && !a.json)
-      fmt::print("{:>4}  {} ~> {}  {} steps  {:.1f} us (baseline {:.1f} us)  peak {} B (baseline {} B)  {}\n", k, q.from,
-                 q.to, p.program.steps.size(), mine.time_s * 1e6, base.time_s * 1e6, mine.peak_bytes, base.peak_bytes,
-                 mine.wrong || base.wrong ? "WRONG" : "ok");
+      fmt::print("{:>4}  {} ~> {}  {} steps  {:.1f} us (baseline {:.1f} us)  peak {} B (baseline {} B)  {}\n", k,
+                 q.from, q.to, p.program.steps.size(), mine.time_s * 1e6, base.time_s * 1e6, mine.peak_bytes,
+                 base.peak_bytes, mine.wrong || base.wrong ? "WRONG" : "ok");
   }
   if (rank == 0)
-    fmt::print("{} of {} random problems ran with every element correct (p2v and baseline); geo-mean baseline/p2v time "
-               "{:.2f}x\n",
-               a.random - bad, a.random, std::exp(sum_log / a.random));
+    fmt::print(
+        "{} of {} random problems ran with every element correct (p2v and baseline); geo-mean baseline/p2v time "
+        "{:.2f}x\n",
+        a.random - bad, a.random, std::exp(sum_log / a.random));
   return bad ? 1 : 0;
 }
 #endif
 
-Registrar reg(
-    "reshard", [](CLI::App& sub) -> std::function<int()> {
-      auto a = std::make_shared<ReshardArgs>();
-      sub.add_option("--mesh", a->mesh, "device mesh, e.g. x=4,y=4 (devices in mixed radix, first axis most significant)");
-      sub.add_option("--from", a->from, "source type, e.g. \"[32{x,y}512,128]\" (axes minor first)");
-      sub.add_option("--to", a->to, "target type, e.g. \"[128{x}512,32{y}128]\"");
-      sub.add_option("--random", a->random,
-                     "with --run: N random problems in the paper's style (mesh a=2,b=2,c=2, up to 5-D) in one MPI job "
-                     "(needs 8 ranks) instead of --mesh/--from/--to");
-      sub.add_option("--seed", a->seed, "with --random: the random seed")->capture_default_str();
-      sub.add_option("--system", a->system, "system file or inline hierarchy with as many devices as the mesh");
-      sub.add_option("--dtype", a->dtype, "element type: f64 f32 f16 bf16 i64 i32 u32 i16 i8 u8")->capture_default_str();
-      sub.add_option("--cost", a->cost, "paper (SPEC §10, elements) or topology (per-level latency/bandwidth of --system)")
-          ->capture_default_str();
-      sub.add_option("--memory", a->memory, "memory limit per device: auto (the bound) or BYTES (e.g. 64MiB)")
-          ->capture_default_str();
-      sub.add_option("--certify", a->certify, "write a certificate into DIR after Z3 and cvc5 check every step");
-      sub.add_flag("--run", a->run, "run the program on MPI (under mpirun) and check every element");
-      sub.add_flag("--json", a->json, "machine-readable output");
-      return [a] {
-        if (a->random > 0 && !a->run) throw Error("--random needs --run (for planning benchmarks see bench/reshard)");
-        if (a->random <= 0 && (a->mesh.empty() || a->from.empty() || a->to.empty()))
-          throw Error("--mesh, --from and --to are required (e.g. --mesh x=4,y=4 --from \"[32{x,y}512,128]\" --to \"[128{x}512,32{y}128]\")");
-        rs::Request r;
+Registrar reg("reshard", [](CLI::App& sub) -> std::function<int()> {
+  auto a = std::make_shared<ReshardArgs>();
+  sub.add_option("--mesh", a->mesh, "device mesh, e.g. x=4,y=4 (devices in mixed radix, first axis most significant)");
+  sub.add_option("--from", a->from, "source type, e.g. \"[32{x,y}512,128]\" (axes minor first)");
+  sub.add_option("--to", a->to, "target type, e.g. \"[128{x}512,32{y}128]\"");
+  sub.add_option("--random", a->random,
+                 "with --run: N random problems in the paper's style (mesh a=2,b=2,c=2, up to 5-D) in one MPI job "
+                 "(needs 8 ranks) instead of --mesh/--from/--to");
+  sub.add_option("--seed", a->seed, "with --random: the random seed")->capture_default_str();
+  sub.add_option("--system", a->system, "system file or inline hierarchy with as many devices as the mesh");
+  sub.add_option("--dtype", a->dtype, "element type: f64 f32 f16 bf16 i64 i32 u32 i16 i8 u8")->capture_default_str();
+  sub.add_option("--cost", a->cost, "paper (SPEC §10, elements) or topology (per-level latency/bandwidth of --system)")
+      ->capture_default_str();
+  sub.add_option("--memory", a->memory, "memory limit per device: auto (the bound) or BYTES (e.g. 64MiB)")
+      ->capture_default_str();
+  sub.add_option("--certify", a->certify, "write a certificate into DIR after Z3 and cvc5 check every step");
+  sub.add_flag("--run", a->run, "run the program on MPI (under mpirun) and check every element");
+  sub.add_flag("--json", a->json, "machine-readable output");
+  return [a] {
+    if (a->random > 0 && !a->run) throw Error("--random needs --run (for planning benchmarks see bench/reshard)");
+    if (a->random <= 0 && (a->mesh.empty() || a->from.empty() || a->to.empty()))
+      throw Error(
+          "--mesh, --from and --to are required (e.g. --mesh x=4,y=4 --from \"[32{x,y}512,128]\" --to "
+          "\"[128{x}512,32{y}128]\")");
+    rs::Request r;
 #ifdef P2V_HAVE_RUNTIME
-        if (a->random > 0) return run_random(*a);
+    if (a->random > 0) return run_random(*a);
 #endif
-        r.mesh = a->mesh;
-        r.from = a->from;
-        r.to = a->to;
-        r.dtype = a->dtype;
-        if (a->cost == "paper") r.cost = rs::CostKind::Paper;
-        else if (a->cost == "topology") r.cost = rs::CostKind::Topology;
-        else throw Error(fmt::format("--cost: expected paper or topology, got '{}'", a->cost));
-        if (!a->system.empty()) r.system = engine::parse_system_arg(a->system);
-        if (a->memory != "auto")
-          r.memory_bytes = static_cast<std::int64_t>(std::floor(engine::parse_size(a->memory, "--memory (auto or a size)")));
+    r.mesh = a->mesh;
+    r.from = a->from;
+    r.to = a->to;
+    r.dtype = a->dtype;
+    if (a->cost == "paper")
+      r.cost = rs::CostKind::Paper;
+    else if (a->cost == "topology")
+      r.cost = rs::CostKind::Topology;
+    else
+      throw Error(fmt::format("--cost: expected paper or topology, got '{}'", a->cost));
+    if (!a->system.empty()) r.system = engine::parse_system_arg(a->system);
+    if (a->memory != "auto")
+      r.memory_bytes =
+          static_cast<std::int64_t>(std::floor(engine::parse_size(a->memory, "--memory (auto or a size)")));
 #ifndef P2V_HAVE_CHECKER
-        if (!a->certify.empty()) throw Error("--certify needs p2v-smt with the independent checker (not built)");
+    if (!a->certify.empty()) throw Error("--certify needs p2v-smt with the independent checker (not built)");
 #endif
 #ifndef P2V_HAVE_RUNTIME
-        if (a->run) throw Error("--run needs p2v-run (built with MPI), which is not installed");
+    if (a->run) throw Error("--run needs p2v-run (built with MPI), which is not installed");
 #else
         if (a->run) return run(*a, r);
 #endif
-        const auto t0 = std::chrono::steady_clock::now();
-        const rs::Plan p = rs::plan(r);
-        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        std::string cert_note;
+    const auto t0 = std::chrono::steady_clock::now();
+    const rs::Plan p = rs::plan(r);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    std::string cert_note;
 #ifdef P2V_HAVE_CHECKER
-        if (!a->certify.empty()) cert_note = certify(p, a->certify);
+    if (!a->certify.empty()) cert_note = certify(p, a->certify);
 #endif
-        if (a->json) {
-          auto j = rs::to_json(p);
-          if (!cert_note.empty()) j["certificate"] = cert_note;
-          j["synthesis_ms"] = ms;
-          fmt::print("{}\n", j.dump(2));
-          return 0;
-        }
-        fmt::print("mesh {} ({} devices), {} -> {}, {}\n", a->mesh, p.mesh.num_devices(), rs::to_string(p.from, p.mesh),
-                   rs::to_string(p.to, p.mesh), a->dtype);
-        fmt::print("bound {} elements/device (max of the two local sizes), limit {}; {} states, {:.2f} ms\n", p.bound,
-                   p.limit, p.states, ms);
-        print_program("p2v", p, p.program);
-        print_program("baseline (allgather then dynslice)", p, p.baseline);
-        if (!cert_note.empty())
-          fmt::print("certificate {}: {}accepted by the independent checker\n", cert_note,
+    if (a->json) {
+      auto j = rs::to_json(p);
+      if (!cert_note.empty()) j["certificate"] = cert_note;
+      j["synthesis_ms"] = ms;
+      fmt::print("{}\n", j.dump(2));
+      return 0;
+    }
+    fmt::print("mesh {} ({} devices), {} -> {}, {}\n", a->mesh, p.mesh.num_devices(), rs::to_string(p.from, p.mesh),
+               rs::to_string(p.to, p.mesh), a->dtype);
+    fmt::print("bound {} elements/device (max of the two local sizes), limit {}; {} states, {:.2f} ms\n", p.bound,
+               p.limit, p.states, ms);
+    print_program("p2v", p, p.program);
+    print_program("baseline (allgather then dynslice)", p, p.baseline);
+    if (!cert_note.empty())
+      fmt::print("certificate {}: {}accepted by the independent checker\n", cert_note,
 #ifdef P2V_HAVE_ENCODINGS
-                     "every collective step proved by z3 and cvc5 (unsat), "
+                 "every collective step proved by z3 and cvc5 (unsat), "
 #else
                      ""
 #endif
-          );
-        return 0;
-      };
-    });
+      );
+    return 0;
+  };
+});
 
 }  // namespace
 }  // namespace p2v::tools

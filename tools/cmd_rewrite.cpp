@@ -1,7 +1,7 @@
 // p2v rewrite: cost-guided rewriting of a program by the verified rules (issue 14), with a
 // certificate (Z3 and cvc5 under the counting semantics) that the output equals the input.
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
+#include <CLI/CLI.hpp>
 
 #include <chrono>
 #include <fstream>
@@ -15,8 +15,8 @@
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/notation.hpp"
 #include "p2v/sim/cost.hpp"
-#include "p2v/sim/rewrite.hpp"
 #include "p2v/sim/rank.hpp"
+#include "p2v/sim/rewrite.hpp"
 
 namespace p2v::tools {
 namespace {
@@ -54,133 +54,160 @@ void read_program_file(RewriteArgs& a) {
     if (a.problem.axes.empty() && j.contains("axes")) a.problem.axes = list(j["axes"]);
     if (a.problem.reduce.empty() && j.contains("reduce")) a.problem.reduce = list(j["reduce"]);
     if (a.problem.matrix.empty() && j.contains("matrix")) {
-      if (j["matrix"].is_string()) a.problem.matrix = j["matrix"].get<std::string>();
-      else a.problem.matrix = engine::format_matrix(j["matrix"].get<engine::ParallelismMatrix>());
+      if (j["matrix"].is_string())
+        a.problem.matrix = j["matrix"].get<std::string>();
+      else
+        a.problem.matrix = engine::format_matrix(j["matrix"].get<engine::ParallelismMatrix>());
     }
   } catch (const nlohmann::json::exception& e) {
-    throw Error(fmt::format("'{}': expected {{\"program\": \"...\", \"axes\": [..], \"reduce\": [..], \"matrix\": "
-                            "\"..\"}}: {}",
-                            a.file, e.what()));
+    throw Error(
+        fmt::format("'{}': expected {{\"program\": \"...\", \"axes\": [..], \"reduce\": [..], \"matrix\": "
+                    "\"..\"}}: {}",
+                    a.file, e.what()));
   }
 }
 
-Registrar reg(
-    "rewrite", [](CLI::App& sub) -> std::function<int()> {
-      auto a = std::make_shared<RewriteArgs>();
-      sub.add_option("program_file", a->file,
-                     "JSON {\"program\": NOTATION, \"axes\": [..], \"reduce\": [..], \"matrix\": \"..\"} (or use --program)");
-      sub.add_option("--program", a->program, "the program in p2v notation on the placement's (d) hierarchy; \"AllReduce\" alone is the single AllReduce over the reduction groups");
-      sub.add_option("--system", a->problem.system, "system file (JSON) or inline hierarchy")->required();
-      sub.add_option("--axes", a->problem.axes, "parallelism axis sizes, e.g. 4,16 (else from the program file)");
-      sub.add_option("--reduce", a->problem.reduce, "reduction axis indices (else from the program file)");
-      sub.add_option("--matrix", a->problem.matrix, "one parallelism matrix (default: every matrix the program fits)");
-      add_cost_options(sub, a->cost);
-      sub.add_option("--max-size", a->opt.max_size, "largest program size considered")->capture_default_str();
-      sub.add_option("--budget", a->opt.budget, "most programs expanded")->capture_default_str();
-      sub.add_option("--prune", a->opt.prune, "drop candidates slower than this factor times the best")->capture_default_str();
-      sub.add_option("--certificate", a->certificate, "write the equality certificate (JSON) to FILE");
-      sub.add_option("--timeout", a->timeout_s, "solver time limit per query in seconds (timeout = unknown)")
-          ->capture_default_str();
-      sub.add_flag("--no-certify", a->no_certify, "skip the solvers (the counting check still runs)");
-      sub.add_flag("--json", a->json, "machine-readable output");
-      add_preset_option(sub, a->preset);
-      return [a]() -> int {
-        if (!a->file.empty()) read_program_file(*a);
-        if (a->program.empty()) throw Error("give a program file or --program \"NOTATION\"");
-        if (a->problem.axes.empty() || a->problem.reduce.empty())
-          throw Error("the axes and reduction axes are missing: give --axes and --reduce or put them in the program file");
-        if (a->opt.max_size < 1 || a->opt.max_size > engine::kMaxProgramSize)
-          throw Error(fmt::format("--max-size {}: expected 1..{}", a->opt.max_size, engine::kMaxProgramSize));
-        if (a->opt.prune < 1.0) throw Error(fmt::format("--prune {}: must be at least 1", a->opt.prune));
-        Problem p = load_problem(a->problem);
-        if (const auto note = fill_interconnects(p.system, a->preset); !note.empty() && !a->json)
-          fmt::print("{}\n", note);
-        const sim::Simulator simulator(p.system);
-        const auto copt = a->cost.options(p.system);
-        nlohmann::json out = nlohmann::json::array();
-        int code = 0;
-        std::string first_error;
-        int done = 0;
-        for (const auto& x : p.matrices) {
-          const engine::Placement pl = p.placement(x);
-          const auto h = engine::make_hierarchy(pl, p.system.level_names(), engine::HierarchyKind::ReductionAxes);
-          engine::LoweredProgram input;
-          try {
-            // "AllReduce" alone: the single AllReduce over the reduction groups.
-            input = a->program == "AllReduce" ? sim::single_allreduce(pl.reduction_groups())
-                                              : engine::resolve_program(h, a->program);
-          } catch (const p2v::Error& e) {
-            if (first_error.empty()) first_error = fmt::format("matrix {}: {}", engine::format_matrix(x), e.what());
-            continue;
-          }
-          ++done;
-          const engine::RuleMoves moves(h, engine::MasterCollectives::All);
-          const auto t0 = std::chrono::steady_clock::now();
-          const auto r = sim::rewrite_search(moves, simulator, copt, input, a->opt);
-          const double search_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-          const std::string best = engine::program_notation(h, r.best);
-          // simulate's best on this placement (the enumerator's programs ranked by the simulator).
-          engine::SynthOptions so;
-          so.max_size = std::min(a->opt.max_size, 5);
-          const auto rank = sim::rank_placement(simulator, pl, p.system.level_names(), so, copt);
-          // Only a program equal to the reduction's AllReduce is comparable with simulate's ranking.
-          const bool reduction = moves.equal(input, sim::single_allreduce(pl.reduction_groups()));
-          const bool matches = reduction && r.best_s <= rank.best_s() * (1 + 1e-9);
-          // Certificate: both solvers prove output = input under the counting semantics.
-          encodings::Equation eq;
-          eq.k = pl.num_devices();
-          eq.lhs = input;
-          eq.rhs = r.best;
-          std::string verdict = "not certified (--no-certify)";
-          nlohmann::json cert;
-          if (!a->no_certify) {
-            const auto res = encodings::solve_equation(eq, {encodings::smt::SolverKind::Z3, encodings::smt::SolverKind::Cvc5},
-                                                       static_cast<unsigned>(a->timeout_s * 1000));
-            verdict = res.verdict == encodings::EquationResult::Equal ? "proved equal by z3 and cvc5"
-                                                                       : "unknown: " + res.problem;
-            if (res.verdict != encodings::EquationResult::Equal) code = 3;
-            cert = {{"format", "p2v-rewrite-certificate/1"}, {"system", p.system.name}, {"matrix", engine::format_matrix(x)},
-                    {"input", a->program}, {"output", best}, {"verdict", to_string(res.verdict)},
-                    {"query_hash", res.hash}, {"smtlib", res.smtlib}, {"problem", res.problem}};
-            cert["answers"] = nlohmann::json::array();
-            for (const auto& s : res.runs)
-              cert["answers"].push_back({{"solver", s.solver}, {"version", s.version},
-                                         {"answer", encodings::smt::to_string(s.result)}, {"ms", s.ms}});
-            if (!a->certificate.empty()) {
-              const std::string f = p.matrices.size() > 1 ? fmt::format("{}.{}", a->certificate, done) : a->certificate;
-              std::ofstream(f) << cert.dump(1) << "\n";
-            }
-          }
-          if (a->json) {
-            out.push_back({{"matrix", engine::format_matrix(x)}, {"input", a->program}, {"input_s", r.input_s},
-                           {"best", best}, {"best_s", r.best_s}, {"derivation", engine::derivation_text(r.derivation)},
-                           {"search_ms", search_ms}, {"expanded", r.expanded}, {"generated", r.generated},
-                           {"pruned", r.pruned}, {"rejected", r.rejected}, {"budget_exhausted", r.budget_exhausted},
-                           {"simulate_best", rank.programs.empty() ? std::string() : rank.programs.front().name},
-                           {"simulate_best_s", rank.best_s()}, {"matches_simulate", matches}, {"is_reduction", reduction}, {"certificate", cert}});
-            continue;
-          }
-          fmt::print("matrix {}:\n  input   {}  {}\n  best    {}  {} ({:.2f}x)\n  derivation: {}\n", engine::format_matrix(x),
-                     sim::format_seconds(r.input_s), a->program, sim::format_seconds(r.best_s), best,
-                     r.input_s / r.best_s, engine::derivation_text(r.derivation));
-          fmt::print("  search: {:.1f} ms, {} expanded, {} generated, {} pruned (> {}x best), {} rejected by the counting "
-                     "check{}\n",
-                     search_ms, r.expanded, r.generated, r.pruned, a->opt.prune, r.rejected,
-                     r.budget_exhausted ? " (budget exhausted)" : "");
-          if (reduction)
-            fmt::print("  simulate's best: {} {}: {}\n", sim::format_seconds(rank.best_s()),
-                       rank.programs.empty() ? std::string("(none)") : rank.programs.front().name,
-                       matches ? "found (same predicted time)" : "NOT found");
-          else
-            fmt::print("  (the input is not the AllReduce over the reduction groups here: simulate's ranking does not "
-                       "apply)\n");
-          fmt::print("  certificate: {}\n", verdict);
+Registrar reg("rewrite", [](CLI::App& sub) -> std::function<int()> {
+  auto a = std::make_shared<RewriteArgs>();
+  sub.add_option(
+      "program_file", a->file,
+      "JSON {\"program\": NOTATION, \"axes\": [..], \"reduce\": [..], \"matrix\": \"..\"} (or use --program)");
+  sub.add_option("--program", a->program,
+                 "the program in p2v notation on the placement's (d) hierarchy; \"AllReduce\" alone is the single "
+                 "AllReduce over the reduction groups");
+  sub.add_option("--system", a->problem.system, "system file (JSON) or inline hierarchy")->required();
+  sub.add_option("--axes", a->problem.axes, "parallelism axis sizes, e.g. 4,16 (else from the program file)");
+  sub.add_option("--reduce", a->problem.reduce, "reduction axis indices (else from the program file)");
+  sub.add_option("--matrix", a->problem.matrix, "one parallelism matrix (default: every matrix the program fits)");
+  add_cost_options(sub, a->cost);
+  sub.add_option("--max-size", a->opt.max_size, "largest program size considered")->capture_default_str();
+  sub.add_option("--budget", a->opt.budget, "most programs expanded")->capture_default_str();
+  sub.add_option("--prune", a->opt.prune, "drop candidates slower than this factor times the best")
+      ->capture_default_str();
+  sub.add_option("--certificate", a->certificate, "write the equality certificate (JSON) to FILE");
+  sub.add_option("--timeout", a->timeout_s, "solver time limit per query in seconds (timeout = unknown)")
+      ->capture_default_str();
+  sub.add_flag("--no-certify", a->no_certify, "skip the solvers (the counting check still runs)");
+  sub.add_flag("--json", a->json, "machine-readable output");
+  add_preset_option(sub, a->preset);
+  return [a]() -> int {
+    if (!a->file.empty()) read_program_file(*a);
+    if (a->program.empty()) throw Error("give a program file or --program \"NOTATION\"");
+    if (a->problem.axes.empty() || a->problem.reduce.empty())
+      throw Error("the axes and reduction axes are missing: give --axes and --reduce or put them in the program file");
+    if (a->opt.max_size < 1 || a->opt.max_size > engine::kMaxProgramSize)
+      throw Error(fmt::format("--max-size {}: expected 1..{}", a->opt.max_size, engine::kMaxProgramSize));
+    if (a->opt.prune < 1.0) throw Error(fmt::format("--prune {}: must be at least 1", a->opt.prune));
+    Problem p = load_problem(a->problem);
+    if (const auto note = fill_interconnects(p.system, a->preset); !note.empty() && !a->json) fmt::print("{}\n", note);
+    const sim::Simulator simulator(p.system);
+    const auto copt = a->cost.options(p.system);
+    nlohmann::json out = nlohmann::json::array();
+    int code = 0;
+    std::string first_error;
+    int done = 0;
+    for (const auto& x : p.matrices) {
+      const engine::Placement pl = p.placement(x);
+      const auto h = engine::make_hierarchy(pl, p.system.level_names(), engine::HierarchyKind::ReductionAxes);
+      engine::LoweredProgram input;
+      try {
+        // "AllReduce" alone: the single AllReduce over the reduction groups.
+        input = a->program == "AllReduce" ? sim::single_allreduce(pl.reduction_groups())
+                                          : engine::resolve_program(h, a->program);
+      } catch (const p2v::Error& e) {
+        if (first_error.empty()) first_error = fmt::format("matrix {}: {}", engine::format_matrix(x), e.what());
+        continue;
+      }
+      ++done;
+      const engine::RuleMoves moves(h, engine::MasterCollectives::All);
+      const auto t0 = std::chrono::steady_clock::now();
+      const auto r = sim::rewrite_search(moves, simulator, copt, input, a->opt);
+      const double search_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      const std::string best = engine::program_notation(h, r.best);
+      // simulate's best on this placement (the enumerator's programs ranked by the simulator).
+      engine::SynthOptions so;
+      so.max_size = std::min(a->opt.max_size, 5);
+      const auto rank = sim::rank_placement(simulator, pl, p.system.level_names(), so, copt);
+      // Only a program equal to the reduction's AllReduce is comparable with simulate's ranking.
+      const bool reduction = moves.equal(input, sim::single_allreduce(pl.reduction_groups()));
+      const bool matches = reduction && r.best_s <= rank.best_s() * (1 + 1e-9);
+      // Certificate: both solvers prove output = input under the counting semantics.
+      encodings::Equation eq;
+      eq.k = pl.num_devices();
+      eq.lhs = input;
+      eq.rhs = r.best;
+      std::string verdict = "not certified (--no-certify)";
+      nlohmann::json cert;
+      if (!a->no_certify) {
+        const auto res =
+            encodings::solve_equation(eq, {encodings::smt::SolverKind::Z3, encodings::smt::SolverKind::Cvc5},
+                                      static_cast<unsigned>(a->timeout_s * 1000));
+        verdict =
+            res.verdict == encodings::EquationResult::Equal ? "proved equal by z3 and cvc5" : "unknown: " + res.problem;
+        if (res.verdict != encodings::EquationResult::Equal) code = 3;
+        cert = {{"format", "p2v-rewrite-certificate/1"},
+                {"system", p.system.name},
+                {"matrix", engine::format_matrix(x)},
+                {"input", a->program},
+                {"output", best},
+                {"verdict", to_string(res.verdict)},
+                {"query_hash", res.hash},
+                {"smtlib", res.smtlib},
+                {"problem", res.problem}};
+        cert["answers"] = nlohmann::json::array();
+        for (const auto& s : res.runs)
+          cert["answers"].push_back({{"solver", s.solver},
+                                     {"version", s.version},
+                                     {"answer", encodings::smt::to_string(s.result)},
+                                     {"ms", s.ms}});
+        if (!a->certificate.empty()) {
+          const std::string f = p.matrices.size() > 1 ? fmt::format("{}.{}", a->certificate, done) : a->certificate;
+          std::ofstream(f) << cert.dump(1) << "\n";
         }
-        if (done == 0) throw Error("the program does not fit the system: " + first_error);
-        if (a->json) fmt::print("{}\n", out.dump(2));
-        return code;
-      };
-    });
+      }
+      if (a->json) {
+        out.push_back({{"matrix", engine::format_matrix(x)},
+                       {"input", a->program},
+                       {"input_s", r.input_s},
+                       {"best", best},
+                       {"best_s", r.best_s},
+                       {"derivation", engine::derivation_text(r.derivation)},
+                       {"search_ms", search_ms},
+                       {"expanded", r.expanded},
+                       {"generated", r.generated},
+                       {"pruned", r.pruned},
+                       {"rejected", r.rejected},
+                       {"budget_exhausted", r.budget_exhausted},
+                       {"simulate_best", rank.programs.empty() ? std::string() : rank.programs.front().name},
+                       {"simulate_best_s", rank.best_s()},
+                       {"matches_simulate", matches},
+                       {"is_reduction", reduction},
+                       {"certificate", cert}});
+        continue;
+      }
+      fmt::print("matrix {}:\n  input   {}  {}\n  best    {}  {} ({:.2f}x)\n  derivation: {}\n",
+                 engine::format_matrix(x), sim::format_seconds(r.input_s), a->program, sim::format_seconds(r.best_s),
+                 best, r.input_s / r.best_s, engine::derivation_text(r.derivation));
+      fmt::print(
+          "  search: {:.1f} ms, {} expanded, {} generated, {} pruned (> {}x best), {} rejected by the counting "
+          "check{}\n",
+          search_ms, r.expanded, r.generated, r.pruned, a->opt.prune, r.rejected,
+          r.budget_exhausted ? " (budget exhausted)" : "");
+      if (reduction)
+        fmt::print("  simulate's best: {} {}: {}\n", sim::format_seconds(rank.best_s()),
+                   rank.programs.empty() ? std::string("(none)") : rank.programs.front().name,
+                   matches ? "found (same predicted time)" : "NOT found");
+      else
+        fmt::print(
+            "  (the input is not the AllReduce over the reduction groups here: simulate's ranking does not "
+            "apply)\n");
+      fmt::print("  certificate: {}\n", verdict);
+    }
+    if (done == 0) throw Error("the program does not fit the system: " + first_error);
+    if (a->json) fmt::print("{}\n", out.dump(2));
+    return code;
+  };
+});
 
 }  // namespace
 }  // namespace p2v::tools

@@ -1,8 +1,8 @@
 // p2v rules list|show|prove: rewrite rules over collectives, proved by Z3 and cvc5 against the
 // counting semantics (issue 14; docs/rules.md).
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
 #include <fmt/ranges.h>
+#include <CLI/CLI.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -11,8 +11,8 @@
 #include "command.hpp"
 #include "common.hpp"
 #include "p2v/encodings/rules.hpp"
-#include "p2v/engine/error.hpp"
 #include "p2v/engine/derive.hpp"
+#include "p2v/engine/error.hpp"
 #include "p2v/engine/notation.hpp"
 #include "p2v/proofs/expressiveness.hpp"
 
@@ -23,7 +23,7 @@ using encodings::EquationResult;
 using encodings::RuleProof;
 
 const std::vector<encodings::smt::SolverKind> kBoth = {encodings::smt::SolverKind::Z3,
-                                                      encodings::smt::SolverKind::Cvc5};
+                                                       encodings::smt::SolverKind::Cvc5};
 
 nlohmann::json rule_json(const engine::Rule& r) {
   return {{"id", r.id},
@@ -95,14 +95,23 @@ int prove_equation(const ProveArgs& a) {
       worst = std::max(worst, 3);
     }
     if (a.json) {
-      nlohmann::json j{{"matrix", engine::format_matrix(x)}, {"verdict", verdict}, {"scope", scope}, {"devices", eq.k},
-                       {"query_hash", res.hash}, {"problem", res.problem}};
+      nlohmann::json j{{"matrix", engine::format_matrix(x)},
+                       {"verdict", verdict},
+                       {"scope", scope},
+                       {"devices", eq.k},
+                       {"query_hash", res.hash},
+                       {"problem", res.problem}};
       j["answers"] = nlohmann::json::array();
       for (const auto& r : res.runs)
-        j["answers"].push_back({{"solver", r.solver}, {"version", r.version}, {"answer", encodings::smt::to_string(r.result)}, {"ms", r.ms}});
+        j["answers"].push_back({{"solver", r.solver},
+                                {"version", r.version},
+                                {"answer", encodings::smt::to_string(r.result)},
+                                {"ms", r.ms}});
       if (res.difference && res.verdict == EquationResult::Differ) {
         const auto& d = *res.difference;
-        j["counterexample"] = {{"device", d.device}, {"chunk", d.row}, {"source", d.source},
+        j["counterexample"] = {{"device", d.device},
+                               {"chunk", d.row},
+                               {"source", d.source},
                                {"lhs", d.lhs ? nlohmann::json(*d.lhs) : nlohmann::json(nullptr)},
                                {"rhs", d.rhs ? nlohmann::json(*d.rhs) : nlohmann::json(nullptr)}};
       }
@@ -111,7 +120,8 @@ int prove_equation(const ProveArgs& a) {
       fmt::print("matrix {}: {}{}\n  solvers: {}\n", engine::format_matrix(x), verdict,
                  code == 0 || a.all_sizes ? " (" + scope + ")" : "", answers_text(res));
       if (res.verdict == EquationResult::Differ)
-        fmt::print("  counterexample: {} (lhs vs rhs multiplicity of the source's chunk)\n", res.difference->describe());
+        fmt::print("  counterexample: {} (lhs vs rhs multiplicity of the source's chunk)\n",
+                   res.difference->describe());
       if (!res.problem.empty()) fmt::print("  {}\n", res.problem);
     }
   }
@@ -137,7 +147,9 @@ int prove_rules(const ProveArgs& a) {
     const RuleProof p = encodings::prove_rule(*r, a.max_devices, kBoth, static_cast<unsigned>(a.timeout_s * 1000));
     total += p.ms;
     std::string status = to_string(p.status);
-    int code = p.status == RuleProof::Proved || p.status == RuleProof::Refuted ? 0 : p.status == RuleProof::Unknown ? 3 : 1;
+    int code = p.status == RuleProof::Proved || p.status == RuleProof::Refuted ? 0
+               : p.status == RuleProof::Unknown                                ? 3
+                                                                               : 1;
     std::string scope = p.scope;
     if (p.status == RuleProof::Proved) {
       status = fmt::format("proved up to {} devices only", a.max_devices);
@@ -163,15 +175,17 @@ int prove_rules(const ProveArgs& a) {
       out.push_back(std::move(j));
     } else {
       fmt::print("{:<22} {:<36} {} shapes, {:.0f} ms\n", r->id, status, p.shapes.size(), p.ms);
-      if (!p.message.empty()) fmt::print("  {}{}\n", p.status == RuleProof::Refuted ? "counterexample: " : "", p.message);
-      if (p.status == RuleProof::Refuted)
-        fmt::print("  solvers: {}\n", answers_text(p.shapes.back().result));
+      if (!p.message.empty())
+        fmt::print("  {}{}\n", p.status == RuleProof::Refuted ? "counterexample: " : "", p.message);
+      if (p.status == RuleProof::Refuted) fmt::print("  solvers: {}\n", answers_text(p.shapes.back().result));
       if (a.all_sizes && p.status == RuleProof::Proved) fmt::print("  {}\n", scope);
     }
   }
-  if (a.json) fmt::print("{}\n", out.dump(2));
-  else fmt::print("{} rules in {:.1f} s (Z3 and cvc5 on every grid shape up to {} devices)\n", rules.size(), total / 1000,
-                  a.max_devices);
+  if (a.json)
+    fmt::print("{}\n", out.dump(2));
+  else
+    fmt::print("{} rules in {:.1f} s (Z3 and cvc5 on every grid shape up to {} devices)\n", rules.size(), total / 1000,
+               a.max_devices);
   return worst;
 }
 
@@ -211,9 +225,14 @@ int derive_cmd(const DeriveArgs& a) {
       tot_enum += c.enumerated;
       tot_common += c.common;
       if (a.json) {
-        nlohmann::json j{{"case", cs.name}, {"matrix", engine::format_matrix(x)}, {"max_size", o.max_size},
-                         {"derived", c.derived.programs.size()}, {"enumerated", c.enumerated}, {"common", c.common},
-                         {"derive_ms", c.derive_ms}, {"applications", c.derived.applications},
+        nlohmann::json j{{"case", cs.name},
+                         {"matrix", engine::format_matrix(x)},
+                         {"max_size", o.max_size},
+                         {"derived", c.derived.programs.size()},
+                         {"enumerated", c.enumerated},
+                         {"common", c.common},
+                         {"derive_ms", c.derive_ms},
+                         {"applications", c.derived.applications},
                          {"rejected_by_counting", c.derived.rejected}};
         j["programs"] = nlohmann::json::array();
         for (const auto& d : c.derived.programs)
@@ -227,10 +246,11 @@ int derive_cmd(const DeriveArgs& a) {
         out.push_back(std::move(j));
         continue;
       }
-      fmt::print("{} matrix {}: derived {} ({:.1f} ms, {} rule instances, {} rejected by the counting check), "
-                 "enumerated {}, common {}\n",
-                 cs.name, engine::format_matrix(x), c.derived.programs.size(), c.derive_ms, c.derived.applications,
-                 c.derived.rejected, c.enumerated, c.common);
+      fmt::print(
+          "{} matrix {}: derived {} ({:.1f} ms, {} rule instances, {} rejected by the counting check), "
+          "enumerated {}, common {}\n",
+          cs.name, engine::format_matrix(x), c.derived.programs.size(), c.derive_ms, c.derived.applications,
+          c.derived.rejected, c.enumerated, c.common);
       if (a.verbose)
         for (const auto& d : c.derived.programs)
           fmt::print("  derived  {}   [{}]\n", engine::program_notation(c.hierarchy, d.program),
@@ -240,100 +260,104 @@ int derive_cmd(const DeriveArgs& a) {
       for (const auto& d : c.only_enumerator) fmt::print("  only enumerated: {}\n    why: {}\n", d.notation, d.reason);
     }
   }
-  if (a.json) fmt::print("{}\n", out.dump(2));
+  if (a.json)
+    fmt::print("{}\n", out.dump(2));
   else
     fmt::print("total: derived {}, enumerated {}, common {}{}\n", tot_derived, tot_enum, tot_common,
                discrepancies ? fmt::format(", {} DISCREPANCIES", discrepancies) : "");
   return discrepancies ? 1 : 0;
 }
 
-Registrar reg(
-    "rules", [](CLI::App& sub) -> std::function<int()> {
-      sub.require_subcommand(1);
-      auto json = std::make_shared<bool>(false);
-      auto* list = sub.add_subcommand("list", "List the rules (positive, adjoint, commuting and negative ones)");
-      list->add_flag("--json", *json, "machine-readable output");
-      auto show_id = std::make_shared<std::string>();
-      auto* show = sub.add_subcommand("show", "Show one rule: its sides, side conditions and a lowering on a 2x2 grid");
-      show->add_option("rule", *show_id, "rule id (see `p2v rules list`)")->required();
-      show->add_flag("--json", *json, "machine-readable output");
-      auto a = std::make_shared<ProveArgs>();
-      auto* prove = sub.add_subcommand(
-          "prove",
-          "Prove rules (every grid shape up to --max-devices, Z3 and cvc5 must agree; negative rules refuted with a "
-          "smallest counterexample), or your own equation --lhs = --rhs on a system");
-      prove->add_option("rules", a->ids, "rule ids (default: all)");
-      prove->add_flag("--all", a->all, "every rule of the catalogue");
-      prove->add_option("--max-devices", a->max_devices, "largest grid (number of devices) to prove on")->capture_default_str();
-      prove->add_option("--timeout", a->timeout_s, "per-query solver time limit in seconds (timeout = unknown)")
-          ->capture_default_str();
-      prove->add_option("--certificates", a->certs, "write one rule certificate per rule into DIR (see `p2v check`)");
-      prove->add_flag("--all-sizes", a->all_sizes,
-                      "ask for a proof for every size (there is no parametric encoding yet: answers unknown, exit 3)");
-      prove->add_option("--system", a->problem.system, "system file or inline hierarchy (with --lhs/--rhs)");
-      prove->add_option("--axes", a->problem.axes, "parallelism axis sizes, e.g. 4,16");
-      prove->add_option("--reduce", a->problem.reduce, "reduction axis indices (0-based)");
-      prove->add_option("--matrix", a->problem.matrix, "one parallelism matrix (default: every matrix the programs fit)");
-      prove->add_option("--lhs", a->lhs, "left program in p2v notation on the placement's (d) hierarchy");
-      prove->add_option("--rhs", a->rhs, "right program");
-      prove->add_flag("--json", a->json, "machine-readable output");
-      prove->footer(
-          "Exit status: rules: 0 every rule as catalogued, 1 a rule contradicts its entry, 3 unknown (timeout or "
-          "the solvers disagree). Equations: 0 proved, 1 refuted, 3 unknown.");
-      auto da = std::make_shared<DeriveArgs>();
-      auto* derive = sub.add_subcommand(
-          "derive",
-          "Derive programs from AllReduce over the reduction group with the rewrite rules (breadth first, on the "
-          "placement's (d) hierarchy) and compare with the enumerator");
-      derive->add_option("--system", da->problem.system, "system file or inline hierarchy");
-      derive->add_option("--axes", da->problem.axes, "parallelism axis sizes, e.g. 4,16");
-      derive->add_option("--reduce", da->problem.reduce, "reduction axis indices (0-based)");
-      derive->add_option("--matrix", da->problem.matrix, "one parallelism matrix (default: all)");
-      derive->add_option("--suite", da->suite, "a JSON list of cases (e.g. examples/suites/lemmas.json)");
-      derive->add_option("--max-size", da->max_size, "largest program size")->capture_default_str();
-      derive->add_option("--master-collectives", da->master, "allreduce (default) or all")->capture_default_str();
-      derive->add_flag("--json", da->json, "machine-readable output (every program with its derivation)");
-      derive->add_flag("-v,--verbose", da->verbose, "print every derived program with its derivation");
-      return [list, show, prove, derive, json, show_id, a, da]() -> int {
-        if (derive->parsed()) return derive_cmd(*da);
-        if (list->parsed()) {
-          nlohmann::json out = nlohmann::json::array();
-          for (const auto& r : engine::rule_catalog()) {
-            if (*json) out.push_back(rule_json(r));
-            else fmt::print("{:<22} {} {} {}\n", r.id, engine::rule_side_text(r.lhs), relation(r), engine::rule_side_text(r.rhs));
-          }
-          if (*json) fmt::print("{}\n", out.dump(2));
-          return 0;
-        }
-        if (show->parsed()) {
-          const auto& r = engine::find_rule(*show_id);
-          const std::vector<int> shape(static_cast<std::size_t>(r.arity), 2);
-          auto lowered = [&](const engine::RuleSide& s) {
-            std::string t;
-            for (const auto& st : engine::lower_grid(s.steps, shape))
-              t += fmt::format("{}{} {}", t.empty() ? "" : " ; ", engine::to_string(st.collective), st.groups);
-            return t.empty() ? std::string("id") : t;
-          };
-          if (*json) {
-            auto j = rule_json(r);
-            j["example_shape"] = shape;
-            j["example_lhs"] = lowered(r.lhs);
-            j["example_rhs"] = lowered(r.rhs);
-            fmt::print("{}\n", j.dump(2));
-            return 0;
-          }
-          fmt::print("{}: {}\n  {} {} {}\n  side conditions: {}\n  expected: {}{}\n", r.id, r.title,
-                     engine::rule_side_text(r.lhs), relation(r), engine::rule_side_text(r.rhs), r.side_conditions,
-                     r.holds ? "holds" : "fails (refuted with a smallest counterexample)",
-                     r.rewrite ? "; used by derivation and rewrite" : "");
-          fmt::print("  on a {} grid (member order = block order):\n    lhs: {}\n    rhs: {}\n", fmt::join(shape, "x"),
-                     lowered(r.lhs), lowered(r.rhs));
-          return 0;
-        }
-        if (!a->problem.system.empty() || !a->lhs.empty() || !a->rhs.empty()) return prove_equation(*a);
-        return prove_rules(*a);
+Registrar reg("rules", [](CLI::App& sub) -> std::function<int()> {
+  sub.require_subcommand(1);
+  auto json = std::make_shared<bool>(false);
+  auto* list = sub.add_subcommand("list", "List the rules (positive, adjoint, commuting and negative ones)");
+  list->add_flag("--json", *json, "machine-readable output");
+  auto show_id = std::make_shared<std::string>();
+  auto* show = sub.add_subcommand("show", "Show one rule: its sides, side conditions and a lowering on a 2x2 grid");
+  show->add_option("rule", *show_id, "rule id (see `p2v rules list`)")->required();
+  show->add_flag("--json", *json, "machine-readable output");
+  auto a = std::make_shared<ProveArgs>();
+  auto* prove = sub.add_subcommand(
+      "prove",
+      "Prove rules (every grid shape up to --max-devices, Z3 and cvc5 must agree; negative rules refuted with a "
+      "smallest counterexample), or your own equation --lhs = --rhs on a system");
+  prove->add_option("rules", a->ids, "rule ids (default: all)");
+  prove->add_flag("--all", a->all, "every rule of the catalogue");
+  prove->add_option("--max-devices", a->max_devices, "largest grid (number of devices) to prove on")
+      ->capture_default_str();
+  prove->add_option("--timeout", a->timeout_s, "per-query solver time limit in seconds (timeout = unknown)")
+      ->capture_default_str();
+  prove->add_option("--certificates", a->certs, "write one rule certificate per rule into DIR (see `p2v check`)");
+  prove->add_flag("--all-sizes", a->all_sizes,
+                  "ask for a proof for every size (there is no parametric encoding yet: answers unknown, exit 3)");
+  prove->add_option("--system", a->problem.system, "system file or inline hierarchy (with --lhs/--rhs)");
+  prove->add_option("--axes", a->problem.axes, "parallelism axis sizes, e.g. 4,16");
+  prove->add_option("--reduce", a->problem.reduce, "reduction axis indices (0-based)");
+  prove->add_option("--matrix", a->problem.matrix, "one parallelism matrix (default: every matrix the programs fit)");
+  prove->add_option("--lhs", a->lhs, "left program in p2v notation on the placement's (d) hierarchy");
+  prove->add_option("--rhs", a->rhs, "right program");
+  prove->add_flag("--json", a->json, "machine-readable output");
+  prove->footer(
+      "Exit status: rules: 0 every rule as catalogued, 1 a rule contradicts its entry, 3 unknown (timeout or "
+      "the solvers disagree). Equations: 0 proved, 1 refuted, 3 unknown.");
+  auto da = std::make_shared<DeriveArgs>();
+  auto* derive = sub.add_subcommand(
+      "derive",
+      "Derive programs from AllReduce over the reduction group with the rewrite rules (breadth first, on the "
+      "placement's (d) hierarchy) and compare with the enumerator");
+  derive->add_option("--system", da->problem.system, "system file or inline hierarchy");
+  derive->add_option("--axes", da->problem.axes, "parallelism axis sizes, e.g. 4,16");
+  derive->add_option("--reduce", da->problem.reduce, "reduction axis indices (0-based)");
+  derive->add_option("--matrix", da->problem.matrix, "one parallelism matrix (default: all)");
+  derive->add_option("--suite", da->suite, "a JSON list of cases (e.g. examples/suites/lemmas.json)");
+  derive->add_option("--max-size", da->max_size, "largest program size")->capture_default_str();
+  derive->add_option("--master-collectives", da->master, "allreduce (default) or all")->capture_default_str();
+  derive->add_flag("--json", da->json, "machine-readable output (every program with its derivation)");
+  derive->add_flag("-v,--verbose", da->verbose, "print every derived program with its derivation");
+  return [list, show, prove, derive, json, show_id, a, da]() -> int {
+    if (derive->parsed()) return derive_cmd(*da);
+    if (list->parsed()) {
+      nlohmann::json out = nlohmann::json::array();
+      for (const auto& r : engine::rule_catalog()) {
+        if (*json)
+          out.push_back(rule_json(r));
+        else
+          fmt::print("{:<22} {} {} {}\n", r.id, engine::rule_side_text(r.lhs), relation(r),
+                     engine::rule_side_text(r.rhs));
+      }
+      if (*json) fmt::print("{}\n", out.dump(2));
+      return 0;
+    }
+    if (show->parsed()) {
+      const auto& r = engine::find_rule(*show_id);
+      const std::vector<int> shape(static_cast<std::size_t>(r.arity), 2);
+      auto lowered = [&](const engine::RuleSide& s) {
+        std::string t;
+        for (const auto& st : engine::lower_grid(s.steps, shape))
+          t += fmt::format("{}{} {}", t.empty() ? "" : " ; ", engine::to_string(st.collective), st.groups);
+        return t.empty() ? std::string("id") : t;
       };
-    });
+      if (*json) {
+        auto j = rule_json(r);
+        j["example_shape"] = shape;
+        j["example_lhs"] = lowered(r.lhs);
+        j["example_rhs"] = lowered(r.rhs);
+        fmt::print("{}\n", j.dump(2));
+        return 0;
+      }
+      fmt::print("{}: {}\n  {} {} {}\n  side conditions: {}\n  expected: {}{}\n", r.id, r.title,
+                 engine::rule_side_text(r.lhs), relation(r), engine::rule_side_text(r.rhs), r.side_conditions,
+                 r.holds ? "holds" : "fails (refuted with a smallest counterexample)",
+                 r.rewrite ? "; used by derivation and rewrite" : "");
+      fmt::print("  on a {} grid (member order = block order):\n    lhs: {}\n    rhs: {}\n", fmt::join(shape, "x"),
+                 lowered(r.lhs), lowered(r.rhs));
+      return 0;
+    }
+    if (!a->problem.system.empty() || !a->lhs.empty() || !a->rhs.empty()) return prove_equation(*a);
+    return prove_rules(*a);
+  };
+});
 
 }  // namespace
 }  // namespace p2v::tools

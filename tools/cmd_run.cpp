@@ -1,7 +1,7 @@
 // p2v run: runs reduction programs on MPI ranks (or NCCL GPUs), checks the results against the
 // state semantics and times them. Launch with mpirun, one rank per device of the system.
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
+#include <CLI/CLI.hpp>
 #include <optional>
 
 #include "p2v/engine/error.hpp"
@@ -51,8 +51,8 @@ std::string format_list(const std::vector<int>& v) {
 
 void print_timing(const runtime::Timing& t, const std::string& label) {
   fmt::print("  {:<22} {:<34} {:>11} {:>10.1f} {:>10.1f} {:>10.1f} {:>9.3f} {:>9.3f}\n", label,
-             t.groups.size() > 34 ? t.groups.substr(0, 31) + "..." : t.groups, t.bytes, t.t.min * 1e6,
-             t.t.median * 1e6, t.t.max * 1e6, t.algbw, t.busbw);
+             t.groups.size() > 34 ? t.groups.substr(0, 31) + "..." : t.groups, t.bytes, t.t.min * 1e6, t.t.median * 1e6,
+             t.t.max * 1e6, t.algbw, t.busbw);
 }
 
 std::string csv_quote(const std::string& s) {
@@ -77,8 +77,8 @@ std::ofstream open_csv(const std::string& path, const char* option, const char* 
   return out;
 }
 
-void append_csv(const std::string& path, const runtime::Jobs& pr, const runtime::Job& job, const runtime::RunReport& rep,
-                const RunArgs& a, int ranks, const char* backend) {
+void append_csv(const std::string& path, const runtime::Jobs& pr, const runtime::Job& job,
+                const runtime::RunReport& rep, const RunArgs& a, int ranks, const char* backend) {
   // The first four columns are what `p2v calibrate` reads (collective,groups,bytes,seconds).
   std::ofstream out = open_csv(path, "--csv",
                                "collective,groups,bytes,seconds,seconds_min,seconds_max,algbw_GBps,busbw_GBps,"
@@ -87,21 +87,21 @@ void append_csv(const std::string& path, const runtime::Jobs& pr, const runtime:
   auto row = [&](const std::string& step, const runtime::Timing& t) {
     out << t.what << ',' << csv_quote(t.groups_list) << ',' << t.bytes << ','
         << fmt::format("{:.9g},{:.9g},{:.9g},{:.6g},{:.6g}", t.t.median, t.t.min, t.t.max, t.algbw, t.busbw) << ','
-        << csv_quote(t.groups) << ',' << csv_quote(pr.system.name) << ',' << ranks << ',' << backend << ','
-        << a.dtype << ',' << csv_quote(engine::format_matrix(job.matrix)) << ',' << csv_quote(job.notation) << ','
-        << step << ',' << t.group_size << ',' << t.num_groups << ',' << a.iters << '\n';
+        << csv_quote(t.groups) << ',' << csv_quote(pr.system.name) << ',' << ranks << ',' << backend << ',' << a.dtype
+        << ',' << csv_quote(engine::format_matrix(job.matrix)) << ',' << csv_quote(job.notation) << ',' << step << ','
+        << t.group_size << ',' << t.num_groups << ',' << a.iters << '\n';
   };
   // Per step, and the baseline AllReduce over the reduction groups; the program's total is not a
   // single collective, so it is written as a comment.
   for (std::size_t s = 0; s < rep.steps.size(); ++s) row(std::to_string(s + 1), rep.steps[s]);
   if (!a.no_baseline) row("baseline", rep.baseline);
-  out << fmt::format("# total,{},{},{:.9g},{}\n", csv_quote(rep.total.groups_list), rep.total.bytes,
-                     rep.total.t.median, csv_quote(job.notation));
+  out << fmt::format("# total,{},{},{:.9g},{}\n", csv_quote(rep.total.groups_list), rep.total.bytes, rep.total.t.median,
+                     csv_quote(job.notation));
 }
 
 // One row per program (its total): what `p2v simulate --measured-programs` reads.
-void append_program_csv(const std::string& path, const runtime::Jobs& pr, const runtime::Job& job, const runtime::RunReport& rep,
-                        const RunArgs& a, int ranks, const char* backend) {
+void append_program_csv(const std::string& path, const runtime::Jobs& pr, const runtime::Job& job,
+                        const runtime::RunReport& rep, const RunArgs& a, int ranks, const char* backend) {
   std::ofstream out = open_csv(
       path, "--csv-programs",
       "program,seconds,matrix,seconds_min,seconds_max,baseline_seconds,bytes,system,ranks,backend,dtype,iters\n");
@@ -118,7 +118,8 @@ void show_plan(const runtime::Job& job, const runtime::RankPlan& mine) {
   const auto& prog = *job.program;
   const std::int64_t n = prog.num_ranks(), shown = std::min<std::int64_t>(n, 64);
   std::vector<runtime::RankPlan> plans;
-  for (std::int64_t d = 0; d < shown; ++d) plans.push_back(d == mine.rank ? mine : runtime::make_rank_plan(job.program, d, false));
+  for (std::int64_t d = 0; d < shown; ++d)
+    plans.push_back(d == mine.rank ? mine : runtime::make_rank_plan(job.program, d, false));
   for (std::size_t s = 0; s < prog.steps.size(); ++s) {
     fmt::print("  step {} {} on {}\n", s + 1, engine::to_string(prog.steps[s].collective),
                runtime::describe_pattern(prog.steps[s].groups, prog.grid));
@@ -167,10 +168,11 @@ int run_jobs(const RunArgs& a, const runtime::Jobs& pr, const runtime::RunOption
   const int rank = co.rank(), size = co.size();
   if (rank == 0) {
     if (!pr.warning.empty()) fmt::print(stderr, "{}", pr.warning);
-    fmt::print("p2v run: system {} {} on {} ranks, backend {}, axes {}, reduce {}, dtype {}, {} warmup + {} "
-               "timed iterations\n",
-               pr.system.name, format_list(pr.system.cardinalities()), size, be.name(), format_list(pr.axes),
-               format_list(pr.reduce), a.dtype, opt.warmup, opt.iters);
+    fmt::print(
+        "p2v run: system {} {} on {} ranks, backend {}, axes {}, reduce {}, dtype {}, {} warmup + {} "
+        "timed iterations\n",
+        pr.system.name, format_list(pr.system.cardinalities()), size, be.name(), format_list(pr.axes),
+        format_list(pr.reduce), a.dtype, opt.warmup, opt.iters);
   }
   int failures = 0;
   for (std::size_t i = 0; i < pr.jobs.size(); ++i) {
@@ -180,15 +182,17 @@ int run_jobs(const RunArgs& a, const runtime::Jobs& pr, const runtime::RunOption
       const std::string diff = runtime::check_against_global(job.program, rank);
       if (const int first = co.agree(!diff.empty()); first >= 0) {
         if (rank == first)
-          fmt::print(stderr, "p2v run: --check-plan: for program '{}', rank {}'s own plan differs from its part of the "
-                             "global plan: {}\n", job.notation, rank, diff);
+          fmt::print(stderr,
+                     "p2v run: --check-plan: for program '{}', rank {}'s own plan differs from its part of the "
+                     "global plan: {}\n",
+                     job.notation, rank, diff);
         ++failures;
         continue;
       }
     }
     if (rank == 0) {
-      fmt::print("\nprogram {}/{} on matrix {}: {}\n", i + 1, pr.jobs.size(), engine::format_matrix_brackets(job.matrix),
-                 job.notation);
+      fmt::print("\nprogram {}/{} on matrix {}: {}\n", i + 1, pr.jobs.size(),
+                 engine::format_matrix_brackets(job.matrix), job.notation);
       if (a.check_plan) fmt::print("  --check-plan: every rank's own plan equals its part of the global plan\n");
       if (a.show_plan) show_plan(job, plan);
       std::fflush(stdout);
@@ -222,11 +226,15 @@ int run_threads(const RunArgs& a, const runtime::Jobs& pr, const runtime::RunOpt
     std::string why;
     const int gpus = runtime::cuda_device_count(&why);
     if (gpus < 1)
-      throw Error(fmt::format("the NCCL backend needs CUDA GPUs: {}; use --backend mpi (under mpirun) or "
-                              "--backend threads on machines without GPUs", why));
+      throw Error(
+          fmt::format("the NCCL backend needs CUDA GPUs: {}; use --backend mpi (under mpirun) or "
+                      "--backend threads on machines without GPUs",
+                      why));
     if (gpus < n)
-      throw Error(fmt::format("NCCL in one process drives one GPU per device: the system has {} devices but {} "
-                              "GPUs are visible; launch under mpirun across nodes instead", n, gpus));
+      throw Error(
+          fmt::format("NCCL in one process drives one GPU per device: the system has {} devices but {} "
+                      "GPUs are visible; launch under mpirun across nodes instead",
+                      n, gpus));
     id = runtime::nccl_unique_id();
   }
   auto team = runtime::make_thread_team(n);
@@ -309,9 +317,10 @@ int run_command(const RunArgs& a, const runtime::JobRequest& req) {
           throw Error("--backend threads runs every device as a thread of one process: launch it without mpirun");
         jobs = runtime::resolve_jobs(req, threads ? -1 : size);
         if (a.check_plan && jobs.system.num_devices() > engine::kMaxStateDevices)
-          throw Error(fmt::format("--check-plan compares with the global plan, which handles at most {} ranks, and "
-                                  "this system has {}; drop --check-plan or check a smaller system of the same shape",
-                                  engine::kMaxStateDevices, jobs.system.num_devices()));
+          throw Error(
+              fmt::format("--check-plan compares with the global plan, which handles at most {} ranks, and "
+                          "this system has {}; drop --check-plan or check a smaller system of the same shape",
+                          engine::kMaxStateDevices, jobs.system.num_devices()));
       }))
     return 2;
   if (threads) {
@@ -325,7 +334,8 @@ int run_command(const RunArgs& a, const runtime::JobRequest& req) {
   // Phase 2, collective. The backend agrees on its own availability (NCCL: a GPU per rank).
   std::unique_ptr<runtime::Backend> be;
   if (!agreed(*co, [&] {
-        be = a.backend == "nccl" ? runtime::make_nccl_backend(world, opt.dtype) : runtime::make_mpi_backend(world, opt.dtype);
+        be = a.backend == "nccl" ? runtime::make_nccl_backend(world, opt.dtype)
+                                 : runtime::make_mpi_backend(world, opt.dtype);
       }))
     return 2;
   int failures = 0;
@@ -344,56 +354,55 @@ int run_command(const RunArgs& a, const runtime::JobRequest& req) {
 
 #endif
 
-Registrar reg(
-    "run", [](CLI::App& sub) -> std::function<int()> {
-      auto a = std::make_shared<RunArgs>();
-      auto r = std::make_shared<runtime::JobRequest>();
-      sub.add_option("--system", r->system, "system file (JSON) or inline hierarchy, e.g. node=2,gpu=4");
-      sub.add_option("--axes", r->axes, "parallelism axis sizes, e.g. 4,4");
-      sub.add_option("--reduce", r->reduce, "reduction axis indices (0-based), e.g. 1");
-      sub.add_option("--matrix", r->matrix, "the parallelism matrix, rows separated by ';'");
-      sub.add_option("--program", r->program,
-                     "a program, e.g. \"ReduceScatter@(gpu,Inside) ; AllReduce@(gpu,Parallel(root)) ; "
-                     "AllGather@(gpu,Inside)\"");
-      sub.add_option("--program-file", r->program_file,
-                     "programs, one per line, or the --json output of p2v synth / p2v simulate");
-      sub.add_option("--hierarchy", r->hierarchy,
-                     "hierarchy the program notation refers to: a, b, c, d or d-uncollapsed (default: the "
-                     "program file's, else d)");
-      sub.add_option("--top", r->top, "run only the first K programs of each matrix in --program-file (0: all)");
-      sub.add_option("--certificate", r->certificate,
-                     "run only if this certificate passes the independent checker (its program if none is given)");
-      sub.add_flag("--unchecked", r->unchecked,
-                   "run even if the certificate fails or the program misses the goal (loudly)");
-      sub.add_option("--bytes", a->bytes, "buffer size per rank, e.g. 1048576, 64K, 1M, 64M")->capture_default_str();
-      sub.add_option("--iters", a->iters, "timed iterations")->capture_default_str();
-      sub.add_option("--warmup", a->warmup, "untimed warmup iterations")->capture_default_str();
-      sub.add_option("--dtype", a->dtype, "int32 or float32")->capture_default_str();
-      sub.add_option("--backend", a->backend,
-                     "mpi (one rank per device, under mpirun), nccl (one GPU per rank under mpirun, or all "
-                     "GPUs of one process without mpirun) or threads (one process, a thread per device, host "
-                     "memory)")
-          ->capture_default_str();
-      sub.add_option("--csv", a->csv,
-                     "append per-step and baseline rows (collective,groups,bytes,seconds,...) to this CSV: what "
-                     "p2v calibrate reads");
-      sub.add_option("--csv-programs", a->csv_programs,
-                     "append one row per program (program,seconds,matrix,...): what p2v simulate "
-                     "--measured-programs reads");
-      sub.add_flag("--no-verify", a->no_verify, "skip the checked run");
-      sub.add_flag("--no-baseline", a->no_baseline, "skip the baseline AllReduce");
-      sub.add_flag("--show-plan", a->show_plan, "print the steps' groups and the roles and rows of (up to 64) ranks");
-      sub.add_flag("--check-plan", a->check_plan,
-                   "debug: compare every rank's own plan with the global plan (at most 512 ranks) before running");
-      sub.add_option("--inject-fault", a->fault, "testing: corrupt one element after STEP on RANK (STEP:RANK)");
-      return [a, r]() -> int {
+Registrar reg("run", [](CLI::App& sub) -> std::function<int()> {
+  auto a = std::make_shared<RunArgs>();
+  auto r = std::make_shared<runtime::JobRequest>();
+  sub.add_option("--system", r->system, "system file (JSON) or inline hierarchy, e.g. node=2,gpu=4");
+  sub.add_option("--axes", r->axes, "parallelism axis sizes, e.g. 4,4");
+  sub.add_option("--reduce", r->reduce, "reduction axis indices (0-based), e.g. 1");
+  sub.add_option("--matrix", r->matrix, "the parallelism matrix, rows separated by ';'");
+  sub.add_option("--program", r->program,
+                 "a program, e.g. \"ReduceScatter@(gpu,Inside) ; AllReduce@(gpu,Parallel(root)) ; "
+                 "AllGather@(gpu,Inside)\"");
+  sub.add_option("--program-file", r->program_file,
+                 "programs, one per line, or the --json output of p2v synth / p2v simulate");
+  sub.add_option("--hierarchy", r->hierarchy,
+                 "hierarchy the program notation refers to: a, b, c, d or d-uncollapsed (default: the "
+                 "program file's, else d)");
+  sub.add_option("--top", r->top, "run only the first K programs of each matrix in --program-file (0: all)");
+  sub.add_option("--certificate", r->certificate,
+                 "run only if this certificate passes the independent checker (its program if none is given)");
+  sub.add_flag("--unchecked", r->unchecked,
+               "run even if the certificate fails or the program misses the goal (loudly)");
+  sub.add_option("--bytes", a->bytes, "buffer size per rank, e.g. 1048576, 64K, 1M, 64M")->capture_default_str();
+  sub.add_option("--iters", a->iters, "timed iterations")->capture_default_str();
+  sub.add_option("--warmup", a->warmup, "untimed warmup iterations")->capture_default_str();
+  sub.add_option("--dtype", a->dtype, "int32 or float32")->capture_default_str();
+  sub.add_option("--backend", a->backend,
+                 "mpi (one rank per device, under mpirun), nccl (one GPU per rank under mpirun, or all "
+                 "GPUs of one process without mpirun) or threads (one process, a thread per device, host "
+                 "memory)")
+      ->capture_default_str();
+  sub.add_option("--csv", a->csv,
+                 "append per-step and baseline rows (collective,groups,bytes,seconds,...) to this CSV: what "
+                 "p2v calibrate reads");
+  sub.add_option("--csv-programs", a->csv_programs,
+                 "append one row per program (program,seconds,matrix,...): what p2v simulate "
+                 "--measured-programs reads");
+  sub.add_flag("--no-verify", a->no_verify, "skip the checked run");
+  sub.add_flag("--no-baseline", a->no_baseline, "skip the baseline AllReduce");
+  sub.add_flag("--show-plan", a->show_plan, "print the steps' groups and the roles and rows of (up to 64) ranks");
+  sub.add_flag("--check-plan", a->check_plan,
+               "debug: compare every rank's own plan with the global plan (at most 512 ranks) before running");
+  sub.add_option("--inject-fault", a->fault, "testing: corrupt one element after STEP on RANK (STEP:RANK)");
+  return [a, r]() -> int {
 #ifdef P2V_HAVE_RUNTIME
-        return run_command(*a, *r);
+    return run_command(*a, *r);
 #else
         throw Error("this p2v was built without the runtime (MPI not found or P2V_WITH_MPI=OFF)");
 #endif
-      };
-    });
+  };
+});
 
 }  // namespace
 }  // namespace p2v::tools

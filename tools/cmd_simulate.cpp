@@ -1,8 +1,8 @@
 // p2v simulate: rank (matrix, program) pairs by predicted time on the system's topology (issue 5).
 // The ranking is sim::simulate (p2v/sim/simulate.hpp); this file holds the options and the table.
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
 #include <fmt/ranges.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -37,7 +37,8 @@ void add_options(CLI::App& sub, SimArgs& a) {
   add_search_options(sub, a.search, /*with_hierarchy=*/false);
   sub.add_flag("--json", a.json, "machine-readable output: every program's time and per-step breakdown");
   sub.add_flag("--steps", a.steps, "table: per-step breakdown of the single AllReduce and of the best program");
-  sub.add_option("--links", a.links, "--json: at most this many busiest links per step (-1: all)")->capture_default_str();
+  sub.add_option("--links", a.links, "--json: at most this many busiest links per step (-1: all)")
+      ->capture_default_str();
   sub.add_option("--svg-topology", a.svg_topology,
                  "write an SVG of the topology, one panel per step of the best program of the best "
                  "matrix, its groups coloured and links shaded by load");
@@ -64,12 +65,15 @@ sim::SimulateRun run(const SimArgs& a) {
   sim::SimulateOptions o;
   o.model = sim::choose_model(a.model, p.system);
   if (o.model == sim::SimModel::Levels)
-    for (const auto& [opt, name] : {std::pair{&a.svg_topology, "--svg-topology"}, {&a.svg_ranking, "--svg-ranking"},
-                                    {&a.measurements, "--measurements"}, {&a.measured_programs, "--measured-programs"}})
+    for (const auto& [opt, name] : {std::pair{&a.svg_topology, "--svg-topology"},
+                                    {&a.svg_ranking, "--svg-ranking"},
+                                    {&a.measurements, "--measurements"},
+                                    {&a.measured_programs, "--measured-programs"}})
       if (!opt->empty())
-        throw Error(fmt::format("{} needs the graph model (--model graph, systems of at most 2048 devices); this run "
-                                "uses the level model",
-                                name));
+        throw Error(
+            fmt::format("{} needs the graph model (--model graph, systems of at most 2048 devices); this run "
+                        "uses the level model",
+                        name));
   o.synth = a.search.options();
   o.cost = a.cost.options(p.system);
   o.algo = a.cost.algo;
@@ -110,14 +114,16 @@ void print_levels(const SimArgs& a, const sim::SimulateReport& r) {
   fmt::print("system {}: {} devices; level model; algo {}; {} per device; reduce axes [{}]\n", r.system.name,
              r.system.num_devices(), r.algo, sim::format_bytes(r.bytes), fmt::join(r.reduce, " "));
   for (const auto& m : r.results) {
-    fmt::print("\nmatrix {}: {} programs (shape {})\n", engine::format_matrix_brackets(m.matrix), m.num_programs, m.shape);
+    fmt::print("\nmatrix {}: {} programs (shape {})\n", engine::format_matrix_brackets(m.matrix), m.num_programs,
+               m.shape);
     fmt::print("  single AllReduce  {:>11}\n", sim::format_seconds(m.allreduce_s));
     print_programs(a, m, a.steps);
   }
   if (r.results.empty()) return;
   const auto& b = r.results[r.best_matrix()];
-  fmt::print("\nbest placement: {} ({} vs single AllReduce {}, {:.2f}x): {}\n", engine::format_matrix_brackets(b.matrix),
-             sim::format_seconds(b.best_s()), sim::format_seconds(b.allreduce_s), b.allreduce_s / b.best_s(),
+  fmt::print("\nbest placement: {} ({} vs single AllReduce {}, {:.2f}x): {}\n",
+             engine::format_matrix_brackets(b.matrix), sim::format_seconds(b.best_s()),
+             sim::format_seconds(b.allreduce_s), b.allreduce_s / b.best_s(),
              b.best ? b.best->program : std::string("-"));
 }
 
@@ -126,10 +132,11 @@ void print_measured(const SimArgs& a, const sim::MeasuredRecord& m) {
     fmt::print("  measured: no row of {} names a program of this matrix ({} unmatched)\n", a.measured_programs,
                m.unmatched_rows);
   else
-    fmt::print("  measured: {} programs; the measured best ({}) is predicted #{}{}; Spearman {:.2f}; "
-               "mean |error| {:.1f}%\n",
-               m.programs, m.best_measured, m.predicted_rank_of_best, m.predicted_rank_of_best == 1 ? " (top-1 hit)" : "",
-               m.spearman, 100 * m.mean_abs_rel_error);
+    fmt::print(
+        "  measured: {} programs; the measured best ({}) is predicted #{}{}; Spearman {:.2f}; "
+        "mean |error| {:.1f}%\n",
+        m.programs, m.best_measured, m.predicted_rank_of_best, m.predicted_rank_of_best == 1 ? " (top-1 hit)" : "",
+        m.spearman, 100 * m.mean_abs_rel_error);
 }
 
 void print_summary(const sim::SimulateReport& r) {
@@ -142,7 +149,8 @@ void print_summary(const sim::SimulateReport& r) {
     const auto& m = r.results[i];
     fmt::print("  {:<{}} {:>11} {:>11} {:>7.2f}x  {}{}\n", engine::format_matrix_brackets(m.matrix), mw,
                sim::format_seconds(m.allreduce_s), sim::format_seconds(m.best_s()), m.speedup,
-               m.best ? m.best->program : std::string("-"), i == best && r.results.size() > 1 ? "   <- best placement" : "");
+               m.best ? m.best->program : std::string("-"),
+               i == best && r.results.size() > 1 ? "   <- best placement" : "");
   }
 }
 
@@ -177,19 +185,20 @@ void print_table(const SimArgs& a, const sim::SimulateReport& r) {
   if (r.measurements) print_measurements(*r.measurements);
 }
 
-Registrar reg(
-    "simulate", [](CLI::App& sub) -> std::function<int()> {
-                auto a = std::make_shared<SimArgs>();
-                add_options(sub, *a);
-                const CLI::Option* top = sub.get_option("--top");
-                return [a, top] {
-                  a->top_given = top->count() > 0;
-                  const auto r = run(*a);
-                  if (a->json) fmt::print("{}\n", sim::to_json(r.report).dump(2));
-                  else print_table(*a, r.report);
-                  return 0;
-                };
-              });
+Registrar reg("simulate", [](CLI::App& sub) -> std::function<int()> {
+  auto a = std::make_shared<SimArgs>();
+  add_options(sub, *a);
+  const CLI::Option* top = sub.get_option("--top");
+  return [a, top] {
+    a->top_given = top->count() > 0;
+    const auto r = run(*a);
+    if (a->json)
+      fmt::print("{}\n", sim::to_json(r.report).dump(2));
+    else
+      print_table(*a, r.report);
+    return 0;
+  };
+});
 
 }  // namespace
 }  // namespace p2v::tools

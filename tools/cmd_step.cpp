@@ -1,8 +1,8 @@
 // p2v step: one training step (forward, backward, gradient sync in buckets) simulated on every
 // placement, with the DDP default schedule and the chosen buckets and programs (issue 15).
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
 #include <fmt/ranges.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -35,12 +35,14 @@ void add_options(CLI::App& sub, StepArgs& a) {
                  "the program of the fixed schedule, as `p2v simulate` names it (default: one AllReduce; ZeRO: "
                  "ReduceScatter ; AllGather over the reduction groups)");
   sub.add_option("--bucket-mb", a.bucket_mb, "DDP bucket cap, MB (10^6 bytes) per device")->capture_default_str();
-  sub.add_option("--mode", a.mode, "ddp (AllReduce of gradients) or zero (ZeRO/FSDP: ReduceScatter of gradients, "
-                                   "AllGather of parameters before the forward pass)")
+  sub.add_option("--mode", a.mode,
+                 "ddp (AllReduce of gradients) or zero (ZeRO/FSDP: ReduceScatter of gradients, "
+                 "AllGather of parameters before the forward pass)")
       ->capture_default_str();
   sub.add_option("--algo", a.algo, "NCCL algorithm of the simulator: ring, tree or auto")->capture_default_str();
-  sub.add_option("--candidates", a.candidates, "programs considered per bucket when choosing: the default and the "
-                                                "N fastest at the bucket cap")
+  sub.add_option("--candidates", a.candidates,
+                 "programs considered per bucket when choosing: the default and the "
+                 "N fastest at the bucket cap")
       ->capture_default_str();
   sub.add_option("--units", a.units, "candidate bucket boundaries: layers merged into at most this many units")
       ->capture_default_str();
@@ -79,19 +81,21 @@ StepCommand run(StepArgs& a) {
   c.run = st::plan_step(c.model, p.system, p.axes, p.reduce, p.matrices, c.opt);
   const auto& br = c.run.placements[c.run.best];
   if (!a.svg.empty())
-    write_file(a.svg, st::step_svg(br.has_chosen ? br.chosen : br.fixed, br.names,
-                                   fmt::format("{} on {} ({}), matrix {}, {} schedule", c.model.name, p.system.name,
-                                               a.mode, engine::format_matrix_brackets(br.matrix),
-                                               br.has_chosen ? "chosen" : "fixed")));
+    write_file(a.svg, st::step_svg(
+                          br.has_chosen ? br.chosen : br.fixed, br.names,
+                          fmt::format("{} on {} ({}), matrix {}, {} schedule", c.model.name, p.system.name, a.mode,
+                                      engine::format_matrix_brackets(br.matrix), br.has_chosen ? "chosen" : "fixed")));
   return c;
 }
 
-void print_schedule(const char* what, const st::StepResult& r, const std::vector<std::string>& names, const st::Model& m) {
+void print_schedule(const char* what, const st::StepResult& r, const std::vector<std::string>& names,
+                    const st::Model& m) {
   fmt::print("\n{}: step {}  compute {} (forward {}, backward {})  sync {}  exposed {}  AutoSync max() {}\n", what,
              sim::format_seconds(r.step_s), sim::format_seconds(r.compute_s), sim::format_seconds(r.fwd_s),
              sim::format_seconds(r.bwd_s), sim::format_seconds(r.sync_s), sim::format_seconds(r.exposed_comm_s),
              sim::format_seconds(r.autosync_s));
-  fmt::print("  {:>3}  {:>10}  {:>11} {:>11} {:>11}  {:<32}  {}\n", "#", "bytes", "ready", "start", "sync", "layers", "program");
+  fmt::print("  {:>3}  {:>10}  {:>11} {:>11} {:>11}  {:<32}  {}\n", "#", "bytes", "ready", "start", "sync", "layers",
+             "program");
   for (std::size_t i = 0; i < r.buckets.size(); ++i) {
     const auto& b = r.buckets[i];
     const std::string layers = fmt::format("{}..{}", m.layers[static_cast<std::size_t>(b.first)].name,
@@ -124,25 +128,25 @@ void print_table(const StepArgs& a, const StepCommand& c) {
   fmt::print("\nmatrix {}\n", engine::format_matrix_brackets(br.matrix));
   print_schedule("fixed schedule", br.fixed, br.names, c.model);
   if (br.has_chosen)
-    print_schedule(br.chosen_is_fixed ? "chosen schedule (the fixed one: the DP found nothing faster)" : "chosen schedule",
-                   br.chosen, br.names, c.model);
+    print_schedule(
+        br.chosen_is_fixed ? "chosen schedule (the fixed one: the DP found nothing faster)" : "chosen schedule",
+        br.chosen, br.names, c.model);
 }
 
-Registrar reg(
-    "step", [](CLI::App& sub) -> std::function<int()> {
-      auto a = std::make_shared<StepArgs>();
-      add_options(sub, *a);
-      return [a] {
-        const auto c = run(*a);
-        if (a->json)
-          fmt::print("{}\n", st::to_json(st::make_report(c.model, c.problem.system, c.problem.axes, c.problem.reduce,
-                                                          c.opt, c.run))
-                                 .dump(2));
-        else
-          print_table(*a, c);
-        return 0;
-      };
-    });
+Registrar reg("step", [](CLI::App& sub) -> std::function<int()> {
+  auto a = std::make_shared<StepArgs>();
+  add_options(sub, *a);
+  return [a] {
+    const auto c = run(*a);
+    if (a->json)
+      fmt::print("{}\n",
+                 st::to_json(st::make_report(c.model, c.problem.system, c.problem.axes, c.problem.reduce, c.opt, c.run))
+                     .dump(2));
+    else
+      print_table(*a, c);
+    return 0;
+  };
+});
 
 }  // namespace
 }  // namespace p2v::tools

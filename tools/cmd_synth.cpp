@@ -1,9 +1,9 @@
 // p2v synth: every valid reduction program up to a size bound, per placement (SPEC §3-§6).
 // The JSON it writes is engine/synth_format ("p2v-synth/2", docs/formats.md).
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <chrono>
 #include <map>
@@ -12,12 +12,12 @@
 
 #include "command.hpp"
 #include "common.hpp"
-#include "solver_flags.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/shape.hpp"
 #include "p2v/engine/state.hpp"
 #include "p2v/engine/synth.hpp"
 #include "p2v/engine/synth_format.hpp"
+#include "solver_flags.hpp"
 #ifdef P2V_HAVE_ENCODINGS
 #include "p2v/encodings/certificate.hpp"
 #endif
@@ -91,9 +91,7 @@ class SynthRun {
     return rec;
   }
 
-  engine::SynthHeader header() const {
-    return {p_.system, p_.axes, p_.reduce, kind_, opt_.max_size, opt_.master};
-  }
+  engine::SynthHeader header() const { return {p_.system, p_.axes, p_.reduce, kind_, opt_.max_size, opt_.master}; }
 
   void print_table(const engine::ParallelismMatrix& x, const MatrixResult& m) const {
     const auto& r = m.s->r;
@@ -107,8 +105,8 @@ class SynthRun {
       }
       fmt::print("  {:>4}  [{}] {}\n", i, r.programs[i].size(), m.s->programs[i].notation);
       if (a_.lowered)
-        for (const auto& st : m.shape ? engine::lower_shape_program(*m.shape, r, r.programs[i])
-                                      : engine::lower(r, r.programs[i]))
+        for (const auto& st :
+             m.shape ? engine::lower_shape_program(*m.shape, r, r.programs[i]) : engine::lower(r, r.programs[i]))
           fmt::print("          {} {}\n", engine::to_string(st.collective), fmt::join(st.groups, " "));
     }
   }
@@ -165,9 +163,10 @@ int run_synth(const SynthArgs& a) {
   if (a.proofs && a.certify.empty()) throw Error("--proofs needs --certify DIR");
   if (a.solver_flags.given() && a.certify.empty()) throw Error("--z3-logic and --cvc5-option need --certify DIR");
   if (a.lowered && p.system.num_devices() > engine::kMaxLoweredDevices)
-    throw Error(fmt::format("--lowered lists explicit device groups for systems of at most {} devices; this one "
-                            "has {}: drop --lowered (steps are printed as level patterns) or use a smaller system",
-                            engine::kMaxLoweredDevices, p.system.num_devices()));
+    throw Error(
+        fmt::format("--lowered lists explicit device groups for systems of at most {} devices; this one "
+                    "has {}: drop --lowered (steps are printed as level patterns) or use a smaller system",
+                    engine::kMaxLoweredDevices, p.system.num_devices()));
   SynthRun run(a, p);
   const bool progress = !a.json && p.matrices.size() > 1 && isatty(2);
   static char outbuf[1 << 16];
@@ -181,42 +180,45 @@ int run_synth(const SynthArgs& a) {
     if (progress) fmt::print(stderr, "[{}/{}] {}\r", mi + 1, p.matrices.size(), engine::format_matrix(x));
     const MatrixResult m = run.synthesize(x);
     total += m.s->r.programs.size();
-    if (writer) writer->result(run.record(x, m), m.s->programs_json);
-    else run.print_table(x, m);
+    if (writer)
+      writer->result(run.record(x, m), m.s->programs_json);
+    else
+      run.print_table(x, m);
   }
   if (progress) fmt::print(stderr, "\n");
-  if (writer) writer->finish();
-  else fmt::print("total: {} programs over {} matrices\n", total, p.matrices.size());
+  if (writer)
+    writer->finish();
+  else
+    fmt::print("total: {} programs over {} matrices\n", total, p.matrices.size());
   if (!a.certify.empty() && !a.json)
     fmt::print("{} certificates written to {} (check them with: p2v check {}/*.json)\n", run.certificates, a.certify,
                a.certify);
   return 0;
 }
 
-Registrar reg(
-    "synth", [](CLI::App& sub) -> std::function<int()> {
-      auto a = std::make_shared<SynthArgs>();
-      add_problem_options(sub, a->problem);
-      add_search_options(sub, a->search, /*with_hierarchy=*/true);
-      sub.add_flag("--json", a->json, "machine-readable output (format p2v-synth/2, docs/formats.md)");
-      sub.add_flag("--lowered", a->lowered,
-                   fmt::format("also list every step's explicit device groups (JSON \"groups\"; systems of at most {} "
-                               "devices); by default steps are level patterns",
-                               engine::kMaxLoweredDevices));
-      sub.add_flag("--concrete", a->concrete,
-                   fmt::format("synthesize on the system's devices instead of the shape (hierarchy (d); at most {} "
-                               "devices per reduction group): the reference the shape is tested against",
-                               engine::kMaxStateDevices));
-      sub.add_option("--show", a->show, "print at most this many programs per matrix in the table (default all)");
-      sub.add_option("--certify", a->certify,
-                     "write one JSON certificate per program into DIR, after the solvers (--solver) reproduce "
-                     "the enumerator's set and prove minimality and completeness");
-      sub.add_option("--solver", a->solver, "with --certify: z3, cvc5 or both")->capture_default_str();
-      sub.add_flag("--proofs", a->proofs, "with --certify: store cvc5's proofs of the unsat answers beside them");
-      sub.add_option("--timeout", a->timeout_s, "with --certify: per solver check, seconds")->capture_default_str();
-      add_solver_flags(sub, a->solver_flags, "with --certify: ");
-      return [a] { return run_synth(*a); };
-    });
+Registrar reg("synth", [](CLI::App& sub) -> std::function<int()> {
+  auto a = std::make_shared<SynthArgs>();
+  add_problem_options(sub, a->problem);
+  add_search_options(sub, a->search, /*with_hierarchy=*/true);
+  sub.add_flag("--json", a->json, "machine-readable output (format p2v-synth/2, docs/formats.md)");
+  sub.add_flag("--lowered", a->lowered,
+               fmt::format("also list every step's explicit device groups (JSON \"groups\"; systems of at most {} "
+                           "devices); by default steps are level patterns",
+                           engine::kMaxLoweredDevices));
+  sub.add_flag("--concrete", a->concrete,
+               fmt::format("synthesize on the system's devices instead of the shape (hierarchy (d); at most {} "
+                           "devices per reduction group): the reference the shape is tested against",
+                           engine::kMaxStateDevices));
+  sub.add_option("--show", a->show, "print at most this many programs per matrix in the table (default all)");
+  sub.add_option("--certify", a->certify,
+                 "write one JSON certificate per program into DIR, after the solvers (--solver) reproduce "
+                 "the enumerator's set and prove minimality and completeness");
+  sub.add_option("--solver", a->solver, "with --certify: z3, cvc5 or both")->capture_default_str();
+  sub.add_flag("--proofs", a->proofs, "with --certify: store cvc5's proofs of the unsat answers beside them");
+  sub.add_option("--timeout", a->timeout_s, "with --certify: per solver check, seconds")->capture_default_str();
+  add_solver_flags(sub, a->solver_flags, "with --certify: ");
+  return [a] { return run_synth(*a); };
+});
 
 }  // namespace
 }  // namespace p2v::tools

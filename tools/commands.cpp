@@ -14,13 +14,12 @@ const std::vector<CommandInfo>& command_table() {
       {"matrices", "p2v", "List every parallelism matrix (placement) of the axes over the system", 10},
       {"groups", "p2v", "Show the instructions of a synthesis hierarchy and the device groups each forms", 20},
       {"synth", "p2v", "Synthesize every valid reduction program up to a size bound, for each placement", 30},
-      {"reshard", "p2v",
-       "Synthesize a memory-bounded, cost-optimal redistribution of an array between two layouts", 35},
+      {"reshard", "p2v", "Synthesize a memory-bounded, cost-optimal redistribution of an array between two layouts",
+       35},
       {"verify", "p2v-smt",
        "Cross-check the enumerator with the SMT encodings (Z3, cvc5): same set of programs per matrix", 40},
       {"check", "p2v-smt",
-       "Check certificates independently: re-derive groups, replay the program, compare every state and the goal",
-       45},
+       "Check certificates independently: re-derive groups, replay the program, compare every state and the goal", 45},
       {"simulate", "p2v", "Rank placements and reduction programs by predicted time on the system's topology", 50},
       {"explore", "p2v", "Rank all placements by the weighted total predicted time of several reductions", 51},
       {"calibrate", "p2v",
@@ -34,8 +33,8 @@ const std::vector<CommandInfo>& command_table() {
        "Rewrite a program into a faster equal one with the verified rules (cost-guided by the simulator), with a "
        "certificate",
        66},
-      {"run", "p2v-run", "Run reduction programs on MPI ranks or NCCL GPUs (under mpirun), check the results, time them",
-       70},
+      {"run", "p2v-run",
+       "Run reduction programs on MPI ranks or NCCL GPUs (under mpirun), check the results, time them", 70},
   };
   return table;
 }

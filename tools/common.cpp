@@ -4,19 +4,17 @@
 
 #include <fstream>
 
+#include <fmt/core.h>
 #include "p2v/engine/error.hpp"
 #include "p2v/sim/cost.hpp"
 #include "p2v/sim/levels.hpp"
 #include "p2v/sim/report.hpp"
-#include <fmt/core.h>
 
 namespace p2v::tools {
 
 void add_problem_options(CLI::App& sub, ProblemArgs& a, bool need_reduce) {
   a.need_reduce = need_reduce;
-  sub.add_option("--system", a.system,
-                 "system file (JSON) or inline hierarchy, e.g. node=4,gpu=16")
-      ->required();
+  sub.add_option("--system", a.system, "system file (JSON) or inline hierarchy, e.g. node=4,gpu=16")->required();
   sub.add_option("--axes", a.axes, "parallelism axis sizes, e.g. 4,16")->required();
   auto* r = sub.add_option("--reduce", a.reduce, "reduction axis indices (0-based), e.g. 0 or 0,2");
   if (need_reduce) r->required();
@@ -54,8 +52,7 @@ void add_search_options(CLI::App& sub, SearchArgs& a, bool with_hierarchy) {
   sub.add_option("--master-collectives", a.master,
                  "collectives a Master step may carry: allreduce (the paper's reading) or all")
       ->capture_default_str();
-  if (with_hierarchy)
-    sub.add_flag("--no-collapse", a.no_collapse, "use the uncollapsed reduction-axes hierarchy (d)");
+  if (with_hierarchy) sub.add_flag("--no-collapse", a.no_collapse, "use the uncollapsed reduction-axes hierarchy (d)");
   sub.add_flag("--stats", a.stats,
                "print the enumerator's search counters to stderr (attempts, applied steps, memo entries and hits, "
                "nodes, group cache, results, device states)");

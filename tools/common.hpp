@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "p2v/engine/hierarchy.hpp"
-#include "p2v/engine/synth.hpp"
 #include "p2v/engine/placement.hpp"
+#include "p2v/engine/synth.hpp"
 #include "p2v/engine/system.hpp"
 
 namespace CLI {
@@ -57,7 +57,7 @@ void add_search_options(CLI::App& sub, SearchArgs& a, bool with_hierarchy);
 // The cost model's options of simulate and explore: --algo ring|tree|auto, --bytes SIZE.
 struct CostArgs {
   std::string algo = "ring";
-  std::string bytes;  // empty: the paper's size for the system
+  std::string bytes;                                             // empty: the paper's size for the system
   sim::CostOptions options(const engine::System& system) const;  // throws p2v::Error
 };
 

@@ -1,12 +1,12 @@
 // p2v: synthesizes certified reduction programs for hierarchical accelerator systems.
+#include <fmt/core.h>
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <fmt/core.h>
 
+#include <unistd.h>
 #include <cerrno>
 #include <cstring>
 #include <string>
-#include <unistd.h>
 
 #include "command.hpp"
 #include "p2v/engine/error.hpp"
@@ -67,8 +67,9 @@ int main(int argc, char** argv) {
       }
 #endif
   }
-  CLI::App app{"p2v: synthesize, certify, simulate and run reduction programs for "
-               "hierarchical accelerator systems"};
+  CLI::App app{
+      "p2v: synthesize, certify, simulate and run reduction programs for "
+      "hierarchical accelerator systems"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "p2v 0.1.0");
   // Every command of the table, in its order: built here (with its options), or handed to the

@@ -23,11 +23,13 @@ struct SolverFlags {
 
 inline void add_solver_flags(CLI::App& sub, SolverFlags& f, const std::string& prefix = "") {
   sub.add_option("--z3-logic", f.z3_logic,
-                 prefix + "the logic Z3's solver is created for (default QF_FD: Z3's incremental SAT-based "
-                          "solver; e.g. QF_BV for the combined solver); recorded in certificates");
+                 prefix +
+                     "the logic Z3's solver is created for (default QF_FD: Z3's incremental SAT-based "
+                     "solver; e.g. QF_BV for the combined solver); recorded in certificates");
   sub.add_option("--cvc5-option", f.cvc5_options,
-                 prefix + "set a cvc5 option, NAME=VALUE (repeatable; after p2v's own: bitblast=eager, "
-                          "bv-sat-solver=cadical, ...); recorded in certificates")
+                 prefix +
+                     "set a cvc5 option, NAME=VALUE (repeatable; after p2v's own: bitblast=eager, "
+                     "bv-sat-solver=cadical, ...); recorded in certificates")
       ->allow_extra_args(false);
 }
 
@@ -36,7 +38,8 @@ inline void add_solver_flags(CLI::App& sub, SolverFlags& f, const std::string& p
 inline void apply_solver_flags(const SolverFlags& f, encodings::SearchOptions& so) {
   so.z3_logic = f.z3_logic;
   so.cvc5_options.clear();
-  for (const auto& o : f.cvc5_options) so.cvc5_options.push_back(encodings::smt::parse_option_assignment(o, "--cvc5-option"));
+  for (const auto& o : f.cvc5_options)
+    so.cvc5_options.push_back(encodings::smt::parse_option_assignment(o, "--cvc5-option"));
 }
 #endif
 

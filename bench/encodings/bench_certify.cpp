@@ -34,12 +34,18 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
-    if (a == "--system") systems.push_back(next());
-    else if (a == "--method") method = next();
-    else if (a == "--solver") solver = next();
-    else if (a == "--choice") choice = next();
-    else if (a == "--max-size") L = std::stoi(next());
-    else if (a == "--reps") reps = std::stoi(next());
+    if (a == "--system")
+      systems.push_back(next());
+    else if (a == "--method")
+      method = next();
+    else if (a == "--solver")
+      solver = next();
+    else if (a == "--choice")
+      choice = next();
+    else if (a == "--max-size")
+      L = std::stoi(next());
+    else if (a == "--reps")
+      reps = std::stoi(next());
     else {
       fmt::print(stderr, "unknown option {}\n", a);
       return 1;
@@ -72,12 +78,12 @@ int main(int argc, char** argv) {
                                     : enumerate_programs(kind, sp, L, o);
           ts.push_back(e.seconds);
         }
-        fmt::print("{:<30} k={:<3} instructions={:<4} programs={:<5} {:<9} {:<5} median {:8.2f} s{}\n", spec,
-                   sp.k, sp.instructions.size(), r.programs.size(), method, smt::to_string(kind), median(ts),
+        fmt::print("{:<30} k={:<3} instructions={:<4} programs={:<5} {:<9} {:<5} median {:8.2f} s{}\n", spec, sp.k,
+                   sp.instructions.size(), r.programs.size(), method, smt::to_string(kind), median(ts),
                    e.programs == r.programs ? "" : " MISMATCH");
         if (method == "closure")
-          fmt::print("    {} states closed ({} steps listed): {:.2f} s; {} validity checks: {:.2f} s\n", e.closure_states,
-                     e.closure_edges, e.closure_seconds, e.validity_checks, e.validity_seconds);
+          fmt::print("    {} states closed ({} steps listed): {:.2f} s; {} validity checks: {:.2f} s\n",
+                     e.closure_states, e.closure_edges, e.closure_seconds, e.validity_checks, e.validity_seconds);
         for (const auto& b : e.bounds)
           fmt::print("    bound {}: {:5} programs  {:8.2f} s (encode {:.2f}, {} {:.2f}, final unsat {:.2f})\n", b.bound,
                      b.programs, b.seconds, b.encode_seconds, method == "confirm" ? "accept" : "sat",

@@ -35,23 +35,35 @@ struct Config {
 
 int main(int argc, char** argv) {
   int reps = 1, L = 5;
-  std::string solver = "both", choice = "binary", incr = "assume", plain, reduce = "both", states = "var", lemma = "off";
+  std::string solver = "both", choice = "binary", incr = "assume", plain, reduce = "both", states = "var",
+              lemma = "off";
   std::string vectors = "device";
   bool verbose = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
-    if (a == "--reps") reps = std::stoi(next());
-    else if (a == "--max-size") L = std::stoi(next());
-    else if (a == "--solver") solver = next();
-    else if (a == "--choice") choice = next();
-    else if (a == "--incremental") incr = next();
-    else if (a == "--plain") plain = next();
-    else if (a == "--states") states = next();
-    else if (a == "--lemma") lemma = next();
-    else if (a == "--vectors") vectors = next();
-    else if (a == "--reduce") reduce = next();
-    else if (a == "--verbose") verbose = true;
+    if (a == "--reps")
+      reps = std::stoi(next());
+    else if (a == "--max-size")
+      L = std::stoi(next());
+    else if (a == "--solver")
+      solver = next();
+    else if (a == "--choice")
+      choice = next();
+    else if (a == "--incremental")
+      incr = next();
+    else if (a == "--plain")
+      plain = next();
+    else if (a == "--states")
+      states = next();
+    else if (a == "--lemma")
+      lemma = next();
+    else if (a == "--vectors")
+      vectors = next();
+    else if (a == "--reduce")
+      reduce = next();
+    else if (a == "--verbose")
+      verbose = true;
     else {
       fmt::print(stderr, "unknown option {}\n", a);
       return 1;
@@ -102,9 +114,12 @@ int main(int argc, char** argv) {
     for (const char* m : {"assume", "push", "off"})
       if (incr == "all" || incr == m) incs.push_back(m);
     if (incs.empty()) throw Error("--incremental: assume, push, off or all");
-    fmt::print("{:<34} {:>3} {:>5} {:>9} | {:<5} {:<6} {:<8} {:>9} {:>6}  per-bound seconds\n", "config", "k",
-               "ins", "enum ms", "solver", "choice", "inc", "median s", "progs");
-    fmt::print("(inc = asm: one solver, bounds under assumptions (default); push: push/pop scopes; no: a fresh solver per bound; states: fac = state variables, one constraint per grouping (default); ins = one per instruction; fun = functional; +lemma = with the last-step lemma)\n");
+    fmt::print("{:<34} {:>3} {:>5} {:>9} | {:<5} {:<6} {:<8} {:>9} {:>6}  per-bound seconds\n", "config", "k", "ins",
+               "enum ms", "solver", "choice", "inc", "median s", "progs");
+    fmt::print(
+        "(inc = asm: one solver, bounds under assumptions (default); push: push/pop scopes; no: a fresh solver per "
+        "bound; states: fac = state variables, one constraint per grouping (default); ins = one per instruction; fun = "
+        "functional; +lemma = with the last-step lemma)\n");
     for (const auto& c : configs) {
       engine::SynthOptions so;
       so.max_size = L;
@@ -119,37 +134,45 @@ int main(int argc, char** argv) {
       for (auto kind : solvers)
         for (auto ch : choices)
           for (const auto& inc : incs)
-          for (bool fun : funs)
-          for (bool fac : facts)
-          for (bool lem : lemmas)
-          for (bool pack : packs) {
-            if (fun && !fac) continue;
-            if (pack && (fun || !fac)) continue;
-            SearchOptions o;
-            o.last_step_lemma = lem;
-            o.per_device = pack;
-            o.functional = fun;
-            o.factored = fac;
-            o.choice = ch;
-            o.incremental = inc != "off";
-            o.push_pop = inc == "push";
-            std::vector<double> ts;
-            EnumerationResult e;
-            for (int i = 0; i < reps; ++i) {
-              e = enumerate_programs(kind, sp, L, o);
-              ts.push_back(e.seconds);
-            }
-            std::string per;
-            for (const auto& b : e.bounds)
-              per += verbose ? fmt::format(" {:.2f}({}p: enc {:.2f} sat {:.2f} model {:.2f} unsat {:.2f})", b.seconds,
-                                           b.programs, b.encode_seconds, b.sat_seconds, b.model_seconds, b.final_seconds)
-                             : fmt::format(" {:.2f}", b.seconds);
-            const bool same = e.programs == r.programs;
-            fmt::print("{:<34} {:>3} {:>5} {:>9.2f} | {:<5} {:<6} {:<8} {:>9.2f} {:>6}{} {}\n", c.name,
-                       c.h.num_local(), r.instructions.size(), median(te), smt::to_string(kind), to_string(ch),
-                       std::string(inc == "assume" ? "asm" : inc == "push" ? "push" : "no") + (fun ? "/fun" : fac ? "/fac" : "/ins") + (pack ? "/dev" : "") + (lem ? "+lemma" : ""), median(ts), e.programs.size(), same ? "" : " MISMATCH", per);
-            std::fflush(stdout);
-          }
+            for (bool fun : funs)
+              for (bool fac : facts)
+                for (bool lem : lemmas)
+                  for (bool pack : packs) {
+                    if (fun && !fac) continue;
+                    if (pack && (fun || !fac)) continue;
+                    SearchOptions o;
+                    o.last_step_lemma = lem;
+                    o.per_device = pack;
+                    o.functional = fun;
+                    o.factored = fac;
+                    o.choice = ch;
+                    o.incremental = inc != "off";
+                    o.push_pop = inc == "push";
+                    std::vector<double> ts;
+                    EnumerationResult e;
+                    for (int i = 0; i < reps; ++i) {
+                      e = enumerate_programs(kind, sp, L, o);
+                      ts.push_back(e.seconds);
+                    }
+                    std::string per;
+                    for (const auto& b : e.bounds)
+                      per += verbose ? fmt::format(" {:.2f}({}p: enc {:.2f} sat {:.2f} model {:.2f} unsat {:.2f})",
+                                                   b.seconds, b.programs, b.encode_seconds, b.sat_seconds,
+                                                   b.model_seconds, b.final_seconds)
+                                     : fmt::format(" {:.2f}", b.seconds);
+                    const bool same = e.programs == r.programs;
+                    fmt::print("{:<34} {:>3} {:>5} {:>9.2f} | {:<5} {:<6} {:<8} {:>9.2f} {:>6}{} {}\n", c.name,
+                               c.h.num_local(), r.instructions.size(), median(te), smt::to_string(kind), to_string(ch),
+                               std::string(inc == "assume" ? "asm"
+                                           : inc == "push" ? "push"
+                                                           : "no") +
+                                   (fun   ? "/fun"
+                                    : fac ? "/fac"
+                                          : "/ins") +
+                                   (pack ? "/dev" : "") + (lem ? "+lemma" : ""),
+                               median(ts), e.programs.size(), same ? "" : " MISMATCH", per);
+                    std::fflush(stdout);
+                  }
     }
   } catch (const Error& e) {
     fmt::print(stderr, "error: {}\n", e.what());

@@ -42,15 +42,17 @@ int main(int argc, char** argv) {
         fmt::print("BAD: --mesh {} --from \"{}\" --to \"{}\"\n", p.mesh, p.from, p.to);
       }
       if (pl.program.cost < pl.baseline.cost) ++cheaper;
-      const double ratio = pl.program.cost ? static_cast<double>(pl.baseline.cost) / static_cast<double>(pl.program.cost) : 1.0;
+      const double ratio =
+          pl.program.cost ? static_cast<double>(pl.baseline.cost) / static_cast<double>(pl.program.cost) : 1.0;
       worse = std::max(worse, ratio);
       sum_ratio += std::log(std::max(ratio, 1.0));
     }
     std::sort(ms.begin(), ms.end());
-    fmt::print("{:<22} n={} median {:.3f} ms  p99 {:.3f} ms  max {:.3f} ms  | cheaper than baseline in {} "
-               "(geo-mean baseline/p2v cost {:.2f}x, max {:.1f}x)\n",
-               names[kind], n, ms[ms.size() / 2], ms[ms.size() * 99 / 100], ms.back(), cheaper,
-               std::exp(sum_ratio / n), worse);
+    fmt::print(
+        "{:<22} n={} median {:.3f} ms  p99 {:.3f} ms  max {:.3f} ms  | cheaper than baseline in {} "
+        "(geo-mean baseline/p2v cost {:.2f}x, max {:.1f}x)\n",
+        names[kind], n, ms[ms.size() / 2], ms[ms.size() * 99 / 100], ms.back(), cheaper, std::exp(sum_ratio / n),
+        worse);
   }
   return bad ? 1 : 0;
 }

@@ -9,12 +9,12 @@
 // times themselves picks up preemptions on a shared machine).
 // With --columns-up-to, also the time of a plan with the checked run's columns (O(group size)
 // per held unit: only for run-sized systems).
+#include <fmt/core.h>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fmt/core.h>
 #include <new>
 #include <string>
 #include <vector>
@@ -89,20 +89,26 @@ int main(int argc, char** argv) {
   std::string only;  // --program: just this one
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
-    if (k == "--max-ranks") max_ranks = std::stoll(v);
-    else if (k == "--min-ranks") min_ranks = std::stoll(v);
-    else if (k == "--program") only = v;
-    else if (k == "--system-levels") levels = std::stoi(v);
-    else if (k == "--columns-up-to") columns_up_to = std::stoll(v);
+    if (k == "--max-ranks")
+      max_ranks = std::stoll(v);
+    else if (k == "--min-ranks")
+      min_ranks = std::stoll(v);
+    else if (k == "--program")
+      only = v;
+    else if (k == "--system-levels")
+      levels = std::stoi(v);
+    else if (k == "--columns-up-to")
+      columns_up_to = std::stoll(v);
     else {
-      std::fprintf(stderr, "usage: bench_plan [--min-ranks N] [--max-ranks N] [--system-levels 2|4] [--columns-up-to N] "
-                           "[--program P]\n");
+      std::fprintf(stderr,
+                   "usage: bench_plan [--min-ranks N] [--max-ranks N] [--system-levels 2|4] [--columns-up-to N] "
+                   "[--program P]\n");
       return 2;
     }
   }
   fmt::print("bench_plan: rank-local plans (rank 0 and rank N/2+1), every program of the shape, max size 5\n");
-  fmt::print("{:>9} {:<30} {:>5} {:>12} {:>12} {:>12} {:>12} {:>12}  {}\n", "ranks", "system", "progs",
-             "resolve(us)", "plan med(us)", "heap med(B)", "heap max(B)", "its plan(us)", "program with the largest heap");
+  fmt::print("{:>9} {:<30} {:>5} {:>12} {:>12} {:>12} {:>12} {:>12}  {}\n", "ranks", "system", "progs", "resolve(us)",
+             "plan med(us)", "heap med(B)", "heap max(B)", "its plan(us)", "program with the largest heap");
   for (std::int64_t n = min_ranks; n <= max_ranks; n *= 2) {
     const auto sys = engine::parse_system_arg(system_for(n, levels));
     const auto cards = sys.cardinalities();
@@ -117,9 +123,8 @@ int main(int argc, char** argv) {
       const std::string name = engine::program_name(res, prog);
       if (!only.empty() && name != only) continue;
       runtime::ResolvedProgram r;
-      resolve_t.push_back(time_call([&] {
-        r = runtime::resolve_patterns(sys, x, {0}, engine::HierarchyKind::ReductionAxes, name);
-      }));
+      resolve_t.push_back(
+          time_call([&] { r = runtime::resolve_patterns(sys, x, {0}, engine::HierarchyKind::ReductionAxes, name); }));
       for (std::int64_t rank : {std::int64_t{0}, n / 2 + 1}) {
         const double t = time_call([&] { (void)runtime::make_rank_plan(r.program, rank, false); });
         const std::size_t base = g_current;
@@ -132,13 +137,14 @@ int main(int argc, char** argv) {
           worst_t = t;
           worst_name = name;
         }
-        if (n <= columns_up_to) col_t.push_back(time_call([&] { (void)runtime::make_rank_plan(r.program, rank, true); }));
+        if (n <= columns_up_to)
+          col_t.push_back(time_call([&] { (void)runtime::make_rank_plan(r.program, rank, true); }));
       }
     }
     if (heap.empty()) continue;
     fmt::print("{:>9} {:<30} {:>5} {:>12.1f} {:>12.1f} {:>12.0f} {:>12.0f} {:>12.1f}  {}\n", n, sys.name,
-               resolve_t.size(), median(resolve_t) * 1e6, median(plan_t) * 1e6, median(heap), worst_heap,
-               worst_t * 1e6, worst_name);
+               resolve_t.size(), median(resolve_t) * 1e6, median(plan_t) * 1e6, median(heap), worst_heap, worst_t * 1e6,
+               worst_name);
     if (!col_t.empty())
       fmt::print("{:>9} {:<30} with the checked run's columns: median {:.1f} us, max {:.1f} us\n", "", "",
                  median(col_t) * 1e6, *std::max_element(col_t.begin(), col_t.end()) * 1e6);

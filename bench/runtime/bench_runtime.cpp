@@ -11,10 +11,10 @@
 // median of the per-iteration ratios runtime/direct (paired, less sensitive to load drift).
 #include <mpi.h>
 
+#include <fmt/core.h>
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <fmt/core.h>
 #include <string>
 #include <vector>
 
@@ -96,16 +96,18 @@ int main(int argc, char** argv) {
 
   auto be = runtime::make_mpi_backend(MPI_COMM_WORLD, runtime::Dtype::Int32);
   if (rank == 0)
-    fmt::print("bench_runtime: {} ranks, int32, interleaved runtime/direct iterations, time = max over ranks\n"
-               "{:<18} {:>10} {:>6} {:>14} {:>14} {:>10} {:>14}\n",
-               size, "case", "bytes", "iters", "runtime(us)", "direct(us)", "overhead", "paired ratio");
+    fmt::print(
+        "bench_runtime: {} ranks, int32, interleaved runtime/direct iterations, time = max over ranks\n"
+        "{:<18} {:>10} {:>6} {:>14} {:>14} {:>10} {:>14}\n",
+        size, "case", "bytes", "iters", "runtime(us)", "direct(us)", "overhead", "paired ratio");
   int status = 0;
   for (const std::int64_t bytes : sizes) {
     const int iters = bytes >= (16 << 20) ? iters_large : iters_small;
     for (std::size_t ci = 0; ci < cases.size(); ++ci) {
       if (!only.empty() && only.find(std::to_string(ci)) == std::string::npos) continue;
-      const auto prog = runtime::resolve_patterns(sys, {{2, per_node}}, {0}, engine::HierarchyKind::ReductionAxes,
-                                                  cases[ci].program).program;
+      const auto prog =
+          runtime::resolve_patterns(sys, {{2, per_node}}, {0}, engine::HierarchyKind::ReductionAxes, cases[ci].program)
+              .program;
       const auto plan = runtime::make_rank_plan(prog, rank, false);
       const std::int64_t elems = bytes / 4;
       if (elems % plan.units != 0) throw Error("size not divisible");
@@ -140,12 +142,16 @@ int main(int argc, char** argv) {
         for (int which = 0; which < 2; ++which) {
           // Alternate the order so that neither side always runs first.
           const bool rt = (which == 0) == (it % 2 == 0);
-          if (rt) be->upload(pristine);
-          else std::memcpy(buf.data(), pristine.data(), elems * 4);
+          if (rt)
+            be->upload(pristine);
+          else
+            std::memcpy(buf.data(), pristine.data(), elems * 4);
           MPI_Barrier(MPI_COMM_WORLD);
           const double t0 = MPI_Wtime();
-          if (rt) run_runtime();
-          else run_direct();
+          if (rt)
+            run_runtime();
+          else
+            run_direct();
           double t = MPI_Wtime() - t0, tmax = 0;
           MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
           if (it >= warm) (rt ? trt : tdirect).push_back(tmax);

@@ -5,9 +5,9 @@
 #include <fmt/core.h>
 
 #include "p2v/engine/placement.hpp"
-#include "p2v/sim/rank.hpp"
 #include "p2v/engine/synth.hpp"
 #include "p2v/engine/system.hpp"
+#include "p2v/sim/rank.hpp"
 
 using namespace p2v::engine;
 using namespace p2v::sim;
@@ -21,8 +21,8 @@ struct Config {
 
 const std::vector<Config>& configs() {
   static const std::vector<Config> c{
-      {"a100-4node.json", {64}, {0}},        {"a100-4node.json", {4, 16}, {0}},
-      {"a100-4node.json", {4, 16}, {1}},     {"a100-4node.json", {16, 2, 2}, {0, 2}},
+      {"a100-4node.json", {64}, {0}},         {"a100-4node.json", {4, 16}, {0}},
+      {"a100-4node.json", {4, 16}, {1}},      {"a100-4node.json", {16, 2, 2}, {0, 2}},
       {"a100-4node.json", {8, 2, 4}, {0, 2}}, {"v100-4node.json", {2, 2, 8}, {0, 2}},
   };
   return c;
@@ -47,7 +47,8 @@ const Work& work() {
       for (const auto& x : enumerate_matrices(s.cardinalities(), c.axes)) {
         Placement p(s.cardinalities(), c.axes, x, c.reduce);
         auto r = synthesize(p, names, HierarchyKind::ReductionAxes, SynthOptions{});
-        for (const auto& prog : r.programs) w.programs.emplace_back(static_cast<int>(w.sims.size()) - 1, lower(r, prog));
+        for (const auto& prog : r.programs)
+          w.programs.emplace_back(static_cast<int>(w.sims.size()) - 1, lower(r, prog));
         w.programs.emplace_back(static_cast<int>(w.sims.size()) - 1, single_allreduce(p.reduction_groups()));
       }
     }

@@ -38,9 +38,12 @@ std::string ranges(const std::vector<int>& v) {
 
 const char* form_text(engine::FormKind f) {
   switch (f) {
-    case engine::FormKind::Inside: return "Inside";
-    case engine::FormKind::Parallel: return "Parallel";
-    case engine::FormKind::Master: return "Master";
+    case engine::FormKind::Inside:
+      return "Inside";
+    case engine::FormKind::Parallel:
+      return "Parallel";
+    case engine::FormKind::Master:
+      return "Master";
   }
   return "?";
 }
@@ -84,9 +87,10 @@ std::vector<LocalState> replay_states(const engine::SynthResult& r, const engine
   const int k = r.hierarchy.num_local();
   const engine::Trace t = engine::replay(r, prog);
   if (t.failed_step >= 0)
-    throw Error("replay: step " +
-                engine::instruction_name(r.hierarchy, r.instructions.at(static_cast<std::size_t>(prog[t.failed_step]))) +
-                " is invalid: " + t.reason);
+    throw Error(
+        "replay: step " +
+        engine::instruction_name(r.hierarchy, r.instructions.at(static_cast<std::size_t>(prog[t.failed_step]))) +
+        " is invalid: " + t.reason);
   std::vector<LocalState> out;
   for (const auto& s : t.states) {
     LocalState ls(k, std::vector<std::vector<bool>>(k, std::vector<bool>(k, false)));
@@ -98,10 +102,9 @@ std::vector<LocalState> replay_states(const engine::SynthResult& r, const engine
   return out;
 }
 
-std::string certificate_json(const engine::System& sys, const engine::Placement& p,
-                             const engine::SynthResult& r, const engine::SynthOptions& opt,
-                             const engine::Program& prog, const std::vector<EnumerationResult>& runs,
-                             const std::vector<std::string>& proof_files) {
+std::string certificate_json(const engine::System& sys, const engine::Placement& p, const engine::SynthResult& r,
+                             const engine::SynthOptions& opt, const engine::Program& prog,
+                             const std::vector<EnumerationResult>& runs, const std::vector<std::string>& proof_files) {
   const auto& h = r.hierarchy;
   json c;
   c["format"] = kCertificateFormat;
@@ -123,8 +126,8 @@ std::string certificate_json(const engine::System& sys, const engine::Placement&
                      {"form", form_text(in.grouping.form)},
                      {"e", in.grouping.e},
                      {"groups", in.grouping.groups}});
-    lowered.push_back({{"collective", engine::to_string(in.collective)},
-                       {"groups", engine::lower_groups(h, in.grouping.groups)}});
+    lowered.push_back(
+        {{"collective", engine::to_string(in.collective)}, {"groups", engine::lower_groups(h, in.grouping.groups)}});
   }
   c["program"] = {{"size", prog.size()}, {"notation", engine::program_name(r, prog)}, {"steps", steps}};
   c["lowered"] = lowered;
@@ -154,25 +157,33 @@ std::string certificate_json(const engine::System& sys, const engine::Placement&
                                         });
     if (run.method == RunMethod::Closure) {
       if (has)
-        found.push_back(fact({{"bound", n}, {"method", "closure"},
-                              {"query", "each step of this program from its start state, with its successor's goal status"},
-                              {"result", "sat"}, {"seconds", run.validity_seconds}}));
+        found.push_back(
+            fact({{"bound", n},
+                  {"method", "closure"},
+                  {"query", "each step of this program from its start state, with its successor's goal status"},
+                  {"result", "sat"},
+                  {"seconds", run.validity_seconds}}));
       if (n > 1)
-        shorter.push_back(fact({{"bound", n - 1}, {"method", "closure"},
+        shorter.push_back(fact({{"bound", n - 1},
+                                {"method", "closure"},
                                 {"query", "a valid program of at most " + std::to_string(n - 1) + " steps"},
                                 {"result", "none: follows from the closure fact in facts.complete"}}));
-      complete.push_back(fact(
-          {{"bound", L}, {"method", "closure"}, {"programs", run.programs.size()},
-           {"states", run.closure_states}, {"steps", run.closure_edges},
-           {"query", "from each of the " + std::to_string(run.closure_states) +
-                         " reachable states (depth < " + std::to_string(L) +
-                         ", not the goal), a valid step other than the " + std::to_string(run.closure_edges) +
-                         " listed ones with their successors (from states first reached at depth " +
-                         std::to_string(L - 1) + ": a valid step to the goal other than the listed ones)"},
-           {"result", "unsat"}, {"seconds", run.closure_seconds},
-           {"conclusion", "by induction on the length, every valid program of at most " + std::to_string(L) +
-                              " steps is a path of the closed state graph, whose paths are exactly the " +
-                              std::to_string(run.programs.size()) + " listed programs"}}));
+      complete.push_back(
+          fact({{"bound", L},
+                {"method", "closure"},
+                {"programs", run.programs.size()},
+                {"states", run.closure_states},
+                {"steps", run.closure_edges},
+                {"query", "from each of the " + std::to_string(run.closure_states) + " reachable states (depth < " +
+                              std::to_string(L) + ", not the goal), a valid step other than the " +
+                              std::to_string(run.closure_edges) +
+                              " listed ones with their successors (from states first reached at depth " +
+                              std::to_string(L - 1) + ": a valid step to the goal other than the listed ones)"},
+                {"result", "unsat"},
+                {"seconds", run.closure_seconds},
+                {"conclusion", "by induction on the length, every valid program of at most " + std::to_string(L) +
+                                   " steps is a path of the closed state graph, whose paths are exactly the " +
+                                   std::to_string(run.programs.size()) + " listed programs"}}));
       continue;
     }
     const char* method = run.method == RunMethod::Confirm ? "confirm" : "enumerate";
@@ -180,22 +191,30 @@ std::string certificate_json(const engine::System& sys, const engine::Placement&
     for (const auto& b : run.bounds)
       if (b.bound == n) bound_s = b.seconds;
     if (has)
-      found.push_back(fact({{"bound", n}, {"method", method}, {"seconds", bound_s},
-                            {"query", run.method == RunMethod::Confirm
-                                          ? "this program (its choices fixed) satisfies the encoding of " + std::to_string(n) + " steps"
-                                          : "a valid program of exactly " + std::to_string(n) + " steps (blocking those found before)"},
-                            {"result", "sat"}}));
+      found.push_back(fact(
+          {{"bound", n},
+           {"method", method},
+           {"seconds", bound_s},
+           {"query", run.method == RunMethod::Confirm
+                         ? "this program (its choices fixed) satisfies the encoding of " + std::to_string(n) + " steps"
+                         : "a valid program of exactly " + std::to_string(n) + " steps (blocking those found before)"},
+           {"result", "sat"}}));
     for (const auto& b : run.bounds) {
       if (b.bound < n && b.programs == 0)
-        shorter.push_back(fact({{"bound", b.bound}, {"method", method},
+        shorter.push_back(fact({{"bound", b.bound},
+                                {"method", method},
                                 {"query", "a valid program of exactly " + std::to_string(b.bound) + " steps"},
-                                {"result", smt::to_string(b.final_result)}, {"seconds", b.final_seconds}}));
-      complete.push_back(fact({{"bound", b.bound}, {"method", method}, {"programs", b.programs},
-                               {"query", "another valid program of exactly " + std::to_string(b.bound) +
-                                             " steps after blocking the " + std::to_string(b.programs) +
-                                             (run.method == RunMethod::Confirm ? " listed" : " found")},
-                               {"result", smt::to_string(b.final_result)}, {"seconds", b.final_seconds},
-                               {"bound_seconds", b.seconds}}));
+                                {"result", smt::to_string(b.final_result)},
+                                {"seconds", b.final_seconds}}));
+      complete.push_back(
+          fact({{"bound", b.bound},
+                {"method", method},
+                {"programs", b.programs},
+                {"query", "another valid program of exactly " + std::to_string(b.bound) + " steps after blocking the " +
+                              std::to_string(b.programs) + (run.method == RunMethod::Confirm ? " listed" : " found")},
+                {"result", smt::to_string(b.final_result)},
+                {"seconds", b.final_seconds},
+                {"bound_seconds", b.seconds}}));
     }
   }
   facts["found_by"] = found;
@@ -220,8 +239,7 @@ CertifyResult solve_and_compare(const engine::Placement& p, const engine::SynthR
   if (c.dir.empty()) throw Error("--certify: give a directory");
   if (r.truncated) throw Error("--certify: the enumeration was truncated; nothing can be certified complete");
   CertifyResult out;
-  const SearchProblem sp =
-      make_search_problem(r.hierarchy, r.instructions, engine::local_goal_groups(r.hierarchy, p));
+  const SearchProblem sp = make_search_problem(r.hierarchy, r.instructions, engine::local_goal_groups(r.hierarchy, p));
   if (runs) {
     out.runs = *runs;
   } else {
@@ -232,9 +250,12 @@ CertifyResult solve_and_compare(const engine::Placement& p, const engine::SynthR
     for (auto kind : c.solvers)
       fut.push_back(std::async(std::launch::async, [&, kind] {
         switch (c.method) {
-          case RunMethod::Enumerate: return enumerate_programs(kind, sp, opt.max_size, c.search);
-          case RunMethod::Confirm: return confirm_programs(kind, sp, r.programs, opt.max_size, c.search, name);
-          case RunMethod::Closure: break;
+          case RunMethod::Enumerate:
+            return enumerate_programs(kind, sp, opt.max_size, c.search);
+          case RunMethod::Confirm:
+            return confirm_programs(kind, sp, r.programs, opt.max_size, c.search, name);
+          case RunMethod::Closure:
+            break;
         }
         return confirm_by_closure(kind, sp, r.programs, opt.max_size, c.search, name);
       }));
@@ -250,8 +271,8 @@ CertifyResult solve_and_compare(const engine::Placement& p, const engine::SynthR
   }
   for (const auto& run : out.runs) {
     if (run.programs != r.programs) {
-      std::string msg = fmt::format("--certify: {} found {} programs, the enumerator {}; the sets differ",
-                                    run.solver, run.programs.size(), r.programs.size());
+      std::string msg = fmt::format("--certify: {} found {} programs, the enumerator {}; the sets differ", run.solver,
+                                    run.programs.size(), r.programs.size());
       for (const auto& prog : r.programs)
         if (std::find(run.programs.begin(), run.programs.end(), prog) == run.programs.end()) {
           msg += "; e.g. only the enumerator has " + engine::program_name(r, prog);
@@ -296,9 +317,9 @@ void write_file(const std::string& path, const std::string& text) {
 
 }  // namespace
 
-CertifyResult certify_programs(const engine::System& sys, const engine::Placement& p,
-                               const engine::SynthResult& r, const engine::SynthOptions& opt,
-                               const CertifyOptions& c, const std::vector<EnumerationResult>* runs) {
+CertifyResult certify_programs(const engine::System& sys, const engine::Placement& p, const engine::SynthResult& r,
+                               const engine::SynthOptions& opt, const CertifyOptions& c,
+                               const std::vector<EnumerationResult>* runs) {
   CertifyResult out = solve_and_compare(p, r, opt, c, runs);
   make_dir(c.dir);
   const std::string tag = fmt::format("m{}-{}", matrix_tag(p.matrix()), engine::to_string(r.hierarchy.kind));

@@ -50,35 +50,51 @@ class Cvc5Backend final : public Backend {
       if (bits[i]) str[bits.size() - 1 - i] = '1';
     return put(s_.mkBitVector(static_cast<std::uint32_t>(bits.size()), str, 2));
   }
-  int bv_var(const std::string& n, unsigned w) override {
-    return put(s_.mkConst(s_.mkBitVectorSort(w), n));
-  }
+  int bv_var(const std::string& n, unsigned w) override { return put(s_.mkConst(s_.mkBitVectorSort(w), n)); }
   int op(Op op, const std::vector<int>& a, unsigned p0, unsigned p1) override {
     std::vector<cvc5::Term> v;
     v.reserve(a.size());
     for (int i : a) v.push_back(terms_.at(static_cast<std::size_t>(i)));
     switch (op) {
-      case Op::Not: return put(s_.mkTerm(cvc5::NOT, v));
-      case Op::And: return put(v.size() == 1 ? v[0] : s_.mkTerm(cvc5::AND, v));
-      case Op::Or: return put(v.size() == 1 ? v[0] : s_.mkTerm(cvc5::OR, v));
-      case Op::Implies: return put(s_.mkTerm(cvc5::IMPLIES, v));
-      case Op::Eq: return put(s_.mkTerm(cvc5::EQUAL, v));
-      case Op::Ite: return put(s_.mkTerm(cvc5::ITE, v));
-      case Op::BvNot: return put(s_.mkTerm(cvc5::BITVECTOR_NOT, v));
-      case Op::BvAnd: return put(v.size() == 1 ? v[0] : s_.mkTerm(cvc5::BITVECTOR_AND, v));
-      case Op::BvOr: return put(v.size() == 1 ? v[0] : s_.mkTerm(cvc5::BITVECTOR_OR, v));
-      case Op::BvXor: return put(s_.mkTerm(cvc5::BITVECTOR_XOR, v));
-      case Op::BvAdd: return put(v.size() == 1 ? v[0] : s_.mkTerm(cvc5::BITVECTOR_ADD, v));
-      case Op::BvMul: return put(s_.mkTerm(cvc5::BITVECTOR_MULT, v));
-      case Op::BvUdiv: return put(s_.mkTerm(cvc5::BITVECTOR_UDIV, v));
-      case Op::BvUrem: return put(s_.mkTerm(cvc5::BITVECTOR_UREM, v));
-      case Op::BvUle: return put(s_.mkTerm(cvc5::BITVECTOR_ULE, v));
-      case Op::BvUlt: return put(s_.mkTerm(cvc5::BITVECTOR_ULT, v));
-      case Op::Extract: return put(s_.mkTerm(s_.mkOp(cvc5::BITVECTOR_EXTRACT, {p0, p1}), v));
+      case Op::Not:
+        return put(s_.mkTerm(cvc5::NOT, v));
+      case Op::And:
+        return put(v.size() == 1 ? v[0] : s_.mkTerm(cvc5::AND, v));
+      case Op::Or:
+        return put(v.size() == 1 ? v[0] : s_.mkTerm(cvc5::OR, v));
+      case Op::Implies:
+        return put(s_.mkTerm(cvc5::IMPLIES, v));
+      case Op::Eq:
+        return put(s_.mkTerm(cvc5::EQUAL, v));
+      case Op::Ite:
+        return put(s_.mkTerm(cvc5::ITE, v));
+      case Op::BvNot:
+        return put(s_.mkTerm(cvc5::BITVECTOR_NOT, v));
+      case Op::BvAnd:
+        return put(v.size() == 1 ? v[0] : s_.mkTerm(cvc5::BITVECTOR_AND, v));
+      case Op::BvOr:
+        return put(v.size() == 1 ? v[0] : s_.mkTerm(cvc5::BITVECTOR_OR, v));
+      case Op::BvXor:
+        return put(s_.mkTerm(cvc5::BITVECTOR_XOR, v));
+      case Op::BvAdd:
+        return put(v.size() == 1 ? v[0] : s_.mkTerm(cvc5::BITVECTOR_ADD, v));
+      case Op::BvMul:
+        return put(s_.mkTerm(cvc5::BITVECTOR_MULT, v));
+      case Op::BvUdiv:
+        return put(s_.mkTerm(cvc5::BITVECTOR_UDIV, v));
+      case Op::BvUrem:
+        return put(s_.mkTerm(cvc5::BITVECTOR_UREM, v));
+      case Op::BvUle:
+        return put(s_.mkTerm(cvc5::BITVECTOR_ULE, v));
+      case Op::BvUlt:
+        return put(s_.mkTerm(cvc5::BITVECTOR_ULT, v));
+      case Op::Extract:
+        return put(s_.mkTerm(s_.mkOp(cvc5::BITVECTOR_EXTRACT, {p0, p1}), v));
       case Op::ZeroExt:
         if (p0 == 0) return put(v[0]);
         return put(s_.mkTerm(s_.mkOp(cvc5::BITVECTOR_ZERO_EXTEND, {p0}), v));
-      case Op::Concat: return put(s_.mkTerm(cvc5::BITVECTOR_CONCAT, v));
+      case Op::Concat:
+        return put(s_.mkTerm(cvc5::BITVECTOR_CONCAT, v));
     }
     throw std::logic_error("cvc5 backend: unknown op");
   }
@@ -96,9 +112,7 @@ class Cvc5Backend final : public Backend {
     os << last_.getUnknownExplanation();
     return os.str();
   }
-  bool value_bool(int t) override {
-    return s_.getValue(terms_.at(static_cast<std::size_t>(t))).getBooleanValue();
-  }
+  bool value_bool(int t) override { return s_.getValue(terms_.at(static_cast<std::size_t>(t))).getBooleanValue(); }
   std::vector<bool> value_bv(int t, unsigned w) override {
     const std::string str = s_.getValue(terms_.at(static_cast<std::size_t>(t))).getBitVectorValue(2);
     if (str.size() != w) throw std::runtime_error("cvc5 backend: model value of wrong width");
@@ -145,8 +159,6 @@ class Cvc5Backend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cvc5_backend(const SolverOptions& opt) {
-  return std::make_unique<Cvc5Backend>(opt);
-}
+std::unique_ptr<Backend> make_cvc5_backend(const SolverOptions& opt) { return std::make_unique<Cvc5Backend>(opt); }
 
 }  // namespace p2v::encodings::smt

@@ -16,8 +16,8 @@ constexpr unsigned kWidth = 62;  // every value is below 2^(kWidth-1): see the o
 
 }  // namespace
 
-ReshardStepFact prove_reshard_step(smt::SolverKind kind, const rs::Mesh& mesh, const rs::Type& before, const rs::Step& s,
-                                   const rs::Type& after, unsigned timeout_ms) {
+ReshardStepFact prove_reshard_step(smt::SolverKind kind, const rs::Mesh& mesh, const rs::Type& before,
+                                   const rs::Step& s, const rs::Type& after, unsigned timeout_ms) {
   if (s.op == rs::Op::AllPermute) throw Error("prove_reshard_step: allpermute is checked by the checker's replay");
   std::int64_t biggest = 1;
   for (const auto& d : before.dims) biggest = std::max(biggest, d.global);
@@ -87,7 +87,8 @@ ReshardStepFact prove_reshard_step(smt::SolverKind kind, const rs::Mesh& mesh, c
     case rs::Op::DynSlice:  // my own chunk idx(p_A) of dimension i
       m[i] = index_of(p) * val(after.dims[i].local) + l[i];
       break;
-    case rs::Op::AllPermute: break;
+    case rs::Op::AllPermute:
+      break;
   }
   std::vector<Term> same;
   for (std::size_t d = 0; d < after.dims.size(); ++d)
@@ -100,7 +101,8 @@ ReshardStepFact prove_reshard_step(smt::SolverKind kind, const rs::Mesh& mesh, c
   f.result = S.check();
   if (f.result == smt::Result::sat) {
     std::string pt, li;
-    for (std::size_t a = 0; a < p.size(); ++a) pt += fmt::format("{}{}={}", a ? "," : "", mesh.primes[a].name, S.value_u64(p[a]));
+    for (std::size_t a = 0; a < p.size(); ++a)
+      pt += fmt::format("{}{}={}", a ? "," : "", mesh.primes[a].name, S.value_u64(p[a]));
     for (std::size_t d = 0; d < l.size(); ++d) li += fmt::format("{}{}", d ? "," : "", S.value_u64(l[d]));
     f.counterexample = fmt::format("mesh point ({}) local index [{}]", pt, li);
   }

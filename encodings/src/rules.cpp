@@ -27,8 +27,10 @@ unsigned bits_for(std::uint64_t v) {  // bits to represent 0..v
 std::vector<std::pair<int, int>> runs(const std::vector<int>& rows) {
   std::vector<std::pair<int, int>> out;
   for (int r : rows) {
-    if (!out.empty() && out.back().second + 1 == r) out.back().second = r;
-    else out.emplace_back(r, r);
+    if (!out.empty() && out.back().second + 1 == r)
+      out.back().second = r;
+    else
+      out.emplace_back(r, r);
   }
   return out;
 }
@@ -268,18 +270,25 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 
 const char* to_string(EquationResult::Verdict v) {
   switch (v) {
-    case EquationResult::Equal: return "equal";
-    case EquationResult::Differ: return "differ";
-    default: return "unknown";
+    case EquationResult::Equal:
+      return "equal";
+    case EquationResult::Differ:
+      return "differ";
+    default:
+      return "unknown";
   }
 }
 
 const char* to_string(RuleProof::Status s) {
   switch (s) {
-    case RuleProof::Proved: return "proved";
-    case RuleProof::Refuted: return "refuted";
-    case RuleProof::Unknown: return "unknown";
-    default: return "error";
+    case RuleProof::Proved:
+      return "proved";
+    case RuleProof::Refuted:
+      return "refuted";
+    case RuleProof::Unknown:
+      return "unknown";
+    default:
+      return "error";
   }
 }
 
@@ -292,7 +301,8 @@ std::string fnv1a64_hex(const std::string& text) {
   return fmt::format("{:016x}", h);
 }
 
-SolverPool::SolverPool(const std::vector<smt::SolverKind>& kinds, unsigned timeout_ms) : kinds(kinds), timeout_ms(timeout_ms) {
+SolverPool::SolverPool(const std::vector<smt::SolverKind>& kinds, unsigned timeout_ms)
+    : kinds(kinds), timeout_ms(timeout_ms) {
   smt::SolverOptions o;
   o.timeout_ms = timeout_ms;
   for (auto k : kinds) solvers.push_back(k == smt::SolverKind::Z3 ? std::make_unique<smt::Solver>(k, o) : nullptr);
@@ -334,7 +344,8 @@ EquationResult solve_equation(const Equation& eq, SolverPool& pool) {
     run.result = s.check();
     run.ms = ms_since(t0);
     if (run.result == smt::Result::sat)
-      run.witness = std::array<int, 3>{static_cast<int>(s.value_u64(enc.D())), enc.row_of_class(static_cast<int>(s.value_u64(enc.R()))),
+      run.witness = std::array<int, 3>{static_cast<int>(s.value_u64(enc.D())),
+                                       enc.row_of_class(static_cast<int>(s.value_u64(enc.R()))),
                                        static_cast<int>(s.value_u64(enc.J()))};
     if (run.result == smt::Result::unknown) run.reason = s.reason_unknown();
     if (first) {
@@ -354,15 +365,17 @@ EquationResult solve_equation(const Equation& eq, SolverPool& pool) {
       return res;
     }
     if (r.witness && !differs_at(a, b, eq.compare, (*r.witness)[0], (*r.witness)[1], (*r.witness)[2])) {
-      res.problem = fmt::format("{}'s witness (device {}, chunk {}, source {}) is not a difference under the "
-                                "counting replay",
-                                r.solver, (*r.witness)[0], (*r.witness)[1], (*r.witness)[2]);
+      res.problem = fmt::format(
+          "{}'s witness (device {}, chunk {}, source {}) is not a difference under the "
+          "counting replay",
+          r.solver, (*r.witness)[0], (*r.witness)[1], (*r.witness)[2]);
       return res;
     }
   }
   if (!all_unsat && !all_sat) {
     std::string who;
-    for (const auto& r : res.runs) who += fmt::format("{}{} {}", who.empty() ? "" : ", ", r.solver, smt::to_string(r.result));
+    for (const auto& r : res.runs)
+      who += fmt::format("{}{} {}", who.empty() ? "" : ", ", r.solver, smt::to_string(r.result));
     res.problem = "the solvers disagree: " + who;
     return res;
   }
@@ -459,13 +472,16 @@ std::string rule_certificate_json(const engine::Rule& rule, const RuleProof& pro
     sj["query_hash"] = s.result.hash;
     sj["answers"] = nlohmann::json::array();
     for (const auto& r : s.result.runs) {
-      nlohmann::json a{{"solver", r.solver}, {"version", r.version}, {"answer", smt::to_string(r.result)}, {"ms", r.ms}};
+      nlohmann::json a{
+          {"solver", r.solver}, {"version", r.version}, {"answer", smt::to_string(r.result)}, {"ms", r.ms}};
       if (r.witness) a["witness"] = *r.witness;
       sj["answers"].push_back(std::move(a));
     }
     if (s.result.difference) {
       const auto& d = *s.result.difference;
-      sj["counterexample"] = {{"device", d.device}, {"chunk", d.row}, {"source", d.source},
+      sj["counterexample"] = {{"device", d.device},
+                              {"chunk", d.row},
+                              {"source", d.source},
                               {"lhs", d.lhs ? nlohmann::json(*d.lhs) : nlohmann::json(nullptr)},
                               {"rhs", d.rhs ? nlohmann::json(*d.rhs) : nlohmann::json(nullptr)}};
     }
@@ -510,16 +526,19 @@ std::string check_rule_certificate(const std::string& text, std::string* summary
         if (a.at("answer").get<std::string>() != want)
           return fmt::format("shape {}: {} answered {}, not {}", shape_text(shape), a.at("solver").get<std::string>(),
                              a.at("answer").get<std::string>(), want);
-      const auto diff = engine::compare_counting(engine::run_side(rule.lhs, shape), engine::run_side(rule.rhs, shape),
-                                                 rule.compare);
-      if (want == "unsat" && diff) return fmt::format("shape {}: the replay finds {}", shape_text(shape), diff->describe());
+      const auto diff =
+          engine::compare_counting(engine::run_side(rule.lhs, shape), engine::run_side(rule.rhs, shape), rule.compare);
+      if (want == "unsat" && diff)
+        return fmt::format("shape {}: the replay finds {}", shape_text(shape), diff->describe());
       if (want == "sat") {
-        if (!diff) return fmt::format("shape {}: claimed counterexample, but the replay finds the sides equal", shape_text(shape));
+        if (!diff)
+          return fmt::format("shape {}: claimed counterexample, but the replay finds the sides equal",
+                             shape_text(shape));
         const auto& ce = cs[i].at("counterexample");
         if (ce.at("device").get<int>() != diff->device || ce.at("chunk").get<int>() != diff->row ||
             ce.at("source").get<int>() != diff->source)
-          return fmt::format("shape {}: the counterexample is not the replay's first difference ({})", shape_text(shape),
-                             diff->describe());
+          return fmt::format("shape {}: the counterexample is not the replay's first difference ({})",
+                             shape_text(shape), diff->describe());
       }
     }
     if (summary)

@@ -27,8 +27,7 @@ ChoiceEncoding parse_choice_encoding(const std::string& s) {
   throw Error("unknown choice encoding '" + s + "': use binary or onehot");
 }
 
-SearchProblem make_search_problem(const engine::SynthesisHierarchy& h,
-                                  const std::vector<engine::Instruction>& ins,
+SearchProblem make_search_problem(const engine::SynthesisHierarchy& h, const std::vector<engine::Instruction>& ins,
                                   const engine::Groups& goal_groups) {
   SearchProblem p;
   p.k = h.num_local();
@@ -40,9 +39,7 @@ SearchProblem make_search_problem(const engine::SynthesisHierarchy& h,
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 unsigned bits_for(std::size_t n) {  // bits to represent 0..n
   unsigned b = 1;
@@ -211,9 +208,7 @@ class Encoder {
     return smt::all_of(c, tt_);
   }
 
-  Term chosen(int t, int i) const {
-    return sel_.at(static_cast<std::size_t>(t - 1)).at(static_cast<std::size_t>(i));
-  }
+  Term chosen(int t, int i) const { return sel_.at(static_cast<std::size_t>(t - 1)).at(static_cast<std::size_t>(i)); }
 
   engine::Program model_program(int n) {
     engine::Program prog;
@@ -260,7 +255,8 @@ class Encoder {
       std::vector<std::vector<bool>> rows(k_, std::vector<bool>(k_, false));
       for (unsigned r = 0; r < k_; ++r) {
         pres[r] = st.has_row(static_cast<int>(d), static_cast<int>(r));
-        for (unsigned j = 0; j < k_; ++j) rows[r][j] = st.get(static_cast<int>(d), static_cast<int>(r), static_cast<int>(j));
+        for (unsigned j = 0; j < k_; ++j)
+          rows[r][j] = st.get(static_cast<int>(d), static_cast<int>(r), static_cast<int>(j));
       }
       c.push_back(at[d].pres == s_.bv_val(k_, pres));
       const auto v = vectors_(rows);
@@ -292,8 +288,10 @@ class Encoder {
     for (std::size_t i = 0; i < p_.instructions.size(); ++i) {
       const auto& g = p_.instructions[i].groups;
       auto it = std::find_if(by_grouping.begin(), by_grouping.end(), [&](const auto& e) { return *e.first == g; });
-      if (it == by_grouping.end()) by_grouping.push_back({&g, {i}});
-      else it->second.push_back(i);
+      if (it == by_grouping.end())
+        by_grouping.push_back({&g, {i}});
+      else
+        it->second.push_back(i);
     }
     const Term one = s_.bv_val(1, 1), zero1 = s_.bv_val(1, 0);
     for (const auto& [groups, ins] : by_grouping) {
@@ -352,7 +350,8 @@ class Encoder {
             }
           }
           if (packed_)
-            eqs.push_back(next[d].col[0] == (has_rs ? (U[0] & colmask) : smt::ite(smt::any_of(always, ff_), U[0], zw_)));
+            eqs.push_back(next[d].col[0] ==
+                          (has_rs ? (U[0] & colmask) : smt::ite(smt::any_of(always, ff_), U[0], zw_)));
           eqs.push_back(next[d].pres == (UP & keepmask));
         }
       }
@@ -392,8 +391,7 @@ class Encoder {
   }
 
   // Appends the precondition of `col` on group g to c and writes the members' post-states into `post`.
-  void rule(Collective col, const std::vector<int>& g, const State& prev, State& post,
-            std::vector<Term>& c) {
+  void rule(Collective col, const std::vector<int>& g, const State& prev, State& post, std::vector<Term>& c) {
     std::vector<const Dev*> m;
     std::vector<Dev*> o;
     for (int d : g) {
@@ -508,9 +506,9 @@ class Encoder {
   unsigned k_, cw_ = 0, csel_ = 1;
   Term tt_, ff_, zero_, ones_;
   std::vector<std::vector<Term>> goal_col_;  // per device: its goal column vectors
-  bool packed_ = false;  // SearchOptions::per_device
-  unsigned nr_ = 0, W_ = 0;  // column vectors per device and their width
-  Term zw_;  // zero of width W_
+  bool packed_ = false;                      // SearchOptions::per_device
+  unsigned nr_ = 0, W_ = 0;                  // column vectors per device and their width
+  Term zw_;                                  // zero of width W_
   int not_goal_upto_ = 0;
   std::vector<State> states_;
   std::vector<Term> choice_bv_;
@@ -530,7 +528,8 @@ smt::SolverOptions solver_options(const SearchOptions& o) {
 [[noreturn]] void unknown(smt::Solver& s, const std::string& what, const SearchOptions& o) {
   std::string why = s.reason_unknown();
   std::string msg = s.name() + " answered unknown " + what + (why.empty() ? "" : " (" + why + ")");
-  if (o.timeout_ms) msg += "; the time limit per check was " + std::to_string(o.timeout_ms) + " ms: raise it with --timeout";
+  if (o.timeout_ms)
+    msg += "; the time limit per check was " + std::to_string(o.timeout_ms) + " ms: raise it with --timeout";
   throw Error(msg + "; nothing is reported as verified");
 }
 
@@ -542,15 +541,16 @@ double physical_memory() {
 
 void check_problem(const SearchProblem& p, int n) {
   if (n < 1 || n > engine::kMaxProgramSize)
-    throw Error("size bound " + std::to_string(n) + " out of range (1.." +
-                std::to_string(engine::kMaxProgramSize) + ")");
-  if (p.k > 256) throw Error("encoding: " + std::to_string(p.k) + " local devices is too large for the SMT encoding (at most 256)");
+    throw Error("size bound " + std::to_string(n) + " out of range (1.." + std::to_string(engine::kMaxProgramSize) +
+                ")");
+  if (p.k > 256)
+    throw Error("encoding: " + std::to_string(p.k) + " local devices is too large for the SMT encoding (at most 256)");
   // Memory: about 4-10 KiB per state bit (k^3 per step) was measured with z3 at k = 64 (1 GiB for
   // one step, over 11 GiB by L = 5). Refuse what cannot fit instead of being killed midway.
   const double k = p.k, need = 8192.0 * k * k * k * n, have = physical_memory();
   if (have > 0 && need > 0.8 * have)
-    throw Error("encoding: " + std::to_string(p.k) + " local devices and " + std::to_string(n) +
-                " steps need about " + std::to_string(static_cast<long>(need / (1 << 30))) +
+    throw Error("encoding: " + std::to_string(p.k) + " local devices and " + std::to_string(n) + " steps need about " +
+                std::to_string(static_cast<long>(need / (1 << 30))) +
                 " GiB (k^3 state bits per step, about 8 KiB each), more than this machine's " +
                 std::to_string(static_cast<long>(have / (1 << 30))) +
                 " GiB: lower --max-size or use a smaller hierarchy (the enumerator, p2v synth, handles it)");
@@ -681,8 +681,7 @@ EnumerationResult enumerate_programs(smt::SolverKind kind, const SearchProblem& 
 }
 
 EnumerationResult confirm_programs(smt::SolverKind kind, const SearchProblem& p,
-                                   const std::vector<engine::Program>& programs, int max_size,
-                                   const SearchOptions& opt,
+                                   const std::vector<engine::Program>& programs, int max_size, const SearchOptions& opt,
                                    const std::function<std::string(const engine::Program&)>& name) {
   check_problem(p, max_size);
   const auto t_all = Clock::now();
@@ -738,10 +737,12 @@ EnumerationResult confirm_programs(smt::SolverKind kind, const SearchProblem& p,
     const smt::Result r = check(*s, bound);
     f.final_seconds = since(tc);
     if (r == smt::Result::unknown)
-      unknown(*s, "at bound " + std::to_string(n) + " after blocking " + std::to_string(next - first) + " programs", opt);
+      unknown(*s, "at bound " + std::to_string(n) + " after blocking " + std::to_string(next - first) + " programs",
+              opt);
     if (r == smt::Result::sat)
-      throw Error(res.solver + " finds a valid program of " + std::to_string(n) + " steps that the enumerator does not list: " +
-                  text(e->model_program(n)) + "; nothing is certified (run p2v verify for the details)");
+      throw Error(res.solver + " finds a valid program of " + std::to_string(n) +
+                  " steps that the enumerator does not list: " + text(e->model_program(n)) +
+                  "; nothing is certified (run p2v verify for the details)");
     if (opt.proofs) f.proof = s->proof();
     if (opt.push_pop) s->pop();
     f.programs = static_cast<int>(next - first);
@@ -856,17 +857,18 @@ EnumerationResult confirm_by_closure(smt::SolverKind kind, const SearchProblem& 
     return "[" + t + "]";
   };
   const StateGraph g = reachable_states(p, max_size);
-  if (opt.progress)
-    opt.progress(fmt::format("{}: closure over {} reachable states", to_string(kind), g.states.size()));
+  if (opt.progress) opt.progress(fmt::format("{}: closure over {} reachable states", to_string(kind), g.states.size()));
   // The graph's paths must be exactly the given programs (a check of the enumerator against the
   // reference semantics; the solver facts below are what make them the valid programs).
   const auto paths = graph_programs(g, max_size, programs.size());
   if (paths != programs) {
     for (const auto& q : paths)
-      if (!std::binary_search(programs.begin(), programs.end(), q, [](const engine::Program& a, const engine::Program& b) {
-            return a.size() != b.size() ? a.size() < b.size() : a < b;
-          }))
-        throw Error("the reference semantics has the valid program " + text(q) + ", which the enumerator does not list");
+      if (!std::binary_search(programs.begin(), programs.end(), q,
+                              [](const engine::Program& a, const engine::Program& b) {
+                                return a.size() != b.size() ? a.size() < b.size() : a < b;
+                              }))
+        throw Error("the reference semantics has the valid program " + text(q) +
+                    ", which the enumerator does not list");
     throw Error("the enumerator lists " + std::to_string(programs.size()) + " programs, the reference semantics has " +
                 std::to_string(paths.size()));
   }
@@ -924,8 +926,9 @@ EnumerationResult confirm_by_closure(smt::SolverKind kind, const SearchProblem& 
     if (r == smt::Result::unknown) unknown(*s, "on the steps from a reachable state", opt);
     if (r == smt::Result::sat) {
       const auto i = s->value_u64(e->chosen_var(1));
-      throw Error(res.solver + " finds a valid step (instruction " + std::to_string(i) + ") from a reachable state at depth " +
-                  std::to_string(g.depth[u]) + " that the reference semantics does not list; nothing is certified");
+      throw Error(res.solver + " finds a valid step (instruction " + std::to_string(i) +
+                  ") from a reachable state at depth " + std::to_string(g.depth[u]) +
+                  " that the reference semantics does not list; nothing is certified");
     }
     s->pop();
   }

@@ -9,9 +9,12 @@ namespace p2v::encodings::smt {
 
 const char* to_string(Result r) {
   switch (r) {
-    case Result::sat: return "sat";
-    case Result::unsat: return "unsat";
-    case Result::unknown: return "unknown";
+    case Result::sat:
+      return "sat";
+    case Result::unsat:
+      return "unsat";
+    case Result::unknown:
+      return "unknown";
   }
   return "?";
 }
@@ -34,14 +37,24 @@ std::vector<SolverKind> parse_solver_list(const std::string& s) {
 namespace {
 unsigned result_width(Op op, const std::vector<Term>& a, unsigned p0, unsigned p1) {
   switch (op) {
-    case Op::Not: case Op::And: case Op::Or: case Op::Implies: case Op::Eq:
-    case Op::BvUle: case Op::BvUlt:
+    case Op::Not:
+    case Op::And:
+    case Op::Or:
+    case Op::Implies:
+    case Op::Eq:
+    case Op::BvUle:
+    case Op::BvUlt:
       return 0;
-    case Op::Ite: return a.at(1).width();
-    case Op::Extract: return p0 - p1 + 1;
-    case Op::ZeroExt: return a.at(0).width() + p0;
-    case Op::Concat: return a.at(0).width() + a.at(1).width();
-    default: return a.at(0).width();
+    case Op::Ite:
+      return a.at(1).width();
+    case Op::Extract:
+      return p0 - p1 + 1;
+    case Op::ZeroExt:
+      return a.at(0).width() + p0;
+    case Op::Concat:
+      return a.at(0).width() + a.at(1).width();
+    default:
+      return a.at(0).width();
   }
 }
 }  // namespace

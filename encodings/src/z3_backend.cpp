@@ -45,29 +45,46 @@ class Z3Backend final : public Backend {
       return r;
     };
     switch (op) {
-      case Op::Not: return put(!t(0));
+      case Op::Not:
+        return put(!t(0));
       case Op::And:
       case Op::Or: {
         z3::expr_vector v(ctx_);
         for (std::size_t i = 0; i < a.size(); ++i) v.push_back(t(i));
         return put(op == Op::And ? z3::mk_and(v) : z3::mk_or(v));
       }
-      case Op::Implies: return put(z3::implies(t(0), t(1)));
-      case Op::Eq: return put(t(0) == t(1));
-      case Op::Ite: return put(z3::ite(t(0), t(1), t(2)));
-      case Op::BvNot: return put(~t(0));
-      case Op::BvAnd: return put(fold([](const z3::expr& x, const z3::expr& y) { return x & y; }));
-      case Op::BvOr: return put(fold([](const z3::expr& x, const z3::expr& y) { return x | y; }));
-      case Op::BvXor: return put(t(0) ^ t(1));
-      case Op::BvAdd: return put(fold([](const z3::expr& x, const z3::expr& y) { return x + y; }));
-      case Op::BvMul: return put(t(0) * t(1));
-      case Op::BvUdiv: return put(z3::udiv(t(0), t(1)));
-      case Op::BvUrem: return put(z3::urem(t(0), t(1)));
-      case Op::BvUle: return put(z3::ule(t(0), t(1)));
-      case Op::BvUlt: return put(z3::ult(t(0), t(1)));
-      case Op::Extract: return put(t(0).extract(p0, p1));
-      case Op::ZeroExt: return put(z3::zext(t(0), p0));
-      case Op::Concat: return put(z3::concat(t(0), t(1)));
+      case Op::Implies:
+        return put(z3::implies(t(0), t(1)));
+      case Op::Eq:
+        return put(t(0) == t(1));
+      case Op::Ite:
+        return put(z3::ite(t(0), t(1), t(2)));
+      case Op::BvNot:
+        return put(~t(0));
+      case Op::BvAnd:
+        return put(fold([](const z3::expr& x, const z3::expr& y) { return x & y; }));
+      case Op::BvOr:
+        return put(fold([](const z3::expr& x, const z3::expr& y) { return x | y; }));
+      case Op::BvXor:
+        return put(t(0) ^ t(1));
+      case Op::BvAdd:
+        return put(fold([](const z3::expr& x, const z3::expr& y) { return x + y; }));
+      case Op::BvMul:
+        return put(t(0) * t(1));
+      case Op::BvUdiv:
+        return put(z3::udiv(t(0), t(1)));
+      case Op::BvUrem:
+        return put(z3::urem(t(0), t(1)));
+      case Op::BvUle:
+        return put(z3::ule(t(0), t(1)));
+      case Op::BvUlt:
+        return put(z3::ult(t(0), t(1)));
+      case Op::Extract:
+        return put(t(0).extract(p0, p1));
+      case Op::ZeroExt:
+        return put(z3::zext(t(0), p0));
+      case Op::Concat:
+        return put(z3::concat(t(0), t(1)));
     }
     throw std::logic_error("z3 backend: unknown op");
   }
@@ -135,8 +152,6 @@ class Z3Backend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_z3_backend(const SolverOptions& opt) {
-  return std::make_unique<Z3Backend>(opt);
-}
+std::unique_ptr<Backend> make_z3_backend(const SolverOptions& opt) { return std::make_unique<Z3Backend>(opt); }
 
 }  // namespace p2v::encodings::smt

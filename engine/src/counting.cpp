@@ -8,7 +8,8 @@
 
 namespace p2v::engine {
 
-CountState::CountState(int k) : k_(k), own_(static_cast<std::size_t>(k) * k, 1), m_(static_cast<std::size_t>(k) * k * k, 0) {
+CountState::CountState(int k)
+    : k_(k), own_(static_cast<std::size_t>(k) * k, 1), m_(static_cast<std::size_t>(k) * k * k, 0) {
   reset_multiplicities();
 }
 

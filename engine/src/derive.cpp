@@ -36,7 +36,9 @@ RuleMoves::RuleMoves(const SynthesisHierarchy& h, MasterCollectives mc) : h_(h) 
     if (std::find(groupings_.begin(), groupings_.end(), s.groups) == groupings_.end()) groupings_.push_back(s.groups);
 }
 
-bool RuleMoves::available(const LoweredStep& s) const { return std::find(steps_.begin(), steps_.end(), s) != steps_.end(); }
+bool RuleMoves::available(const LoweredStep& s) const {
+  return std::find(steps_.begin(), steps_.end(), s) != steps_.end();
+}
 
 std::string RuleMoves::form_of(const LoweredStep& s) const {
   for (std::size_t i = 0; i < steps_.size(); ++i)
@@ -97,9 +99,14 @@ std::vector<std::pair<RuleApplication, LoweredProgram>> RuleMoves::expand(const 
           add(rows_first ? "ar-2d-rows-cols" : "ar-2d-cols-rows", {{C::AllReduce, X}, {C::AllReduce, Y}});
           add("ar-hier", {{C::ReduceScatter, X}, {C::AllReduce, Y}, {C::AllGather, X}});
           break;
-        case C::ReduceScatter: add("rs-2d", {{C::ReduceScatter, X}, {C::ReduceScatter, Y}}); break;
-        case C::AllGather: add("ag-2d", {{C::AllGather, X}, {C::AllGather, Y}}); break;
-        default: break;
+        case C::ReduceScatter:
+          add("rs-2d", {{C::ReduceScatter, X}, {C::ReduceScatter, Y}});
+          break;
+        case C::AllGather:
+          add("ag-2d", {{C::AllGather, X}, {C::AllGather, Y}});
+          break;
+        default:
+          break;
       }
     }
   return out;
@@ -169,7 +176,8 @@ DeriveResult derive(const RuleMoves& m, const Groups& groups, const DeriveOption
 std::string derivation_text(const std::vector<RuleApplication>& d) {
   if (d.empty()) return "(start)";
   std::string t;
-  for (const auto& a : d) t += fmt::format("{}{}{}@{}", t.empty() ? "" : ", ", a.reverse ? "~" : "", a.rule, a.position + 1);
+  for (const auto& a : d)
+    t += fmt::format("{}{}{}@{}", t.empty() ? "" : ", ", a.reverse ? "~" : "", a.rule, a.position + 1);
   return t;
 }
 
@@ -200,8 +208,10 @@ DeriveComparison compare_with_enumerator(const Placement& p, const std::vector<s
     StateSet s = StateSet::initial(k), t(k);
     std::string why;
     for (std::size_t i = 0; i < d.program.size() && why.empty(); ++i) {
-      if (s.apply(d.program[i].collective, d.program[i].groups, t, &why)) s = t;
-      else why = fmt::format("step {}: {}", i + 1, why);
+      if (s.apply(d.program[i].collective, d.program[i].groups, t, &why))
+        s = t;
+      else
+        why = fmt::format("step {}: {}", i + 1, why);
     }
     if (why.empty()) why = "valid under the boolean semantics, yet not enumerated (a discrepancy)";
     c.only_derived.push_back({program_notation(c.hierarchy, d.program), why, derivation_text(d.derivation)});
@@ -216,12 +226,14 @@ DeriveComparison compare_with_enumerator(const Placement& p, const std::vector<s
         if (st.collective == C::Reduce || st.collective == C::Broadcast) {
           bool paired = false;
           for (std::size_t i = 0; i + 1 < e.size(); ++i)
-            paired = paired || (e[i].collective == C::Reduce && e[i + 1].collective == C::Broadcast && e[i].groups == e[i + 1].groups);
+            paired = paired || (e[i].collective == C::Reduce && e[i + 1].collective == C::Broadcast &&
+                                e[i].groups == e[i + 1].groups);
           if (!paired) reason = "uses Reduce/Broadcast other than as Reduce ; Broadcast on one group (no rule for it)";
         }
     if (reason.empty())
-      reason = "no sequence of rewrite rules from AllReduce reaches it (e.g. it needs a rule for groupings that are "
-               "not a product of two groupings, or for a non-aligned block layout)";
+      reason =
+          "no sequence of rewrite rules from AllReduce reaches it (e.g. it needs a rule for groupings that are "
+          "not a product of two groupings, or for a non-aligned block layout)";
     c.only_enumerator.push_back({program_notation(c.hierarchy, e), reason, ""});
   }
   return c;

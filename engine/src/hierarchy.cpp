@@ -10,11 +10,16 @@ namespace p2v::engine {
 
 const char* to_string(HierarchyKind k) {
   switch (k) {
-    case HierarchyKind::System: return "a";
-    case HierarchyKind::ColumnBased: return "b";
-    case HierarchyKind::RowBased: return "c";
-    case HierarchyKind::ReductionAxes: return "d";
-    case HierarchyKind::ReductionUncollapsed: return "d-uncollapsed";
+    case HierarchyKind::System:
+      return "a";
+    case HierarchyKind::ColumnBased:
+      return "b";
+    case HierarchyKind::RowBased:
+      return "c";
+    case HierarchyKind::ReductionAxes:
+      return "d";
+    case HierarchyKind::ReductionUncollapsed:
+      return "d-uncollapsed";
   }
   return "?";
 }
@@ -48,7 +53,7 @@ void prepend_root(SynthesisHierarchy& h) {
 }  // namespace
 
 std::vector<HierarchyLevel> hierarchy_levels(const ParallelismMatrix& x, const std::vector<int>& reduce,
-                                   const std::vector<std::string>& level_names, HierarchyKind kind) {
+                                             const std::vector<std::string>& level_names, HierarchyKind kind) {
   const int m = static_cast<int>(x.size());
   const int L = m ? static_cast<int>(x[0].size()) : 0;
   if (static_cast<int>(level_names.size()) != L)
@@ -106,8 +111,7 @@ std::pair<std::vector<int>, std::vector<std::string>> hierarchy_shape(const Para
   return out;
 }
 
-SynthesisHierarchy make_hierarchy(const Placement& p, const std::vector<std::string>& level_names,
-                                  HierarchyKind kind) {
+SynthesisHierarchy make_hierarchy(const Placement& p, const std::vector<std::string>& level_names, HierarchyKind kind) {
   const auto& x = p.matrix();
   const bool reduction = is_reduction_kind(kind);
   const std::vector<LevelSpec> specs = hierarchy_levels(x, p.reduce(), level_names, kind);

@@ -12,11 +12,16 @@ namespace p2v::engine {
 
 const char* to_string(Collective c) {
   switch (c) {
-    case Collective::AllReduce: return "AllReduce";
-    case Collective::ReduceScatter: return "ReduceScatter";
-    case Collective::AllGather: return "AllGather";
-    case Collective::Reduce: return "Reduce";
-    case Collective::Broadcast: return "Broadcast";
+    case Collective::AllReduce:
+      return "AllReduce";
+    case Collective::ReduceScatter:
+      return "ReduceScatter";
+    case Collective::AllGather:
+      return "AllGather";
+    case Collective::Reduce:
+      return "Reduce";
+    case Collective::Broadcast:
+      return "Broadcast";
   }
   return "?";
 }
@@ -24,7 +29,8 @@ const char* to_string(Collective c) {
 Collective parse_collective(const std::string& s) {
   for (Collective c : kAllCollectives)
     if (s == to_string(c)) return c;
-  throw Error(fmt::format("unknown collective '{}' (expected AllReduce, ReduceScatter, AllGather, Reduce or Broadcast)", s));
+  throw Error(
+      fmt::format("unknown collective '{}' (expected AllReduce, ReduceScatter, AllGather, Reduce or Broadcast)", s));
 }
 
 MasterCollectives parse_master_collectives(const std::string& s) {
@@ -49,8 +55,7 @@ Groups form_groups(const SynthesisHierarchy& h, int slice, FormKind form, int e)
     } else {
       key.assign(c.begin(), c.begin() + e + 1);
       key.insert(key.end(), c.begin() + slice + 1, c.end());
-      if (form == FormKind::Master &&
-          std::any_of(key.begin(), key.end(), [](int v) { return v != 0; }))
+      if (form == FormKind::Master && std::any_of(key.begin(), key.end(), [](int v) { return v != 0; }))
         continue;  // Master: only the group of the first device
     }
     auto [it, fresh] = key_to_group.emplace(std::move(key), groups.size());
@@ -88,8 +93,7 @@ std::vector<Instruction> instructions(const SynthesisHierarchy& h, MasterCollect
   // that came first is already dropped by groupings(); the remaining groupings are distinct.
   for (const auto& g : groupings(h)) {
     for (Collective c : kAllCollectives) {
-      if (g.form == FormKind::Master && mc == MasterCollectives::AllReduceOnly && c != Collective::AllReduce)
-        continue;
+      if (g.form == FormKind::Master && mc == MasterCollectives::AllReduceOnly && c != Collective::AllReduce) continue;
       out.push_back({c, g});
     }
   }
@@ -98,9 +102,12 @@ std::vector<Instruction> instructions(const SynthesisHierarchy& h, MasterCollect
 
 std::string form_name(const SynthesisHierarchy& h, const Grouping& g) {
   switch (g.form) {
-    case FormKind::Inside: return "Inside";
-    case FormKind::Parallel: return fmt::format("Parallel({})", h.names[g.e]);
-    case FormKind::Master: return fmt::format("Master({})", h.names[g.e]);
+    case FormKind::Inside:
+      return "Inside";
+    case FormKind::Parallel:
+      return fmt::format("Parallel({})", h.names[g.e]);
+    case FormKind::Master:
+      return fmt::format("Master({})", h.names[g.e]);
   }
   return "?";
 }

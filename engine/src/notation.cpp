@@ -62,10 +62,10 @@ LoweredProgram resolve_program(const SynthesisHierarchy& h, const std::string& n
         if (!lv.empty()) lv += ' ';
         lv += n;
       }
-      throw Error(fmt::format(
-          "program step {} '{}' is not an instruction of this placement's hierarchy [{}] (is the "
-          "program for another system or matrix?). Instructions here:{}",
-          i + 1, steps[i], lv, avail));
+      throw Error(
+          fmt::format("program step {} '{}' is not an instruction of this placement's hierarchy [{}] (is the "
+                      "program for another system or matrix?). Instructions here:{}",
+                      i + 1, steps[i], lv, avail));
     }
     prog.push_back({ins[found].collective, lower_groups(h, ins[found].grouping.groups)});
   }
@@ -82,7 +82,8 @@ std::string program_notation(const SynthesisHierarchy& h, const LoweredProgram& 
         name = instruction_name(h, in);
         break;
       }
-    if (name.empty()) throw Error(fmt::format("a {} step is not an instruction of the hierarchy", to_string(st.collective)));
+    if (name.empty())
+      throw Error(fmt::format("a {} step is not an instruction of the hierarchy", to_string(st.collective)));
     if (!out.empty()) out += " ; ";
     out += name;
   }

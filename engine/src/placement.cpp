@@ -22,9 +22,8 @@ std::int64_t product(const std::vector<int>& v) {
 }
 
 // Column j: distribute h = levels[j] over the axes, x[i][j] | remaining[i].
-void enum_column(const std::vector<int>& levels, std::size_t j, std::size_t i, int left,
-                 std::vector<int>& remaining, ParallelismMatrix& x,
-                 std::vector<ParallelismMatrix>& out) {
+void enum_column(const std::vector<int>& levels, std::size_t j, std::size_t i, int left, std::vector<int>& remaining,
+                 ParallelismMatrix& x, std::vector<ParallelismMatrix>& out) {
   const std::size_t m = remaining.size();
   if (j == levels.size()) {
     for (int r : remaining)
@@ -53,8 +52,7 @@ void enum_column(const std::vector<int>& levels, std::size_t j, std::size_t i, i
 
 }  // namespace
 
-std::vector<ParallelismMatrix> enumerate_matrices(const std::vector<int>& levels,
-                                                  const std::vector<int>& axes) {
+std::vector<ParallelismMatrix> enumerate_matrices(const std::vector<int>& levels, const std::vector<int>& axes) {
   check_axes(levels, axes);
   std::vector<ParallelismMatrix> out;
   ParallelismMatrix x(axes.size(), std::vector<int>(levels.size(), 1));
@@ -117,8 +115,10 @@ std::vector<int> parse_axis_indices(const std::string& text, const std::string& 
     cur.clear();
   };
   for (char c : text) {
-    if (c == ',' || c == ' ') flush();
-    else cur += c;
+    if (c == ',' || c == ' ')
+      flush();
+    else
+      cur += c;
   }
   flush();
   return out;
@@ -137,9 +137,10 @@ void check_axes(const std::vector<int>& levels, const std::vector<int>& axes) {
   if (p != n) {
     std::vector<std::string> parts;
     for (int a : axes) parts.push_back(std::to_string(a));
-    throw Error(fmt::format("--axes {}: their product is {} but the system has {} devices; the axes must "
-                            "multiply to the device count",
-                            fmt::join(parts, ","), p, n));
+    throw Error(
+        fmt::format("--axes {}: their product is {} but the system has {} devices; the axes must "
+                    "multiply to the device count",
+                    fmt::join(parts, ","), p, n));
   }
 }
 
@@ -209,8 +210,7 @@ ParallelismMatrix parse_matrix(const std::string& text) {
   }
   if (x.empty()) throw Error(fmt::format("--matrix '{}': no rows", text));
   for (const auto& r : x)
-    if (r.size() != x[0].size())
-      throw Error(fmt::format("--matrix '{}': rows have different lengths", text));
+    if (r.size() != x[0].size()) throw Error(fmt::format("--matrix '{}': rows have different lengths", text));
   return x;
 }
 
@@ -239,8 +239,9 @@ void check_matrix(const ParallelismMatrix& x, const std::vector<int>& levels, co
                             x.size(), axes.size()));
   for (std::size_t i = 0; i < x.size(); ++i) {
     if (x[i].size() != levels.size())
-      throw Error(fmt::format("--matrix '{}': row {} has {} entries but the system has {} levels (one column per level)",
-                              format_matrix(x), i, x[i].size(), levels.size()));
+      throw Error(
+          fmt::format("--matrix '{}': row {} has {} entries but the system has {} levels (one column per level)",
+                      format_matrix(x), i, x[i].size(), levels.size()));
     std::int64_t p = 1;
     for (int v : x[i]) p *= v;
     if (p != axes[i])
@@ -290,9 +291,7 @@ Placement::Placement(std::vector<int> levels, std::vector<int> axes, Parallelism
   }
 }
 
-bool Placement::is_reduction_axis(int axis) const {
-  return std::binary_search(reduce_.begin(), reduce_.end(), axis);
-}
+bool Placement::is_reduction_axis(int axis) const { return std::binary_search(reduce_.begin(), reduce_.end(), axis); }
 
 int Placement::digit(int device, int axis, int level) const {
   const std::size_t m = axes_.size(), L = levels_.size();

@@ -17,11 +17,13 @@ namespace {
 
 bool is_identifier(const std::string& s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
 std::int64_t parse_positive(const std::string& s, const std::string& what) {
-  if (s.empty() || !std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }) ||
+  if (s.empty() ||
+      !std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }) ||
       s.size() > 15)
     throw Error(fmt::format("{}: expected a positive integer, got '{}'", what, s));
   const std::int64_t v = std::stoll(s);
@@ -58,8 +60,8 @@ std::vector<int> axis_owner(const Type& t, const Mesh& mesh) {
 
 void require_dim(const Type& t, int i, Op op) {
   if (i < 0 || i >= static_cast<int>(t.dims.size()))
-    throw Error(fmt::format("{}: dimension {} does not exist (the type has {} dimensions)", to_string(op), i,
-                            t.dims.size()));
+    throw Error(
+        fmt::format("{}: dimension {} does not exist (the type has {} dimensions)", to_string(op), i, t.dims.size()));
 }
 
 // The condition shared by allgather and alltoall: `axes` are the minor-most axes of dimension i.
@@ -68,9 +70,9 @@ void require_minor_most(const Type& t, int i, const std::vector<int>& axes, cons
   const auto& d = t.dims[i].axes;
   for (std::size_t k = 0; k < axes.size(); ++k)
     if (k >= d.size() || d[k] != axes[k])
-      throw Error(fmt::format("{}({}): axis {} is not the {} minor-most axis of {} (its axes are {{{}}})", to_string(op),
-                              i, mesh.primes[axes[k]].name, k == 0 ? "first" : fmt::format("#{}", k + 1), dim_name(i),
-                              axes_to_string(d, mesh)));
+      throw Error(fmt::format("{}({}): axis {} is not the {} minor-most axis of {} (its axes are {{{}}})",
+                              to_string(op), i, mesh.primes[axes[k]].name, k == 0 ? "first" : fmt::format("#{}", k + 1),
+                              dim_name(i), axes_to_string(d, mesh)));
 }
 
 }  // namespace
@@ -116,14 +118,14 @@ Mesh parse_mesh(const std::string& spec0) {
   if (text::trim(spec).empty()) throw Error("--mesh: empty mesh; write axes as name=size, e.g. x=4,y=4");
   for (const auto& item : text::split_csv(spec)) {
     const auto eq = item.find_first_of("=:");
-    if (eq == std::string::npos)
-      throw Error(fmt::format("--mesh: '{}' is not name=size (e.g. x=4,y=4)", item));
+    if (eq == std::string::npos) throw Error(fmt::format("--mesh: '{}' is not name=size (e.g. x=4,y=4)", item));
     const std::string name = text::trim(item.substr(0, eq));
     if (!is_identifier(name))
       throw Error(fmt::format("--mesh: axis name '{}' must be an identifier (letters, digits, _)", name));
     if (m.axis_index(name) >= 0) throw Error(fmt::format("--mesh: axis {} is listed twice", name));
     const auto size = parse_positive(text::trim(item.substr(eq + 1)), fmt::format("--mesh: size of axis {}", name));
-    if (size > kMaxSystemDevices) throw Error(fmt::format("--mesh: axis {} has size {} (at most {})", name, size, kMaxSystemDevices));
+    if (size > kMaxSystemDevices)
+      throw Error(fmt::format("--mesh: axis {} has size {} (at most {})", name, size, kMaxSystemDevices));
     m.axes.push_back({name, static_cast<int>(size)});
     if (m.num_devices() > kMaxSystemDevices)
       throw Error(fmt::format("--mesh: {} devices, more than the {} supported", m.num_devices(), kMaxSystemDevices));
@@ -165,14 +167,15 @@ void validate(const Type& t, const Mesh& mesh) {
         throw Error(fmt::format("{}: unknown axis #{}", dim_name(static_cast<int>(i)), a));
       if (owner[a] >= 0)
         throw Error(fmt::format("axis {} is used twice ({} and {}); an axis may split one dimension once",
-                                mesh.axes[mesh.primes[a].parent].name, dim_name(owner[a]), dim_name(static_cast<int>(i))));
+                                mesh.axes[mesh.primes[a].parent].name, dim_name(owner[a]),
+                                dim_name(static_cast<int>(i))));
       owner[a] = static_cast<int>(i);
     }
     if (d.local < 1 || d.local * axes_product(d.axes, mesh) != d.global)
-      throw Error(fmt::format("not well-formed: {} has local size {} split by {{{}}} ({} devices) but global size {}; "
-                              "need local * devices = global exactly (no padding)",
-                              dim_name(static_cast<int>(i)), d.local, axes_to_string(d.axes, mesh),
-                              axes_product(d.axes, mesh), d.global));
+      throw Error(fmt::format(
+          "not well-formed: {} has local size {} split by {{{}}} ({} devices) but global size {}; "
+          "need local * devices = global exactly (no padding)",
+          dim_name(static_cast<int>(i)), d.local, axes_to_string(d.axes, mesh), axes_product(d.axes, mesh), d.global));
   }
 }
 
@@ -209,8 +212,7 @@ Type parse_type(const std::string& text0, const Mesh& mesh) {
       d.global = d.local = parse_positive(e, where);
     } else {
       const auto close = e.find('}');
-      if (close == std::string::npos || close < open)
-        throw Error(fmt::format("{}: '{}' is not c{{axes}}n", where, e));
+      if (close == std::string::npos || close < open) throw Error(fmt::format("{}: '{}' is not c{{axes}}n", where, e));
       d.local = parse_positive(text::trim(e.substr(0, open)), where + " local size");
       d.global = parse_positive(text::trim(e.substr(close + 1)), where + " global size");
       const std::string list = text::trim(e.substr(open + 1, close - open - 1));
@@ -307,10 +309,14 @@ std::vector<std::int64_t> tile_indices(const Type& t, const Mesh& mesh, std::int
 
 const char* to_string(Op op) {
   switch (op) {
-    case Op::AllGather: return "allgather";
-    case Op::DynSlice: return "dynslice";
-    case Op::AllToAll: return "alltoall";
-    case Op::AllPermute: return "allpermute";
+    case Op::AllGather:
+      return "allgather";
+    case Op::DynSlice:
+      return "dynslice";
+    case Op::AllToAll:
+      return "alltoall";
+    case Op::AllPermute:
+      return "allpermute";
   }
   return "?";
 }
@@ -402,8 +408,7 @@ Lowered lower(const Type& before, const Step& s, const Mesh& mesh, const std::ve
     low.sources.assign(static_cast<std::size_t>(n), -1);
     for (auto& [tile, dst] : wanting) {
       auto& src = holders[tile];
-      if (src.size() != dst.size())
-        throw Error("allpermute: the two layouts hold a tile a different number of times");
+      if (src.size() != dst.size()) throw Error("allpermute: the two layouts hold a tile a different number of times");
       std::vector<std::int64_t> rest_src, rest_dst;
       std::set_difference(src.begin(), src.end(), dst.begin(), dst.end(), std::back_inserter(rest_src));
       std::set_difference(dst.begin(), dst.end(), src.begin(), src.end(), std::back_inserter(rest_dst));
@@ -438,7 +443,8 @@ Lowered lower(const Type& before, const Step& s, const Mesh& mesh, const std::ve
   return low;
 }
 
-Type relabel(const Type& t, int dim, const std::vector<int>& new_axes, const Mesh& mesh, std::vector<std::int64_t>& sigma) {
+Type relabel(const Type& t, int dim, const std::vector<int>& new_axes, const Mesh& mesh,
+             std::vector<std::int64_t>& sigma) {
   Type r = t;
   auto a = t.dims[dim].axes, b = new_axes;
   std::sort(a.begin(), a.end());
@@ -461,10 +467,14 @@ Type relabel(const Type& t, int dim, const std::vector<int>& new_axes, const Mes
 
 std::string step_to_string(const Step& s, const Mesh& mesh) {
   switch (s.op) {
-    case Op::AllGather: return fmt::format("allgather({}){{{}}}", s.dim, axes_to_string(s.axes, mesh));
-    case Op::DynSlice: return fmt::format("dynslice({}){{{}}}", s.dim, axes_to_string(s.axes, mesh));
-    case Op::AllToAll: return fmt::format("alltoall({},{}){{{}}}", s.dim, s.dim2, axes_to_string(s.axes, mesh));
-    case Op::AllPermute: return fmt::format("allpermute -> {}", to_string(s.target, mesh));
+    case Op::AllGather:
+      return fmt::format("allgather({}){{{}}}", s.dim, axes_to_string(s.axes, mesh));
+    case Op::DynSlice:
+      return fmt::format("dynslice({}){{{}}}", s.dim, axes_to_string(s.axes, mesh));
+    case Op::AllToAll:
+      return fmt::format("alltoall({},{}){{{}}}", s.dim, s.dim2, axes_to_string(s.axes, mesh));
+    case Op::AllPermute:
+      return fmt::format("allpermute -> {}", to_string(s.target, mesh));
   }
   return "?";
 }

@@ -61,9 +61,10 @@ struct Topo {
                               sys->num_devices(), mesh.num_devices()));
     for (const auto& l : sys->levels)
       if (!l.interconnect)
-        throw Error(fmt::format("--cost topology: level {} of system {} has no interconnect; use a system file with "
-                                "interconnects (e.g. examples/systems/a100-2node.json) or --cost paper",
-                                l.name, sys->name));
+        throw Error(
+            fmt::format("--cost topology: level {} of system {} has no interconnect; use a system file with "
+                        "interconnects (e.g. examples/systems/a100-2node.json) or --cost paper",
+                        l.name, sys->name));
     axis_level.assign(mesh.primes.size(), static_cast<int>(sys->levels.size()) - 1);
     for (std::size_t a = 0; a < mesh.primes.size(); ++a)
       for (std::int64_t d = 0; d < mesh.num_devices(); ++d) {
@@ -82,7 +83,8 @@ struct Topo {
   double time(int lvl, std::int64_t g, double elems) const {
     const auto& ic = *sys->levels[lvl].interconnect;
     const double alpha = ic.latency_us * 1e-6, beta = ic.bandwidth_gbps * 1e9;
-    return static_cast<double>(g - 1) * alpha + static_cast<double>(g - 1) / static_cast<double>(g) * elems * dtype_bytes / beta;
+    return static_cast<double>(g - 1) * alpha +
+           static_cast<double>(g - 1) / static_cast<double>(g) * elems * dtype_bytes / beta;
   }
   double permute_time(const Type& before, const Type& after, const Mesh& mesh, int* lvl_out = nullptr) const {
     Step s;
@@ -105,10 +107,13 @@ struct Topo {
 // Paper cost of one step given the types around it.
 std::int64_t paper_cost(const Step& s, const Type& before, const Type& after) {
   switch (s.op) {
-    case Op::AllGather: return after.localsize();
+    case Op::AllGather:
+      return after.localsize();
     case Op::AllToAll:
-    case Op::AllPermute: return before.localsize();
-    case Op::DynSlice: return 0;
+    case Op::AllPermute:
+      return before.localsize();
+    case Op::DynSlice:
+      return 0;
   }
   return 0;
 }
@@ -181,7 +186,8 @@ Program build(const Mesh& mesh, const Type& from, const Type& to, const std::vec
     ps.after = apply(t, ps.step, mesh);
     ps.lowered = lower(t, ps.step, mesh, sigma.empty() ? nullptr : &sigma);
     bool moves = false;
-    for (std::size_t d = 0; d < ps.lowered.sources.size(); ++d) moves |= ps.lowered.sources[d] != static_cast<std::int64_t>(d);
+    for (std::size_t d = 0; d < ps.lowered.sources.size(); ++d)
+      moves |= ps.lowered.sources[d] != static_cast<std::int64_t>(d);
     if (moves) prog.steps.push_back(std::move(ps));
   }
   return prog;
@@ -236,7 +242,8 @@ Program synthesize(const Mesh& mesh, const Type& from, const Type& to, std::int6
     if (best.node >= 0 && du > best.total) break;
     nodes[u].done = true;
     if (++settled > kMaxStates)
-      throw Error(fmt::format("reshard: the search exceeded {} states; use a smaller mesh or fewer dimensions", kMaxStates));
+      throw Error(
+          fmt::format("reshard: the search exceeded {} states; use a smaller mesh or fewer dimensions", kMaxStates));
     const Type t = nodes[u].t;  // copy: nodes may grow below
     const bool dirty = nodes[u].dirty;
     if (t == to && !dirty) {
@@ -255,7 +262,9 @@ Program synthesize(const Mesh& mesh, const Type& from, const Type& to, std::int6
     std::vector<int> owner(mesh.primes.size(), -1);
     for (int i = 0; i < nd; ++i)
       for (int a : t.dims[i].axes) owner[a] = i;
-    auto go = [&](const Type& r, bool dr, double w, const Step& s) { relax(r, dr, du + w, su + 1, u, Edge{s, false, {}}); };
+    auto go = [&](const Type& r, bool dr, double w, const Step& s) {
+      relax(r, dr, du + w, su + 1, u, Edge{s, false, {}});
+    };
     for (int i = 0; i < nd; ++i) {
       const auto& ax = t.dims[i].axes;
       for (std::size_t m = 1; m <= ax.size(); ++m) {
@@ -357,7 +366,8 @@ void price(Program& p, const Mesh& mesh, const Type& from, int dtype_bytes, cons
       }
       if (lvl >= 0) {
         const auto& ic = *topology->levels[lvl].interconnect;
-        ps.time_s = ic.latency_us * 1e-6 + static_cast<double>(ps.before.localsize()) * dtype_bytes / (ic.bandwidth_gbps * 1e9);
+        ps.time_s =
+            ic.latency_us * 1e-6 + static_cast<double>(ps.before.localsize()) * dtype_bytes / (ic.bandwidth_gbps * 1e9);
       }
     }
     if (lvl >= 0) ps.level = topology->levels[lvl].name;
@@ -377,9 +387,10 @@ Plan plan(const Request& r) {
                             pl.to.dims.size()));
   for (std::size_t i = 0; i < pl.from.dims.size(); ++i)
     if (pl.from.dims[i].global != pl.to.dims[i].global)
-      throw Error(fmt::format("global shapes differ: dimension {} has global size {} in {} but {} in {}; a "
-                              "redistribution keeps the array's shape",
-                              i, pl.from.dims[i].global, r.from, pl.to.dims[i].global, r.to));
+      throw Error(
+          fmt::format("global shapes differ: dimension {} has global size {} in {} but {} in {}; a "
+                      "redistribution keeps the array's shape",
+                      i, pl.from.dims[i].global, r.from, pl.to.dims[i].global, r.to));
   pl.dtype_bytes = dtype_size(r.dtype);
   pl.cost_kind = r.cost;
   pl.bound = std::max(pl.from.localsize(), pl.to.localsize());
@@ -387,12 +398,14 @@ Plan plan(const Request& r) {
   if (r.memory_bytes) {
     pl.limit = *r.memory_bytes / pl.dtype_bytes;
     if (pl.limit < pl.bound)
-      throw Error(fmt::format("--memory {} bytes is below the bound: the larger of the two local sizes is {} elements "
-                              "({} bytes of {}); give at least that",
-                              *r.memory_bytes, pl.bound, pl.bound * pl.dtype_bytes, r.dtype));
+      throw Error(
+          fmt::format("--memory {} bytes is below the bound: the larger of the two local sizes is {} elements "
+                      "({} bytes of {}); give at least that",
+                      *r.memory_bytes, pl.bound, pl.bound * pl.dtype_bytes, r.dtype));
   }
   const System* sys = r.system ? &*r.system : nullptr;
-  if (r.cost == CostKind::Topology && !sys) throw Error("--cost topology needs --system (a system file with interconnects)");
+  if (r.cost == CostKind::Topology && !sys)
+    throw Error("--cost topology needs --system (a system file with interconnects)");
   const System* topo = r.cost == CostKind::Topology ? sys : nullptr;
   if (sys && sys->num_devices() != pl.mesh.num_devices())
     throw Error(fmt::format("--system {} has {} devices but the mesh has {}; they must be equal", sys->name,
@@ -422,7 +435,8 @@ nlohmann::json to_json(const Plan& p, bool full) {
         json axes = json::array();
         const auto names = axes_to_string(s.step.axes, p.mesh);
         std::size_t b = 0;
-        for (std::size_t e; (e = names.find(',', b)) != std::string::npos; b = e + 1) axes.push_back(names.substr(b, e - b));
+        for (std::size_t e; (e = names.find(',', b)) != std::string::npos; b = e + 1)
+          axes.push_back(names.substr(b, e - b));
         axes.push_back(names.substr(b));
         j["axes"] = axes;
       }
@@ -475,9 +489,11 @@ RandomProblem random_problem(std::mt19937_64& rng, int kind, int max_rank, int m
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   const int rank = pick(1, kind == 0 ? max_rank : std::min(max_rank, 4));
   std::vector<std::int64_t> global(static_cast<std::size_t>(rank));
-  for (auto& n : global) n = static_cast<std::int64_t>(unit[kind]) << pick(0, kind == 0 ? max_shift : std::min(max_shift, 1));
+  for (auto& n : global)
+    n = static_cast<std::int64_t>(unit[kind]) << pick(0, kind == 0 ? max_shift : std::min(max_shift, 1));
   RandomProblem p;
-  for (std::size_t i = 0; i < axes.size(); ++i) p.mesh += fmt::format("{}{}={}", i ? "," : "", axes[i].first, axes[i].second);
+  for (std::size_t i = 0; i < axes.size(); ++i)
+    p.mesh += fmt::format("{}{}={}", i ? "," : "", axes[i].first, axes[i].second);
   auto type = [&] {
     std::vector<std::vector<std::size_t>> split(global.size());
     for (std::size_t a = 0; a < axes.size(); ++a) {
@@ -492,8 +508,8 @@ RandomProblem random_problem(std::mt19937_64& rng, int kind, int max_rank, int m
         k *= axes[a].second;
         names += (names.empty() ? "" : ",") + axes[a].first;
       }
-      s += (i ? "," : "") + (split[i].empty() ? std::to_string(global[i])
-                                              : fmt::format("{}{{{}}}{}", global[i] / k, names, global[i]));
+      s += (i ? "," : "") +
+           (split[i].empty() ? std::to_string(global[i]) : fmt::format("{}{{{}}}{}", global[i] / k, names, global[i]));
     }
     return s + "]";
   };

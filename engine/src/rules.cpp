@@ -16,8 +16,8 @@ using C = Collective;
 GridStep st(C c, std::vector<int> axes, int shift = -1) { return {c, std::move(axes), shift, -1, 0}; }
 GridStep only(C c, std::vector<int> axes, int axis, int value) { return {c, std::move(axes), -1, axis, value}; }
 
-Rule rule(std::string id, std::string title, std::string cond, int arity, RuleSide l, RuleSide r,
-          bool holds = true, bool rewrite = false, RuleCompare cmp = RuleCompare::Equal) {
+Rule rule(std::string id, std::string title, std::string cond, int arity, RuleSide l, RuleSide r, bool holds = true,
+          bool rewrite = false, RuleCompare cmp = RuleCompare::Equal) {
   Rule x;
   x.id = std::move(id);
   x.title = std::move(title);
@@ -58,7 +58,8 @@ std::vector<Rule> make_catalog() {
   c.push_back(rule("ar-2d-cols-rows", "AllReduce over a product group = AllReduce(cols) then AllReduce(rows)",
                    "the group is the product of the row and column groups", 2, one(st(C::AllReduce, AB)),
                    seq({st(C::AllReduce, A), st(C::AllReduce, B)}), true, true));
-  c.push_back(rule("ar-hier", "hierarchical AllReduce = ReduceScatter(rows) ; AllReduce(cols, owned block) ; AllGather(rows)",
+  c.push_back(rule("ar-hier",
+                   "hierarchical AllReduce = ReduceScatter(rows) ; AllReduce(cols, owned block) ; AllGather(rows)",
                    "product group; the column AllReduce runs on the block each device owns, which is the same "
                    "for all members of a column (same row position)",
                    2, one(st(C::AllReduce, AB)), hierarchical(2), true, true));
@@ -70,7 +71,8 @@ std::vector<Rule> make_catalog() {
   c.push_back(rule("rs-2d", "ReduceScatter over a product group = ReduceScatter(cols) then ReduceScatter(rows)",
                    "row-major layout: device (a,b) ends with block a*n_b+b", 2, one(st(C::ReduceScatter, AB)),
                    seq({st(C::ReduceScatter, A), st(C::ReduceScatter, B)}), true, true));
-  c.push_back(rule("rs-2d-transposed", "ReduceScatter over a product group = ReduceScatter(rows) then ReduceScatter(cols)",
+  c.push_back(rule("rs-2d-transposed",
+                   "ReduceScatter over a product group = ReduceScatter(rows) then ReduceScatter(cols)",
                    "column-major layout: device (a,b) ends with block b*n_a+a (member order {b,a})", 2,
                    one(st(C::ReduceScatter, {1, 0})), seq({st(C::ReduceScatter, B), st(C::ReduceScatter, A)})));
   c.push_back(rule("ag-2d", "AllGather over a product group = AllGather(rows) then AllGather(cols)",
@@ -90,9 +92,9 @@ std::vector<Rule> make_catalog() {
                    one(st(C::Reduce, A)), one(st(C::Broadcast, A)), true, false, RuleCompare::Transpose));
   c.push_back(rule("adj-bcast-reduce", "adjoint: the transpose of Broadcast is Reduce", "same root", 1,
                    one(st(C::Broadcast, A)), one(st(C::Reduce, A)), true, false, RuleCompare::Transpose));
-  c.push_back(rule("adj-hier", "adjoint of a program: the backward of RS(b) ; AR(a) ; AG(b) is AG^T ; AR^T ; RS^T = itself",
-                   "steps reversed, each transposed", 2, hierarchical(2), hierarchical(2), true, false,
-                   RuleCompare::Transpose));
+  c.push_back(rule(
+      "adj-hier", "adjoint of a program: the backward of RS(b) ; AR(a) ; AG(b) is AG^T ; AR^T ; RS^T = itself",
+      "steps reversed, each transposed", 2, hierarchical(2), hierarchical(2), true, false, RuleCompare::Transpose));
   c.push_back(rule("commute-ar-rs", "independent steps commute: AllReduce and ReduceScatter on disjoint groups",
                    "the groups of the two steps are disjoint (rows a=0 and a=1)", 2,
                    seq({only(C::AllReduce, B, 0, 0), only(C::ReduceScatter, B, 0, 1)}),
@@ -107,15 +109,16 @@ std::vector<Rule> make_catalog() {
                    seq({only(C::AllReduce, A, 1, 1), only(C::Broadcast, A, 1, 0)})));
   // Negative rules: refuted with a smallest counterexample.
   c.push_back(rule("neg-ar-ar", "AllReduce twice is not AllReduce (it multiplies by the group size)",
-                   "none: false for every group of 2 or more", 1,
-                   seq({st(C::AllReduce, A), st(C::AllReduce, A)}), one(st(C::AllReduce, A)), false));
+                   "none: false for every group of 2 or more", 1, seq({st(C::AllReduce, A), st(C::AllReduce, A)}),
+                   one(st(C::AllReduce, A)), false));
   c.push_back(rule("neg-rs-ag-id", "ReduceScatter after AllGather is not the identity",
                    "from the ReduceScatter layout; false for every group of 2 or more", 1,
                    lay({st(C::ReduceScatter, A)}, {st(C::AllGather, A), st(C::ReduceScatter, A)}),
                    lay({st(C::ReduceScatter, A)}, {}), false));
-  c.push_back(rule("neg-reduce-bcast-id", "Reduce after Broadcast is not the identity", "false for every group of 2 or more",
-                   1, seq({st(C::Broadcast, A), st(C::Reduce, A)}), id, false));
-  c.push_back(rule("neg-ar-2d-overlap", "the 2-D rule on overlapping groups: AllReduce{a,b} is not AllReduce{b} ; AllReduce{a,b}",
+  c.push_back(rule("neg-reduce-bcast-id", "Reduce after Broadcast is not the identity",
+                   "false for every group of 2 or more", 1, seq({st(C::Broadcast, A), st(C::Reduce, A)}), id, false));
+  c.push_back(rule("neg-ar-2d-overlap",
+                   "the 2-D rule on overlapping groups: AllReduce{a,b} is not AllReduce{b} ; AllReduce{a,b}",
                    "the second group overlaps the first in more than one device", 2, one(st(C::AllReduce, AB)),
                    seq({st(C::AllReduce, B), st(C::AllReduce, AB)}), false));
   c.push_back(rule("neg-hier-wrong-block", "the hierarchical rule with a wrong block index",
@@ -208,7 +211,8 @@ LoweredProgram lower_grid(const std::vector<GridStep>& steps, const std::vector<
   LoweredProgram out;
   for (const auto& s : steps) {
     for (int a : s.axes)
-      if (a < 0 || a >= L) throw Error(fmt::format("grid step {} uses axis {} of a {}-axis grid", grid_step_text(s), a, L));
+      if (a < 0 || a >= L)
+        throw Error(fmt::format("grid step {} uses axis {} of a {}-axis grid", grid_step_text(s), a, L));
     LoweredStep ls{s.collective, {}};
     for (int d = 0; d < k; ++d) {
       auto c = coords(d);

@@ -179,9 +179,10 @@ std::int64_t member_of(const GroupPattern& g, const Shape& s, std::int64_t group
 Groups lower_pattern(const GroupPattern& g, const Shape& s) {
   const std::int64_t n = s.num_devices();
   if (n > kMaxLoweredDevices)
-    throw Error(fmt::format("explicit device lists are limited to {} devices and this system has {}; use the level "
-                            "patterns (the default output) instead of --lowered, or a smaller system",
-                            kMaxLoweredDevices, n));
+    throw Error(
+        fmt::format("explicit device lists are limited to {} devices and this system has {}; use the level "
+                    "patterns (the default output) instead of --lowered, or a smaller system",
+                    kMaxLoweredDevices, n));
   std::vector<std::pair<std::int64_t, int>> members;  // (group id, device)
   for (std::int64_t d = 0; d < n; ++d) {
     const auto [color, key] = group_of(g, s, d);

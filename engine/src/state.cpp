@@ -13,12 +13,12 @@ namespace p2v::engine {
 
 StateSet::StateSet(int k) : k_(k), w_((k + 63) / 64), stride_(static_cast<std::size_t>(w_) * (k + 1)) {
   if (k < 1 || k > kMaxStateDevices)
-    throw Error(fmt::format("a state over {} devices is more than the bitset engine handles ({}); reduce the "
-                            "problem (fewer devices per reduction group)",
-                            k, kMaxStateDevices));
+    throw Error(
+        fmt::format("a state over {} devices is more than the bitset engine handles ({}); reduce the "
+                    "problem (fewer devices per reduction group)",
+                    k, kMaxStateDevices));
   bits_.assign(stride_ * k, 0);
 }
-
 
 StateSet StateSet::initial(int k) {
   StateSet s(k);
@@ -47,7 +47,7 @@ StateSet StateSet::goal(int k, const Groups& groups) {
         p[r >> 6] |= std::uint64_t{1} << (r & 63);
         std::copy(cols.begin(), cols.end(), p + s.w_ + static_cast<std::size_t>(r) * s.w_);
       }
-      }
+    }
   }
   return s;
 }

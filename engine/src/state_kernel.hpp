@@ -64,8 +64,7 @@ inline bool group_check(Collective c, const std::uint64_t* const* P, const int* 
         if (std::memcmp(d0, P[a], w * sizeof(std::uint64_t)) != 0)
           return why ? fail(fmt::format("devices {} and {} hold different rows", m[0], m[a])) : false;
       if (c == Collective::ReduceScatter && popcount_words(d0, w) % g != 0)
-        return why ? fail(fmt::format("{} rows are not divisible among {} members", popcount_words(d0, w), g))
-                   : false;
+        return why ? fail(fmt::format("{} rows are not divisible among {} members", popcount_words(d0, w), g)) : false;
       // Pairwise-disjoint column sets, row by row.
       if (w == 1) {
         std::uint64_t mask = d0[0];
@@ -124,8 +123,7 @@ inline bool group_check(Collective c, const std::uint64_t* const* P, const int* 
       const std::size_t n = L.stride;
       // Strictness first: it is what fails most often (e.g. after an AllReduce of the group).
       bool strict = false;
-      for (int a = 1; a < g && !strict; ++a)
-        strict = std::memcmp(P[a], d0, n * sizeof(std::uint64_t)) != 0;
+      for (int a = 1; a < g && !strict; ++a) strict = std::memcmp(P[a], d0, n * sizeof(std::uint64_t)) != 0;
       if (!strict) return why ? fail("every member already equals the root") : false;
       for (int a = 1; a < g; ++a) {
         const std::uint64_t* da = P[a];

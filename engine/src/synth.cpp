@@ -25,8 +25,7 @@ namespace {
 // paths meet it.
 class DeviceTable {
  public:
-  explicit DeviceTable(int k)
-      : layout_{k, (k + 63) / 64, static_cast<std::size_t>((k + 63) / 64) * (k + 1)} {}
+  explicit DeviceTable(int k) : layout_{k, (k + 63) / 64, static_cast<std::size_t>((k + 63) / 64) * (k + 1)} {}
   const kernel::Layout& layout() const { return layout_; }
   const std::uint64_t* get(std::uint32_t id) const {
     return blocks_[id / kPerBlock].get() + static_cast<std::size_t>(id % kPerBlock) * layout_.stride;
@@ -168,8 +167,10 @@ struct Search {
   bool apply(const Instruction& in, bool all, const IdState& cur, IdState& next) {
     const auto& g0 = in.grouping.groups.front();
     if (g0.size() > 1 && quick_reject(in.collective, cur, g0)) return false;
-    if (!all) next = cur;  // Master: devices outside the group keep their state
-    else next.resize(cur.size());
+    if (!all)
+      next = cur;  // Master: devices outside the group keep their state
+    else
+      next.resize(cur.size());
     for (const auto& grp : in.grouping.groups) {
       const std::uint32_t* r = group_result(in.collective, cur, grp);
       if (!r) return false;
@@ -220,8 +221,10 @@ struct Search {
     for (const auto& [idx, child] : n->edges) {
       if (limit > 0 && static_cast<std::int64_t>(out.size()) >= limit) return;
       prefix.push_back(idx);
-      if (!child) out.push_back(prefix);
-      else expand(child, prefix, out, limit);
+      if (!child)
+        out.push_back(prefix);
+      else
+        expand(child, prefix, out, limit);
       prefix.pop_back();
     }
   }
@@ -253,8 +256,8 @@ SynthResult synthesize(const SynthesisHierarchy& h, const Groups& goal_groups, c
   }
   for (const auto& in : r.instructions) {
     const bool singletons = in.grouping.groups.empty() || in.grouping.groups[0].size() < 2;
-    s.can_finish.push_back(singletons || (in.collective != Collective::ReduceScatter &&
-                                          in.collective != Collective::Reduce));
+    s.can_finish.push_back(singletons ||
+                           (in.collective != Collective::ReduceScatter && in.collective != Collective::Reduce));
   }
   s.scratch.assign(opt.max_size + 1, IdState(k));
   if (init_ids != s.goal) {
@@ -263,9 +266,11 @@ SynthResult synthesize(const SynthesisHierarchy& h, const Groups& goal_groups, c
       throw Error(fmt::format("{} valid programs up to size {}: more than p2v lists ({}); lower --max-size",
                               root->count, opt.max_size, kMaxPrograms));
     if (opt.stats)
-      std::fprintf(stderr, "synth stats: attempts %lld applied %lld memo %zu hits %lld nodes %zu cache %zu results %zu devstates %zu\n",
-                   (long long)s.nodes, (long long)s.applied, s.memo.size(), (long long)s.memo_hits, s.nodes_store.size(),
-                   s.group_cache.size(), s.results.size(), s.table.size());
+      std::fprintf(
+          stderr,
+          "synth stats: attempts %lld applied %lld memo %zu hits %lld nodes %zu cache %zu results %zu devstates %zu\n",
+          (long long)s.nodes, (long long)s.applied, s.memo.size(), (long long)s.memo_hits, s.nodes_store.size(),
+          s.group_cache.size(), s.results.size(), s.table.size());
     Program prefix;
     r.programs.reserve(static_cast<std::size_t>(root->count));
     s.expand(root, prefix, r.programs, opt.max_programs);
@@ -299,12 +304,14 @@ void check_concrete_size(HierarchyKind kind, const ParallelismMatrix& x, const s
 void check_concrete_size(HierarchyKind kind, std::int64_t local_devices) {
   if (local_devices <= kMaxStateDevices) return;
   if (is_reduction_kind(kind))
-    throw Error(fmt::format("the concrete engine (--concrete) handles reduction groups of at most {} devices and this "
-                            "placement's have {}; drop --concrete: synthesis on the shape (the default) works at any size",
-                            kMaxStateDevices, local_devices));
-  throw Error(fmt::format("hierarchy ({}) covers all {} devices and the concrete engine handles at most {}; use "
-                          "hierarchy (d) (the default, --hierarchy d), which works at any size on the placement's shape",
-                          to_string(kind), local_devices, kMaxStateDevices));
+    throw Error(
+        fmt::format("the concrete engine (--concrete) handles reduction groups of at most {} devices and this "
+                    "placement's have {}; drop --concrete: synthesis on the shape (the default) works at any size",
+                    kMaxStateDevices, local_devices));
+  throw Error(
+      fmt::format("hierarchy ({}) covers all {} devices and the concrete engine handles at most {}; use "
+                  "hierarchy (d) (the default, --hierarchy d), which works at any size on the placement's shape",
+                  to_string(kind), local_devices, kMaxStateDevices));
 }
 
 SynthResult synthesize(const Placement& p, const std::vector<std::string>& level_names, HierarchyKind kind,

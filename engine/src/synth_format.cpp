@@ -15,10 +15,7 @@ namespace {
 const char* master_name(MasterCollectives m) { return m == MasterCollectives::All ? "all" : "allreduce"; }
 
 nlohmann::json to_json(const InstructionRecord& in) {
-  nlohmann::json j{{"name", in.name},
-                   {"collective", to_string(in.collective)},
-                   {"slice", in.slice},
-                   {"form", in.form}};
+  nlohmann::json j{{"name", in.name}, {"collective", to_string(in.collective)}, {"slice", in.slice}, {"form", in.form}};
   if (in.pattern) {
     nlohmann::json vary = nlohmann::json::array();
     for (const auto& d : in.pattern->vary) vary.push_back({{"level", d.level}, {"axis", d.axis}, {"factor", d.factor}});
@@ -106,8 +103,8 @@ SynthResultRecord result_from_json(const At& at) {
   const At names = o["hierarchy_names"];
   names.each([&](const At& n) { res.hierarchy_names.push_back(n.string()); });
   if (res.hierarchy.size() != res.hierarchy_names.size())
-    names.fail(fmt::format("{} names for the {} levels of \"hierarchy\"", res.hierarchy_names.size(),
-                           res.hierarchy.size()));
+    names.fail(
+        fmt::format("{} names for the {} levels of \"hierarchy\"", res.hierarchy_names.size(), res.hierarchy.size()));
   if (const auto sh = o.optional("shape")) res.shape = sh->string();
   res.search_nodes = o["search_nodes"].integer();
   res.search_applied = o["search_applied"].integer();
@@ -127,8 +124,8 @@ std::vector<InstructionRecord> instruction_records(const SynthResult& r, const S
   std::vector<InstructionRecord> out;
   out.reserve(r.instructions.size());
   for (const auto& in : r.instructions) {
-    InstructionRecord rec{instruction_name(r.hierarchy, in), in.collective, r.hierarchy.names[in.grouping.slice],
-                          form_name(r.hierarchy, in.grouping), std::nullopt, std::nullopt};
+    InstructionRecord rec{instruction_name(r.hierarchy, in),   in.collective, r.hierarchy.names[in.grouping.slice],
+                          form_name(r.hierarchy, in.grouping), std::nullopt,  std::nullopt};
     if (shape) {
       const auto g = group_pattern(*shape, in.grouping.slice, in.grouping.form, in.grouping.e);
       PatternRecord p;
@@ -155,7 +152,8 @@ std::vector<ProgramRecord> program_records(const SynthResult& r) {
   out.reserve(r.programs.size());
   for (const auto& prog : r.programs) {
     ProgramRecord p;
-    for (std::size_t k = 0; k < prog.size(); ++k) p.notation += (k ? " ; " : "") + names[static_cast<std::size_t>(prog[k])];
+    for (std::size_t k = 0; k < prog.size(); ++k)
+      p.notation += (k ? " ; " : "") + names[static_cast<std::size_t>(prog[k])];
     p.steps.assign(prog.begin(), prog.end());
     out.push_back(std::move(p));
   }

@@ -2,11 +2,11 @@
 
 #include <fmt/core.h>
 
+#include <sys/stat.h>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-#include <sys/stat.h>
 
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/json_util.hpp"
@@ -18,10 +18,14 @@ using nlohmann::json;
 
 const char* to_string(LinkKind k) {
   switch (k) {
-    case LinkKind::Switch: return "switch";
-    case LinkKind::Ring: return "ring";
-    case LinkKind::Pcie: return "pcie";
-    case LinkKind::Nic: return "nic";
+    case LinkKind::Switch:
+      return "switch";
+    case LinkKind::Ring:
+      return "ring";
+    case LinkKind::Pcie:
+      return "pcie";
+    case LinkKind::Nic:
+      return "nic";
   }
   return "?";
 }
@@ -75,15 +79,17 @@ void check_levels(const std::vector<Level>& levels, const std::string& origin) {
   for (std::size_t i = 0; i < levels.size(); ++i) {
     const auto& l = levels[i];
     if (!valid_name(l.name))
-      throw Error(fmt::format("{}: levels[{}].name: '{}' is not a valid level name (letters, digits, "
-                              "'_' or '-', at most 64 characters)",
-                              origin, i, l.name));
+      throw Error(
+          fmt::format("{}: levels[{}].name: '{}' is not a valid level name (letters, digits, "
+                      "'_' or '-', at most 64 characters)",
+                      origin, i, l.name));
     if (l.name == "root" && !(i == 0 && l.cardinality == 1))
       throw Error(fmt::format("{}: levels[{}].name: 'root' is reserved for the implicit outermost level", origin, i));
     if (!seen.insert(l.name).second)
       throw Error(fmt::format("{}: levels[{}].name: duplicate level name '{}'", origin, i, l.name));
     if (l.cardinality < 1)
-      throw Error(fmt::format("{}: levels[{}].cardinality: must be a positive integer, got {}", origin, i, l.cardinality));
+      throw Error(
+          fmt::format("{}: levels[{}].cardinality: must be a positive integer, got {}", origin, i, l.cardinality));
     n *= l.cardinality;
     if (n > kMaxSystemDevices)
       throw Error(fmt::format("{}: levels: the system has more than {} devices; p2v does not handle systems that large",
@@ -105,7 +111,8 @@ double get_number(const json& o, const char* key, const std::string& where, bool
   if (!v.is_number()) throw Error(fmt::format("{}.{}: must be a number, got {}", where, key, v.dump()));
   double d = v.get<double>();
   if (!std::isfinite(d) || (positive ? d <= 0 : d < 0))
-    throw Error(fmt::format("{}.{}: must be {} number, got {}", where, key, positive ? "a positive" : "a non-negative", v.dump()));
+    throw Error(fmt::format("{}.{}: must be {} number, got {}", where, key, positive ? "a positive" : "a non-negative",
+                            v.dump()));
   return d;
 }
 
@@ -113,8 +120,8 @@ Device parse_device(const json& o, const std::string& where) {
   if (!o.is_object()) throw Error(where + ": must be an object {name, peak_tflops, efficiency, memory_gb}");
   for (auto it = o.begin(); it != o.end(); ++it)
     if (it.key() != "name" && it.key() != "peak_tflops" && it.key() != "efficiency" && it.key() != "memory_gb")
-      throw Error(fmt::format("{}: unknown field '{}' (expected name, peak_tflops, efficiency, memory_gb)", where,
-                              it.key()));
+      throw Error(
+          fmt::format("{}: unknown field '{}' (expected name, peak_tflops, efficiency, memory_gb)", where, it.key()));
   Device d;
   if (o.contains("name")) {
     if (!o["name"].is_string()) throw Error(where + ".name: must be a string");
@@ -147,7 +154,8 @@ System system_from_json(const json& j, const std::string& origin) {
     if (!j["name"].is_string()) throw Error(fmt::format("{}: name: must be a string", origin));
     s.name = j["name"].get<std::string>();
   }
-  if (!j.contains("levels")) throw Error(fmt::format("{}: levels: missing (a list of {{name, cardinality, interconnect}})", origin));
+  if (!j.contains("levels"))
+    throw Error(fmt::format("{}: levels: missing (a list of {{name, cardinality, interconnect}})", origin));
   const auto& lv = j["levels"];
   if (!lv.is_array()) throw Error(fmt::format("{}: levels: must be a list", origin));
   for (std::size_t i = 0; i < lv.size(); ++i) {
@@ -174,9 +182,10 @@ System system_from_json(const json& j, const std::string& origin) {
       for (auto it = ic.begin(); it != ic.end(); ++it)
         if (it.key() != "kind" && it.key() != "bandwidth_gbps" && it.key() != "latency_us" &&
             it.key() != "flow_bandwidth_gbps")
-          throw Error(fmt::format("{}: unknown field '{}' (expected kind, bandwidth_gbps, latency_us, "
-                                  "flow_bandwidth_gbps)",
-                                  w, it.key()));
+          throw Error(
+              fmt::format("{}: unknown field '{}' (expected kind, bandwidth_gbps, latency_us, "
+                          "flow_bandwidth_gbps)",
+                          w, it.key()));
       Interconnect x;
       if (!ic.contains("kind") || !ic["kind"].is_string()) throw Error(w + ".kind: missing or not a string");
       x.kind = parse_kind(ic["kind"].get<std::string>(), w + ".kind");
@@ -264,7 +273,6 @@ json system_json(const System& s) {
   return j;
 }
 
-std::string system_to_json(const System& s) { return system_json(s).dump(2);
-}
+std::string system_to_json(const System& s) { return system_json(s).dump(2); }
 
 }  // namespace p2v::engine

@@ -29,8 +29,7 @@ int main() {
 
   // The classic hierarchical AllReduce: ReduceScatter in the node, AllReduce across nodes,
   // AllGather in the node. Find it by its notation and print its steps' groups.
-  const std::string want =
-      "ReduceScatter@(node,Inside) ; AllReduce@(node,Parallel(root)) ; AllGather@(node,Inside)";
+  const std::string want = "ReduceScatter@(node,Inside) ; AllReduce@(node,Parallel(root)) ; AllGather@(node,Inside)";
   for (const auto& prog : r.programs) {
     if (program_name(r, prog) != want) continue;
     fmt::print("{}\n", want);

@@ -29,7 +29,8 @@ int main() {
   const auto& m = run.report.results.at(0);
   fmt::print("{} devices, {} programs; one flat AllReduce: {:.3f} s\n", sys.num_devices(), m.num_programs,
              m.allreduce_s);
-  for (const auto& p : m.programs) fmt::print("  {:>2}. {:.4f} s  x{:<6.2f} {}\n", p.rank, p.time_s, p.speedup, p.program);
+  for (const auto& p : m.programs)
+    fmt::print("  {:>2}. {:.4f} s  x{:<6.2f} {}\n", p.rank, p.time_s, p.speedup, p.program);
   // The best program must beat the flat AllReduce on this hierarchy.
   return !m.programs.empty() && m.programs.front().time_s < m.allreduce_s ? 0 : 1;
 }

@@ -102,7 +102,8 @@ Placement read_placement(const json& c) {
   for (std::size_t j = 0; j < p.levels.size(); ++j) {
     long long prod = 1;
     for (std::size_t i = 0; i < p.axes.size(); ++i) prod = std::min<long long>(prod * p.x[i][j], kMaxDevices + 1);
-    if (prod != p.levels[j]) reject("matrix: column " + std::to_string(j) + " does not multiply to the level cardinality");
+    if (prod != p.levels[j])
+      reject("matrix: column " + std::to_string(j) + " does not multiply to the level cardinality");
   }
   for (std::size_t i = 0; i < p.axes.size(); ++i) {
     long long prod = 1;
@@ -241,9 +242,9 @@ Groups form_groups(const Hierarchy& h, int slice, const std::string& form, int e
 }
 
 // ---- states and the Hoare rules (SPEC §4) ----
-using Row = std::vector<bool>;      // column set
-using Dev = std::vector<Row>;       // rows
-using State = std::vector<Dev>;     // devices
+using Row = std::vector<bool>;   // column set
+using Dev = std::vector<Row>;    // rows
+using State = std::vector<Dev>;  // devices
 
 bool empty(const Row& r) { return std::find(r.begin(), r.end(), true) == r.end(); }
 std::vector<int> rows_of(const Dev& d) {
@@ -406,7 +407,8 @@ std::string check(const json& c) {
   const json& lowered = field(c, "lowered");
   const json& states = field(c, "states");
   if (!lowered.is_array() || lowered.size() != steps.size()) reject("lowered: one entry per step expected");
-  if (!states.is_array() || states.size() != steps.size() + 1) reject("states: one entry per step plus the initial state expected");
+  if (!states.is_array() || states.size() != steps.size() + 1)
+    reject("states: one entry per step plus the initial state expected");
 
   // Goal state.
   State goal(k, Dev(k, Row(k, false)));
@@ -421,7 +423,8 @@ std::string check(const json& c) {
 
   auto compare = [&](std::size_t t) {
     const json& st = states[t];
-    if (!st.is_array() || st.size() != static_cast<std::size_t>(k)) reject("states[" + std::to_string(t) + "]: one entry per device expected");
+    if (!st.is_array() || st.size() != static_cast<std::size_t>(k))
+      reject("states[" + std::to_string(t) + "]: one entry per device expected");
     for (int d = 0; d < k; ++d) {
       const Dev rec = parse_device(str(st[d], "states"), k);
       if (rec != s[d])
@@ -438,8 +441,10 @@ std::string check(const json& c) {
     const std::string form = str(field(sj, "form"), at + ".form");
     const int slice = static_cast<int>(as_int(field(sj, "slice"), 0, n - 2, at + ".slice"));
     int e = -1;
-    if (form == "Parallel" || form == "Master") e = static_cast<int>(as_int(field(sj, "e"), 0, slice - 1, at + ".e"));
-    else if (form != "Inside") reject(at + ": unknown form '" + form + "'");
+    if (form == "Parallel" || form == "Master")
+      e = static_cast<int>(as_int(field(sj, "e"), 0, slice - 1, at + ".e"));
+    else if (form != "Inside")
+      reject(at + ": unknown form '" + form + "'");
     if (form == "Master" && mc == "allreduce" && col != "AllReduce") reject(at + ": Master carries AllReduce only");
     const Groups g = form_groups(h, slice, form, e);
     if (groups_of(field(sj, "groups"), k, at + ".groups") != g)
@@ -503,7 +508,8 @@ std::string check_shape(const json& c) {
   for (int j = 0; j < L; ++j) {
     long long prod = 1;
     for (int i = 0; i < m; ++i) prod = std::min<long long>(prod * x[i][j], kMaxShapeDevices + 1);
-    if (prod != levels[j]) reject("matrix: column " + std::to_string(j) + " does not multiply to the level cardinality");
+    if (prod != levels[j])
+      reject("matrix: column " + std::to_string(j) + " does not multiply to the level cardinality");
     devices *= levels[j];
     if (devices > kMaxShapeDevices) reject("system: more than 2^20 devices");
   }
@@ -629,7 +635,14 @@ Verdict check_certificate(const std::string& text) {
     if (fc.contains("facts") && fc["facts"].is_object()) {
       const json& f = fc["facts"];
       int solvers = f.contains("found_by") && f["found_by"].is_array() ? static_cast<int>(f["found_by"].size()) : 0;
-      v.summary += "  [found by " + std::to_string(solvers) + " solver(s)";
+      // Enumeration facts say a solver found the program; closure and confirm facts say it accepted
+      // the program's steps (the solver did not search for it).
+      bool found = false;
+      if (solvers > 0)
+        for (const auto& e : f["found_by"])
+          if (!e.is_object() || !e.contains("method") || e["method"] == "enumerate") found = true;
+      v.summary +=
+          std::string("  [") + (found ? "found" : "accepted") + " by " + std::to_string(solvers) + " solver(s)";
       if (f.contains("minimal") && f["minimal"].is_boolean() && f["minimal"].get<bool>()) v.summary += ", minimal";
       v.summary += "; solver facts recorded, not re-proved]";
     }

@@ -145,7 +145,8 @@ std::string check_reshard(const json& c) {
   std::vector<Box> box;
   for (i64 d = 0; d < n; ++d) box.push_back(tile(from, m, d));
   const i64 bound = std::max(volume(box[0]), volume(tile(to, m, 0)));
-  if (c.at("bound").get<i64>() != bound) throw Bad("recorded bound differs from max(localsize τ1, localsize τ2) = " + std::to_string(bound));
+  if (c.at("bound").get<i64>() != bound)
+    throw Bad("recorded bound differs from max(localsize τ1, localsize τ2) = " + std::to_string(bound));
   const i64 limit = c.at("limit").get<i64>();
   if (limit < bound) throw Bad("limit below the bound");
   i64 cost = 0, peak = volume(box[0]);
@@ -161,19 +162,23 @@ std::string check_reshard(const json& c) {
       for (std::size_t g = 0; g < groups.size(); ++g) {
         const auto& grp = groups[g];
         if (g == 0) k = grp.size();
-        if (grp.size() != k || k < 2) throw Bad(where + ": group " + std::to_string(g) + " has " + std::to_string(grp.size()) + " devices, expected " + std::to_string(k) + " (at least 2)");
+        if (grp.size() != k || k < 2)
+          throw Bad(where + ": group " + std::to_string(g) + " has " + std::to_string(grp.size()) +
+                    " devices, expected " + std::to_string(k) + " (at least 2)");
         const i64 first = grp[0].get<i64>();
         for (std::size_t r = 0; r < grp.size(); ++r) {
           const i64 d = grp[r].get<i64>();
-          if (d < 0 || d >= n || seen[static_cast<std::size_t>(d)]++) throw Bad(where + ": device " + std::to_string(d) + " is out of range or in two groups");
+          if (d < 0 || d >= n || seen[static_cast<std::size_t>(d)]++)
+            throw Bad(where + ": device " + std::to_string(d) + " is out of range or in two groups");
           const Box& b = box[static_cast<std::size_t>(d)];
           const Box& f = box[static_cast<std::size_t>(first)];
           for (std::size_t i = 0; i < b.off.size(); ++i) {
             const i64 want = i == dim ? f.off[i] + static_cast<i64>(r) * f.size[i] : f.off[i];
             if (b.off[i] != want || b.size[i] != f.size[i])
-              throw Bad(where + ": group " + std::to_string(g) + " lists device " + std::to_string(d) + " at position " +
-                        std::to_string(r) + " but its tile is " + box_str(b) + "; adjacent tiles in concatenation order need offset " +
-                        std::to_string(want) + " in dimension " + std::to_string(i));
+              throw Bad(where + ": group " + std::to_string(g) + " lists device " + std::to_string(d) +
+                        " at position " + std::to_string(r) + " but its tile is " + box_str(b) +
+                        "; adjacent tiles in concatenation order need offset " + std::to_string(want) +
+                        " in dimension " + std::to_string(i));
           }
         }
       }
@@ -194,7 +199,9 @@ std::string check_reshard(const json& c) {
           if (op == "alltoall") {
             const std::size_t j = dims.at(1).get<std::size_t>();
             if (j >= from.size() || j == i) throw Bad(where + ": bad second dimension");
-            if (f.size[j] % k) throw Bad(where + ": local size " + std::to_string(f.size[j]) + " of dimension " + std::to_string(j) + " is not divisible by the group size " + std::to_string(k));
+            if (f.size[j] % k)
+              throw Bad(where + ": local size " + std::to_string(f.size[j]) + " of dimension " + std::to_string(j) +
+                        " is not divisible by the group size " + std::to_string(k));
             b.size[j] = f.size[j] / k;
             b.off[j] = f.off[j] + static_cast<i64>(r) * b.size[j];
           }
@@ -206,12 +213,15 @@ std::string check_reshard(const json& c) {
       const auto local = s.at("local").get<std::vector<i64>>();
       if (i >= from.size() || local.size() != from.size()) throw Bad(where + ": bad dimension or local type");
       const i64 cnew = local[i];
-      if (cnew < 1 || box[0].size[i] % cnew) throw Bad(where + ": local size " + std::to_string(box[0].size[i]) + " is not divisible into tiles of " + std::to_string(cnew));
+      if (cnew < 1 || box[0].size[i] % cnew)
+        throw Bad(where + ": local size " + std::to_string(box[0].size[i]) + " is not divisible into tiles of " +
+                  std::to_string(cnew));
       const auto slice = s.at("slice").get<std::vector<i64>>();
       if (static_cast<i64>(slice.size()) != n) throw Bad(where + ": slice list has the wrong length");
       for (i64 d = 0; d < n; ++d) {
         const auto sl = slice[static_cast<std::size_t>(d)];
-        if (sl < 0 || sl >= box[0].size[i] / cnew) throw Bad(where + ": device " + std::to_string(d) + " keeps chunk " + std::to_string(sl) + ", out of range");
+        if (sl < 0 || sl >= box[0].size[i] / cnew)
+          throw Bad(where + ": device " + std::to_string(d) + " keeps chunk " + std::to_string(sl) + ", out of range");
         next[static_cast<std::size_t>(d)].off[i] += sl * cnew;
         next[static_cast<std::size_t>(d)].size[i] = cnew;
       }
@@ -221,17 +231,21 @@ std::string check_reshard(const json& c) {
       std::vector<int> seen(static_cast<std::size_t>(n), 0);
       for (i64 d = 0; d < n; ++d) {
         const i64 f = src[static_cast<std::size_t>(d)];
-        if (f < 0 || f >= n || seen[static_cast<std::size_t>(f)]++) throw Bad(where + ": not a permutation (device " + std::to_string(f) + ")");
+        if (f < 0 || f >= n || seen[static_cast<std::size_t>(f)]++)
+          throw Bad(where + ": not a permutation (device " + std::to_string(f) + ")");
         next[static_cast<std::size_t>(d)] = box[static_cast<std::size_t>(f)];
       }
     } else {
       throw Bad(where + ": unknown op");
     }
     for (i64 d = 1; d < n; ++d)
-      if (next[static_cast<std::size_t>(d)].size != next[0].size) throw Bad(where + ": devices end with different local types");
-    if (s.at("local").get<std::vector<i64>>() != next[0].size) throw Bad(where + ": recorded local type differs from the replay");
+      if (next[static_cast<std::size_t>(d)].size != next[0].size)
+        throw Bad(where + ": devices end with different local types");
+    if (s.at("local").get<std::vector<i64>>() != next[0].size)
+      throw Bad(where + ": recorded local type differs from the replay");
     const i64 after = volume(next[0]);
-    if (after > limit) throw Bad(where + ": local size " + std::to_string(after) + " exceeds the memory limit " + std::to_string(limit));
+    if (after > limit)
+      throw Bad(where + ": local size " + std::to_string(after) + " exceeds the memory limit " + std::to_string(limit));
     peak = std::max(peak, after);
     cost += op == "allgather" ? after : op == "dynslice" ? 0 : before;
     box = std::move(next);

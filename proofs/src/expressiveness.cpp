@@ -22,10 +22,14 @@ using engine::LoweredStep;
 
 const char* to_string(Status s) {
   switch (s) {
-    case Status::Holds: return "holds";
-    case Status::Fails: return "fails";
-    case Status::Unknown: return "unknown";
-    case Status::Info: return "info";
+    case Status::Holds:
+      return "holds";
+    case Status::Fails:
+      return "fails";
+    case Status::Unknown:
+      return "unknown";
+    case Status::Info:
+      return "info";
   }
   return "?";
 }
@@ -55,7 +59,9 @@ std::string groups_text(const engine::Groups& g) {
   return s;
 }
 
-std::string step_text(const LoweredStep& s) { return fmt::format("{}{}", engine::to_string(s.collective), groups_text(s.groups)); }
+std::string step_text(const LoweredStep& s) {
+  return fmt::format("{}{}", engine::to_string(s.collective), groups_text(s.groups));
+}
 
 std::string lowered_text(const LoweredProgram& p) {
   std::string s;
@@ -128,8 +134,8 @@ Check inclusion(const Run& strong, const Run& weak, bool theorem) {
                            weak.label, strong.label);
   }
   if (extra)
-    c.detail += fmt::format("; strict: ({}) has {} which ({}) lacks", strong.label, strong.notation.at(*extra),
-                            weak.label);
+    c.detail +=
+        fmt::format("; strict: ({}) has {} which ({}) lacks", strong.label, strong.notation.at(*extra), weak.label);
   else if (!missing)
     c.detail += "; equal sets";
   c.seconds = since(t0);
@@ -299,10 +305,9 @@ MatrixReport prove_concrete(const engine::System& system, const std::vector<int>
            "", 0};
   Check b3{"B.3", "groups of instructions in valid programs lie inside reduction groups", Status::Holds, "", 0};
   const char* lemma_ids[3] = {"B.4", "B.5", "B.6"};
-  const char* lemma_titles[3] = {
-      "(x_i,Parallel(x_j)) in a valid program => x_{j+1}..x_i are 1 or on reduction axes",
-      "(x_i,InsideGroup) in a valid program => x_{i+1}..x_n are 1 or on reduction axes",
-      "(x_i,Master(x_j)) in a valid program => x_{j+1}..x_n are 1 or on reduction axes"};
+  const char* lemma_titles[3] = {"(x_i,Parallel(x_j)) in a valid program => x_{j+1}..x_i are 1 or on reduction axes",
+                                 "(x_i,InsideGroup) in a valid program => x_{i+1}..x_n are 1 or on reduction axes",
+                                 "(x_i,Master(x_j)) in a valid program => x_{j+1}..x_n are 1 or on reduction axes"};
   Tally tally[3];
   const auto t0 = Clock::now();
   std::size_t b2_count = 0, b3_count = 0;
@@ -367,7 +372,8 @@ MatrixReport prove_concrete(const engine::System& system, const std::vector<int>
         auto& t = tally[li];
         if (valid_any) {
           ++t.valid;
-          if (cond) ++t.valid_ok;
+          if (cond)
+            ++t.valid_ok;
           else if (t.witness.empty())
             t.witness = fmt::format("({}) {} occurs in a valid program but the condition fails", r->label,
                                     engine::grouping_name(h, g));
@@ -388,11 +394,13 @@ MatrixReport prove_concrete(const engine::System& system, const std::vector<int>
   for (int li = 0; li < 3; ++li) {
     const auto& t = tally[li];
     Check c{lemma_ids[li], lemma_titles[li], t.valid == t.valid_ok ? Status::Holds : Status::Fails, "", lemma_secs};
-    if (c.status == Status::Fails) c.detail = t.witness;
+    if (c.status == Status::Fails)
+      c.detail = t.witness;
     else
-      c.detail = fmt::format("{} valid groupings satisfy it; converse: {} of {} groupings that satisfy it occur in "
-                             "a valid program",
-                             t.valid, t.cond_valid, t.cond);
+      c.detail = fmt::format(
+          "{} valid groupings satisfy it; converse: {} of {} groupings that satisfy it occur in "
+          "a valid program",
+          t.valid, t.cond_valid, t.cond);
     rep.checks.push_back(c);
   }
 

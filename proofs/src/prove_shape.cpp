@@ -28,9 +28,12 @@ ProveMode parse_prove_mode(const std::string& s) {
 
 const char* to_string(ProveMode m) {
   switch (m) {
-    case ProveMode::Auto: return "auto";
-    case ProveMode::Concrete: return "concrete";
-    case ProveMode::Shape: return "shape";
+    case ProveMode::Auto:
+      return "auto";
+    case ProveMode::Concrete:
+      return "concrete";
+    case ProveMode::Shape:
+      return "shape";
   }
   return "?";
 }
@@ -73,15 +76,19 @@ const char* kReliesOn =
 // B.2 at the real cardinalities: (s, Parallel(e)) forms prod(c[e+1..s]) -member groups, prod of the
 // other levels of them (the classes of SPEC §5 counted in mixed radix), for every hierarchy.
 Check b2_closed_form(const engine::System& system, const std::vector<int>& reduce, const engine::ParallelismMatrix& x) {
-  Check c{"B.2@system", "B.2's group sizes and counts at the real cardinalities (closed form, SPEC §5 counted)",
-          Status::Holds, "", 0, "closed form"};
+  Check c{"B.2@system",
+          "B.2's group sizes and counts at the real cardinalities (closed form, SPEC §5 counted)",
+          Status::Holds,
+          "",
+          0,
+          "closed form"};
   const auto t0 = Clock::now();
   std::string largest;
   long long groupings = 0, best = 0;
   const auto real_n = system.num_devices();
-  for (auto [kind, label] : {std::pair{HierarchyKind::System, "a"}, std::pair{HierarchyKind::ColumnBased, "b"},
-                             std::pair{HierarchyKind::RowBased, "c"},
-                             std::pair{HierarchyKind::ReductionUncollapsed, "d"}}) {
+  for (auto [kind, label] :
+       {std::pair{HierarchyKind::System, "a"}, std::pair{HierarchyKind::ColumnBased, "b"},
+        std::pair{HierarchyKind::RowBased, "c"}, std::pair{HierarchyKind::ReductionUncollapsed, "d"}}) {
     auto [cards, names] = engine::hierarchy_shape(x, reduce, system.level_names(), kind);
     long long local = 1;
     for (int v : cards) local *= v;
@@ -103,8 +110,8 @@ Check b2_closed_form(const engine::System& system, const std::vector<int>& reduc
         const long long size = prod(e + 1, s), count = prod(0, e) * prod(s + 1, nl - 1);
         if (size * count != local) {
           c.status = Status::Fails;
-          c.detail = fmt::format("({}) ({},Parallel({})): {} groups of {} do not cover its {} devices", label,
-                                 names[s], names[e], count, size, local);
+          c.detail = fmt::format("({}) ({},Parallel({})): {} groups of {} do not cover its {} devices", label, names[s],
+                                 names[e], count, size, local);
         }
         if (size > best) {
           best = size;
@@ -122,8 +129,12 @@ Check b2_closed_form(const engine::System& system, const std::vector<int>& reduc
 // The instance's (d) program lists against the engine's shape synthesis of the real placement.
 Check d_shape_check(const engine::System& system, const std::vector<int>& reduce, const engine::ParallelismMatrix& x,
                     const ProveOptions& opt, const detail::DProgramNames& got) {
-  Check c{"shape:d", "(d) programs on the smallest instance = engine shape synthesis of the real placement (§3)",
-          Status::Holds, "", 0, "shape"};
+  Check c{"shape:d",
+          "(d) programs on the smallest instance = engine shape synthesis of the real placement (§3)",
+          Status::Holds,
+          "",
+          0,
+          "shape"};
   const auto t0 = Clock::now();
   engine::SynthOptions so;
   so.max_size = opt.max_size;
@@ -159,7 +170,8 @@ MatrixReport prove_shape(const engine::System& system, const std::vector<int>& a
                          const engine::ParallelismMatrix& x, const ProveOptions& opt, ProveCache* cache) {
   auto in = placement_instance(system, x);
   int wide = 0;
-  for (const auto& row : x) wide += static_cast<int>(std::count_if(row.begin(), row.end(), [](int v) { return v > 1; }));
+  for (const auto& row : x)
+    wide += static_cast<int>(std::count_if(row.begin(), row.end(), [](int v) { return v > 1; }));
   const auto limit = std::min(opt.max_instance_devices, kMaxConcreteProveDevices);
   if (in.devices > limit) {
     std::string mat;
@@ -167,7 +179,8 @@ MatrixReport prove_shape(const engine::System& system, const std::vector<int>& a
     const bool raisable = in.devices <= kMaxConcreteProveDevices;
     const std::string sys = system.name.find('=') != std::string::npos ? system.name : "SYSTEM";
     throw Error(fmt::format(
-        "prove: placement [{}] has {} factors >= 2, so its smallest instance (every factor capped at 2) has {} devices; "
+        "prove: placement [{}] has {} factors >= 2, so its smallest instance (every factor capped at 2) has {} "
+        "devices; "
         "Theorem 3.2 and lemmas B.1-B.8 are checked there by enumerating the lowered programs of (a)-(d), here on at "
         "most {} devices (--max-instance; the engine's limit is {}, and multi-axis instances above 64 devices take "
         "minutes) (docs/shape.md §9). {}check the (d) programs alone at any size: p2v synth --system {} --axes {} "
@@ -212,10 +225,11 @@ MatrixReport prove(const engine::System& system, const std::vector<int>& axes, c
   const bool shape = opt.mode == ProveMode::Shape || (opt.mode == ProveMode::Auto && n > kMaxConcreteProveDevices);
   if (shape) return prove_shape(system, axes, reduce, x, opt, cache);
   if (n > kMaxConcreteProveDevices)
-    throw Error(fmt::format("prove --on concrete: the system has {} devices and the lemma checks enumerate the lowered "
-                            "programs of (a)-(c) on at most {}; use --on auto or --on shape (the placement's smallest "
-                            "instance, docs/shape.md §9)",
-                            n, kMaxConcreteProveDevices));
+    throw Error(
+        fmt::format("prove --on concrete: the system has {} devices and the lemma checks enumerate the lowered "
+                    "programs of (a)-(c) on at most {}; use --on auto or --on shape (the placement's smallest "
+                    "instance, docs/shape.md §9)",
+                    n, kMaxConcreteProveDevices));
   return detail::prove_concrete(system, axes, reduce, x, opt, nullptr);
 }
 

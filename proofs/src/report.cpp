@@ -12,9 +12,12 @@ namespace p2v::proofs {
 
 std::vector<std::string> parse_solvers(const std::string& s) {
   std::vector<std::string> v;
-  if (s == "both") v = {"z3", "cvc5"};
-  else if (s == "z3" || s == "cvc5") v = {s};
-  else if (s != "none") throw Error(fmt::format("--solver '{}': expected z3, cvc5, both or none", s));
+  if (s == "both")
+    v = {"z3", "cvc5"};
+  else if (s == "z3" || s == "cvc5")
+    v = {s};
+  else if (s != "none")
+    throw Error(fmt::format("--solver '{}': expected z3, cvc5, both or none", s));
   if (!v.empty() && !have_smt()) throw Error("this p2v was built without the SMT encodings; use --solver none");
   return v;
 }
@@ -45,8 +48,8 @@ bool apply_expectations(CaseRun& run, const ProveOptions& opt) {
       if (id.rfind("smt:" + s + ":", 0) == 0) skipped = false;
     if (!present && !skipped) {
       ok = false;
-      checks.push_back({id, "expected failure", Status::Fails, "the suite expects check '" + id + "' but no such check ran",
-                        0, "-"});
+      checks.push_back({id, "expected failure", Status::Fails,
+                        "the suite expects check '" + id + "' but no such check ran", 0, "-"});
     }
   }
   return ok;
@@ -71,8 +74,8 @@ ProveResult run_cases(const std::vector<SuiteCase>& cases, ProveOptions opt) {
       } catch (const Error& e) {
         if (total == 1) throw;
         run.report.matrix = x;
-        run.report.checks.push_back({"shape", "the placement can be proved on its smallest instance", Status::Unknown,
-                                     e.what(), 0, "-"});
+        run.report.checks.push_back(
+            {"shape", "the placement can be proved on its smallest instance", Status::Unknown, e.what(), 0, "-"});
       }
       run.seconds = std::chrono::duration<double>(Clock::now() - tc).count();
       run.ok = apply_expectations(run, opt);
@@ -89,25 +92,25 @@ namespace {
 // The lemma x case table's columns: label -> check id (a trailing ':' matches a prefix).
 const std::vector<std::pair<std::string, std::string>>& columns() {
   static const std::vector<std::pair<std::string, std::string>> c{
-      {"b>=a", "thm:b>=a"}, {"c>=b", "thm:c>=b"}, {"d>=c", "thm:d>=c"}, {"d>=b", "thm:d>=b"}, {"d>=a", "thm:d>=a"},
-      {"c>=a", "thm:c>=a"}, {"B.1", "B.1"},       {"B.2", "B.2"},       {"B.3", "B.3"},       {"B.4", "B.4"},
-      {"B.5", "B.5"},       {"B.6", "B.6"},       {"B.7", "B.7"},       {"B.8", "B.8"},       {"z3", "smt:z3:"},
-      {"cvc5", "smt:cvc5:"}};
+      {"b>=a", "thm:b>=a"}, {"c>=b", "thm:c>=b"}, {"d>=c", "thm:d>=c"}, {"d>=b", "thm:d>=b"},
+      {"d>=a", "thm:d>=a"}, {"c>=a", "thm:c>=a"}, {"B.1", "B.1"},       {"B.2", "B.2"},
+      {"B.3", "B.3"},       {"B.4", "B.4"},       {"B.5", "B.5"},       {"B.6", "B.6"},
+      {"B.7", "B.7"},       {"B.8", "B.8"},       {"z3", "smt:z3:"},    {"cvc5", "smt:cvc5:"}};
   return c;
 }
 
 // '+' holds, 'x' fails as the suite expects, 'X' fails, '?' unknown, '-' not run.
 std::string table_row(const CaseRun& run) {
-  std::string row = fmt::format("{:<34.34} {:>7.3f}s ", run.name + " " + engine::format_matrix(run.report.matrix),
-                                run.seconds);
+  std::string row =
+      fmt::format("{:<34.34} {:>7.3f}s ", run.name + " " + engine::format_matrix(run.report.matrix), run.seconds);
   auto rank = [](char v) { return v == '?' ? 4 : v == 'X' ? 3 : v == 'x' ? 2 : v == '+' ? 1 : 0; };
   for (const auto& [label, id] : columns()) {
     char mark = '-';
     for (const auto& ch : run.report.checks) {
       const bool match = id.back() == ':' ? ch.id.rfind(id, 0) == 0 : ch.id == id;
       if (!match) continue;
-      const char m = ch.status == Status::Unknown ? '?'
-                     : ch.status != Status::Fails  ? '+'
+      const char m = ch.status == Status::Unknown   ? '?'
+                     : ch.status != Status::Fails   ? '+'
                      : run.expect_fail.count(ch.id) ? 'x'
                                                     : 'X';
       if (rank(m) > rank(mark)) mark = m;
@@ -121,11 +124,10 @@ std::string run_text(const CaseRun& run, bool verbose) {
   const auto& rep = run.report;
   std::string counts;
   for (const auto& [h, n] : rep.program_counts) counts += fmt::format(" {}={}", h, n);
-  std::string s = fmt::format("{} {} axes [{}] reduce [{}] matrix {} L={}: {} ({:.3f} s; programs{})\n", run.name,
-                              run.system_name, fmt::join(run.axes, " "), fmt::join(run.reduce, " "),
-                              engine::format_matrix_brackets(rep.matrix), run.max_size,
-                              run.ok ? (rep.ok() ? "all hold" : "as expected (known failures)") : "FAILED",
-                              run.seconds, counts);
+  std::string s = fmt::format(
+      "{} {} axes [{}] reduce [{}] matrix {} L={}: {} ({:.3f} s; programs{})\n", run.name, run.system_name,
+      fmt::join(run.axes, " "), fmt::join(run.reduce, " "), engine::format_matrix_brackets(rep.matrix), run.max_size,
+      run.ok ? (rep.ok() ? "all hold" : "as expected (known failures)") : "FAILED", run.seconds, counts);
   if (rep.shape)
     s += fmt::format("  on the smallest instance: {} matrix {} ({} devices for {}); relies on {}\n",
                      engine::format_matrix_brackets(rep.shape->instance.x), fmt::join(rep.shape->instance.axes, ","),
@@ -161,16 +163,25 @@ std::string to_json(const ProveResult& r) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& run : r.runs) {
     const auto& rep = run.report;
-    nlohmann::json jc{{"case", run.name},         {"system", run.system_name}, {"axes", run.axes},
-                      {"reduce", run.reduce},     {"matrix", rep.matrix},     {"max_size", run.max_size},
-                      {"seconds", run.seconds},   {"ok", run.ok},             {"expect_fail", run.expect_fail},
+    nlohmann::json jc{{"case", run.name},
+                      {"system", run.system_name},
+                      {"axes", run.axes},
+                      {"reduce", run.reduce},
+                      {"matrix", rep.matrix},
+                      {"max_size", run.max_size},
+                      {"seconds", run.seconds},
+                      {"ok", run.ok},
+                      {"expect_fail", run.expect_fail},
                       {"computed_on", rep.shape ? "smallest instance" : "system"}};
     for (const auto& [h, n] : rep.program_counts) jc["programs"][h] = n;
     if (rep.shape) {
       const auto& in = rep.shape->instance;
-      jc["smallest_instance"] = {{"levels", in.system.cardinalities()}, {"axes", in.axes},
-                                 {"matrix", in.x},                      {"devices", in.devices},
-                                 {"real_devices", in.real_devices},     {"relies_on", rep.shape->relies_on}};
+      jc["smallest_instance"] = {{"levels", in.system.cardinalities()},
+                                 {"axes", in.axes},
+                                 {"matrix", in.x},
+                                 {"devices", in.devices},
+                                 {"real_devices", in.real_devices},
+                                 {"relies_on", rep.shape->relies_on}};
     }
     for (const auto& ch : rep.checks)
       jc["checks"].push_back({{"id", ch.id},
@@ -181,8 +192,8 @@ std::string to_json(const ProveResult& r) {
                               {"seconds", ch.seconds}});
     out.push_back(std::move(jc));
   }
-  return nlohmann::json{{"cases", out}, {"ok", r.ok}, {"seconds", r.seconds}, {"on", to_string(r.options.mode)}}
-             .dump(2);
+  return nlohmann::json{{"cases", out}, {"ok", r.ok}, {"seconds", r.seconds}, {"on", to_string(r.options.mode)}}.dump(
+      2);
 }
 
 }  // namespace p2v::proofs

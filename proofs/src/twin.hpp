@@ -10,11 +10,11 @@
 namespace p2v::proofs::detail {
 
 struct TwinAnswer {
-  std::string result;   // "unsat", "sat", "unknown", or "unavailable"
-  int witness = -1;     // index into `weak` when sat
-  std::string solver;   // name and version
+  std::string result;  // "unsat", "sat", "unknown", or "unavailable"
+  int witness = -1;    // index into `weak` when sat
+  std::string solver;  // name and version
   double seconds = 0;
-  std::string why;      // reason for unknown
+  std::string why;  // reason for unknown
 };
 
 TwinAnswer twin_query(const std::string& solver, const std::vector<engine::LoweredStep>& weak,

@@ -35,17 +35,22 @@ Certificate load_certificate(const std::string& path) {
   }
   try {
     if (j.contains("system")) {
-      if (j["system"].is_object()) c.system = engine::parse_system_json(j["system"].dump(), path);
-      else if (j["system"].is_string()) c.system = engine::parse_system_arg(j["system"].get<std::string>());
+      if (j["system"].is_object())
+        c.system = engine::parse_system_json(j["system"].dump(), path);
+      else if (j["system"].is_string())
+        c.system = engine::parse_system_arg(j["system"].get<std::string>());
     }
     if (j.contains("axes")) c.axes = j["axes"].get<std::vector<int>>();
     for (const char* k : {"reduce", "reduction_axes"})
       if (j.contains(k)) c.reduce = j[k].get<std::vector<int>>();
     if (j.contains("matrix")) c.matrix = j["matrix"].get<engine::ParallelismMatrix>();
     const nlohmann::json& prog = j.contains("program") ? j["program"] : j;
-    if (prog.is_string()) c.notation = prog.get<std::string>();
-    else if (prog.is_object() && prog.contains("notation")) c.notation = prog["notation"].get<std::string>();
-    else if (j.contains("notation")) c.notation = j["notation"].get<std::string>();
+    if (prog.is_string())
+      c.notation = prog.get<std::string>();
+    else if (prog.is_object() && prog.contains("notation"))
+      c.notation = prog["notation"].get<std::string>();
+    else if (j.contains("notation"))
+      c.notation = j["notation"].get<std::string>();
     const nlohmann::json* steps = nullptr;
     for (const nlohmann::json* o : std::initializer_list<const nlohmann::json*>{&j, &prog})
       if (o->is_object())
@@ -57,8 +62,8 @@ Certificate load_certificate(const std::string& path) {
           c.lowered.clear();
           break;
         }
-        c.lowered.push_back({engine::parse_collective(s["collective"].get<std::string>()),
-                             s["groups"].get<engine::Groups>()});
+        c.lowered.push_back(
+            {engine::parse_collective(s["collective"].get<std::string>()), s["groups"].get<engine::Groups>()});
       }
   } catch (const std::exception& e) {
     c.reason = fmt::format("unexpected content: {}", e.what());

@@ -25,10 +25,11 @@ std::string format_list(const std::vector<int>& v) {
 // Refuses (a)-(c) above the size the global state engine handles.
 void check_global_size(std::int64_t n, engine::HierarchyKind kind) {
   if (n > engine::kMaxStateDevices)
-    throw Error(fmt::format("programs of hierarchy ({}) are checked on the whole system, which the state engine "
-                            "handles up to {} devices, and this system has {}; write the program against hierarchy "
-                            "(d) (--hierarchy d), which runs at any size",
-                            engine::to_string(kind), engine::kMaxStateDevices, n));
+    throw Error(
+        fmt::format("programs of hierarchy ({}) are checked on the whole system, which the state engine "
+                    "handles up to {} devices, and this system has {}; write the program against hierarchy "
+                    "(d) (--hierarchy d), which runs at any size",
+                    engine::to_string(kind), engine::kMaxStateDevices, n));
 }
 
 }  // namespace
@@ -48,11 +49,16 @@ ResolvedProgram resolve_patterns(const engine::System& sys, const engine::Parall
   std::optional<engine::Placement> pl;
   auto real = [&]() {
     check_global_size(n, kind);
-    if (!pl) pl.emplace(cards, [&] {
-      std::vector<int> axes;
-      for (const auto& row : x) axes.push_back(std::accumulate(row.begin(), row.end(), 1, std::multiplies<int>()));
-      return axes;
-    }(), x, reduce);
+    if (!pl)
+      pl.emplace(
+          cards,
+          [&] {
+            std::vector<int> axes;
+            for (const auto& row : x)
+              axes.push_back(std::accumulate(row.begin(), row.end(), 1, std::multiplies<int>()));
+            return axes;
+          }(),
+          x, reduce);
     return runtime::program_hierarchy(sys, *pl, kind);
   };
   const engine::SynthesisHierarchy h = shape ? engine::canonical_hierarchy(prog->grid) : real();
@@ -100,21 +106,26 @@ Sources load_sources(const JobRequest& a, Jobs& out) {
     throw Error("give exactly one of --program \"...\" and --program-file F (or --certificate F)");
   if (!a.program.empty() && !a.program_file.empty()) throw Error("give exactly one of --program and --program-file");
   if (!a.certificate.empty() && !a.program_file.empty())
-    throw Error("--certificate certifies one program: give it alone or with the same --program, not with "
-                "--program-file");
+    throw Error(
+        "--certificate certifies one program: give it alone or with the same --program, not with "
+        "--program-file");
   Sources s;
   if (!a.program_file.empty()) s.file = load_program_file(a.program_file);
-  s.kind = engine::parse_hierarchy_kind(!a.hierarchy.empty() ? a.hierarchy
+  s.kind = engine::parse_hierarchy_kind(!a.hierarchy.empty()                        ? a.hierarchy
                                         : s.file && !s.file->hierarchy_kind.empty() ? s.file->hierarchy_kind
-                                                                                   : "d");
+                                                                                    : "d");
   if (!a.certificate.empty()) {
     s.cert = load_certificate(a.certificate);
     if (!s.cert->checked) {
       if (!a.unchecked)
-        throw Error(fmt::format("certificate '{}' does not pass the independent checker: {} "
-                                "(--unchecked runs the program anyway)", a.certificate, s.cert->reason));
-      out.warning += fmt::format("WARNING: certificate '{}' does NOT pass the checker ({}); running anyway because of "
-                                 "--unchecked\n", a.certificate, s.cert->reason);
+        throw Error(
+            fmt::format("certificate '{}' does not pass the independent checker: {} "
+                        "(--unchecked runs the program anyway)",
+                        a.certificate, s.cert->reason));
+      out.warning += fmt::format(
+          "WARNING: certificate '{}' does NOT pass the checker ({}); running anyway because of "
+          "--unchecked\n",
+          a.certificate, s.cert->reason);
     }
   }
   return s;
@@ -134,8 +145,9 @@ void load_problem(const JobRequest& a, const Sources& s, Jobs& out) {
       out.axes = s.cert->axes;
       out.reduce = s.cert->reduce;
     } else {
-      throw Error("--system, --axes and --reduce are required (unless --program-file is the --json "
-                  "output of p2v synth / p2v simulate, which names them)");
+      throw Error(
+          "--system, --axes and --reduce are required (unless --program-file is the --json "
+          "output of p2v synth / p2v simulate, which names them)");
     }
     engine::check_axes(out.system.cardinalities(), out.axes);
     out.reduce = engine::check_reduce(out.reduce, out.axes.size());
@@ -148,11 +160,12 @@ void load_problem(const JobRequest& a, const Sources& s, Jobs& out) {
   out.reduce = engine::check_reduce(engine::parse_axis_indices(a.reduce, "--reduce"), out.axes.size());
   if (file_has_problem && (pf->system->cardinalities() != out.system.cardinalities() || pf->axes != out.axes ||
                            engine::check_reduce(pf->reduce, out.axes.size()) != out.reduce))
-    throw Error(fmt::format("--program-file '{}' is for system {} {} with axes {} reducing {}, not for --system {} {} "
-                            "with axes {} reducing {}",
-                            a.program_file, pf->system->name, format_list(pf->system->cardinalities()),
-                            format_list(pf->axes), format_list(pf->reduce), out.system.name,
-                            format_list(out.system.cardinalities()), format_list(out.axes), format_list(out.reduce)));
+    throw Error(
+        fmt::format("--program-file '{}' is for system {} {} with axes {} reducing {}, not for --system {} {} "
+                    "with axes {} reducing {}",
+                    a.program_file, pf->system->name, format_list(pf->system->cardinalities()), format_list(pf->axes),
+                    format_list(pf->reduce), out.system.name, format_list(out.system.cardinalities()),
+                    format_list(out.axes), format_list(out.reduce)));
 }
 
 // Adds one job (resolving and validating its program).
@@ -161,22 +174,29 @@ void add_job(const JobRequest& a, const Sources& s, Jobs& out, const engine::Par
   ResolvedProgram r = resolve_patterns(out.system, x, out.reduce, s.kind, notation, lowered);
   if (!r.reaches_goal) {
     if (!a.unchecked)
-      throw Error(fmt::format("program '{}' on matrix {} does not reach the goal ({}); "
-                              "--unchecked runs it anyway (the result check will then fail)",
-                              r.notation, engine::format_matrix_brackets(x), r.goal_failure));
-    out.warning += fmt::format("WARNING: program '{}' does not reach the goal ({}); running it "
-                               "anyway because of --unchecked\n", r.notation, r.goal_failure);
+      throw Error(
+          fmt::format("program '{}' on matrix {} does not reach the goal ({}); "
+                      "--unchecked runs it anyway (the result check will then fail)",
+                      r.notation, engine::format_matrix_brackets(x), r.goal_failure));
+    out.warning += fmt::format(
+        "WARNING: program '{}' does not reach the goal ({}); running it "
+        "anyway because of --unchecked\n",
+        r.notation, r.goal_failure);
   }
   out.jobs.push_back({r.notation, x, std::move(r.program)});
 }
 
 // --program / --certificate: one job.
-void add_single(const JobRequest& a, const Sources& s, Jobs& out, const std::optional<engine::ParallelismMatrix>& want) {
+void add_single(const JobRequest& a, const Sources& s, Jobs& out,
+                const std::optional<engine::ParallelismMatrix>& want) {
   const auto& cert = s.cert;
   engine::ParallelismMatrix x;
-  if (want) x = *want;
-  else if (cert && !cert->matrix.empty()) x = cert->matrix;
-  else throw Error("--program needs --matrix (one parallelism matrix, e.g. \"1 2 1 2;1 1 2 2\")");
+  if (want)
+    x = *want;
+  else if (cert && !cert->matrix.empty())
+    x = cert->matrix;
+  else
+    throw Error("--program needs --matrix (one parallelism matrix, e.g. \"1 2 1 2;1 1 2 2\")");
   if (cert && !cert->matrix.empty() && cert->matrix != x)
     throw Error(fmt::format("certificate '{}' is for matrix {}, not {}", a.certificate,
                             engine::format_matrix_brackets(cert->matrix), engine::format_matrix_brackets(x)));
@@ -228,24 +248,29 @@ Jobs resolve_jobs(const JobRequest& a, std::int64_t ranks) {
   const auto levels = out.system.cardinalities();
   const std::int64_t n = out.system.num_devices();
   if (ranks >= 0 && n != ranks)
-    throw Error(fmt::format("system '{}' {} has {} devices but {} ranks were launched: run with "
-                            "mpirun -np {} (one rank per device)",
-                            out.system.name, format_list(levels), n, ranks, n));
+    throw Error(
+        fmt::format("system '{}' {} has {} devices but {} ranks were launched: run with "
+                    "mpirun -np {} (one rank per device)",
+                    out.system.name, format_list(levels), n, ranks, n));
   std::optional<engine::ParallelismMatrix> want;
   if (!a.matrix.empty()) {
     want = engine::parse_matrix(a.matrix);
     engine::check_matrix(*want, levels, out.axes);
   }
-  if (!a.program.empty() || (s.cert && a.program_file.empty())) add_single(a, s, out, want);
-  else add_file(a, s, out, want);
+  if (!a.program.empty() || (s.cert && a.program_file.empty()))
+    add_single(a, s, out, want);
+  else
+    add_file(a, s, out, want);
   return out;
 }
 
 std::string check_against_global(const std::shared_ptr<const PatternProgram>& prog, std::int64_t rank) {
   const std::int64_t n = prog->num_ranks();
   if (n > engine::kMaxStateDevices)
-    throw Error(fmt::format("the global plan is limited to {} ranks and this system has {}; compare plans on a "
-                            "smaller system of the same shape", engine::kMaxStateDevices, n));
+    throw Error(
+        fmt::format("the global plan is limited to {} ranks and this system has {}; compare plans on a "
+                    "smaller system of the same shape",
+                    engine::kMaxStateDevices, n));
   engine::LoweredProgram lowered;
   for (const auto& st : prog->steps) lowered.push_back({st.collective, engine::lower_pattern(st.groups, prog->grid)});
   const Plan global = make_plan(lowered, static_cast<int>(n), engine::lower_pattern(prog->reduction, prog->grid),

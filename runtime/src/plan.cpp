@@ -1,12 +1,12 @@
 #include "p2v/runtime/plan.hpp"
 
-#include <algorithm>
 #include <fmt/core.h>
+#include <algorithm>
 #include <map>
 #include <numeric>
 
-#include "p2v/engine/replay.hpp"
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/replay.hpp"
 #include "p2v/engine/state.hpp"
 #include "plan_detail.hpp"
 
@@ -14,9 +14,12 @@ namespace p2v::runtime {
 
 const char* to_string(Space s) {
   switch (s) {
-    case Space::Main: return "main";
-    case Space::Stage0: return "stage0";
-    case Space::Stage1: return "stage1";
+    case Space::Main:
+      return "main";
+    case Space::Stage0:
+      return "stage0";
+    case Space::Stage1:
+      return "stage1";
   }
   return "?";
 }
@@ -32,8 +35,7 @@ std::string format_intervals(const Intervals& v) {
   std::string s = "{";
   for (std::size_t i = 0; i < v.size(); ++i) {
     if (i) s += ",";
-    s += v[i].size() == 1 ? fmt::format("{}", v[i].begin)
-                          : fmt::format("{}-{}", v[i].begin, v[i].end - 1);
+    s += v[i].size() == 1 ? fmt::format("{}", v[i].begin) : fmt::format("{}-{}", v[i].begin, v[i].end - 1);
   }
   return s + "}";
 }
@@ -70,8 +72,10 @@ namespace detail {
 Intervals to_intervals(const std::vector<int>& rows) {
   Intervals v;
   for (int r : rows) {
-    if (!v.empty() && v.back().end == r) ++v.back().end;
-    else v.push_back({r, r + 1});
+    if (!v.empty() && v.back().end == r)
+      ++v.back().end;
+    else
+      v.push_back({r, r + 1});
   }
   return v;
 }
@@ -92,8 +96,10 @@ Intervals merge(Intervals v) {
   std::sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
   Intervals o;
   for (const auto& i : v) {
-    if (!o.empty() && o.back().end == i.begin) o.back().end = i.end;
-    else o.push_back(i);
+    if (!o.empty() && o.back().end == i.begin)
+      o.back().end = i.end;
+    else
+      o.push_back(i);
   }
   return o;
 }
@@ -247,12 +253,11 @@ Intervals scale_down(const Intervals& v, int u) {
 
 }  // namespace
 
-Plan make_plan(const engine::LoweredProgram& prog, int num_ranks, const Groups& reduction_groups,
-               int check_rank) {
+Plan make_plan(const engine::LoweredProgram& prog, int num_ranks, const Groups& reduction_groups, int check_rank) {
   if (num_ranks < 1) throw Error("the runtime needs at least one rank");
   if (num_ranks > engine::kMaxStateDevices)
-    throw Error(fmt::format("{} ranks: the runtime's planner supports at most {} ranks", num_ranks,
-                            engine::kMaxStateDevices));
+    throw Error(
+        fmt::format("{} ranks: the runtime's planner supports at most {} ranks", num_ranks, engine::kMaxStateDevices));
   Plan plan;
   plan.num_ranks = plan.k = num_ranks;
   plan.reduction_groups = reduction_groups;
@@ -266,12 +271,12 @@ Plan make_plan(const engine::LoweredProgram& prog, int num_ranks, const Groups& 
       if (g.empty()) throw Error(what + ": an empty group");
       for (std::size_t i = 0; i < g.size(); ++i) {
         if (g[i] < 0 || g[i] >= N)
-          throw Error(fmt::format("{}: device {} does not exist with {} ranks (devices 0..{}); "
-                                  "the program is for another system or rank count",
-                                  what, g[i], N, N - 1));
+          throw Error(
+              fmt::format("{}: device {} does not exist with {} ranks (devices 0..{}); "
+                          "the program is for another system or rank count",
+                          what, g[i], N, N - 1));
         if (i && g[i] <= g[i - 1])
-          throw Error(fmt::format("{}: group {} is not in ascending device order", what,
-                                  describe_groups({g}, 1)));
+          throw Error(fmt::format("{}: group {} is not in ascending device order", what, describe_groups({g}, 1)));
         if (seen[g[i]]++) throw Error(fmt::format("{}: device {} is in two groups", what, g[i]));
       }
     }
@@ -292,8 +297,8 @@ Plan make_plan(const engine::LoweredProgram& prog, int num_ranks, const Groups& 
     if (!plan.reaches_goal) {
       for (int d = 0; d < N && plan.goal_failure.empty(); ++d)
         if (!states.back().same_device(d, goal, d))
-          plan.goal_failure = fmt::format("rank {} ends with {} instead of {}", d,
-                                          states.back().describe_device(d), goal.describe_device(d));
+          plan.goal_failure = fmt::format("rank {} ends with {} instead of {}", d, states.back().describe_device(d),
+                                          goal.describe_device(d));
     }
   }
 

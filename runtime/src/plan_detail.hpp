@@ -22,8 +22,8 @@ std::vector<Copy> unpack_copies(const Intervals& rows, Region src);
 struct StepContext {
   Collective collective = Collective::AllReduce;
   int member = 0, group_size = 0;
-  const Layout* layout = nullptr;       // the rank's layout before the step
-  const Intervals* after = nullptr;     // the rank's rows after the step (state semantics)
+  const Layout* layout = nullptr;    // the rank's layout before the step
+  const Intervals* after = nullptr;  // the rank's rows after the step (state semantics)
   // AllGather: every member's rows before the step, in member order, and whether every member's
   // rows are at home; Broadcast: members_before[0] = the root's rows.
   std::vector<const Intervals*> members_before;

@@ -75,9 +75,10 @@ ProgramFile load_program_file(const std::string& path) {
     if (format.rfind("p2v-synth/", 0) == 0) return from_synth(engine::parse_synth_file(text, origin));
     if (format.rfind(std::string(sim::kSimulateFormat) + "/", 0) == 0)
       return from_simulate(sim::simulate_report_from_json(j, origin));
-    throw Error(fmt::format("{}: format \"{}\": expected the --json output of p2v synth (p2v-synth/2) or p2v "
-                            "simulate ({}/{}), or a text file with one program per line",
-                            origin, format, sim::kSimulateFormat, sim::kSimulateVersion));
+    throw Error(
+        fmt::format("{}: format \"{}\": expected the --json output of p2v synth (p2v-synth/2) or p2v "
+                    "simulate ({}/{}), or a text file with one program per line",
+                    origin, format, sim::kSimulateFormat, sim::kSimulateVersion));
   }
   ProgramFile pf;
   ProgramSet set;

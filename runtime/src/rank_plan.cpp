@@ -2,8 +2,8 @@
 // members whose rows a step needs (AllGather, Broadcast), memoized per (step, rank).
 #include "p2v/runtime/rank_plan.hpp"
 
-#include <algorithm>
 #include <fmt/core.h>
+#include <algorithm>
 #include <functional>
 #include <numeric>
 #include <unordered_map>
@@ -124,9 +124,7 @@ Place place_of(const engine::GroupPattern& g, const engine::Shape& grid, std::in
 // are) of (step, rank), memoized; the full step only for the planning rank. Rows, not units.
 class Replay {
  public:
-  explicit Replay(const PatternProgram& p) : p_(p), n_(p.num_ranks()) {
-    initial_ = Layout{Space::Main, {{0, n_}}};
-  }
+  explicit Replay(const PatternProgram& p) : p_(p), n_(p.num_ranks()) { initial_ = Layout{Space::Main, {{0, n_}}}; }
 
   // The layout after step s (1-based; 0 = the initial state) on rank d.
   const Layout& at(std::size_t s, std::int64_t d) {
@@ -165,7 +163,9 @@ class Replay {
     }
     Intervals after;
     switch (st.collective) {
-      case Collective::AllReduce: after = own.rows; break;
+      case Collective::AllReduce:
+        after = own.rows;
+        break;
       case Collective::Reduce:
         if (pl.member == 0) after = own.rows;
         break;
@@ -180,7 +180,9 @@ class Replay {
         after = detail::merge(std::move(all));
         break;
       }
-      case Collective::Broadcast: after = *c.members_before[0]; break;
+      case Collective::Broadcast:
+        after = *c.members_before[0];
+        break;
     }
     c.after = &after;
     detail::build_rank_step(c, rs, need);
@@ -213,7 +215,8 @@ class Replay {
             if (iv.begin <= r && r < iv.end) return columns(s - 1, o, r);
         }
         return {};
-      case Collective::Broadcast: return columns(s - 1, m.group, r);
+      case Collective::Broadcast:
+        return columns(s - 1, m.group, r);
     }
     return {};
   }
@@ -322,8 +325,9 @@ RankStep to_rows(RankStep rs, std::int64_t u) {
 }
 
 // Columns per held row, from columns per held unit (`held`: the held units, in order).
-std::vector<std::vector<int>> per_row(const Intervals& held, std::int64_t u,
-                                      const std::function<const std::vector<int>&(std::int64_t unit, std::size_t i)>& f) {
+std::vector<std::vector<int>> per_row(
+    const Intervals& held, std::int64_t u,
+    const std::function<const std::vector<int>&(std::int64_t unit, std::size_t i)>& f) {
   std::vector<std::vector<int>> out;
   std::size_t i = 0;
   for (const auto& iv : held)
@@ -342,8 +346,9 @@ RankView rank_view(const Plan& plan, int rank) {
   to_rows(v.final_copies, u);
   if (plan.check_rank == rank)
     for (std::size_t s = 0; s < plan.columns.size(); ++s)
-      v.columns.push_back(per_row(plan.steps[s].ranks[rank].after.rows, u,
-                                  [&](std::int64_t un, std::size_t) -> const std::vector<int>& { return plan.columns[s][un]; }));
+      v.columns.push_back(
+          per_row(plan.steps[s].ranks[rank].after.rows, u,
+                  [&](std::int64_t un, std::size_t) -> const std::vector<int>& { return plan.columns[s][un]; }));
   return v;
 }
 
@@ -354,8 +359,9 @@ RankView rank_view(const RankPlan& plan) {
   v.final_copies = plan.final_copies;
   to_rows(v.final_copies, u);
   for (std::size_t s = 0; s < plan.columns.size(); ++s)
-    v.columns.push_back(per_row(plan.steps[s].rs.after.rows, u,
-                                [&](std::int64_t, std::size_t i) -> const std::vector<int>& { return plan.columns[s][i]; }));
+    v.columns.push_back(
+        per_row(plan.steps[s].rs.after.rows, u,
+                [&](std::int64_t, std::size_t i) -> const std::vector<int>& { return plan.columns[s][i]; }));
   return v;
 }
 

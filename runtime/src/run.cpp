@@ -2,10 +2,10 @@
 // the goal at the end, then timed iterations of the program and of the baseline AllReduce.
 #include "p2v/runtime/run.hpp"
 
+#include <fmt/core.h>
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <fmt/core.h>
 
 #include "p2v/engine/error.hpp"
 
@@ -81,11 +81,14 @@ std::int32_t fill_value(int rank, std::int64_t e, int num_ranks, Dtype dt) {
 double busbw_factor(Collective c, int n) {
   if (n <= 1) return 0;
   switch (c) {
-    case Collective::AllReduce: return 2.0 * (n - 1) / n;
+    case Collective::AllReduce:
+      return 2.0 * (n - 1) / n;
     case Collective::ReduceScatter:
-    case Collective::AllGather: return static_cast<double>(n - 1) / n;
+    case Collective::AllGather:
+      return static_cast<double>(n - 1) / n;
     case Collective::Reduce:
-    case Collective::Broadcast: return 1.0;
+    case Collective::Broadcast:
+      return 1.0;
   }
   return 1.0;
 }
@@ -126,7 +129,8 @@ Stats make_stats(std::vector<double> v) {
 RunReport run_program(const RankPlan& plan, Backend& be, const RunOptions& opt, Coordinator& co) {
   const int rank = co.rank(), size = co.size();
   if (size != plan.num_ranks || rank != plan.rank)
-    throw Error(fmt::format("the plan is for rank {} of {}, this is rank {} of {}", plan.rank, plan.num_ranks, rank, size));
+    throw Error(
+        fmt::format("the plan is for rank {} of {}, this is rank {} of {}", plan.rank, plan.num_ranks, rank, size));
   const int N = static_cast<int>(plan.num_ranks);
   const std::size_t S = plan.steps.size();
   RunReport rep;
@@ -185,9 +189,8 @@ RunReport run_program(const RankPlan& plan, Backend& be, const RunOptions& opt, 
             const std::int32_t exp = to_bits(sum, dt);
             if (got[i] != exp)
               return fmt::format(
-                  "{}: rank {}, chunk {} (of {}), element {}: expected {} (the sum over ranks {}), got {}",
-                  when, rank, e / epr, plan.k, e % epr, value_text(exp, dt), set_text(cols),
-                  value_text(got[i], dt));
+                  "{}: rank {}, chunk {} (of {}), element {}: expected {} (the sum over ranks {}), got {}", when, rank,
+                  e / epr, plan.k, e % epr, value_text(exp, dt), set_text(cols), value_text(got[i], dt));
           }
         }
       }
@@ -205,8 +208,9 @@ RunReport run_program(const RankPlan& plan, Backend& be, const RunOptions& opt, 
         be.poke(after.where, (after.where == Space::Main ? u : 0) * epu, 1);
       }
       const auto& cols = plan.columns[s];
-      std::string msg = check(after, [&](std::int64_t i) -> const std::vector<int>& { return cols[i]; },
-                              fmt::format("after step {} ({})", s + 1, engine::to_string(plan.steps[s].collective)));
+      std::string msg = check(
+          after, [&](std::int64_t i) -> const std::vector<int>& { return cols[i]; },
+          fmt::format("after step {} ({})", s + 1, engine::to_string(plan.steps[s].collective)));
       if (co.agree(!msg.empty()) >= 0) {
         rep.ok = false;
         rep.failure = gather_messages(msg, co);
@@ -217,8 +221,9 @@ RunReport run_program(const RankPlan& plan, Backend& be, const RunOptions& opt, 
       be.synchronize();
       // The goal: every chunk holds the sum over the rank's reduction group.
       Layout all{Space::Main, {{0, plan.units}}};
-      std::string msg = check(all, [&](std::int64_t) -> const std::vector<int>& { return plan.goal_columns; },
-                              "after the program (goal: the sum over the reduction group)");
+      std::string msg = check(
+          all, [&](std::int64_t) -> const std::vector<int>& { return plan.goal_columns; },
+          "after the program (goal: the sum over the reduction group)");
       if (co.agree(!msg.empty()) >= 0) {
         rep.ok = false;
         rep.failure = gather_messages(msg, co);

@@ -1,10 +1,10 @@
 // The threads backend: one process, one thread per device, host buffers; each collective is two
 // barriers over the group: members publish where their input is, compute their own result from
 // the others' inputs, wait, then write it. Used for the single-process path and its tests.
+#include <fmt/core.h>
 #include <algorithm>
 #include <barrier>
 #include <cstring>
-#include <fmt/core.h>
 #include <map>
 #include <mutex>
 
@@ -20,7 +20,6 @@ Dtype parse_dtype(const std::string& s) {
   if (s == "float32") return Dtype::Float32;
   throw Error("--dtype '" + s + "': use int32 or float32");
 }
-
 
 struct GroupSync {
   explicit GroupSync(int g) : bar(g), src(g, nullptr) {}
@@ -102,7 +101,9 @@ class ThreadBackend final : public Backend {
       case Collective::Reduce:
         if (c == Collective::AllReduce || m == 0) sum(gs, 0, n);
         break;
-      case Collective::ReduceScatter: sum(gs, m * n, n); break;
+      case Collective::ReduceScatter:
+        sum(gs, m * n, n);
+        break;
       case Collective::AllGather:
         for (int j = 0; j < g; ++j) tmp_.insert(tmp_.end(), gs.src[j], gs.src[j] + n);
         break;

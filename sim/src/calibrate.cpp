@@ -1,16 +1,16 @@
 #include "p2v/sim/calibrate.hpp"
 
+#include <fmt/core.h>
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <fmt/core.h>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "p2v/engine/json_reader.hpp"
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/json_reader.hpp"
 #include "p2v/engine/json_util.hpp"
 #include "p2v/engine/text_util.hpp"
 
@@ -23,12 +23,10 @@ using text::trim;
 
 namespace {
 
-
 std::string lower(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
 }
-
 
 long parse_int(const std::string& s, const std::string& where) {
   std::size_t pos = 0;
@@ -71,8 +69,7 @@ Groups parse_groups(const std::string& text, const std::string& where, int nd) {
         if (lo < 0 || hi >= nd || lo > hi)
           throw Error(fmt::format("{}: device range '{}' is outside 0..{}", where, item, nd - 1));
         for (long d = lo; d <= hi; ++d) {
-          if (seen[static_cast<std::size_t>(d)]++)
-            throw Error(fmt::format("{}: device {} appears twice", where, d));
+          if (seen[static_cast<std::size_t>(d)]++) throw Error(fmt::format("{}: device {} appears twice", where, d));
           grp.push_back(static_cast<int>(d));
         }
       }
@@ -125,8 +122,7 @@ std::vector<double> solve(std::vector<std::vector<double>> A, std::vector<double
 
 }  // namespace
 
-std::vector<Measurement> parse_measurements(const std::string& text, const std::string& origin,
-                                            int num_devices) {
+std::vector<Measurement> parse_measurements(const std::string& text, const std::string& origin, int num_devices) {
   std::vector<Measurement> ms;
   std::stringstream ss(text);
   std::string line;
@@ -146,23 +142,27 @@ std::vector<Measurement> parse_measurements(const std::string& text, const std::
         ccol = gcol = bcol = scol = -1;
         for (int i = 0; i < static_cast<int>(f.size()); ++i) {
           const auto h = lower(f[static_cast<std::size_t>(i)]);
-          if (h == "collective") ccol = i;
-          else if (h == "groups" || h == "group") gcol = i;
-          else if (h == "bytes") bcol = i;
-          else if (h == "seconds" || h == "time_s") scol = i;
+          if (h == "collective")
+            ccol = i;
+          else if (h == "groups" || h == "group")
+            gcol = i;
+          else if (h == "bytes")
+            bcol = i;
+          else if (h == "seconds" || h == "time_s")
+            scol = i;
         }
         for (auto [c, nm] : {std::pair{ccol, "collective"}, {gcol, "groups"}, {bcol, "bytes"}, {scol, "seconds"}})
           if (c < 0)
-            throw Error(fmt::format("{}:{}: header has no column '{}' (need collective,groups,bytes,seconds)",
-                                    origin, ln, nm));
+            throw Error(
+                fmt::format("{}:{}: header has no column '{}' (need collective,groups,bytes,seconds)", origin, ln, nm));
         continue;
       }
     }
     const auto where = fmt::format("{}:{}", origin, ln);
     const int need = std::max({ccol, gcol, bcol, scol}) + 1;
     if (static_cast<int>(f.size()) < need)
-      throw Error(fmt::format("{}: {} columns, expected at least {} (collective,groups,bytes,seconds)", where,
-                              f.size(), need));
+      throw Error(
+          fmt::format("{}: {} columns, expected at least {} (collective,groups,bytes,seconds)", where, f.size(), need));
     Measurement m;
     m.line = ln;
     m.step.collective = parse_collective(f[static_cast<std::size_t>(ccol)]);
@@ -245,8 +245,10 @@ Calibration calibrate(Simulator& sim, const std::vector<Measurement>& ms, Algori
       Simulator s2 = sim;
       auto al = alpha, be = beta;
       const double eps = 1e-4;
-      if (k < C) al[k] *= 1 + eps;
-      else be[k - C] *= 1 + eps;
+      if (k < C)
+        al[k] *= 1 + eps;
+      else
+        be[k - C] *= 1 + eps;
       apply(s2.topology(), al, be);
       for (std::size_t i = 0; i < N; ++i) {
         const double t1 = s2.collective(ms[i].step, ms[i].bytes, algo).time_s;
@@ -262,8 +264,10 @@ Calibration calibrate(Simulator& sim, const std::vector<Measurement>& ms, Algori
       for (std::size_t k = 0; k < P; ++k) {
         const double jk = J[i][k] * w;
         if (jk == 0) continue;
-        if (k < C) cal.classes[k].alpha_weight += jk;
-        else if (k < 2 * C) cal.classes[k - C].beta_weight += jk;
+        if (k < C)
+          cal.classes[k].alpha_weight += jk;
+        else if (k < 2 * C)
+          cal.classes[k - C].beta_weight += jk;
         b[k] += jk * 1.0;
         for (std::size_t l = 0; l < P; ++l) A[k][l] += jk * J[i][l] * w;
       }

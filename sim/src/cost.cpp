@@ -1,8 +1,8 @@
 #include "p2v/sim/cost.hpp"
 
+#include <fmt/core.h>
 #include <algorithm>
 #include <cmath>
-#include <fmt/core.h>
 
 #include "p2v/engine/error.hpp"
 
@@ -12,9 +12,12 @@ using namespace engine;
 
 const char* to_string(Algorithm a) {
   switch (a) {
-    case Algorithm::Ring: return "ring";
-    case Algorithm::Tree: return "tree";
-    case Algorithm::Auto: return "auto";
+    case Algorithm::Ring:
+      return "ring";
+    case Algorithm::Tree:
+      return "tree";
+    case Algorithm::Auto:
+      return "auto";
   }
   return "?";
 }
@@ -45,10 +48,13 @@ std::string format_seconds(double s) {
 
 double bus_factor(Collective c, double p) {
   switch (c) {
-    case Collective::AllReduce: return 2.0 * (p - 1) / p;
+    case Collective::AllReduce:
+      return 2.0 * (p - 1) / p;
     case Collective::ReduceScatter:
-    case Collective::AllGather: return (p - 1) / p;
-    default: return 1.0;
+    case Collective::AllGather:
+      return (p - 1) / p;
+    default:
+      return 1.0;
   }
 }
 
@@ -165,10 +171,9 @@ void tree_allreduce(Acc& acc, const std::vector<int>& m, double S) {
   acc.latency = std::max(acc.latency, 2.0 * (chain_lat + tree_lat));
 }
 
-
 // Adds every group's transfers of the step to acc; returns nothing, fills S (per rank buffer).
-void add_step(Acc& acc, const LoweredStep& st, double n, const std::vector<double>& frac,
-              Algorithm algo, double* S_out) {
+void add_step(Acc& acc, const LoweredStep& st, double n, const std::vector<double>& frac, Algorithm algo,
+              double* S_out) {
   double S_first = 0.0;
   bool first = true;
   for (const auto& g : st.groups) {
@@ -178,10 +183,14 @@ void add_step(Acc& acc, const LoweredStep& st, double n, const std::vector<doubl
     double S = f * n;
     switch (st.collective) {
       case Collective::AllReduce:
-        if (algo == Algorithm::Tree) tree_allreduce(acc, g, S);
-        else ring(acc, g, S / p, 2 * (p - 1));
+        if (algo == Algorithm::Tree)
+          tree_allreduce(acc, g, S);
+        else
+          ring(acc, g, S / p, 2 * (p - 1));
         break;
-      case Collective::ReduceScatter: ring(acc, g, S / p, p - 1); break;
+      case Collective::ReduceScatter:
+        ring(acc, g, S / p, p - 1);
+        break;
       case Collective::AllGather:
         ring(acc, g, S, p - 1);
         S *= p;
@@ -192,7 +201,9 @@ void add_step(Acc& acc, const LoweredStep& st, double n, const std::vector<doubl
         chain(acc, order, S);
         break;
       }
-      case Collective::Broadcast: chain(acc, g, S); break;
+      case Collective::Broadcast:
+        chain(acc, g, S);
+        break;
     }
     if (first) {
       S_first = S;
@@ -208,7 +219,8 @@ void update_fractions(const LoweredStep& st, std::vector<double>& frac) {
     if (p < 2) continue;
     const double f = frac[static_cast<std::size_t>(g.front())];
     switch (st.collective) {
-      case Collective::AllReduce: break;
+      case Collective::AllReduce:
+        break;
       case Collective::ReduceScatter:
         for (int d : g) frac[static_cast<std::size_t>(d)] = f / p;
         break;
@@ -229,8 +241,7 @@ void check_step(const Topology& t, const LoweredStep& st) {
   for (const auto& g : st.groups)
     for (int d : g)
       if (d < 0 || d >= t.num_devices())
-        throw Error(fmt::format("simulate: device {} is out of range (the system has {} devices)",
-                                d, t.num_devices()));
+        throw Error(fmt::format("simulate: device {} is out of range (the system has {} devices)", d, t.num_devices()));
 }
 
 }  // namespace
@@ -329,8 +340,7 @@ double Simulator::time(const LoweredProgram& prog, const CostOptions& opt) const
   return total;
 }
 
-StepCost Simulator::collective(const LoweredStep& st, double bytes, Algorithm algo,
-                               bool breakdown) const {
+StepCost Simulator::collective(const LoweredStep& st, double bytes, Algorithm algo, bool breakdown) const {
   std::vector<double> frac(static_cast<std::size_t>(topo_.num_devices()), 1.0);
   if (st.collective == Collective::AllGather)
     for (const auto& g : st.groups)

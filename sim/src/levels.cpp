@@ -13,9 +13,11 @@ using namespace engine;
 
 const std::vector<Preset>& presets() {
   static const std::vector<Preset> p = {
-      {"a100", "A100 nodes (SPEC §8): NVSwitch 270 GB/s; one NIC per node at 8 GB/s effective",
+      {"a100",
+       "A100 nodes (SPEC §8): NVSwitch 270 GB/s; one NIC per node at 8 GB/s effective",
        {{LinkKind::Switch, 270, 1}, {LinkKind::Nic, 8, 5}}},
-      {"v100", "V100 nodes (SPEC §8) as levels: NVLink ring 135 GB/s; one NIC per node at 8 GB/s effective",
+      {"v100",
+       "V100 nodes (SPEC §8) as levels: NVLink ring 135 GB/s; one NIC per node at 8 GB/s effective",
        {{LinkKind::Ring, 135, 1}, {LinkKind::Nic, 8, 5}}},
       {"h100",
        "DGX H100: 8 GPUs on NVLink 4 / NVSwitch, 450 GB/s per direction; 8 x 400 Gb/s NICs per node (400 GB/s); "
@@ -52,14 +54,16 @@ int apply_preset(System& s, const Preset& p) {
 
 LevelSimulator::LevelSimulator(const System& s) {
   if (!s.topology_json.empty())
-    throw Error(fmt::format("system '{}' has a \"topology\" section, which the level model cannot price; the graph "
-                            "simulator handles it up to 2048 devices",
-                            s.name));
+    throw Error(
+        fmt::format("system '{}' has a \"topology\" section, which the level model cannot price; the graph "
+                    "simulator handles it up to 2048 devices",
+                    s.name));
   for (const auto& l : s.levels) {
     if (l.cardinality > 1 && !l.interconnect)
-      throw Error(fmt::format("system '{}': level '{}' has {} instances but no interconnect; give one in the system "
-                              "file or choose a preset (--preset {})",
-                              s.name, l.name, l.cardinality, presets().front().name));
+      throw Error(
+          fmt::format("system '{}': level '{}' has {} instances but no interconnect; give one in the system "
+                      "file or choose a preset (--preset {})",
+                      s.name, l.name, l.cardinality, presets().front().name));
     if (l.cardinality > 1 && !(l.interconnect->bandwidth_gbps > 0))
       throw Error(fmt::format("system '{}': level '{}': interconnect bandwidth must be positive", s.name, l.name));
     cards_.push_back(l.cardinality);
@@ -164,7 +168,7 @@ LevelStep LevelSimulator::step(const Shape& s, Collective c, const GroupPattern&
               load[l] = tree_out;
               continue;
             }
-            const double first = inner_blocks > 1 ? S : 0.0;                            // position 0: down only
+            const double first = inner_blocks > 1 ? S : 0.0;                                // position 0: down only
             const double middle = inner_blocks > 2 ? 2 * S : (inner_blocks > 1 ? S : 0.0);  // both ways
             load[l] = std::max(G * first + tree_out, G * middle);
             if (inner_blocks > 1) flow[l] = S;
@@ -176,8 +180,12 @@ LevelStep LevelSimulator::step(const Shape& s, Collective c, const GroupPattern&
           ring(S / p, 2 * (p - 1));
         }
         break;
-      case Collective::ReduceScatter: ring(S / p, p - 1); break;
-      case Collective::AllGather: ring(S, p - 1); break;
+      case Collective::ReduceScatter:
+        ring(S / p, p - 1);
+        break;
+      case Collective::AllGather:
+        ring(S, p - 1);
+        break;
       case Collective::Reduce:
       case Collective::Broadcast:
         for (int l = 0; l < L; ++l)

@@ -1,9 +1,9 @@
 #include "p2v/sim/rank.hpp"
 
+#include <fmt/core.h>
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <fmt/core.h>
 #include <fstream>
 #include <map>
 #include <numeric>
@@ -19,9 +19,8 @@ using namespace engine;
 using text::split_csv;
 using text::trim;
 
-MatrixRanking rank_placement(const Simulator& sim, const Placement& p,
-                             const std::vector<std::string>& level_names, const SynthOptions& synth,
-                             const CostOptions& cost) {
+MatrixRanking rank_placement(const Simulator& sim, const Placement& p, const std::vector<std::string>& level_names,
+                             const SynthOptions& synth, const CostOptions& cost) {
   MatrixRanking mr;
   mr.matrix = p.matrix();
   mr.reduce = p.reduce();
@@ -40,15 +39,12 @@ MatrixRanking rank_placement(const Simulator& sim, const Placement& p,
   // Times equal up to a picosecond (floating-point noise between equivalent programs) tie, and
   // ties keep synthesis order: fewer steps first.
   auto key = [](double t) { return std::round(t * 1e12); };
-  std::stable_sort(mr.programs.begin(), mr.programs.end(), [&](const RankedProgram& a, const RankedProgram& b) {
-    return key(a.time_s) < key(b.time_s);
-  });
+  std::stable_sort(mr.programs.begin(), mr.programs.end(),
+                   [&](const RankedProgram& a, const RankedProgram& b) { return key(a.time_s) < key(b.time_s); });
   return mr;
 }
 
 namespace {
-
-
 
 std::vector<double> ranks_of(const std::vector<double>& v) {
   std::vector<std::size_t> idx(v.size());
@@ -82,14 +78,18 @@ std::vector<ProgramMeasurement> parse_program_measurements(const std::string& te
       for (int i = 0; i < static_cast<int>(f.size()); ++i) {
         std::string h = f[static_cast<std::size_t>(i)];
         for (auto& c : h) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        if (h == "program") pcol = i;
-        else if (h == "seconds" || h == "time_s") scol = i;
-        else if (h == "matrix") mcol = i;
+        if (h == "program")
+          pcol = i;
+        else if (h == "seconds" || h == "time_s")
+          scol = i;
+        else if (h == "matrix")
+          mcol = i;
       }
       if (pcol < 0 || scol < 0)
-        throw Error(fmt::format("{}:{}: the header must name the columns program and seconds (and optionally "
-                                "matrix)",
-                                origin, ln));
+        throw Error(
+            fmt::format("{}:{}: the header must name the columns program and seconds (and optionally "
+                        "matrix)",
+                        origin, ln));
       continue;
     }
     const int need = std::max({pcol, scol, mcol}) + 1;
@@ -108,7 +108,8 @@ std::vector<ProgramMeasurement> parse_program_measurements(const std::string& te
     }
     if (sv.empty() || pos != sv.size() || !(m.seconds > 0) || !std::isfinite(m.seconds))
       throw Error(fmt::format("{}:{}: seconds '{}' is not a positive number", origin, ln, sv));
-    if (mcol >= 0 && !f[static_cast<std::size_t>(mcol)].empty()) m.matrix = parse_matrix(f[static_cast<std::size_t>(mcol)]);
+    if (mcol >= 0 && !f[static_cast<std::size_t>(mcol)].empty())
+      m.matrix = parse_matrix(f[static_cast<std::size_t>(mcol)]);
     out.push_back(std::move(m));
   }
   if (out.empty()) throw Error(origin + ": no program measurements (header program,seconds[,matrix])");

@@ -1,13 +1,13 @@
 #include "p2v/sim/report.hpp"
 
+#include <fmt/core.h>
 #include <cctype>
 #include <cmath>
-#include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
 #include "p2v/engine/error.hpp"
-#include "p2v/engine/units.hpp"
 #include "p2v/engine/json_reader.hpp"
+#include "p2v/engine/units.hpp"
 
 namespace p2v::sim {
 
@@ -18,8 +18,21 @@ const char* to_string(SimModel m) { return m == SimModel::Graph ? "graph" : "lev
 std::vector<StepRecord> step_records(const Topology& t, const ProgramCost& pc, int max_links) {
   std::vector<StepRecord> out;
   for (const auto& s : pc.steps) {
-    StepRecord r{s.collective, s.num_groups, s.group_size, s.algo, s.time_s, s.busbw_gbps,
-                 s.nccl_pick, s.bytes_per_rank, s.latency_s, s.bandwidth_s, s.algbw_gbps, std::nullopt, {}, "", 0};
+    StepRecord r{s.collective,
+                 s.num_groups,
+                 s.group_size,
+                 s.algo,
+                 s.time_s,
+                 s.busbw_gbps,
+                 s.nccl_pick,
+                 s.bytes_per_rank,
+                 s.latency_s,
+                 s.bandwidth_s,
+                 s.algbw_gbps,
+                 std::nullopt,
+                 {},
+                 "",
+                 0};
     if (s.bottleneck_edge >= 0)
       r.bottleneck = LinkRecord{t.edge_name(s.bottleneck_edge), s.bottleneck_bytes,
                                 s.bottleneck_bytes / t.edges()[static_cast<std::size_t>(s.bottleneck_edge)].bandwidth};
@@ -52,7 +65,8 @@ std::vector<StepRecord> step_records(const LevelProgramCost& pc) {
 namespace {
 Algorithm algorithm_from_json(const engine::json_read::At& at) {
   const std::string name = at.string();
-  if (name != "ring" && name != "tree" && name != "auto") at.fail(fmt::format("expected ring, tree or auto, got \"{}\"", name));
+  if (name != "ring" && name != "tree" && name != "auto")
+    at.fail(fmt::format("expected ring, tree or auto, got \"{}\"", name));
   return parse_algorithm(name);
 }
 nlohmann::json link_json(const LinkRecord& l) { return {{"link", l.link}, {"bytes", l.bytes}, {"busy_s", l.busy_s}}; }
@@ -65,8 +79,12 @@ LinkRecord link_from_json(const engine::json_read::At& at) {
 }  // namespace
 
 nlohmann::json to_json(const StepRecord& s, SimModel m) {
-  nlohmann::json o{{"collective", to_string(s.collective)}, {"groups", s.groups}, {"group_size", s.group_size},
-                   {"algo", to_string(s.algo)},             {"time_s", s.time_s}, {"busbw_gbps", s.busbw_gbps}};
+  nlohmann::json o{{"collective", to_string(s.collective)},
+                   {"groups", s.groups},
+                   {"group_size", s.group_size},
+                   {"algo", to_string(s.algo)},
+                   {"time_s", s.time_s},
+                   {"busbw_gbps", s.busbw_gbps}};
   if (m == SimModel::Levels) {
     o["bottleneck"] = s.bottleneck_level;
     o["bottleneck_bytes"] = s.bottleneck_bytes;
@@ -119,14 +137,14 @@ std::string format_bytes(double b) {
 double parse_bytes(const std::string& s) { return parse_size(s, "--bytes"); }
 
 std::string steps_table(const std::vector<StepRecord>& steps, const std::string& indent) {
-  std::string out = fmt::format("{}{:>4}  {:<13} {:>9}  {:<11} {:>11} {:>9}  {}\n", indent, "step",
-                                "collective", "groups", "algo(nccl)", "time", "busbw", "bottleneck link (bytes)");
+  std::string out = fmt::format("{}{:>4}  {:<13} {:>9}  {:<11} {:>11} {:>9}  {}\n", indent, "step", "collective",
+                                "groups", "algo(nccl)", "time", "busbw", "bottleneck link (bytes)");
   int i = 0;
   for (const auto& s : steps) {
-    out += fmt::format("{}{:>4}  {:<13} {:>9}  {:<11} {:>11} {:>9}  {}\n", indent, i++,
-                       to_string(s.collective), fmt::format("{}x{}", s.groups, s.group_size),
-                       fmt::format("{}({})", to_string(s.algo), to_string(s.nccl_pick)),
-                       format_seconds(s.time_s), fmt::format("{:.1f}GB/s", s.busbw_gbps),
+    out += fmt::format("{}{:>4}  {:<13} {:>9}  {:<11} {:>11} {:>9}  {}\n", indent, i++, to_string(s.collective),
+                       fmt::format("{}x{}", s.groups, s.group_size),
+                       fmt::format("{}({})", to_string(s.algo), to_string(s.nccl_pick)), format_seconds(s.time_s),
+                       fmt::format("{:.1f}GB/s", s.busbw_gbps),
                        s.bottleneck ? fmt::format("{} ({})", s.bottleneck->link, format_bytes(s.bottleneck->bytes))
                                     : std::string("-"));
   }

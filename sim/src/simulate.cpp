@@ -8,8 +8,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "p2v/engine/json_reader.hpp"
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/json_reader.hpp"
 #include "p2v/engine/json_util.hpp"
 #include "p2v/engine/shape.hpp"
 #include "p2v/engine/text_util.hpp"
@@ -26,7 +26,8 @@ using nlohmann::json;
 SimModel choose_model(const std::string& name, const System& s) {
   if (name != "auto" && name != "graph" && name != "levels")
     throw Error("--model: expected graph, levels or auto, got '" + name + "'");
-  if (name == "levels" || (name == "auto" && s.topology_json.empty() && s.num_devices() > 2048)) return SimModel::Levels;
+  if (name == "levels" || (name == "auto" && s.topology_json.empty() && s.num_devices() > 2048))
+    return SimModel::Levels;
   return SimModel::Graph;
 }
 
@@ -39,7 +40,9 @@ std::size_t SimulateReport::best_matrix() const {
 
 namespace {
 
-bool wants_steps(const SimulateOptions& opt, std::size_t rank0) { return opt.program_steps || (opt.best_steps && rank0 == 0); }
+bool wants_steps(const SimulateOptions& opt, std::size_t rank0) {
+  return opt.program_steps || (opt.best_steps && rank0 == 0);
+}
 
 // The fields of a matrix record both models fill the same way.
 template <class Program>
@@ -48,8 +51,12 @@ void fill_programs(MatrixRecord& rec, const std::vector<Program>& programs, cons
   if (!programs.empty()) rec.best = BestRecord{programs.front().name, programs.front().time_s};
   rec.speedup = rec.allreduce_s / rec.best_s();
   for (std::size_t i = 0; i < programs.size() && (opt.list < 0 || static_cast<int>(i) < opt.list); ++i)
-    rec.programs.push_back({static_cast<int>(i) + 1, programs[i].name, programs[i].time_s,
-                            rec.allreduce_s / programs[i].time_s, std::nullopt, {}});
+    rec.programs.push_back({static_cast<int>(i) + 1,
+                            programs[i].name,
+                            programs[i].time_s,
+                            rec.allreduce_s / programs[i].time_s,
+                            std::nullopt,
+                            {}});
 }
 
 SimulateReport report_head(const System& system, const std::vector<int>& axes, const std::vector<int>& reduce,
@@ -100,7 +107,8 @@ SimulateRun simulate_levels(const System& system, const std::vector<int>& axes, 
                      [&](const LevelRanked& u, const LevelRanked& v) { return key(u.time_s) < key(v.time_s); });
     fill_programs(rec, ranked, opt);
     for (std::size_t i = 0; i < rec.programs.size(); ++i)
-      if (wants_steps(opt, i)) rec.programs[i].steps = step_records(lv.simulate(shape, ranked[i].cs, ranked[i].gs, opt.cost));
+      if (wants_steps(opt, i))
+        rec.programs[i].steps = step_records(lv.simulate(shape, ranked[i].cs, ranked[i].gs, opt.cost));
     run.report.results.push_back(std::move(rec));
   }
   return run;
@@ -123,15 +131,16 @@ std::vector<std::string> step_labels(const std::string& notation) {
 void draw(SimulateRun& run, const Simulator& simulator, const Placement& pl, const MatrixRanking& mr,
           const RankAccuracy* acc, const SimulateOptions& opt, const CostOptions& cost) {
   const auto& rep = run.report;
-  const std::string title = fmt::format("{} — matrix {}, reduce [{}], {} per device, {}", rep.system.name,
-                                        format_matrix_brackets(mr.matrix), fmt::join(rep.reduce, " "),
-                                        format_bytes(rep.bytes), rep.algo);
+  const std::string title =
+      fmt::format("{} — matrix {}, reduce [{}], {} per device, {}", rep.system.name, format_matrix_brackets(mr.matrix),
+                  fmt::join(rep.reduce, " "), format_bytes(rep.bytes), rep.algo);
   if (opt.svg_topology) {
     const bool single = opt.svg_program == 0;
     const RankedProgram* chosen = single ? nullptr : &mr.programs[static_cast<std::size_t>(opt.svg_program - 1)];
     const LoweredProgram prog = single ? single_allreduce(pl.reduction_groups()) : chosen->lowered;
     const auto pc = simulator.simulate(prog, cost);
-    const auto labels = single ? std::vector<std::string>{"single AllReduce over the reduction groups"} : step_labels(chosen->name);
+    const auto labels =
+        single ? std::vector<std::string>{"single AllReduce over the reduction groups"} : step_labels(chosen->name);
     const std::string what = single ? std::string("single AllReduce") : fmt::format("program #{}", opt.svg_program);
     run.topology_svg = topology_svg(simulator.topology(), prog, &pc,
                                     fmt::format("{} ({}): {}", what, format_seconds(pc.time_s), title), labels);
@@ -151,16 +160,18 @@ MatrixRecord graph_record(const Simulator& simulator, const Placement& pl, const
   rec.allreduce_s = mr.allreduce_s;
   rec.truncated = mr.truncated;
   if (opt.program_steps || opt.best_steps)
-    rec.allreduce_steps =
-        step_records(simulator.topology(), simulator.simulate(single_allreduce(pl.reduction_groups()), cost), opt.links);
+    rec.allreduce_steps = step_records(simulator.topology(),
+                                       simulator.simulate(single_allreduce(pl.reduction_groups()), cost), opt.links);
   fill_programs(rec, mr.programs, opt);
   if (acc)
-    rec.measured = MeasuredRecord{acc->measured,        acc->unmatched, acc->best_measured, acc->predicted_rank_of_best,
-                                  acc->spearman, acc->mean_abs_rel_error};
+    rec.measured =
+        MeasuredRecord{acc->measured, acc->unmatched,         acc->best_measured, acc->predicted_rank_of_best,
+                       acc->spearman, acc->mean_abs_rel_error};
   for (std::size_t i = 0; i < rec.programs.size(); ++i) {
     if (acc && acc->measured_s[i] > 0) rec.programs[i].measured_s = acc->measured_s[i];
     if (wants_steps(opt, i))
-      rec.programs[i].steps = step_records(simulator.topology(), simulator.simulate(mr.programs[i].lowered, cost), opt.links);
+      rec.programs[i].steps =
+          step_records(simulator.topology(), simulator.simulate(mr.programs[i].lowered, cost), opt.links);
   }
   return rec;
 }
@@ -209,7 +220,8 @@ SimulateRun simulate_graph(const System& system, const std::vector<int>& axes, c
   for (std::size_t i = 0; i < ranks.size(); ++i)
     run.report.results.push_back(
         graph_record(simulator, placement(ranks[i].matrix), ranks[i], accs.empty() ? nullptr : &accs[i], opt, cost));
-  if (!opt.measurements.empty()) run.report.measurements = measurements_record(simulator, opt.measurements, opt.cost.algo);
+  if (!opt.measurements.empty())
+    run.report.measurements = measurements_record(simulator, opt.measurements, opt.cost.algo);
   if (!ranks.empty() && (opt.svg_topology || opt.svg_ranking))
     draw(run, simulator, placement(ranks[pm].matrix), ranks[pm], accs.empty() ? nullptr : &accs[pm], opt, cost);
   return run;
@@ -254,7 +266,10 @@ json matrix_json(const MatrixRecord& rec, SimModel m) {
                      {"spearman", rec.measured->spearman},
                      {"mean_abs_rel_error", rec.measured->mean_abs_rel_error}};
   for (const auto& p : rec.programs) {
-    json pj{{"rank", p.rank}, {"program", p.program}, {"time_s", p.time_s}, {"speedup", p.speedup},
+    json pj{{"rank", p.rank},
+            {"program", p.program},
+            {"time_s", p.time_s},
+            {"speedup", p.speedup},
             {"steps", steps_json(p.steps, m)}};
     if (p.measured_s) pj["measured_s"] = *p.measured_s;
     r["programs"].push_back(std::move(pj));
@@ -304,8 +319,9 @@ std::vector<StepRecord> steps_from_json(const At& at, SimModel m) {
 
 MeasuredRecord measured_from_json(const At& at) {
   Object o(at);
-  MeasuredRecord m{o["programs"].int32(),       o["unmatched_rows"].int32(), o["best_measured"].string(),
-                   o["predicted_rank_of_best"].int32(), o["spearman"].number(), o["mean_abs_rel_error"].number()};
+  MeasuredRecord m{o["programs"].int32(),       o["unmatched_rows"].int32(),
+                   o["best_measured"].string(), o["predicted_rank_of_best"].int32(),
+                   o["spearman"].number(),      o["mean_abs_rel_error"].number()};
   o.finish();
   return m;
 }

@@ -44,21 +44,26 @@ void check_fields(const json& o, const std::set<std::string>& known, const std::
 
 Model parse_model_json(const std::string& text, const std::string& origin) {
   json j = parse_json_object(text, origin);
-  check_fields(j, {"name", "source", "how", "input", "batch", "grad_dtype", "state_bytes_per_param", "total_params", "layers"},
-               origin);
+  check_fields(
+      j, {"name", "source", "how", "input", "batch", "grad_dtype", "state_bytes_per_param", "total_params", "layers"},
+      origin);
   Model m;
   m.name = j.contains("name") && j["name"].is_string() ? j["name"].get<std::string>() : origin;
   if (j.contains("grad_dtype")) {
     const std::string d = j["grad_dtype"].is_string() ? j["grad_dtype"].get<std::string>() : j["grad_dtype"].dump();
-    if (d == "fp32") m.grad_bytes = 4;
-    else if (d == "fp16" || d == "bf16") m.grad_bytes = 2;
-    else throw Error(fmt::format("{}: grad_dtype: unknown '{}' (expected fp32, fp16 or bf16)", origin, d));
+    if (d == "fp32")
+      m.grad_bytes = 4;
+    else if (d == "fp16" || d == "bf16")
+      m.grad_bytes = 2;
+    else
+      throw Error(fmt::format("{}: grad_dtype: unknown '{}' (expected fp32, fp16 or bf16)", origin, d));
   }
   if (j.contains("state_bytes_per_param")) {
     m.state_bytes_per_param = number(j, "state_bytes_per_param", origin);
   }
   if (!j.contains("layers") || !j["layers"].is_array() || j["layers"].empty())
-    throw Error(origin + ": layers: missing or empty (a list of {name, params, fwd_flops|fwd_s, ...} in forward order)");
+    throw Error(origin +
+                ": layers: missing or empty (a list of {name, params, fwd_flops|fwd_s, ...} in forward order)");
   const auto& ls = j["layers"];
   for (std::size_t i = 0; i < ls.size(); ++i) {
     const std::string w = fmt::format("{}: layers[{}]", origin, i);
@@ -88,34 +93,32 @@ Model parse_model_json(const std::string& text, const std::string& origin) {
   return m;
 }
 
-Model load_model_file(const std::string& path) {
-  return parse_model_json(text::read_file(path, "model file"), path);
-}
+Model load_model_file(const std::string& path) { return parse_model_json(text::read_file(path, "model file"), path); }
 
-std::vector<LayerCost> layer_costs(const Model& m, const System& s, int data_parallel, int model_parallel,
-                                   bool zero) {
+std::vector<LayerCost> layer_costs(const Model& m, const System& s, int data_parallel, int model_parallel, bool zero) {
   if (data_parallel < 1 || model_parallel < 1) throw Error("step: parallel degrees must be positive");
   double flops_per_s = 0;
   for (const auto& l : m.layers)
     if (l.fwd_flops >= 0 && flops_per_s == 0) {
       if (!s.device || !(s.device->peak_tflops > 0) || !(s.device->efficiency > 0))
-        throw Error(fmt::format(
-            "model '{}' gives FLOPs (layer '{}') but system '{}' has no device numbers: add "
-            "\"device\": {{\"peak_tflops\": ..., \"efficiency\": ...}} to the system file, or measured fwd_s/bwd_s to the "
-            "model",
-            m.name, l.name, s.name));
+        throw Error(
+            fmt::format("model '{}' gives FLOPs (layer '{}') but system '{}' has no device numbers: add "
+                        "\"device\": {{\"peak_tflops\": ..., \"efficiency\": ...}} to the system file, or measured "
+                        "fwd_s/bwd_s to the "
+                        "model",
+                        m.name, l.name, s.name));
       flops_per_s = s.device->peak_tflops * 1e12 * s.device->efficiency;
     }
   if (s.device && s.device->memory_gb > 0) {
-    const double need = static_cast<double>(m.total_params()) * m.state_bytes_per_param / model_parallel /
-                        (zero ? data_parallel : 1);
+    const double need =
+        static_cast<double>(m.total_params()) * m.state_bytes_per_param / model_parallel / (zero ? data_parallel : 1);
     if (need > s.device->memory_gb * 1e9)
       throw Error(fmt::format(
           "model '{}' ({} parameters x {} bytes of state) needs {:.1f} GB per device on this placement (model-parallel "
           "degree {}{}), but a {} device has {} GB: shard more (more non-reduced axes{})",
           m.name, m.total_params(), m.state_bytes_per_param, need / 1e9, model_parallel,
-          zero ? fmt::format(", ZeRO over {}", data_parallel) : std::string(), s.device->name.empty() ? s.name : s.device->name,
-          s.device->memory_gb, zero ? "" : ", or --mode zero"));
+          zero ? fmt::format(", ZeRO over {}", data_parallel) : std::string(),
+          s.device->name.empty() ? s.name : s.device->name, s.device->memory_gb, zero ? "" : ", or --mode zero"));
   }
   std::vector<LayerCost> out;
   for (const auto& l : m.layers) {

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "p2v/engine/json_reader.hpp"
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/json_reader.hpp"
 #include "p2v/engine/json_util.hpp"
 #include "p2v/sim/rank.hpp"
 
@@ -50,7 +50,8 @@ std::pair<int, std::vector<int>> candidates(const MatrixRanking& rank, const Gro
 }
 
 PlacementPlan plan_placement(const Simulator& simulator, const Placement& pl, const std::vector<LayerCost>& lc,
-                             const std::vector<std::string>& level_names, const StepOptions& opt, const CostOptions& copt) {
+                             const std::vector<std::string>& level_names, const StepOptions& opt,
+                             const CostOptions& copt) {
   const auto rank = rank_placement(simulator, pl, level_names, opt.synth, copt);
   PlacementPlan pr;
   pr.matrix = rank.matrix;
@@ -79,12 +80,13 @@ PlacementPlan plan_placement(const Simulator& simulator, const Placement& pl, co
 
 }  // namespace
 
-StepRun plan_step(const Model& model, const System& system, const std::vector<int>& axes, const std::vector<int>& reduce,
-                  const std::vector<ParallelismMatrix>& matrices, const StepOptions& opt) {
+StepRun plan_step(const Model& model, const System& system, const std::vector<int>& axes,
+                  const std::vector<int>& reduce, const std::vector<ParallelismMatrix>& matrices,
+                  const StepOptions& opt) {
   StepRun run;
   for (std::size_t i = 0; i < axes.size(); ++i)
     (std::find(reduce.begin(), reduce.end(), static_cast<int>(i)) != reduce.end() ? run.data_parallel
-                                                                                   : run.model_parallel) *= axes[i];
+                                                                                  : run.model_parallel) *= axes[i];
   const auto lc = layer_costs(model, system, run.data_parallel, run.model_parallel, opt.zero);
   const Simulator simulator(system);
   CostOptions copt;
@@ -107,9 +109,18 @@ namespace {
 ScheduleRecord schedule_record(const StepResult& r, const std::vector<std::string>& names, const Model& m) {
   ScheduleRecord s{r.step_s, r.compute_s, r.fwd_s, r.bwd_s, r.sync_s, r.exposed_comm_s, r.autosync_s, {}};
   for (const auto& b : r.buckets) {
-    BucketRecord br{m.layers[static_cast<std::size_t>(b.first)].name, m.layers[static_cast<std::size_t>(b.last)].name,
-                    b.first, b.last, b.bytes, names[static_cast<std::size_t>(b.program)], b.ready_s, b.start_s,
-                    b.end_s, b.sync_s(), std::nullopt, std::nullopt};
+    BucketRecord br{m.layers[static_cast<std::size_t>(b.first)].name,
+                    m.layers[static_cast<std::size_t>(b.last)].name,
+                    b.first,
+                    b.last,
+                    b.bytes,
+                    names[static_cast<std::size_t>(b.program)],
+                    b.ready_s,
+                    b.start_s,
+                    b.end_s,
+                    b.sync_s(),
+                    std::nullopt,
+                    std::nullopt};
     if (b.gather_s() > 0) {
       br.gather_start_s = b.gather_start_s;
       br.gather_end_s = b.gather_end_s;
@@ -120,13 +131,19 @@ ScheduleRecord schedule_record(const StepResult& r, const std::vector<std::strin
 }
 
 json schedule_json(const ScheduleRecord& s) {
-  json j{{"step_s", s.step_s},       {"compute_s", s.compute_s},           {"forward_s", s.forward_s},
-         {"backward_s", s.backward_s}, {"sync_s", s.sync_s},               {"exposed_comm_s", s.exposed_comm_s},
+  json j{{"step_s", s.step_s},         {"compute_s", s.compute_s}, {"forward_s", s.forward_s},
+         {"backward_s", s.backward_s}, {"sync_s", s.sync_s},       {"exposed_comm_s", s.exposed_comm_s},
          {"autosync_s", s.autosync_s}, {"buckets", json::array()}};
   for (const auto& b : s.buckets) {
-    json bj{{"first_layer", b.first_layer}, {"last_layer", b.last_layer}, {"layers", {b.first, b.last}},
-            {"bytes", b.bytes},             {"program", b.program},       {"ready_s", b.ready_s},
-            {"start_s", b.start_s},         {"end_s", b.end_s},           {"sync_s", b.sync_s}};
+    json bj{{"first_layer", b.first_layer},
+            {"last_layer", b.last_layer},
+            {"layers", {b.first, b.last}},
+            {"bytes", b.bytes},
+            {"program", b.program},
+            {"ready_s", b.ready_s},
+            {"start_s", b.start_s},
+            {"end_s", b.end_s},
+            {"sync_s", b.sync_s}};
     if (b.gather_start_s) bj["gather_start_s"] = *b.gather_start_s;
     if (b.gather_end_s) bj["gather_end_s"] = *b.gather_end_s;
     j["buckets"].push_back(std::move(bj));
@@ -139,9 +156,9 @@ using engine::json_read::Object;
 
 // Reads the schedule fields of `o` (the top level or "chosen"); the caller finishes `o`.
 ScheduleRecord schedule_from_json(Object& o) {
-  ScheduleRecord s{o["step_s"].number(),      o["compute_s"].number(),      o["forward_s"].number(),
-                   o["backward_s"].number(),  o["sync_s"].number(),         o["exposed_comm_s"].number(),
-                   o["autosync_s"].number(),  {}};
+  ScheduleRecord s{
+      o["step_s"].number(), o["compute_s"].number(),      o["forward_s"].number(),  o["backward_s"].number(),
+      o["sync_s"].number(), o["exposed_comm_s"].number(), o["autosync_s"].number(), {}};
   o["buckets"].each([&](const At& at) {
     Object b(at);
     BucketRecord br;

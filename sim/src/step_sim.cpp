@@ -36,7 +36,8 @@ std::pair<double, double> SyncCosts::get(int p, double bytes) {
   const double full = sim_.time(prog, o);
   const std::size_t n = prefix_len_[static_cast<std::size_t>(p)];
   double pre = full;
-  if (n < prog.size()) pre = n == 0 ? 0.0 : sim_.time(LoweredProgram(prog.begin(), prog.begin() + static_cast<std::ptrdiff_t>(n)), o);
+  if (n < prog.size())
+    pre = n == 0 ? 0.0 : sim_.time(LoweredProgram(prog.begin(), prog.begin() + static_cast<std::ptrdiff_t>(n)), o);
   const std::pair<double, double> r{pre, full - pre};
   cache_.emplace(k, r);
   return r;

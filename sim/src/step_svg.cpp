@@ -3,9 +3,9 @@
 
 #include <algorithm>
 
+#include "p2v/engine/text_util.hpp"
 #include "p2v/sim/cost.hpp"
 #include "p2v/sim/step.hpp"
-#include "p2v/engine/text_util.hpp"
 
 namespace p2v::sim::step {
 
@@ -35,8 +35,7 @@ std::string step_svg(const StepResult& r, const std::vector<std::string>& progra
   };
   const char* names[] = {"forward", "backward", "grad sync", "param gather"};
   for (int i = 0; i < lanes; ++i)
-    o += fmt::format("<text x=\"10\" y=\"{:.1f}\">{}</text>\n", top + i * (lane + 12) + lane / 2 + 4,
-                     names[i]);
+    o += fmt::format("<text x=\"10\" y=\"{:.1f}\">{}</text>\n", top + i * (lane + 12) + lane / 2 + 4, names[i]);
   const auto L = r.layer_fwd_start.size();
   for (std::size_t i = 0; i < L; ++i) {
     const double fe = i + 1 < L ? r.layer_fwd_start[i + 1] : r.fwd_s;
@@ -56,13 +55,16 @@ std::string step_svg(const StepResult& r, const std::vector<std::string>& progra
     if (zero) box(3, k.gather_start_s, k.gather_end_s, fill, fmt::format("gather bucket {}", b));
   }
   double y = top + lanes * (lane + 12) + 20;
-  o += fmt::format("<text x=\"10\" y=\"{:.1f}\">0</text><text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n",
-                   y - 6, W - right, y - 6, sim::format_seconds(r.step_s));
+  o +=
+      fmt::format("<text x=\"10\" y=\"{:.1f}\">0</text><text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n",
+                  y - 6, W - right, y - 6, sim::format_seconds(r.step_s));
   for (std::size_t p = 0; p < program_names.size(); ++p) {
-    bool used = std::any_of(r.buckets.begin(), r.buckets.end(), [&](const Bucket& b) { return b.program == static_cast<int>(p); });
+    bool used = std::any_of(r.buckets.begin(), r.buckets.end(),
+                            [&](const Bucket& b) { return b.program == static_cast<int>(p); });
     if (!used) continue;
-    o += fmt::format("<rect x=\"10\" y=\"{:.1f}\" width=\"12\" height=\"12\" fill=\"{}\"/><text x=\"28\" y=\"{:.1f}\">{}</text>\n",
-                     y, pal[p % 8], y + 10, text::xml_escape(program_names[p]));
+    o += fmt::format(
+        "<rect x=\"10\" y=\"{:.1f}\" width=\"12\" height=\"12\" fill=\"{}\"/><text x=\"28\" y=\"{:.1f}\">{}</text>\n",
+        y, pal[p % 8], y + 10, text::xml_escape(program_names[p]));
     y += 16;
   }
   return o + "</svg>\n";

@@ -1,9 +1,9 @@
 #include "p2v/sim/svg.hpp"
 
+#include <fmt/core.h>
 #include <algorithm>
 #include <cmath>
 #include <deque>
-#include <fmt/core.h>
 #include <limits>
 
 #include "p2v/engine/text_util.hpp"
@@ -17,9 +17,8 @@ namespace {
 std::string esc(const std::string& s) { return text::xml_escape(s); }
 
 // A palette of distinguishable fills (cycled when a step has more groups).
-const char* kPalette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",
-                          "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac", "#1f77b4", "#2ca02c",
-                          "#d62728", "#9467bd", "#8c564b", "#17becf"};
+const char* kPalette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
+                          "#9c755f", "#bab0ac", "#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#17becf"};
 
 }  // namespace
 
@@ -76,9 +75,11 @@ std::string topology_svg(const Topology& t, const LoweredProgram& prog, const Pr
         x[static_cast<std::size_t>(v)] = n ? s / n : width / 2;
         vs.push_back(v);
       }
-    std::stable_sort(vs.begin(), vs.end(), [&](int a, int b) { return x[static_cast<std::size_t>(a)] < x[static_cast<std::size_t>(b)]; });
+    std::stable_sort(vs.begin(), vs.end(),
+                     [&](int a, int b) { return x[static_cast<std::size_t>(a)] < x[static_cast<std::size_t>(b)]; });
     for (std::size_t i = 1; i < vs.size(); ++i)
-      x[static_cast<std::size_t>(vs[i])] = std::max(x[static_cast<std::size_t>(vs[i])], x[static_cast<std::size_t>(vs[i - 1])] + 70);
+      x[static_cast<std::size_t>(vs[i])] =
+          std::max(x[static_cast<std::size_t>(vs[i])], x[static_cast<std::size_t>(vs[i - 1])] + 70);
   }
   const double layer_h = 60, panel_top = 30;
   const double panel_h = panel_top + max_layer * layer_h + 70;
@@ -121,18 +122,25 @@ std::string topology_svg(const Topology& t, const LoweredProgram& prog, const Pr
       const double b = std::max(busy[e], ed.reverse >= 0 ? busy[static_cast<std::size_t>(ed.reverse)] : 0.0);
       const double u = maxbusy > 0 ? b / maxbusy : 0.0;
       const bool bottleneck = sc && (static_cast<int>(e) == sc->bottleneck_edge || ed.reverse == sc->bottleneck_edge);
-      const std::string color = bottleneck ? "#d62728" : (u > 0 ? fmt::format("rgb({},{},{})", 90 + int(120 * u), 90, 90) : "#c8c8c8");
+      const std::string color =
+          bottleneck ? "#d62728" : (u > 0 ? fmt::format("rgb({},{},{})", 90 + int(120 * u), 90, 90) : "#c8c8c8");
       const double wdt = 1 + 4 * u;
-      const double x1 = x[static_cast<std::size_t>(ed.from)], y1 = y(ed.from), x2 = x[static_cast<std::size_t>(ed.to)], y2 = y(ed.to);
-      const std::string tip = fmt::format("<title>{} ({}, {:.1f} GB/s){}</title>", esc(t.edge_name(static_cast<int>(e))), esc(ed.kind),
-                                          ed.bandwidth / 1e9, b > 0 ? fmt::format(": busy {}", format_seconds(b)) : "");
+      const double x1 = x[static_cast<std::size_t>(ed.from)], y1 = y(ed.from), x2 = x[static_cast<std::size_t>(ed.to)],
+                   y2 = y(ed.to);
+      const std::string tip =
+          fmt::format("<title>{} ({}, {:.1f} GB/s){}</title>", esc(t.edge_name(static_cast<int>(e))), esc(ed.kind),
+                      ed.bandwidth / 1e9, b > 0 ? fmt::format(": busy {}", format_seconds(b)) : "");
       if (V[static_cast<std::size_t>(ed.from)].is_device() && V[static_cast<std::size_t>(ed.to)].is_device()) {
         const double dip = 12 + 0.12 * std::fabs(x2 - x1);
-        o += fmt::format("<path d=\"M{:.1f},{:.1f} Q{:.1f},{:.1f} {:.1f},{:.1f}\" fill=\"none\" stroke=\"{}\" stroke-width=\"{:.1f}\">{}</path>\n",
-                         x1, y1 + 7, (x1 + x2) / 2, y1 + 7 + dip, x2, y2 + 7, color, wdt, tip);
+        o += fmt::format(
+            "<path d=\"M{:.1f},{:.1f} Q{:.1f},{:.1f} {:.1f},{:.1f}\" fill=\"none\" stroke=\"{}\" "
+            "stroke-width=\"{:.1f}\">{}</path>\n",
+            x1, y1 + 7, (x1 + x2) / 2, y1 + 7 + dip, x2, y2 + 7, color, wdt, tip);
       } else {
-        o += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" stroke-width=\"{:.1f}\">{}</line>\n",
-                         x1, y1, x2, y2, color, wdt, tip);
+        o += fmt::format(
+            "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" "
+            "stroke-width=\"{:.1f}\">{}</line>\n",
+            x1, y1, x2, y2, color, wdt, tip);
       }
     }
     // Group of each device in this step.
@@ -151,15 +159,21 @@ std::string topology_svg(const Topology& t, const LoweredProgram& prog, const Pr
       if (vx.is_device()) {
         const int g = grp[static_cast<std::size_t>(vx.device)];
         const std::string fill = g >= 0 ? kPalette[static_cast<std::size_t>(g) % std::size(kPalette)] : "#eeeeee";
-        o += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"16\" height=\"14\" rx=\"2\" fill=\"{}\" stroke=\"#333\"><title>{} (device {}){}</title></rect>\n",
-                         X - 8, Y - 7, fill, esc(vx.name), vx.device, g >= 0 ? fmt::format(", group {}", g) : "");
-        o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" font-size=\"7\">{}</text>\n", X, Y + 3, vx.device);
+        o += fmt::format(
+            "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"16\" height=\"14\" rx=\"2\" fill=\"{}\" stroke=\"#333\"><title>{} "
+            "(device {}){}</title></rect>\n",
+            X - 8, Y - 7, fill, esc(vx.name), vx.device, g >= 0 ? fmt::format(", group {}", g) : "");
+        o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" font-size=\"7\">{}</text>\n", X, Y + 3,
+                         vx.device);
       } else {
-        o += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"60\" height=\"16\" rx=\"4\" fill=\"#f7f7f7\" stroke=\"#555\"><title>{} ({})</title></rect>\n",
-                         X - 30, Y - 8, esc(vx.name), esc(vx.kind));
+        o += fmt::format(
+            "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"60\" height=\"16\" rx=\"4\" fill=\"#f7f7f7\" "
+            "stroke=\"#555\"><title>{} ({})</title></rect>\n",
+            X - 30, Y - 8, esc(vx.name), esc(vx.kind));
         std::string nm = vx.name;
         if (nm.size() > 12) nm = nm.substr(nm.size() - 12);
-        o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" font-size=\"8\">{}</text>\n", X, Y + 3, esc(nm));
+        o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" font-size=\"8\">{}</text>\n", X, Y + 3,
+                         esc(nm));
       }
     }
   }
@@ -167,7 +181,8 @@ std::string topology_svg(const Topology& t, const LoweredProgram& prog, const Pr
   return o;
 }
 
-std::string ranking_svg(const std::vector<RankPoint>& pts, double allreduce_s, const std::string& title, int label_top) {
+std::string ranking_svg(const std::vector<RankPoint>& pts, double allreduce_s, const std::string& title,
+                        int label_top) {
   const double W = 900, plot_h = 360, left = 80, right = 20, top = 40;
   const int nlab = std::min<int>(label_top, static_cast<int>(pts.size()));
   const double H = top + plot_h + 50 + 14.0 * (nlab + 2);
@@ -199,20 +214,26 @@ std::string ranking_svg(const std::vector<RankPoint>& pts, double allreduce_s, c
   const std::size_t n = std::max<std::size_t>(pts.size(), 1);
   auto X = [&](std::size_t i) { return left + pw * (static_cast<double>(i) + 0.5) / static_cast<double>(n); };
   std::string o = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" font-family=\"sans-serif\" font-size=\"10\">\n"
-      "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"10\" y=\"20\" font-size=\"13\" font-weight=\"bold\">{}</text>\n",
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" font-family=\"sans-serif\" "
+      "font-size=\"10\">\n"
+      "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"10\" y=\"20\" font-size=\"13\" "
+      "font-weight=\"bold\">{}</text>\n",
       W, H, esc(title));
-  o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n", left, top, pw, plot_h);
+  o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n", left, top,
+                   pw, plot_h);
   // y ticks
   if (logy) {
     for (double v = ylo; v <= yhi * 1.0001; v *= 10) {
-      o += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>\n", left, left + pw, Y(v), Y(v));
-      o += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", left - 4, Y(v) + 3, format_seconds(v));
+      o += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>\n", left, left + pw,
+                       Y(v), Y(v));
+      o += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", left - 4, Y(v) + 3,
+                       format_seconds(v));
     }
   } else {
     for (int k = 0; k <= 5; ++k) {
       const double v = yhi * k / 5;
-      o += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>\n", left, left + pw, Y(v), Y(v));
+      o += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>\n", left, left + pw,
+                       Y(v), Y(v));
       o += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", left - 4, Y(v) + 3,
                        k == 0 ? std::string("0") : format_seconds(v));
     }
@@ -221,32 +242,43 @@ std::string ranking_svg(const std::vector<RankPoint>& pts, double allreduce_s, c
   {
     const std::size_t step = std::max<std::size_t>(1, (pts.size() + 9) / 10);
     for (std::size_t i = 0; i < pts.size(); i += step)
-      o += fmt::format("<text x=\"{:.1f}\" y=\"{:.0f}\" text-anchor=\"middle\">{}</text>\n", X(i), top + plot_h + 14, i + 1);
+      o += fmt::format("<text x=\"{:.1f}\" y=\"{:.0f}\" text-anchor=\"middle\">{}</text>\n", X(i), top + plot_h + 14,
+                       i + 1);
   }
-  o += fmt::format("<text x=\"{:.0f}\" y=\"{:.0f}\" text-anchor=\"middle\">program rank (by predicted time), {} programs</text>\n",
-                   left + pw / 2, top + plot_h + 30, pts.size());
+  o += fmt::format(
+      "<text x=\"{:.0f}\" y=\"{:.0f}\" text-anchor=\"middle\">program rank (by predicted time), {} programs</text>\n",
+      left + pw / 2, top + plot_h + 30, pts.size());
   if (allreduce_s > 0 && (!logy || allreduce_s >= ylo)) {
-    o += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#d62728\" stroke-dasharray=\"6 4\"/>\n", left,
-                     left + pw, Y(allreduce_s), Y(allreduce_s));
-    o += fmt::format("<text x=\"{}\" y=\"{:.1f}\" fill=\"#d62728\" text-anchor=\"end\">single AllReduce {}</text>\n", left + pw - 4,
-                     Y(allreduce_s) - 4, format_seconds(allreduce_s));
+    o += fmt::format(
+        "<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#d62728\" stroke-dasharray=\"6 4\"/>\n", left,
+        left + pw, Y(allreduce_s), Y(allreduce_s));
+    o += fmt::format("<text x=\"{}\" y=\"{:.1f}\" fill=\"#d62728\" text-anchor=\"end\">single AllReduce {}</text>\n",
+                     left + pw - 4, Y(allreduce_s) - 4, format_seconds(allreduce_s));
   }
   std::string line;
-  for (std::size_t i = 0; i < pts.size(); ++i) line += fmt::format("{}{:.1f},{:.1f}", i ? " " : "", X(i), Y(pts[i].predicted_s));
+  for (std::size_t i = 0; i < pts.size(); ++i)
+    line += fmt::format("{}{:.1f},{:.1f}", i ? " " : "", X(i), Y(pts[i].predicted_s));
   if (!pts.empty()) o += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"#4e79a7\"/>\n", line);
   for (std::size_t i = 0; i < pts.size(); ++i) {
-    o += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.5\" fill=\"#4e79a7\"><title>#{} {}: {}</title></circle>\n", X(i),
-                     Y(pts[i].predicted_s), i + 1, esc(pts[i].label), format_seconds(pts[i].predicted_s));
+    o += fmt::format(
+        "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.5\" fill=\"#4e79a7\"><title>#{} {}: {}</title></circle>\n", X(i),
+        Y(pts[i].predicted_s), i + 1, esc(pts[i].label), format_seconds(pts[i].predicted_s));
     if (pts[i].measured_s > 0)
-      o += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"5\" height=\"5\" fill=\"#f28e2b\"><title>#{} measured {}</title></rect>\n",
-                       X(i) - 2.5, Y(pts[i].measured_s) - 2.5, i + 1, format_seconds(pts[i].measured_s));
+      o += fmt::format(
+          "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"5\" height=\"5\" fill=\"#f28e2b\"><title>#{} measured "
+          "{}</title></rect>\n",
+          X(i) - 2.5, Y(pts[i].measured_s) - 2.5, i + 1, format_seconds(pts[i].measured_s));
   }
   double ly = top + plot_h + 50;
-  o += fmt::format("<text x=\"10\" y=\"{:.0f}\"><tspan fill=\"#4e79a7\">● predicted</tspan>  <tspan fill=\"#f28e2b\">■ measured</tspan>  "
-                   "<tspan fill=\"#d62728\">- - single AllReduce</tspan></text>\n", ly);
+  o += fmt::format(
+      "<text x=\"10\" y=\"{:.0f}\"><tspan fill=\"#4e79a7\">● predicted</tspan>  <tspan fill=\"#f28e2b\">■ "
+      "measured</tspan>  "
+      "<tspan fill=\"#d62728\">- - single AllReduce</tspan></text>\n",
+      ly);
   for (int i = 0; i < nlab; ++i) {
     ly += 14;
-    o += fmt::format("<text x=\"10\" y=\"{:.0f}\">#{} {}  {}</text>\n", ly, i + 1, format_seconds(pts[static_cast<std::size_t>(i)].predicted_s),
+    o += fmt::format("<text x=\"10\" y=\"{:.0f}\">#{} {}  {}</text>\n", ly, i + 1,
+                     format_seconds(pts[static_cast<std::size_t>(i)].predicted_s),
                      esc(pts[static_cast<std::size_t>(i)].label));
   }
   o += "</svg>\n";

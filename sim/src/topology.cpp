@@ -1,17 +1,17 @@
 #include "p2v/sim/topology.hpp"
 
+#include <fmt/core.h>
 #include <algorithm>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/dijkstra_shortest_paths.hpp>
 #include <cmath>
-#include <fmt/core.h>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "p2v/engine/json_reader.hpp"
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/json_reader.hpp"
 
 namespace p2v::sim {
 
@@ -64,8 +64,10 @@ Template parse_template(const std::string& text, const std::string& sysname) {
   }
   t.scope = o["scope"].string();
   if (uplink) {
-    if (uplink->raw().is_string()) t.uplinks.push_back(uplink->string());
-    else uplink->each([&](const engine::json_read::At& u) { t.uplinks.push_back(u.string()); });
+    if (uplink->raw().is_string())
+      t.uplinks.push_back(uplink->string());
+    else
+      uplink->each([&](const engine::json_read::At& u) { t.uplinks.push_back(u.string()); });
     if (t.uplinks.empty()) uplink->fail("must be a vertex name or a non-empty list of them (one per NIC)");
   }
   if (vertices)
@@ -80,8 +82,10 @@ Template parse_template(const std::string& text, const std::string& sysname) {
     Template::L x;
     x.a = l["a"].string();
     x.b = l["b"].string();
-    if (const auto k = l.optional("kind")) x.kind = k->string();
-    else x.kind = "link";
+    if (const auto k = l.optional("kind"))
+      x.kind = k->string();
+    else
+      x.kind = "link";
     const auto bw = l["bandwidth_gbps"];
     x.bw = non_negative(bw);
     if (x.bw <= 0) bw.fail("must be positive");
@@ -101,8 +105,8 @@ int Topology::add_vertex(std::string name, std::string kind, int device, int dep
   return static_cast<int>(vertices_.size()) - 1;
 }
 
-void Topology::add_link(int a, int b, double bw, double lat, const std::string& kind,
-                        const std::string& cls, double path_scale, double flow_bw) {
+void Topology::add_link(int a, int b, double bw, double lat, const std::string& kind, const std::string& cls,
+                        double path_scale, double flow_bw) {
   const int e = static_cast<int>(edges_.size());
   edges_.push_back({a, b, bw, lat, kind, cls, e + 1, flow_bw});
   edges_.push_back({b, a, bw, lat, kind, cls, e, flow_bw});
@@ -116,15 +120,17 @@ Topology Topology::build(const System& s) {
   if (L == 0) throw Error(fmt::format("system '{}': no levels", s.name));
   const auto nd64 = s.num_devices();
   if (nd64 > 2048)
-    throw Error(fmt::format("system '{}': {} devices; the simulator handles at most 2048 (it stores a route per device pair)", s.name,
-                            nd64));
+    throw Error(
+        fmt::format("system '{}': {} devices; the simulator handles at most 2048 (it stores a route per device pair)",
+                    s.name, nd64));
   t.num_devices_ = static_cast<int>(nd64);
   const auto& leaf_name = s.levels.back().name;
   // below[l] = devices inside one instance of level l (below[-1] -> all).
   std::vector<int> below(static_cast<std::size_t>(L) + 1, 1);
   for (int l = L - 1; l >= 0; --l)
     below[static_cast<std::size_t>(l)] =
-        (l == L - 1) ? 1 : below[static_cast<std::size_t>(l) + 1] * s.levels[static_cast<std::size_t>(l) + 1].cardinality;
+        (l == L - 1) ? 1
+                     : below[static_cast<std::size_t>(l) + 1] * s.levels[static_cast<std::size_t>(l) + 1].cardinality;
   auto devs_in = [&](int l) {  // devices inside one instance of level l (l = -1: root)
     return l < 0 ? t.num_devices_ : below[static_cast<std::size_t>(l)];
   };
@@ -140,17 +146,20 @@ Topology Topology::build(const System& s) {
       for (int l = 0; l < L; ++l)
         if (s.levels[static_cast<std::size_t>(l)].name == tmpl.scope) scope = l;
       if (scope == -2)
-        throw Error(fmt::format("system '{}': \"topology\".scope '{}' is not a level (use a level "
-                                "name or \"root\")",
-                                s.name, tmpl.scope));
+        throw Error(
+            fmt::format("system '{}': \"topology\".scope '{}' is not a level (use a level "
+                        "name or \"root\")",
+                        s.name, tmpl.scope));
       if (scope == L - 1)
-        throw Error(fmt::format("system '{}': \"topology\".scope '{}' is the device level; use a "
-                                "level above it",
-                                s.name, tmpl.scope));
+        throw Error(
+            fmt::format("system '{}': \"topology\".scope '{}' is the device level; use a "
+                        "level above it",
+                        s.name, tmpl.scope));
       if (tmpl.uplinks.empty())
-        throw Error(fmt::format("system '{}': \"topology\" needs \"uplink\": the vertex through "
-                                "which one '{}' reaches the rest of the system",
-                                s.name, tmpl.scope));
+        throw Error(
+            fmt::format("system '{}': \"topology\" needs \"uplink\": the vertex through "
+                        "which one '{}' reaches the rest of the system",
+                        s.name, tmpl.scope));
     }
     t.explicit_ = true;
   }
@@ -169,19 +178,21 @@ Topology Topology::build(const System& s) {
     }
     for (const auto& v : tmpl.vertices) {
       if (local.count(v.name))
-        throw Error(fmt::format("system '{}': \"topology\" vertex '{}' is defined twice (devices "
-                                "are named {}0..{}{})",
-                                s.name, v.name, leaf_name, leaf_name, m - 1));
+        throw Error(
+            fmt::format("system '{}': \"topology\" vertex '{}' is defined twice (devices "
+                        "are named {}0..{}{})",
+                        s.name, v.name, leaf_name, leaf_name, m - 1));
       local[v.name] = t.add_vertex(pre + v.name, v.kind, -1, 1);
     }
     for (const auto& l : tmpl.links) {
       auto a = local.find(l.a), b = local.find(l.b);
       for (const auto* nm : {&l.a, &l.b})
         if (!local.count(*nm))
-          throw Error(fmt::format("system '{}': \"topology\" link names unknown vertex '{}' "
-                                  "(devices are {}0..{}{}; other vertices must be listed in "
-                                  "\"vertices\")",
-                                  s.name, *nm, leaf_name, leaf_name, m - 1));
+          throw Error(
+              fmt::format("system '{}': \"topology\" link names unknown vertex '{}' "
+                          "(devices are {}0..{}{}; other vertices must be listed in "
+                          "\"vertices\")",
+                          s.name, *nm, leaf_name, leaf_name, m - 1));
       t.add_link(a->second, b->second, l.bw * 1e9, l.lat * 1e-6, l.kind, l.kind, 1.0);
     }
     if (scope < 0) return {};
@@ -209,26 +220,27 @@ Topology Topology::build(const System& s) {
     const std::string pre = path.empty() ? "" : path + "/";
     if (child.cardinality == 1) return self(self, l + 1, pre + child.name + "0", first);
     if (!child.interconnect)
-      throw Error(fmt::format("system '{}': level '{}' has {} instances but no \"interconnect\"; "
-                              "the simulator needs its bandwidth and latency (or a \"topology\" "
-                              "section)",
-                              s.name, child.name, child.cardinality));
+      throw Error(
+          fmt::format("system '{}': level '{}' has {} instances but no \"interconnect\"; "
+                      "the simulator needs its bandwidth and latency (or a \"topology\" "
+                      "section)",
+                      s.name, child.name, child.cardinality));
     const auto& ic = *child.interconnect;
     if (!(ic.bandwidth_gbps > 0))
-      throw Error(fmt::format("system '{}': level '{}': interconnect bandwidth must be positive",
-                              s.name, child.name));
+      throw Error(fmt::format("system '{}': level '{}': interconnect bandwidth must be positive", s.name, child.name));
     const int hub = t.add_vertex((path.empty() ? std::string("root") : path) + ":" + to_string(ic.kind),
-                                 ic.kind == LinkKind::Nic ? "network" : to_string(ic.kind), -1,
-                                 L - 1 - l);
+                                 ic.kind == LinkKind::Nic ? "network" : to_string(ic.kind), -1, L - 1 - l);
     for (int c = 0; c < child.cardinality; ++c) {
       for (int port : self(self, l + 1, pre + child.name + std::to_string(c), first + c * per))
-        t.add_link(port, hub, ic.bandwidth_gbps * 1e9, ic.latency_us * 1e-6 / 2, to_string(ic.kind),
-                   child.name, 0.5, ic.flow_bandwidth_gbps * 1e9);
+        t.add_link(port, hub, ic.bandwidth_gbps * 1e9, ic.latency_us * 1e-6 / 2, to_string(ic.kind), child.name, 0.5,
+                   ic.flow_bandwidth_gbps * 1e9);
     }
     return {hub};
   };
-  if (scope == -1) instantiate("", 0);
-  else build_rec(build_rec, -1, "", 0);
+  if (scope == -1)
+    instantiate("", 0);
+  else
+    build_rec(build_rec, -1, "", 0);
 
   // node_of: index at the outermost level with more than one instance.
   int outer = -1;
@@ -239,8 +251,7 @@ Topology Topology::build(const System& s) {
     }
   t.node_of_.resize(static_cast<std::size_t>(t.num_devices_));
   t.num_nodes_ = outer < 0 ? 1 : s.levels[static_cast<std::size_t>(outer)].cardinality;
-  for (int d = 0; d < t.num_devices_; ++d)
-    t.node_of_[static_cast<std::size_t>(d)] = outer < 0 ? 0 : d / devs_in(outer);
+  for (int d = 0; d < t.num_devices_; ++d) t.node_of_[static_cast<std::size_t>(d)] = outer < 0 ? 0 : d / devs_in(outer);
   for (int d = 0; d < t.num_devices_; ++d)
     if (t.device_vertex_[static_cast<std::size_t>(d)] < 0)
       throw Error(fmt::format("system '{}': device {} has no vertex", s.name, d));
@@ -250,8 +261,8 @@ Topology Topology::build(const System& s) {
 
 void Topology::compute_routes() {
   using namespace boost;
-  using Graph = adjacency_list<vecS, vecS, directedS, no_property,
-                               property<edge_weight_t, double, property<edge_index_t, int>>>;
+  using Graph =
+      adjacency_list<vecS, vecS, directedS, no_property, property<edge_weight_t, double, property<edge_index_t, int>>>;
   const int V = static_cast<int>(vertices_.size());
   const int D = num_devices_;
   // Devices do not forward: device d's vertex keeps its outgoing edges; its incoming edges go to
@@ -275,20 +286,20 @@ void Topology::compute_routes() {
   std::vector<int> pred_edge(static_cast<std::size_t>(V + D), -1);
   for (int a = 0; a < D; ++a) {
     const auto src = static_cast<std::size_t>(device_vertex_[static_cast<std::size_t>(a)]);
-    dijkstra_shortest_paths(
-        g, src,
-        predecessor_map(make_iterator_property_map(pred.begin(), get(vertex_index, g)))
-            .distance_map(make_iterator_property_map(dist.begin(), get(vertex_index, g))));
+    dijkstra_shortest_paths(g, src,
+                            predecessor_map(make_iterator_property_map(pred.begin(), get(vertex_index, g)))
+                                .distance_map(make_iterator_property_map(dist.begin(), get(vertex_index, g))));
     for (int b = 0; b < D; ++b) {
       const auto i = static_cast<std::size_t>(a) * D + b;
       route_begin_[i] = route_edges_.size();
       if (a == b) continue;
       std::size_t v = static_cast<std::size_t>(V + b);
       if (pred[v] == v || dist[v] == std::numeric_limits<double>::max())
-        throw Error(fmt::format("topology: device {} ({}) cannot reach device {} ({}); every "
-                                "device needs a path that does not pass through another device",
-                                a, vertices_[src].name, b,
-                                vertices_[static_cast<std::size_t>(device_vertex_[static_cast<std::size_t>(b)])].name));
+        throw Error(
+            fmt::format("topology: device {} ({}) cannot reach device {} ({}); every "
+                        "device needs a path that does not pass through another device",
+                        a, vertices_[src].name, b,
+                        vertices_[static_cast<std::size_t>(device_vertex_[static_cast<std::size_t>(b)])].name));
       std::vector<int> path;
       while (v != src) {
         const auto u = pred[v];
@@ -328,8 +339,7 @@ void Topology::recompute_route_latency() {
 
 std::string Topology::edge_name(int e) const {
   const auto& ed = edges_[static_cast<std::size_t>(e)];
-  return vertices_[static_cast<std::size_t>(ed.from)].name + "->" +
-         vertices_[static_cast<std::size_t>(ed.to)].name;
+  return vertices_[static_cast<std::size_t>(ed.from)].name + "->" + vertices_[static_cast<std::size_t>(ed.to)].name;
 }
 
 std::vector<std::string> Topology::classes() const {
@@ -364,9 +374,8 @@ std::pair<double, double> Topology::class_params(const std::string& cls) const {
 }
 
 std::string Topology::describe() const {
-  std::string out = fmt::format("{} devices, {} vertices, {} links{}\n", num_devices_,
-                                vertices_.size(), edges_.size() / 2,
-                                explicit_ ? " (explicit topology section)" : "");
+  std::string out = fmt::format("{} devices, {} vertices, {} links{}\n", num_devices_, vertices_.size(),
+                                edges_.size() / 2, explicit_ ? " (explicit topology section)" : "");
   for (const auto& c : classes()) {
     auto [bw, lat] = class_params(c);
     int n = 0;
@@ -376,8 +385,8 @@ std::string Topology::describe() const {
         ++n;
         kind = e.kind;
       }
-    out += fmt::format("  class {:<10} kind {:<8} {:>4} links  {:>8.2f} GB/s  {:>6.2f} us\n", c,
-                       kind, n / 2, bw / 1e9, lat * 1e6);
+    out += fmt::format("  class {:<10} kind {:<8} {:>4} links  {:>8.2f} GB/s  {:>6.2f} us\n", c, kind, n / 2, bw / 1e9,
+                       lat * 1e6);
   }
   return out;
 }

@@ -4,11 +4,11 @@
 
 #include <fmt/core.h>
 
+#include <sys/wait.h>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <cstdlib>
-#include <sys/wait.h>
 #include <random>
 #include <sstream>
 
@@ -65,13 +65,16 @@ bool engine_says_valid(const json& c) {
   for (std::size_t i = 0; i < levels.size(); ++i) names.push_back(fmt::format("l{}", i));
   engine::Placement p(levels, c.at("axes").get<std::vector<int>>(), c.at("matrix").get<engine::ParallelismMatrix>(),
                       c.at("reduce").get<std::vector<int>>());
-  auto h = engine::make_hierarchy(p, names, engine::parse_hierarchy_kind(c.at("hierarchy").at("kind").get<std::string>()));
+  auto h =
+      engine::make_hierarchy(p, names, engine::parse_hierarchy_kind(c.at("hierarchy").at("kind").get<std::string>()));
   const int k = h.num_local();
   auto goal = engine::StateSet::goal(k, engine::local_goal_groups(h, p));
   auto s = engine::StateSet::initial(k), next = s;
   for (const auto& st : c.at("program").at("steps")) {
     const std::string form = st.at("form").get<std::string>();
-    auto fk = form == "Inside" ? engine::FormKind::Inside : form == "Parallel" ? engine::FormKind::Parallel : engine::FormKind::Master;
+    auto fk = form == "Inside"     ? engine::FormKind::Inside
+              : form == "Parallel" ? engine::FormKind::Parallel
+                                   : engine::FormKind::Master;
     // The checker needs no "e" for Inside (the groups do not depend on it).
     const int e = fk == engine::FormKind::Inside ? -1 : st.at("e").get<int>();
     auto g = engine::form_groups(h, st.at("slice").get<int>(), fk, e);
@@ -127,37 +130,80 @@ TEST_CASE("tampered certificates are rejected with a reason") {
     CHECK_MESSAGE(!v.ok, what);
     CHECK_MESSAGE(v.reason.find(expect) != std::string::npos, what << ": reason was '" << v.reason << "'");
   };
-  rejected("changed collective", [](json& c) {
-    auto& s = c["program"]["steps"][1];
-    s["collective"] = s["collective"] == "AllReduce" ? "Reduce" : "AllReduce";
-  }, "step 2");
-  rejected("swapped steps", [](json& c) { std::swap(c["program"]["steps"][0], c["program"]["steps"][2]); }, "step");
-  rejected("dropped step", [](json& c) {
-    c["program"]["steps"].erase(2);
-    c["program"]["size"] = 2;
-    c["lowered"].erase(2);
-    c["states"].erase(3);
-  }, "goal");
-  rejected("changed group", [](json& c) { std::swap(c["program"]["steps"][0]["groups"][0][0], c["program"]["steps"][0]["groups"][1][0]); }, "groups");
-  rejected("changed lowered group", [](json& c) { c["lowered"][0]["groups"][0][0] = 7; }, "lowered");
-  rejected("changed slice", [](json& c) {
-    auto& s = c["program"]["steps"][0];
-    s["slice"] = s["slice"] == 0 ? 1 : 0;
-  }, "step 1");
-  rejected("changed state", [](json& c) { c["states"][2][0] = "0-3:0"; }, "state after step 2");
-  rejected("changed final state", [](json& c) { c["states"][3][1] = "0-3:0-2"; }, "state after step 3");
-  rejected("changed matrix", [](json& c) { c["matrix"] = json::array({json::array({2, 1}), json::array({1, 4})}); }, "hierarchy");
-  rejected("matrix not a parallelism matrix", [](json& c) { c["matrix"][0][0] = 3; }, "matrix");
-  rejected("changed reduction axes", [](json& c) { c["reduce"] = json::array({0}); }, "");
-  rejected("changed goal", [](json& c) { c["goal_groups"] = json::array({json::array({0, 1}), json::array({2, 3})}); }, "goal");
-  rejected("changed hierarchy", [](json& c) { c["hierarchy"]["cards"] = json::array({1, 4, 2}); }, "hierarchy");
-  rejected("changed levels", [](json& c) { c["levels"] = json::array({4, 2}); }, "");
-  rejected("wrong format", [](json& c) { c["format"] = "p2v-certificate/0"; }, "format");
-  rejected("Master with Reduce", [](json& c) {
-    for (auto& s : c["program"]["steps"])
-      if (s["form"] == "Master") s["collective"] = "Reduce";
-  }, "Master carries AllReduce only");
-  rejected("not JSON", [](json& c) { c = "{"; }, "");
+  rejected(
+      "changed collective",
+      [](json& c) {
+        auto& s = c["program"]["steps"][1];
+        s["collective"] = s["collective"] == "AllReduce" ? "Reduce" : "AllReduce";
+      },
+      "step 2");
+  rejected(
+      "swapped steps", [](json& c) { std::swap(c["program"]["steps"][0], c["program"]["steps"][2]); }, "step");
+  rejected(
+      "dropped step",
+      [](json& c) {
+        c["program"]["steps"].erase(2);
+        c["program"]["size"] = 2;
+        c["lowered"].erase(2);
+        c["states"].erase(3);
+      },
+      "goal");
+  rejected(
+      "changed group",
+      [](json& c) { std::swap(c["program"]["steps"][0]["groups"][0][0], c["program"]["steps"][0]["groups"][1][0]); },
+      "groups");
+  rejected(
+      "changed lowered group", [](json& c) { c["lowered"][0]["groups"][0][0] = 7; }, "lowered");
+  rejected(
+      "changed slice",
+      [](json& c) {
+        auto& s = c["program"]["steps"][0];
+        s["slice"] = s["slice"] == 0 ? 1 : 0;
+      },
+      "step 1");
+  rejected(
+      "changed state", [](json& c) { c["states"][2][0] = "0-3:0"; }, "state after step 2");
+  rejected(
+      "changed final state", [](json& c) { c["states"][3][1] = "0-3:0-2"; }, "state after step 3");
+  rejected(
+      "changed matrix",
+      [](json& c) {
+        c["matrix"] = json::array({json::array({2, 1}), json::array({1, 4})});
+      },
+      "hierarchy");
+  rejected(
+      "matrix not a parallelism matrix", [](json& c) { c["matrix"][0][0] = 3; }, "matrix");
+  rejected(
+      "changed reduction axes", [](json& c) { c["reduce"] = json::array({0}); }, "");
+  rejected(
+      "changed goal",
+      [](json& c) {
+        c["goal_groups"] = json::array({json::array({0, 1}), json::array({2, 3})});
+      },
+      "goal");
+  rejected(
+      "changed hierarchy",
+      [](json& c) {
+        c["hierarchy"]["cards"] = json::array({1, 4, 2});
+      },
+      "hierarchy");
+  rejected(
+      "changed levels",
+      [](json& c) {
+        c["levels"] = json::array({4, 2});
+      },
+      "");
+  rejected(
+      "wrong format", [](json& c) { c["format"] = "p2v-certificate/0"; }, "format");
+  rejected(
+      "Master with Reduce",
+      [](json& c) {
+        for (auto& s : c["program"]["steps"])
+          if (s["form"] == "Master") s["collective"] = "Reduce";
+      },
+      "Master carries AllReduce only");
+  rejected(
+      "not JSON", [](json& c) { c = "{"; }, "");
 }
 
 TEST_CASE("fuzz: random mutations of certificates never crash the checker nor pass an invalid program") {
@@ -175,8 +221,9 @@ TEST_CASE("fuzz: random mutations of certificates never crash the checker nor pa
     seeds.push_back(c.dump(1));
   }
   std::mt19937_64 rng(12345);
-  const char* tokens[] = {"0", "1", "2", "7", "-1", "999999999999", "\"\"", "null", "[]", "{}", ",", ":", "\"0-7:0-7\"",
-                          "\"AllReduce\"", "\"Master\"", "\"Parallel\"", "true", "1e3", "\"d\"", "\"a\""};
+  const char* tokens[] = {"0",    "1",   "2",     "7",    "-1",          "999999999999",  "\"\"",       "null",
+                          "[]",   "{}",  ",",     ":",    "\"0-7:0-7\"", "\"AllReduce\"", "\"Master\"", "\"Parallel\"",
+                          "true", "1e3", "\"d\"", "\"a\""};
   int accepted = 0, invalid_accepted = 0;
   const int iters = std::getenv("P2V_FUZZ_ITERS") ? std::atoi(std::getenv("P2V_FUZZ_ITERS")) : 3000;
   for (int it = 0; it < iters; ++it) {
@@ -185,11 +232,21 @@ TEST_CASE("fuzz: random mutations of certificates never crash the checker nor pa
     for (int m = 0; m < nmut && !s.empty(); ++m) {
       const std::size_t pos = rng() % s.size();
       switch (rng() % 5) {
-        case 0: s[pos] = static_cast<char>(rng() % 128); break;                      // byte flip
-        case 1: s.erase(pos, 1 + rng() % 8); break;                                  // delete
-        case 2: s.insert(pos, tokens[rng() % std::size(tokens)]); break;             // insert token
-        case 3: if (std::isdigit(static_cast<unsigned char>(s[pos]))) s[pos] = static_cast<char>('0' + rng() % 10); break;
-        case 4: s.insert(pos, s.substr(rng() % s.size(), 1 + rng() % 16)); break;    // duplicate a chunk
+        case 0:
+          s[pos] = static_cast<char>(rng() % 128);
+          break;  // byte flip
+        case 1:
+          s.erase(pos, 1 + rng() % 8);
+          break;  // delete
+        case 2:
+          s.insert(pos, tokens[rng() % std::size(tokens)]);
+          break;  // insert token
+        case 3:
+          if (std::isdigit(static_cast<unsigned char>(s[pos]))) s[pos] = static_cast<char>('0' + rng() % 10);
+          break;
+        case 4:
+          s.insert(pos, s.substr(rng() % s.size(), 1 + rng() % 16));
+          break;  // duplicate a chunk
       }
     }
     auto v = checker::check_certificate(s);

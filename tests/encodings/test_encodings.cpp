@@ -20,8 +20,7 @@ using smt::SolverKind;
 
 namespace {
 
-std::set<engine::LoweredProgram> lowered_set(const engine::SynthResult& r,
-                                             const std::vector<engine::Program>& progs) {
+std::set<engine::LoweredProgram> lowered_set(const engine::SynthResult& r, const std::vector<engine::Program>& progs) {
   std::set<engine::LoweredProgram> s;
   for (const auto& p : progs) s.insert(engine::lower(r, p));
   return s;
@@ -115,7 +114,9 @@ TEST_CASE("three levels: [1 2 2 2], and Master with all collectives") {
   differential(h2, all_local(h2), 4, {}, engine::MasterCollectives::All);
 }
 
-TEST_CASE("design alternatives give the same sets: one-hot, push/pop, non-incremental, last-step lemma, per-row vectors, per-instruction, functional") {
+TEST_CASE(
+    "design alternatives give the same sets: one-hot, push/pop, non-incremental, last-step lemma, per-row vectors, "
+    "per-instruction, functional") {
   auto h = engine::make_plain_hierarchy({1, 2, 2});
   SearchOptions o;
   o.choice = ChoiceEncoding::OneHot;
@@ -159,8 +160,8 @@ TEST_CASE("hierarchy (a) with several reduction groups as the goal") {
   const auto sys = engine::parse_system_inline("node=2,gpu=2");
   std::vector<std::string> names{"node", "gpu"};
   engine::Placement p(sys.cardinalities(), {2, 2}, {{1, 2}, {2, 1}}, {0});
-  for (auto kind : {engine::HierarchyKind::System, engine::HierarchyKind::ColumnBased,
-                    engine::HierarchyKind::RowBased}) {
+  for (auto kind :
+       {engine::HierarchyKind::System, engine::HierarchyKind::ColumnBased, engine::HierarchyKind::RowBased}) {
     auto h = engine::make_hierarchy(p, names, kind);
     differential(h, engine::local_goal_groups(h, p), 4);
   }
@@ -276,7 +277,8 @@ TEST_CASE("shape encoding = concrete encoding = enumerator on small systems") {
     const engine::Placement p(sys.cardinalities(), c.axes, c.x, c.reduce);
     const auto h = engine::make_hierarchy(p, names, engine::HierarchyKind::ReductionAxes);
     const auto concrete = engine::synthesize(h, all_local(h), so);
-    const auto shape = engine::make_shape(sys.cardinalities(), names, c.x, c.reduce, engine::HierarchyKind::ReductionAxes);
+    const auto shape =
+        engine::make_shape(sys.cardinalities(), names, c.x, c.reduce, engine::HierarchyKind::ReductionAxes);
     const auto symbolic = engine::synthesize_shape(shape, so);
     const auto sc = make_search_problem(h, concrete.instructions, all_local(h));
     const auto ss = make_search_problem(symbolic.hierarchy, symbolic.instructions, all_local(symbolic.hierarchy));
@@ -321,8 +323,9 @@ TEST_CASE("certify: confirming the enumerator's set (closure and per bound) agre
       auto missing = r.programs;
       missing.erase(missing.begin() + 1);
       CHECK_THROWS_AS(confirm_by_closure(kind, sp, missing, so.max_size), Error);
-      if (cards.size() < 4) CHECK_THROWS_WITH_AS(confirm_programs(kind, sp, missing, so.max_size),
-                                                 doctest::Contains("does not list"), Error);
+      if (cards.size() < 4)
+        CHECK_THROWS_WITH_AS(confirm_programs(kind, sp, missing, so.max_size), doctest::Contains("does not list"),
+                             Error);
       // A set with an invalid program (the first one with its steps reversed, or doubled).
       auto extra = r.programs;
       engine::Program bad = r.programs.back();

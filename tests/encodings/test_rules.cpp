@@ -1,10 +1,10 @@
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <sys/wait.h>
 
 #include "p2v/encodings/rules.hpp"
 #include "p2v/engine/error.hpp"
@@ -113,7 +113,8 @@ TEST_CASE("end to end: p2v rules list/show/prove/derive, p2v rewrite, p2v check 
   CHECK(slurp(out).find("unknown rule 'nope'") != std::string::npos);
   CHECK(run("rules prove ar-rs-ag neg-ar-ar --max-devices 4 --certificates " + dir) == 0);
   CHECK(slurp(out).find("proved up to 4 devices only") != std::string::npos);
-  CHECK(slurp(out).find("counterexample: shape 2 (2 devices): device 0, chunk 0, source 0: 2 vs 1") != std::string::npos);
+  CHECK(slurp(out).find("counterexample: shape 2 (2 devices): device 0, chunk 0, source 0: 2 vs 1") !=
+        std::string::npos);
   CHECK(run("check " + dir + "/ar-rs-ag.json " + dir + "/neg-ar-ar.json") == 0);
   CHECK(run("rules prove ar-rs-ag --max-devices 4 --all-sizes") == 3);
   // User equations on a system: AllReduce twice is refuted (exit 1), the hierarchical form proved.

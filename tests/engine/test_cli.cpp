@@ -1,15 +1,15 @@
 // End-to-end tests of the p2v binary, run as a user would.
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
 #include <array>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <sys/wait.h>
 
-#include "naive.hpp"
 #include <map>
+#include "naive.hpp"
 
 namespace {
 

@@ -46,8 +46,8 @@ Written write_all(const std::string& system, const std::vector<int>& axes, const
         rec.shape = s->signature();
         for (auto c : s->cards()) rec.hierarchy.push_back(static_cast<int>(c));
       } else {
-        r = synthesize(Placement(sys.cardinalities(), axes, x, reduce), sys.level_names(),
-                       HierarchyKind::ReductionAxes, opt);
+        r = synthesize(Placement(sys.cardinalities(), axes, x, reduce), sys.level_names(), HierarchyKind::ReductionAxes,
+                       opt);
         rec.hierarchy = r.hierarchy.cards;
       }
       rec.matrix = x;
@@ -105,8 +105,8 @@ TEST_CASE("p2v-synth/2 explicit steps equal the engine's lowering") {
   const auto x = f.results.at(0).matrix;
   SynthOptions opt;
   opt.max_size = 3;
-  const auto r = synthesize(Placement(sys.cardinalities(), {4}, x, {0}), sys.level_names(),
-                            HierarchyKind::ReductionAxes, opt);
+  const auto r =
+      synthesize(Placement(sys.cardinalities(), {4}, x, {0}), sys.level_names(), HierarchyKind::ReductionAxes, opt);
   REQUIRE(f.results[0].programs.size() == r.programs.size());
   for (std::size_t i = 0; i < r.programs.size(); ++i)
     CHECK(*lowered_program(f.results[0], f.results[0].programs[i]) == lower(r, r.programs[i]));
@@ -121,22 +121,27 @@ TEST_CASE("p2v-synth/2 reader refuses malformed files, naming the field") {
     return refusal(j.dump());
   };
   CHECK(refusal(w.text) == "(accepted)");
-  CHECK(refusal("{") .find("t.json: malformed JSON") != std::string::npos);
+  CHECK(refusal("{").find("t.json: malformed JSON") != std::string::npos);
   CHECK(edited([](auto& j) { j.erase("format"); }).find("t.json: format: missing") != std::string::npos);
-  CHECK(edited([](auto& j) { j["format"] = "p2v-synth/3"; }).find("\"p2v-synth/3\" is not a version this p2v reads") != std::string::npos);
+  CHECK(edited([](auto& j) { j["format"] = "p2v-synth/3"; }).find("\"p2v-synth/3\" is not a version this p2v reads") !=
+        std::string::npos);
   CHECK(edited([](auto& j) { j["format"] = "p2v-simulate/1"; }).find("expected \"p2v-synth/2\"") != std::string::npos);
   CHECK(edited([](auto& j) { j["extra"] = 1; }).find("t.json: extra: unknown field") != std::string::npos);
-  CHECK(edited([](auto& j) { j["results"][0].erase("matrix"); })
-            .find("t.json: results[0].matrix: missing") != std::string::npos);
-  CHECK(edited([](auto& j) { j["results"][0]["instructions"][1]["collective"] = "AllSum"; })
-            .find("AllSum") != std::string::npos);
-  CHECK(edited([](auto& j) { j["results"][0]["instructions"][0]["vary"][0]["levle"] = "x"; })
-            .find("t.json: results[0].instructions[0].vary[0].levle: unknown field") != std::string::npos);
-  CHECK(edited([](auto& j) { j["results"][0]["programs"][0]["steps"] = {999}; })
-            .find("t.json: results[0].programs[0]: step 999 is not an index") != std::string::npos);
-  CHECK(edited([](auto& j) { j["results"][0]["programs"][0]["size"] = 7; })
-            .find("results[0].programs[0].size: 7, but the program has 1 steps") != std::string::npos);
-  CHECK(edited([](auto& j) { j["results"][0]["programs"][1]["steps"] = {2, 1}; })
-            .find("does not match its steps") != std::string::npos);
+  CHECK(edited([](auto& j) { j["results"][0].erase("matrix"); }).find("t.json: results[0].matrix: missing") !=
+        std::string::npos);
+  CHECK(edited([](auto& j) { j["results"][0]["instructions"][1]["collective"] = "AllSum"; }).find("AllSum") !=
+        std::string::npos);
+  CHECK(edited([](auto& j) {
+          j["results"][0]["instructions"][0]["vary"][0]["levle"] = "x";
+        }).find("t.json: results[0].instructions[0].vary[0].levle: unknown field") != std::string::npos);
+  CHECK(edited([](auto& j) {
+          j["results"][0]["programs"][0]["steps"] = {999};
+        }).find("t.json: results[0].programs[0]: step 999 is not an index") != std::string::npos);
+  CHECK(edited([](auto& j) {
+          j["results"][0]["programs"][0]["size"] = 7;
+        }).find("results[0].programs[0].size: 7, but the program has 1 steps") != std::string::npos);
+  CHECK(edited([](auto& j) {
+          j["results"][0]["programs"][1]["steps"] = {2, 1};
+        }).find("does not match its steps") != std::string::npos);
   CHECK(edited([](auto& j) { j["axes"] = "4"; }).find("t.json: axes: expected an array") != std::string::npos);
 }

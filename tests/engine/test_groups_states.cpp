@@ -34,8 +34,7 @@ TEST_CASE("Example 5.1: Table 2 groups on [1 2 2 4]") {
   CHECK(par_rack[0] == std::vector<int>{A, B, C, D});
   CHECK(par_rack[1] == std::vector<int>{A + 1, B + 1, C + 1, D + 1});
   CHECK(g(h, "cpu", FormKind::Master, "rack") == Groups{{A, B, C, D}});
-  CHECK(g(h, "server", FormKind::Inside, nullptr) ==
-        Groups{{0, 1, 2, 3, 4, 5, 6, 7}, {8, 9, 10, 11, 12, 13, 14, 15}});
+  CHECK(g(h, "server", FormKind::Inside, nullptr) == Groups{{0, 1, 2, 3, 4, 5, 6, 7}, {8, 9, 10, 11, 12, 13, 14, 15}});
   auto srv_par = g(h, "server", FormKind::Parallel, "rack");
   CHECK(srv_par.size() == 8);
   CHECK(srv_par[0] == std::vector<int>{A, C});

@@ -70,7 +70,8 @@ TEST_CASE("matrix enumeration equals brute force") {
 }
 
 TEST_CASE("bad axes, reductions and matrices are rejected with the reason") {
-  CHECK_THROWS_WITH_AS(check_axes({4, 16}, {4, 8}), doctest::Contains("product is 32 but the system has 64"), p2v::Error);
+  CHECK_THROWS_WITH_AS(check_axes({4, 16}, {4, 8}), doctest::Contains("product is 32 but the system has 64"),
+                       p2v::Error);
   CHECK_THROWS_WITH_AS(check_reduce({2}, 2), doctest::Contains("out of range"), p2v::Error);
   CHECK_THROWS_WITH_AS(check_reduce({0, 0}, 2), doctest::Contains("given twice"), p2v::Error);
   CHECK_THROWS_WITH_AS(parse_matrix("1 x;4 4"), doctest::Contains("not a positive integer"), p2v::Error);

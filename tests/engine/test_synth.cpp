@@ -44,7 +44,8 @@ bool naive_valid(const LoweredProgram& lp, int n, const Groups& goal_groups) {
 // is checked, not assumed).
 std::set<LoweredProgram> brute_force(const SynthResult& r, int n, const Groups& goal_groups, int L) {
   std::vector<LoweredStep> lowered;
-  for (const auto& in : r.instructions) lowered.push_back({in.collective, lower_groups(r.hierarchy, in.grouping.groups)});
+  for (const auto& in : r.instructions)
+    lowered.push_back({in.collective, lower_groups(r.hierarchy, in.grouping.groups)});
   const auto goal = naive::goal(n, goal_groups);
   std::set<LoweredProgram> out;
   LoweredProgram cur;
@@ -99,8 +100,9 @@ TEST_CASE("Example 5.2: the programs of Fig. 3 and Fig. 10 on [1 2 4]") {
 TEST_CASE("--master-collectives all admits the literal rules' extra programs") {
   auto r = synth_plain({1, 2, 4}, {"root", "node", "gpu"}, 4, MasterCollectives::All);
   auto s = names(r);
-  CHECK(s.count("Reduce@(node,Inside) ; ReduceScatter@(node,Master(root)) ; Broadcast@(node,Inside) ; "
-                "AllGather@(node,Parallel(root))"));
+  CHECK(
+      s.count("Reduce@(node,Inside) ; ReduceScatter@(node,Master(root)) ; Broadcast@(node,Inside) ; "
+              "AllGather@(node,Parallel(root))"));
   CHECK(r.programs.size() > synth_plain({1, 2, 4}, {"root", "node", "gpu"}, 4).programs.size());
 }
 
@@ -129,12 +131,12 @@ TEST_CASE("exhaustive: the enumerator's set equals brute force over all sequence
     int L;
   };
   std::vector<Case> cases{
-      {{2, 4}, {8}, {{2, 4}}, {0}, HierarchyKind::ReductionAxes, 4},              // [1 2 4]
-      {{2, 2, 2}, {8}, {{2, 2, 2}}, {0}, HierarchyKind::ReductionAxes, 4},        // three levels
-      {{4, 2}, {2, 4}, {{2, 1}, {2, 2}}, {1}, HierarchyKind::ReductionAxes, 4},   // part of the system
-      {{2, 4}, {2, 4}, {{2, 1}, {1, 4}}, {1}, HierarchyKind::System, 3},          // (a), 8 devices
-      {{2, 4}, {2, 4}, {{1, 2}, {2, 2}}, {1}, HierarchyKind::ColumnBased, 3},     // (b)
-      {{2, 4}, {2, 4}, {{1, 2}, {2, 2}}, {1}, HierarchyKind::RowBased, 3},        // (c)
+      {{2, 4}, {8}, {{2, 4}}, {0}, HierarchyKind::ReductionAxes, 4},             // [1 2 4]
+      {{2, 2, 2}, {8}, {{2, 2, 2}}, {0}, HierarchyKind::ReductionAxes, 4},       // three levels
+      {{4, 2}, {2, 4}, {{2, 1}, {2, 2}}, {1}, HierarchyKind::ReductionAxes, 4},  // part of the system
+      {{2, 4}, {2, 4}, {{2, 1}, {1, 4}}, {1}, HierarchyKind::System, 3},         // (a), 8 devices
+      {{2, 4}, {2, 4}, {{1, 2}, {2, 2}}, {1}, HierarchyKind::ColumnBased, 3},    // (b)
+      {{2, 4}, {2, 4}, {{1, 2}, {2, 2}}, {1}, HierarchyKind::RowBased, 3},       // (c)
       {{2, 4}, {2, 2, 2}, {{1, 2}, {2, 1}, {1, 2}}, {0, 2}, HierarchyKind::ReductionUncollapsed, 4},
   };
   // (a) cannot express a reduction whose groups straddle its levels: none at all here.

@@ -60,7 +60,7 @@ TEST_CASE("inline systems") {
 }
 
 TEST_CASE("bad system files name the field and the problem") {
-  CHECK(error_of("{\"levels\": [") .find("malformed JSON") != std::string::npos);
+  CHECK(error_of("{\"levels\": [").find("malformed JSON") != std::string::npos);
   CHECK(error_of("[]").find("top level must be a JSON object") != std::string::npos);
   CHECK(error_of("{}").find("levels: missing") != std::string::npos);
   CHECK(error_of("{\"levels\": []}").find("at least one level") != std::string::npos);

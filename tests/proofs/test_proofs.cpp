@@ -1,10 +1,10 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
 #include <cstdio>
 #include <fstream>
 #include <string>
-#include <sys/wait.h>
 
 #include "p2v/engine/error.hpp"
 #include "p2v/proofs/expressiveness.hpp"
@@ -105,7 +105,8 @@ TEST_CASE("suite files: errors name the problem; expectations are enforced") {
   }
   CHECK(run("prove --solver none --suite " + f) == 0);
   // The minimal witness without its expectations fails the run.
-  CHECK(run("prove --solver none --system node=2,gpu=4 --axes 2,4 --reduce 0,1 --matrix \"1 2;2 2\" --max-size 2") == 1);
+  CHECK(run("prove --solver none --system node=2,gpu=4 --axes 2,4 --reduce 0,1 --matrix \"1 2;2 2\" --max-size 2") ==
+        1);
   CHECK(run("prove --system node=2,gpu=4") == 2);  // missing --axes/--reduce
   std::remove(f.c_str());
 }

@@ -33,11 +33,11 @@ struct Case {
 }  // namespace
 
 TEST_CASE("prove on the smallest instance equals prove on the devices, exhaustively on small systems") {
-  const std::vector<Case> cases{{"node=3,gpu=2", {6}},       {"node=4,gpu=3", {12}},      {"node=2,gpu=4", {2, 4}},
-                                {"node=2,gpu=6", {2, 6}},     {"node=3,gpu=4", {3, 4}},    {"node=4,gpu=4", {4, 4}},
-                                {"a=2,b=3,c=2", {12}},        {"a=2,b=3,c=2", {2, 6}},     {"a=3,b=1,c=4", {6, 2}},
-                                {"a=2,b=2,c=3", {3, 2, 2}},   {"node=2,gpu=8", {2, 8}},    {"node=4,gpu=6", {4, 6}},
-                                {"node=4,gpu=6", {8, 3}},     {"a=3,b=2,c=2", {3, 4}},     {"a=2,b=3,c=1,d=2", {6, 2}},
+  const std::vector<Case> cases{{"node=3,gpu=2", {6}},          {"node=4,gpu=3", {12}},   {"node=2,gpu=4", {2, 4}},
+                                {"node=2,gpu=6", {2, 6}},       {"node=3,gpu=4", {3, 4}}, {"node=4,gpu=4", {4, 4}},
+                                {"a=2,b=3,c=2", {12}},          {"a=2,b=3,c=2", {2, 6}},  {"a=3,b=1,c=4", {6, 2}},
+                                {"a=2,b=2,c=3", {3, 2, 2}},     {"node=2,gpu=8", {2, 8}}, {"node=4,gpu=6", {4, 6}},
+                                {"node=4,gpu=6", {8, 3}},       {"a=3,b=2,c=2", {3, 4}},  {"a=2,b=3,c=1,d=2", {6, 2}},
                                 {"a=2,b=3,c=1,d=2", {2, 3, 2}}, {"a=3,b=2,c=2,d=2", {24}}};
   int compared = 0, capped = 0, strict_or_failing = 0;
   for (const auto& c : cases) {
@@ -123,8 +123,8 @@ TEST_CASE("prove refuses what it cannot do, naming the limit, the size and what 
   const engine::ParallelismMatrix x{{4, 4, 8, 8}, {2, 2, 2, 1}, {2, 4, 2, 1}};
   CHECK_THROWS_WITH_AS(proofs::prove(sys, {1024, 8, 16}, {0}, x, opt),
                        doctest::Contains("has 10 factors >= 2, so its smallest instance"), p2v::Error);
-  CHECK_THROWS_WITH_AS(proofs::prove(sys, {1024, 8, 16}, {0}, x, opt),
-                       doctest::Contains("1024 devices; Theorem 3.2"), p2v::Error);
+  CHECK_THROWS_WITH_AS(proofs::prove(sys, {1024, 8, 16}, {0}, x, opt), doctest::Contains("1024 devices; Theorem 3.2"),
+                       p2v::Error);
   CHECK_THROWS_WITH_AS(proofs::prove(sys, {1024, 8, 16}, {0}, x, opt),
                        doctest::Contains("Choose a placement with at most 9 factors >= 2"), p2v::Error);
   opt.max_instance_devices = 16;

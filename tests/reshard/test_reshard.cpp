@@ -4,6 +4,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -13,7 +14,6 @@
 #include <random>
 #include <set>
 #include <string>
-#include <sys/wait.h>
 
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/reshard.hpp"
@@ -128,7 +128,8 @@ std::string replay(const rs::Plan& p, const rs::Program& prog) {
     buf = std::move(next);
   }
   for (std::int64_t d = 0; d < n; ++d)
-    if (buf[d] != tile(p.to, rs::offsets(p.to, p.mesh, d))) return "device " + std::to_string(d) + " holds the wrong tile";
+    if (buf[d] != tile(p.to, rs::offsets(p.to, p.mesh, d)))
+      return "device " + std::to_string(d) + " holds the wrong tile";
   return "";
 }
 
@@ -267,18 +268,28 @@ TEST_CASE("rules: results and every side condition") {
   // allgather removes the minor-most axis
   CHECK(rs::to_string(rs::apply(t, step(rs::Op::AllGather, 0, -1, {0}), m), m) == "[8{y}16,6{z}18]");
   CHECK(rs::to_string(rs::apply(t, step(rs::Op::AllGather, 0, -1, {0, 1}), m), m) == "[16,6{z}18]");
-  CHECK(error_of([&] { rs::apply(t, step(rs::Op::AllGather, 0, -1, {1}), m); }).find("axis y is not the first minor-most axis of dimension 0") != std::string::npos);
-  CHECK(error_of([&] { rs::apply(t, step(rs::Op::AllGather, 2, -1, {0}), m); }).find("dimension 2 does not exist") != std::string::npos);
+  CHECK(error_of([&] {
+          rs::apply(t, step(rs::Op::AllGather, 0, -1, {1}), m);
+        }).find("axis y is not the first minor-most axis of dimension 0") != std::string::npos);
+  CHECK(error_of([&] { rs::apply(t, step(rs::Op::AllGather, 2, -1, {0}), m); }).find("dimension 2 does not exist") !=
+        std::string::npos);
   // dynslice: unused axis, divisibility
   const auto u = rs::parse_type("[16,18]", m);
   CHECK(rs::to_string(rs::apply(u, step(rs::Op::DynSlice, 1, -1, {2}), m), m) == "[16,6{z}18]");
-  CHECK(error_of([&] { rs::apply(t, step(rs::Op::DynSlice, 1, -1, {0}), m); }).find("axis x is already used by dimension 0") != std::string::npos);
-  CHECK(error_of([&] { rs::apply(u, step(rs::Op::DynSlice, 0, -1, {2}), m); }).find("local size 16 of dimension 0 is not divisible by |z| = 3") != std::string::npos);
+  CHECK(error_of([&] {
+          rs::apply(t, step(rs::Op::DynSlice, 1, -1, {0}), m);
+        }).find("axis x is already used by dimension 0") != std::string::npos);
+  CHECK(error_of([&] {
+          rs::apply(u, step(rs::Op::DynSlice, 0, -1, {2}), m);
+        }).find("local size 16 of dimension 0 is not divisible by |z| = 3") != std::string::npos);
   // alltoall: minor-most axis of i, divisibility of j, distinct dimensions
   CHECK(rs::to_string(rs::apply(t, step(rs::Op::AllToAll, 0, 1, {0}), m), m) == "[8{y}16,3{x,z}18]");
-  CHECK(error_of([&] { rs::apply(t, step(rs::Op::AllToAll, 1, 0, {2}), m); }).find("local size 4 of dimension 0 is not divisible by |z| = 3") != std::string::npos);
+  CHECK(error_of([&] {
+          rs::apply(t, step(rs::Op::AllToAll, 1, 0, {2}), m);
+        }).find("local size 4 of dimension 0 is not divisible by |z| = 3") != std::string::npos);
   CHECK(error_of([&] { rs::apply(t, step(rs::Op::AllToAll, 0, 0, {0}), m); }).find("must differ") != std::string::npos);
-  CHECK(error_of([&] { rs::apply(t, step(rs::Op::AllToAll, 0, 1, {1}), m); }).find("not the first minor-most") != std::string::npos);
+  CHECK(error_of([&] { rs::apply(t, step(rs::Op::AllToAll, 0, 1, {1}), m); }).find("not the first minor-most") !=
+        std::string::npos);
   // allpermute: equal local types
   rs::Step p;
   p.op = rs::Op::AllPermute;
@@ -369,7 +380,8 @@ TEST_CASE("--memory above the bound lets gather-then-slice in") {
   CHECK(replay(loose, loose.program).empty());
 }
 
-TEST_CASE("random problems: within the bound, never costlier than the baseline, optimal up to the final permute, data") {
+TEST_CASE(
+    "random problems: within the bound, never costlier than the baseline, optimal up to the final permute, data") {
   for (int kind = 0; kind < 3; ++kind) {
     std::mt19937_64 rng(42 + static_cast<unsigned>(kind));
     for (int k = 0; k < 150; ++k) {
@@ -442,11 +454,12 @@ TEST_CASE("cli: p2v reshard --json and errors") {
   CHECK(t.code == 0);
   CHECK(t.out.find("alltoall(0,1)") != std::string::npos);
   CHECK(t.out.find("baseline") != std::string::npos);
-  for (const char* bad : {"--mesh devs=32 --from '[512,32{devs}1024]' --to '[1024,32{devs}1024]'",
-                          "--mesh devs=32 --from '[8{devs}1024,1024]' --to '[1024,1024]'",
-                          "--mesh x=4 --from '[8{z}32]' --to '[32]'", "--mesh x=4,y=2 --from '[8{x,x}64]' --to '[64]'",
-                          "--mesh x=3 --from '[32]' --to '[10{x}32]'", "--mesh x=4 --from '[8{x}32]' --to '[32]' --memory 64",
-                          "--mesh x=4 --from '[8{x}32]' --to '[32]' --cost topology"}) {
+  for (const char* bad :
+       {"--mesh devs=32 --from '[512,32{devs}1024]' --to '[1024,32{devs}1024]'",
+        "--mesh devs=32 --from '[8{devs}1024,1024]' --to '[1024,1024]'", "--mesh x=4 --from '[8{z}32]' --to '[32]'",
+        "--mesh x=4,y=2 --from '[8{x,x}64]' --to '[64]'", "--mesh x=3 --from '[32]' --to '[10{x}32]'",
+        "--mesh x=4 --from '[8{x}32]' --to '[32]' --memory 64",
+        "--mesh x=4 --from '[8{x}32]' --to '[32]' --cost topology"}) {
     const auto e = run_p2v(std::string("reshard ") + bad);
     CAPTURE(bad);
     CHECK(e.code == 2);
@@ -456,7 +469,7 @@ TEST_CASE("cli: p2v reshard --json and errors") {
 
 TEST_CASE("cli: --cost topology prices steps on the system's levels") {
   const auto o = run_p2v("reshard --mesh x=2,y=16 --from '[32{y}512,64{x}128]' --to '[512,4{x,y}128]' --system " +
-                     std::string(P2V_SOURCE_DIR) + "/examples/systems/a100-2node.json --cost topology --json");
+                         std::string(P2V_SOURCE_DIR) + "/examples/systems/a100-2node.json --cost topology --json");
   REQUIRE(o.code == 0);
   const auto j = nlohmann::json::parse(o.out);
   CHECK(j["time_s"].get<double>() > 0);

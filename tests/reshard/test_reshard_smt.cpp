@@ -22,7 +22,8 @@ TEST_CASE("smt: every collective step of synthesized programs is unsat in z3 and
           CAPTURE(q.from);
           CAPTURE(q.to);
           CAPTURE(rs::step_to_string(s.step, p.mesh));
-          CHECK(p2v::encodings::prove_reshard_step(solver, p.mesh, s.before, s.step, s.after).result == smt::Result::unsat);
+          CHECK(p2v::encodings::prove_reshard_step(solver, p.mesh, s.before, s.step, s.after).result ==
+                smt::Result::unsat);
           ++proved;
         }
       }

@@ -77,8 +77,8 @@ TEST_CASE("executor on threads: every program of a placement verified, faults ca
   CHECK(!ok);
   CHECK(rep.failure.find("after step 2 (AllReduce): rank 5") != std::string::npos);
   // A program that misses the goal fails the final check.
-  const auto partial = runtime::resolve_patterns(sys, x, {1}, engine::HierarchyKind::ReductionAxes,
-                                                 "AllReduce@(node,Inside)");
+  const auto partial =
+      runtime::resolve_patterns(sys, x, {1}, engine::HierarchyKind::ReductionAxes, "AllReduce@(node,Inside)");
   CHECK(!partial.reaches_goal);
   opt.fault_step = opt.fault_rank = -1;
   const auto rep2 = run_threads(partial.program, opt, &ok, &splits);

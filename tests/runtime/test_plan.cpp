@@ -89,7 +89,8 @@ std::vector<std::vector<long>> emulate(const runtime::Plan& plan, long epu) {
             const long* src = at(d, st.ranks[d].send, n * gs);
             for (long i = 0; i < n * gs; ++i) sum[i] += src[i];
           }
-          for (int m = 0; m < gs; ++m) std::copy(sum.begin() + m * n, sum.begin() + (m + 1) * n, at(g[m], st.ranks[g[m]].recv, n));
+          for (int m = 0; m < gs; ++m)
+            std::copy(sum.begin() + m * n, sum.begin() + (m + 1) * n, at(g[m], st.ranks[g[m]].recv, n));
           break;
         }
         case engine::Collective::AllGather: {
@@ -217,8 +218,8 @@ TEST_CASE("non-contiguous AllGather: packed in staging, then unpacked home") {
 
 TEST_CASE("Master step: one group, the other ranks idle") {
   auto s = setup(kFig2a, {4, 4}, {{1, 2, 1, 2}, {1, 1, 2, 2}}, {1});
-  auto prog = runtime::resolve_program(
-      s.h, "Reduce@(cpu,Inside) ; AllReduce@(cpu,Master(server)) ; Broadcast@(cpu,Inside)");
+  auto prog =
+      runtime::resolve_program(s.h, "Reduce@(cpu,Inside) ; AllReduce@(cpu,Master(server)) ; Broadcast@(cpu,Inside)");
   auto plan = runtime::make_plan(prog, 16, s.pl.reduction_groups(), 0);
   CHECK(plan.reaches_goal);
   int active = 0;

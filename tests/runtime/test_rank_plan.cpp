@@ -5,9 +5,9 @@
 // checked run compares against.
 #include <doctest/doctest.h>
 
+#include <fmt/core.h>
 #include <algorithm>
 #include <map>
-#include <fmt/core.h>
 
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/instruction.hpp"
@@ -150,9 +150,9 @@ TEST_CASE("rank plans at large sizes: a rank's own part only") {
     CHECK(p.final_copies.empty());
   }
   // Hierarchies (a)-(c) are checked on the whole system: refused above the state engine's size.
-  CHECK_THROWS_AS(runtime::resolve_patterns(sys, {{16, 32, 32, 8}}, {0}, HierarchyKind::System,
-                                            "AllReduce@(root,Inside)"),
-                  p2v::Error);
+  CHECK_THROWS_AS(
+      runtime::resolve_patterns(sys, {{16, 32, 32, 8}}, {0}, HierarchyKind::System, "AllReduce@(root,Inside)"),
+      p2v::Error);
 }
 
 TEST_CASE("validation on the smallest instance agrees with the system for every short program") {
@@ -166,8 +166,9 @@ TEST_CASE("validation on the smallest instance agrees with the system for every 
     engine::ParallelismMatrix x;
     std::vector<int> reduce;
   };
-  for (const P& p : {P{"node=2,gpu=6", {12}, {{2, 6}}, {0}}, P{"a=2,b=3,c=2", {2, 6}, {{2, 1, 1}, {1, 3, 2}}, {1}},
-                     P{"a=3,b=4", {6, 2}, {{3, 2}, {1, 2}}, {0}}, P{"a=3,b=2,c=2", {3, 4}, {{3, 1, 1}, {1, 2, 2}}, {0, 1}}}) {
+  for (const P& p :
+       {P{"node=2,gpu=6", {12}, {{2, 6}}, {0}}, P{"a=2,b=3,c=2", {2, 6}, {{2, 1, 1}, {1, 3, 2}}, {1}},
+        P{"a=3,b=4", {6, 2}, {{3, 2}, {1, 2}}, {0}}, P{"a=3,b=2,c=2", {3, 4}, {{3, 1, 1}, {1, 2, 2}}, {0, 1}}}) {
     const auto sys = engine::parse_system_arg(p.sys);
     engine::Placement pl(sys.cardinalities(), p.axes, p.x, p.reduce);
     const auto h = runtime::program_hierarchy(sys, pl, HierarchyKind::ReductionAxes);
@@ -202,8 +203,10 @@ TEST_CASE("validation on the smallest instance agrees with the system for every 
       }
       // Same verdict, and an invalid program fails at the same step.
       REQUIRE(real_error.empty() == shape_error.empty());
-      if (!real_error.empty()) REQUIRE(real_error.substr(0, real_error.find(':')) == shape_error.substr(0, shape_error.find(':')));
-      else REQUIRE(real_goal == shape_goal);
+      if (!real_error.empty())
+        REQUIRE(real_error.substr(0, real_error.find(':')) == shape_error.substr(0, shape_error.find(':')));
+      else
+        REQUIRE(real_goal == shape_goal);
       valid += real_error.empty();
       ++compared;
     }

@@ -20,8 +20,8 @@ TEST_CASE("topology: per-level tree of stars") {
   // 64 devices + 4 node switches + 1 network hub; 64 + 4 links.
   CHECK(t.vertices().size() == 69);
   CHECK(t.edges().size() == 2 * 68);
-  CHECK(t.route(0, 1).size() == 2);    // gpu -> switch -> gpu
-  CHECK(t.route(0, 16).size() == 4);   // gpu -> switch -> net -> switch -> gpu
+  CHECK(t.route(0, 1).size() == 2);   // gpu -> switch -> gpu
+  CHECK(t.route(0, 16).size() == 4);  // gpu -> switch -> net -> switch -> gpu
   CHECK(t.route(5, 5).empty());
   CHECK(t.route_latency(0, 1) == doctest::Approx(1e-6));
   CHECK(t.route_latency(0, 16) == doctest::Approx(6e-6));
@@ -57,9 +57,11 @@ TEST_CASE("topology: errors") {
   s.levels[0].interconnect = Interconnect{LinkKind::Nic, 1, 1};
   s.topology_json = R"({"scope":"node","uplink":"nic","links":[{"a":"gpu0","b":"gpu9","bandwidth_gbps":1}]})";
   CHECK_THROWS_AS(Topology::build(s), p2v::Error);
-  s.topology_json = R"({"scope":"node","uplink":"nic","vertices":[{"name":"nic"}],"links":[{"a":"gpu0","b":"nic","bandwidth_gbps":1}]})";
+  s.topology_json =
+      R"({"scope":"node","uplink":"nic","vertices":[{"name":"nic"}],"links":[{"a":"gpu0","b":"nic","bandwidth_gbps":1}]})";
   CHECK_THROWS_AS(Topology::build(s), p2v::Error);  // gpu1 unreachable
-  s.topology_json = R"({"scope":"node","uplink":"nic","vertices":[{"name":"nic"}],"links":[{"a":"gpu0","b":"nic","bandwidth_gbps":1},{"a":"gpu1","b":"nic","bandwidth_gbps":1}]})";
+  s.topology_json =
+      R"({"scope":"node","uplink":"nic","vertices":[{"name":"nic"}],"links":[{"a":"gpu0","b":"nic","bandwidth_gbps":1},{"a":"gpu1","b":"nic","bandwidth_gbps":1}]})";
   CHECK_NOTHROW(Topology::build(s));
   s.topology_json = R"({"scope":"rack","links":[]})";
   CHECK_THROWS_AS(Topology::build(s), p2v::Error);
@@ -154,7 +156,9 @@ TEST_CASE("monotonicity: more bytes never faster; a faster link never slower") {
     CAPTURE(file);
     const auto s = load_system_file(simtest::example(file));
     const int nd = static_cast<int>(s.num_devices());
-    const std::vector<int> axes = nd == 64 ? std::vector<int>{4, 16} : nd == 32 ? std::vector<int>{4, 8} : std::vector<int>{4, 4};
+    const std::vector<int> axes = nd == 64   ? std::vector<int>{4, 16}
+                                  : nd == 32 ? std::vector<int>{4, 8}
+                                             : std::vector<int>{4, 4};
     const auto progs = programs_of(s, axes, {0});
     REQUIRE(progs.size() > 10);
     Simulator sim(s);
@@ -220,7 +224,8 @@ TEST_CASE("topology: several NICs per node (uplink list) share the inter-node tr
     {"a":"gpu2","b":"pcie1","kind":"pcie","bandwidth_gbps":100},{"a":"gpu3","b":"pcie1","kind":"pcie","bandwidth_gbps":100},
     {"a":"pcie0","b":"pcie1","kind":"cpu","bandwidth_gbps":100},
     {"a":"pcie0","b":"nic0","kind":"pcie","bandwidth_gbps":100},{"a":"pcie1","b":"nic1","kind":"pcie","bandwidth_gbps":100}])";
-  const std::string verts = R"("vertices":[{"name":"pcie0"},{"name":"pcie1"},{"name":"nic0","kind":"nic"},{"name":"nic1","kind":"nic"}])";
+  const std::string verts =
+      R"("vertices":[{"name":"pcie0"},{"name":"pcie1"},{"name":"nic0","kind":"nic"},{"name":"nic1","kind":"nic"}])";
   CostOptions o;
   o.bytes = 1e9;
   const LoweredProgram prog{{Collective::AllReduce, {{0, 4}, {1, 5}, {2, 6}, {3, 7}}}};

@@ -139,8 +139,9 @@ TEST_CASE("formats: step --json round-trips and is strict") {
     CHECK(st::parse_step_report(j.dump(), "step.json") == rep);
     json bad = j;
     bad["chosen"]["buckets"][0]["layer"] = 1;
-    CHECK(error_of([&] { st::parse_step_report(bad.dump(), "step.json"); })
-              .find("step.json: chosen.buckets[0].layer: unknown field") != std::string::npos);
+    CHECK(error_of([&] {
+            st::parse_step_report(bad.dump(), "step.json");
+          }).find("step.json: chosen.buckets[0].layer: unknown field") != std::string::npos);
     bad = j;
     bad["placements"][0].erase("fixed_step_s");
     CHECK(error_of([&] { st::parse_step_report(bad.dump(), "step.json"); }) ==
@@ -170,12 +171,14 @@ TEST_CASE("formats: calibrate --json round-trips and is strict") {
   CHECK(sim::parse_calibration_report(j.dump(), "cal.json") == rep);
   json bad = j;
   bad["classes"][0]["bandwidth"] = 1;
-  CHECK(error_of([&] { sim::parse_calibration_report(bad.dump(), "cal.json"); })
-            .find("cal.json: classes[0].bandwidth: unknown field") != std::string::npos);
+  CHECK(error_of([&] {
+          sim::parse_calibration_report(bad.dump(), "cal.json");
+        }).find("cal.json: classes[0].bandwidth: unknown field") != std::string::npos);
   bad = j;
   bad["system"] = 3;
-  CHECK(error_of([&] { sim::parse_calibration_report(bad.dump(), "cal.json"); })
-            .find("cal.json: system: expected a system object") != std::string::npos);
+  CHECK(error_of([&] {
+          sim::parse_calibration_report(bad.dump(), "cal.json");
+        }).find("cal.json: system: expected a system object") != std::string::npos);
 }
 
 TEST_CASE("formats: a system file's topology section is read strictly") {
@@ -183,8 +186,9 @@ TEST_CASE("formats: a system file's topology section is read strictly") {
   s.name = "t";
   s.levels.push_back({"node", 2, Interconnect{LinkKind::Nic, 1, 1}});
   s.levels.push_back({"gpu", 2, Interconnect{LinkKind::Switch, 10, 1}});
-  const std::string ok = R"({"scope":"node","uplink":"nic","vertices":[{"name":"nic","kind":"nic"}],"links":[)"
-                         R"({"a":"gpu0","b":"nic","bandwidth_gbps":1,"latency_us":2},{"a":"gpu1","b":"nic","bandwidth_gbps":1}]})";
+  const std::string ok =
+      R"({"scope":"node","uplink":"nic","vertices":[{"name":"nic","kind":"nic"}],"links":[)"
+      R"({"a":"gpu0","b":"nic","bandwidth_gbps":1,"latency_us":2},{"a":"gpu1","b":"nic","bandwidth_gbps":1}]})";
   s.topology_json = ok;
   CHECK(error_of([&] { sim::Topology::build(s); }).empty());
   auto err = [&](const std::string& from, const std::string& to) {
@@ -219,8 +223,8 @@ TEST_CASE("formats: p2v step --json and p2v calibrate --json are read by the str
     std::ofstream m(csv);
     m << "collective,groups,bytes,seconds\nAllReduce,0-15|16-31,1e9,0.02\nAllReduce,0 16,1e9,0.5\n";
   }
-  r = simtest::run("calibrate --system " + simtest::example("a100-2node.json") + " --measurements " + csv + " --json > " +
-                   cal_out);
+  r = simtest::run("calibrate --system " + simtest::example("a100-2node.json") + " --measurements " + csv +
+                   " --json > " + cal_out);
   REQUIRE(r.code == 0);
   std::ifstream cf(cal_out);
   const std::string cal_text((std::istreambuf_iterator<char>(cf)), {});

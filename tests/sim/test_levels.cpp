@@ -7,10 +7,10 @@
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/placement.hpp"
 #include "p2v/engine/shape.hpp"
-#include "p2v/sim/cost.hpp"
-#include "p2v/sim/levels.hpp"
 #include "p2v/engine/synth.hpp"
 #include "p2v/engine/system.hpp"
+#include "p2v/sim/cost.hpp"
+#include "p2v/sim/levels.hpp"
 
 using namespace p2v::engine;
 namespace sim = p2v::sim;
@@ -52,7 +52,8 @@ void compare_models(System sys, const std::vector<int>& axes, const std::vector<
 }  // namespace
 
 TEST_CASE("level model = graph model: bundled A100 systems, every placement and program") {
-  for (int red : {0, 1}) compare_models(load_system_file(P2V_SOURCE_DIR "/examples/systems/a100-4node.json"), {4, 16}, {red});
+  for (int red : {0, 1})
+    compare_models(load_system_file(P2V_SOURCE_DIR "/examples/systems/a100-4node.json"), {4, 16}, {red});
   compare_models(load_system_file(P2V_SOURCE_DIR "/examples/systems/a100-2node.json"), {2, 16}, {0});
 }
 

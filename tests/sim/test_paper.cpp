@@ -92,9 +92,9 @@ TEST_CASE("calibration recovers perturbed link parameters") {
   truth.topology().set_class("gpu", 200e9, 3e-6);
   truth.topology().set_step_overhead(15e-6);
   std::string csv = "collective,groups,bytes,seconds\n";
-  const std::vector<std::pair<std::string, std::string>> cases{
-      {"AllReduce", "0-15|16-31"}, {"AllReduce", "0 16"}, {"AllReduce", "0-31"},
-      {"ReduceScatter", "0-15"},   {"AllGather", "0-7"},  {"Broadcast", "0 16|1 17"}};
+  const std::vector<std::pair<std::string, std::string>> cases{{"AllReduce", "0-15|16-31"}, {"AllReduce", "0 16"},
+                                                               {"AllReduce", "0-31"},       {"ReduceScatter", "0-15"},
+                                                               {"AllGather", "0-7"},        {"Broadcast", "0 16|1 17"}};
   for (const auto& [c, g] : cases)
     for (double b : {1e3, 1e5, 1e7, 1e9}) {
       Measurement m;
@@ -130,7 +130,8 @@ TEST_CASE("measurements CSV: errors name the line") {
   CHECK_THROWS_AS(parse_measurements("collective,groups,bytes,seconds\nAllReduce,0 1,-1,1\n", "m.csv", 32), p2v::Error);
   CHECK_THROWS_AS(parse_measurements("collective,groups\n", "m.csv", 32), p2v::Error);
   CHECK_THROWS_AS(parse_measurements("", "m.csv", 32), p2v::Error);
-  auto ms = parse_measurements("# comment\ncollective,x,groups,bytes,seconds\nReduce,7,\"0,1;2,3\",100,0.5\n", "m.csv", 4);
+  auto ms =
+      parse_measurements("# comment\ncollective,x,groups,bytes,seconds\nReduce,7,\"0,1;2,3\",100,0.5\n", "m.csv", 4);
   REQUIRE(ms.size() == 1);
   CHECK(ms[0].step.groups == Groups{{0, 1}, {2, 3}});
 }
@@ -151,7 +152,8 @@ TEST_CASE("CLI: simulate --json, explore, calibrate, errors") {
     CHECK(p0["steps"][0].contains("bottleneck"));
     CHECK(p0["steps"][0]["links"].size() <= 3);
   }
-  auto t = run("simulate --system " + a100 + " --axes 4,16 --reduce 0 --matrix \"2 2;2 8\" --algo auto --top 3 --steps");
+  auto t =
+      run("simulate --system " + a100 + " --axes 4,16 --reduce 0 --matrix \"2 2;2 8\" --algo auto --top 3 --steps");
   CHECK(t.code == 0);
   CHECK(t.out.find("single AllReduce") != std::string::npos);
   CHECK(t.out.find("speedup") != std::string::npos);
@@ -163,8 +165,8 @@ TEST_CASE("CLI: simulate --json, explore, calibrate, errors") {
   CHECK(ej["results"][0]["total_s"].get<double>() <= ej["results"][2]["total_s"].get<double>());
 
   const std::string svg1 = "/tmp/p2v_test_sim_topo.svg", svg2 = "/tmp/p2v_test_sim_rank.svg";
-  auto v = run("simulate --system " + simtest::example("v100-2node.json") + " --axes 16 --reduce 0 --svg-topology " + svg1 +
-               " --svg-ranking " + svg2);
+  auto v = run("simulate --system " + simtest::example("v100-2node.json") + " --axes 16 --reduce 0 --svg-topology " +
+               svg1 + " --svg-ranking " + svg2);
   CHECK(v.code == 0);
   std::ifstream f1(svg1), f2(svg2);
   std::string s1((std::istreambuf_iterator<char>(f1)), {}), s2((std::istreambuf_iterator<char>(f2)), {});

@@ -78,8 +78,8 @@ TEST_CASE("step: the event simulation queues buckets behind each other and behin
   CHECK(b[2] == std::pair{0, 0});
   const auto r = st::simulate_step(lc, b, {0, 0, 0}, costs, 0);
   const double c1 = costs.sync(0, 1e6), c2 = costs.sync(0, 2e6);
-  REQUIRE(c2 > 2e-3);  // the first sync outlasts the next layer's backward: queueing
-  const double e0 = 5e-3 + c2;               // layer 2's gradients ready at 3 + 2 ms
+  REQUIRE(c2 > 2e-3);                         // the first sync outlasts the next layer's backward: queueing
+  const double e0 = 5e-3 + c2;                // layer 2's gradients ready at 3 + 2 ms
   const double e1 = std::max(7e-3, e0) + c1;  // layer 1 ready at 7 ms
   const double e2 = std::max(9e-3, e1) + c1;
   CHECK(r.buckets[0].end_s == doctest::Approx(e0));
@@ -116,8 +116,8 @@ TEST_CASE("step: the DP over boundaries and programs matches brute force") {
   st::SyncCosts costs(fx.sim, {fx.ar, fx.rs_ag}, sim::Algorithm::Ring, false);
   const auto lc = layers({2e-4, 1e-3, 5e-4, 3e-4, 1e-3, 2e-4}, {3e5, 2e6, 1e5, 8e5, 4e6, 5e5});
   st::ChooseOptions co;
-  co.max_units = 1000;            // every layer is a unit
-  co.max_bucket_bytes = 1e12;     // no size limit
+  co.max_units = 1000;         // every layer is a unit
+  co.max_bucket_bytes = 1e12;  // no size limit
   const auto c = st::choose(lc, costs, 1e6, co);
   const double dp = st::simulate_step(lc, c.buckets, c.programs, costs, 0).step_s;
   double best = 1e9;
@@ -160,9 +160,9 @@ TEST_CASE("step: a per-flow cap limits a single flow, not the link") {
 }
 
 TEST_CASE("p2v step: bounds on every bundled model and preset, both modes") {
-  const std::pair<const char*, const char*> presets[] = {
-      {"a100-2node.json", "32"}, {"a100-4node.json", "4,16"}, {"v100-2node.json", "16"},
-      {"v100-4node.json", "32"}, {"titanx-16node.json", "16"}, {"g4dn-4node.json", "16"}};
+  const std::pair<const char*, const char*> presets[] = {{"a100-2node.json", "32"},    {"a100-4node.json", "4,16"},
+                                                         {"v100-2node.json", "16"},    {"v100-4node.json", "32"},
+                                                         {"titanx-16node.json", "16"}, {"g4dn-4node.json", "16"}};
   int ran = 0, unfit = 0;
   for (const char* m : {"resnet50.json", "vgg16.json", "bert-base.json", "bert-large.json", "gpt-1.3b.json"})
     for (auto [sys, axes] : presets)
@@ -208,11 +208,12 @@ TEST_CASE("p2v step: without --reduce every axis is data-parallel") {
 
 TEST_CASE("p2v step: clear errors") {
   const std::string sys = " --system " + simtest::example("a100-4node.json") + " --axes 4,16 --reduce 0";
-  auto r = simtest::run("step --model " + model_path("bert-base.json") + " --system node=4,gpu=16 --axes 4,16 --reduce 0");
+  auto r =
+      simtest::run("step --model " + model_path("bert-base.json") + " --system node=4,gpu=16 --axes 4,16 --reduce 0");
   CHECK(r.code == 2);
   CHECK(r.out.find("no device numbers") != std::string::npos);
-  r = simtest::run("step --model " + model_path("gpt-1.3b.json") + " --system " + simtest::example("titanx-16node.json") +
-                   " --axes 16 --reduce 0");
+  r = simtest::run("step --model " + model_path("gpt-1.3b.json") + " --system " +
+                   simtest::example("titanx-16node.json") + " --axes 16 --reduce 0");
   CHECK(r.code == 2);
   CHECK(r.out.find("--mode zero") != std::string::npos);
   r = simtest::run("step --model " + model_path("bert-base.json") + sys + " --program nope");

@@ -1,13 +1,13 @@
 // The MPI backend: host buffers, communicators from MPI_Comm_split (one split per batch of new
 // groups, cached), MPI_Allreduce / MPI_Reduce_scatter_block / MPI_Allgather / MPI_Reduce /
 // MPI_Bcast.
+#include <fmt/core.h>
 #include <climits>
 #include <cstring>
-#include <fmt/core.h>
 
 #include "p2v/engine/error.hpp"
-#include "split_cache.hpp"
 #include "p2v/runtime/mpi/backends.hpp"
+#include "split_cache.hpp"
 
 namespace p2v::runtime {
 
@@ -81,8 +81,10 @@ class MpiBackend final : public Backend {
           MPI_Allgather(ptr(rs.send), n, dt_, ptr(rs.recv), n, dt_, comm);
         break;
       case Collective::Reduce:
-        if (rs.in_place) MPI_Reduce(MPI_IN_PLACE, ptr(rs.recv), n, dt_, MPI_SUM, 0, comm);
-        else MPI_Reduce(ptr(rs.send), nullptr, n, dt_, MPI_SUM, 0, comm);
+        if (rs.in_place)
+          MPI_Reduce(MPI_IN_PLACE, ptr(rs.recv), n, dt_, MPI_SUM, 0, comm);
+        else
+          MPI_Reduce(ptr(rs.send), nullptr, n, dt_, MPI_SUM, 0, comm);
         break;
       case Collective::Broadcast:
         MPI_Bcast(ptr(rs.send), n, dt_, 0, comm);
@@ -98,9 +100,12 @@ class MpiBackend final : public Backend {
  private:
   std::int32_t* base(Space s) {
     switch (s) {
-      case Space::Main: return main_.data();
-      case Space::Stage0: return s0_.data();
-      case Space::Stage1: return s1_.data();
+      case Space::Main:
+        return main_.data();
+      case Space::Stage0:
+        return s0_.data();
+      case Space::Stage1:
+        return s1_.data();
     }
     return nullptr;
   }
@@ -116,8 +121,6 @@ class MpiBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_mpi_backend(MPI_Comm world, Dtype dt) {
-  return std::make_unique<MpiBackend>(world, dt);
-}
+std::unique_ptr<Backend> make_mpi_backend(MPI_Comm world, Dtype dt) { return std::make_unique<MpiBackend>(world, dt); }
 
 }  // namespace p2v::runtime

@@ -2,8 +2,8 @@
 // MPI), communicators from ncclCommSplit (cached), ncclAllReduce / ncclReduceScatter /
 // ncclAllGather / ncclReduce / ncclBroadcast on one stream. Compiled when CUDA and NCCL are found
 // (P2V_HAVE_NCCL); without a visible GPU it refuses with a clear message on every rank.
-#include <cstring>
 #include <fmt/core.h>
+#include <cstring>
 
 #include "p2v/engine/error.hpp"
 #include "p2v/runtime/mpi/backends.hpp"
@@ -62,8 +62,10 @@ class NcclBackend final : public Backend {
     int ndev = 0;
     const cudaError_t e = cudaGetDeviceCount(&ndev);
     std::string why;
-    if (e != cudaSuccess) why = fmt::format("cudaGetDeviceCount: {}", cudaGetErrorString(e));
-    else if (ndev == 0) why = "cudaGetDeviceCount found no CUDA device";
+    if (e != cudaSuccess)
+      why = fmt::format("cudaGetDeviceCount: {}", cudaGetErrorString(e));
+    else if (ndev == 0)
+      why = "cudaGetDeviceCount found no CUDA device";
     else if (local_size > ndev)
       why = fmt::format("{} ranks on this node but only {} GPUs (one rank per GPU)", local_size, ndev);
     int ok = why.empty() ? 1 : 0, all_ok = 0;
@@ -72,7 +74,8 @@ class NcclBackend final : public Backend {
       throw Error(ok ? "the NCCL backend needs a CUDA GPU per rank and another rank has none; "
                        "use --backend mpi on machines without GPUs"
                      : fmt::format("the NCCL backend needs a CUDA GPU per rank: {} (rank {}); use "
-                                   "--backend mpi on machines without GPUs", why, rank_));
+                                   "--backend mpi on machines without GPUs",
+                                   why, rank_));
     ncclUniqueId id;
     if (rank_ == 0) nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId");
     MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, world_);
@@ -159,8 +162,7 @@ class NcclBackend final : public Backend {
         nccl_check(ncclAllReduce(ptr(rs.recv), ptr(rs.recv), n, dt_, ncclSum, comm, stream_), "ncclAllReduce");
         break;
       case Collective::ReduceScatter:
-        nccl_check(ncclReduceScatter(ptr(rs.send), ptr(rs.recv), n, dt_, ncclSum, comm, stream_),
-                   "ncclReduceScatter");
+        nccl_check(ncclReduceScatter(ptr(rs.send), ptr(rs.recv), n, dt_, ncclSum, comm, stream_), "ncclReduceScatter");
         break;
       case Collective::AllGather: {
         const void* send = rs.in_place ? static_cast<const void*>(ptr(rs.recv) + rs.member * n) : ptr(rs.send);
@@ -185,9 +187,12 @@ class NcclBackend final : public Backend {
  private:
   std::int32_t* base(Space s) {
     switch (s) {
-      case Space::Main: return main_;
-      case Space::Stage0: return s0_;
-      case Space::Stage1: return s1_;
+      case Space::Main:
+        return main_;
+      case Space::Stage0:
+        return s0_;
+      case Space::Stage1:
+        return s1_;
     }
     return nullptr;
   }

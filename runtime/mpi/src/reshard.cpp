@@ -37,8 +37,7 @@ Buf concat(const Buf& in, const Shape& cp, std::size_t i, std::int64_t k) {
   const std::int64_t outer = prod(cp, 0, i), blk = prod(cp, i, cp.size()), sz = prod(cp, 0, cp.size());
   Buf out(static_cast<std::size_t>(sz * k));
   for (std::int64_t o = 0; o < outer; ++o)
-    for (std::int64_t s = 0; s < k; ++s)
-      std::copy_n(in.data() + s * sz + o * blk, blk, out.data() + (o * k + s) * blk);
+    for (std::int64_t s = 0; s < k; ++s) std::copy_n(in.data() + s * sz + o * blk, blk, out.data() + (o * k + s) * blk);
   return out;
 }
 
@@ -99,8 +98,8 @@ ReshardRun run_reshard(const rs::Plan& plan, const rs::Program& prog, int iterat
           int k = 1;
           MPI_Comm_size(comm, &k);
           Buf recv(buf.size() * static_cast<std::size_t>(k));
-          MPI_Allgather(buf.data(), static_cast<int>(buf.size()), MPI_INT64_T, recv.data(), static_cast<int>(buf.size()),
-                        MPI_INT64_T, comm);
+          MPI_Allgather(buf.data(), static_cast<int>(buf.size()), MPI_INT64_T, recv.data(),
+                        static_cast<int>(buf.size()), MPI_INT64_T, comm);
           Buf next = concat(recv, c, i, k);
           peak = std::max<std::int64_t>(peak, static_cast<std::int64_t>(buf.size() + recv.size() + next.size()));
           buf = std::move(next);
@@ -114,8 +113,8 @@ ReshardRun run_reshard(const rs::Plan& plan, const rs::Program& prog, int iterat
           const std::int64_t part = static_cast<std::int64_t>(buf.size()) / k;
           Buf send(buf.size()), recv(buf.size());
           for (int r = 0; r < k; ++r) pack(buf, c, j, k, r, send.data() + r * part);
-          MPI_Alltoall(send.data(), static_cast<int>(part), MPI_INT64_T, recv.data(), static_cast<int>(part), MPI_INT64_T,
-                       comm);
+          MPI_Alltoall(send.data(), static_cast<int>(part), MPI_INT64_T, recv.data(), static_cast<int>(part),
+                       MPI_INT64_T, comm);
           Shape cp = c;
           cp[j] /= k;
           Buf next = concat(recv, cp, i, k);
@@ -157,7 +156,8 @@ ReshardRun run_reshard(const rs::Plan& plan, const rs::Program& prog, int iterat
   } else {
     for (std::size_t e = 0; e < want.size(); ++e)
       if (want[e] != buf[e] && wrong++ == 0)
-        out.first_wrong = fmt::format("rank {}: local element {} is global element {}, expected {}", rank, e, buf[e], want[e]);
+        out.first_wrong =
+            fmt::format("rank {}: local element {} is global element {}, expected {}", rank, e, buf[e], want[e]);
   }
   MPI_Allreduce(&wrong, &out.wrong, 1, MPI_INT64_T, MPI_SUM, world);
   std::int64_t peak_bytes = peak * static_cast<std::int64_t>(sizeof(std::int64_t));

@@ -31,8 +31,8 @@ struct CertifyOptions {
 };
 
 struct CertifyResult {
-  std::vector<std::string> files;        // certificates written
-  std::vector<EnumerationResult> runs;   // one per solver
+  std::vector<std::string> files;       // certificates written
+  std::vector<EnumerationResult> runs;  // one per solver
 };
 
 // Compact state text of one local device: "rows:cols;rows:cols" with ranges, e.g. "0-3:0-1;4-7:2-3";
@@ -44,9 +44,8 @@ std::string state_text(const LocalState& s, int device);
 std::vector<LocalState> replay_states(const engine::SynthResult& r, const engine::Program& prog);
 
 // One certificate (JSON text).
-std::string certificate_json(const engine::System& sys, const engine::Placement& p,
-                             const engine::SynthResult& r, const engine::SynthOptions& opt,
-                             const engine::Program& prog,
+std::string certificate_json(const engine::System& sys, const engine::Placement& p, const engine::SynthResult& r,
+                             const engine::SynthOptions& opt, const engine::Program& prog,
                              const std::vector<EnumerationResult>& runs,
                              const std::vector<std::string>& proof_files = {});
 
@@ -55,16 +54,14 @@ std::string certificate_json(const engine::System& sys, const engine::Placement&
 // p2v::Error when a solver's set of programs differs from the enumerator's or a solver answers
 // unknown (nothing is certified then). `runs`: reuse solver runs already made (same order as
 // c.solvers) instead of running again.
-CertifyResult certify_programs(const engine::System& sys, const engine::Placement& p,
-                               const engine::SynthResult& r, const engine::SynthOptions& opt,
-                               const CertifyOptions& c,
+CertifyResult certify_programs(const engine::System& sys, const engine::Placement& p, const engine::SynthResult& r,
+                               const engine::SynthOptions& opt, const CertifyOptions& c,
                                const std::vector<EnumerationResult>* runs = nullptr);
 
 // Certificates at any size (docs/shape.md): the solvers run on the shape's smallest instance, where
 // `r` (from engine::synthesize_shape) lives; one p2v-shape-certificate/1 per program.
 CertifyResult certify_shape_programs(const engine::System& sys, const engine::Shape& shape,
                                      const engine::SynthResult& r, const engine::SynthOptions& opt,
-                                     const CertifyOptions& c,
-                                     const std::vector<EnumerationResult>* runs = nullptr);
+                                     const CertifyOptions& c, const std::vector<EnumerationResult>* runs = nullptr);
 
 }  // namespace p2v::encodings

@@ -15,7 +15,7 @@ namespace p2v::encodings {
 
 struct ReshardStepFact {
   smt::Result result = smt::Result::unknown;  // unsat: the claim holds
-  std::string counterexample;                  // when sat: mesh point and local index
+  std::string counterexample;                 // when sat: mesh point and local index
 };
 
 // One step (not allpermute, whose table the independent checker replays). `after` is the type the

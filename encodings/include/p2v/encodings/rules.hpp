@@ -32,17 +32,17 @@ struct SolverRun {
   smt::Result result = smt::Result::unknown;
   double ms = 0;
   std::optional<std::array<int, 3>> witness;  // (device, chunk, source) after sat
-  std::string reason;                          // after unknown
+  std::string reason;                         // after unknown
 };
 
 struct EquationResult {
   enum Verdict { Equal, Differ, Unknown };
   Verdict verdict = Unknown;
   std::vector<SolverRun> runs;
-  std::string smtlib;  // the query (SMT-LIB 2), when asked for
-  std::string hash;    // FNV-1a 64 of the query text, hex
+  std::string smtlib;                                 // the query (SMT-LIB 2), when asked for
+  std::string hash;                                   // FNV-1a 64 of the query text, hex
   std::optional<engine::CountDifference> difference;  // the counting replay's first difference
-  std::string problem;  // why Unknown: timeout, disagreement, witness not a difference
+  std::string problem;                                // why Unknown: timeout, disagreement, witness not a difference
 };
 
 const char* to_string(EquationResult::Verdict v);  // "equal", "differ", "unknown"

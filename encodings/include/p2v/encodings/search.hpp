@@ -50,8 +50,8 @@ struct SearchOptions {
   unsigned timeout_ms = 0;  // per solver check; 0 = none. A timeout throws p2v::Error.
   std::string z3_logic;     // smt::SolverOptions::z3_logic ("" = the default)
   std::vector<std::pair<std::string, std::string>> cvc5_options;  // smt::SolverOptions::cvc5_options
-  bool proofs = false;      // cvc5: keep the proof of the final unsat answer of every bound
-  bool keep_states = false; // keep the model's state after every step of every program
+  bool proofs = false;            // cvc5: keep the proof of the final unsat answer of every bound
+  bool keep_states = false;       // keep the model's state after every step of every program
   std::int64_t max_programs = 0;  // stop (throws) after this many programs; 0 = no limit
   // Called with progress lines by the long searches (confirm_by_closure), from the solver's thread.
   std::function<void(const std::string&)> progress;
@@ -74,24 +74,24 @@ struct SearchProblem {
   engine::Groups goal_groups;  // partition of 0..k-1
 };
 
-SearchProblem make_search_problem(const engine::SynthesisHierarchy& h,
-                                  const std::vector<engine::Instruction>& ins,
+SearchProblem make_search_problem(const engine::SynthesisHierarchy& h, const std::vector<engine::Instruction>& ins,
                                   const engine::Groups& goal_groups);
 
 // State of k local devices: cols[d][r] = column set of row r of device d (empty = row absent).
 using LocalState = std::vector<std::vector<std::vector<bool>>>;
 
 struct BoundFact {
-  int bound = 0;            // exactly this many steps
-  int programs = 0;         // found at this bound
-  smt::Result final_result = smt::Result::unsat;  // after blocking all found: unsat (find_shortest: sat at the shortest)
-  double seconds = 0;       // whole bound (encoding + all checks)
-  double final_seconds = 0; // the final (unsat) check
-  double encode_seconds = 0; // building the new step's constraints and the bound's goal
-  double sat_seconds = 0;    // the checks that found a program
-  double model_seconds = 0;  // reading the programs from the models
-  double accept_seconds = 0; // confirm_programs: the validity checks of the given programs
-  std::string proof;        // proof of the final unsat (cvc5 with proofs), else ""
+  int bound = 0;     // exactly this many steps
+  int programs = 0;  // found at this bound
+  smt::Result final_result =
+      smt::Result::unsat;     // after blocking all found: unsat (find_shortest: sat at the shortest)
+  double seconds = 0;         // whole bound (encoding + all checks)
+  double final_seconds = 0;   // the final (unsat) check
+  double encode_seconds = 0;  // building the new step's constraints and the bound's goal
+  double sat_seconds = 0;     // the checks that found a program
+  double model_seconds = 0;   // reading the programs from the models
+  double accept_seconds = 0;  // confirm_programs: the validity checks of the given programs
+  std::string proof;          // proof of the final unsat (cvc5 with proofs), else ""
 };
 
 // How a run's programs came about: found by the solver one by one with blocking clauses
@@ -102,11 +102,11 @@ enum class RunMethod { Enumerate, Confirm, Closure };
 struct EnumerationResult {
   std::string solver, version;
   RunMethod method = RunMethod::Enumerate;
-  std::string settings;  // the solver's configuration (smt::Solver::settings())
-  std::vector<engine::Program> programs;  // shortest first, then lexicographic (as the enumerator)
+  std::string settings;                         // the solver's configuration (smt::Solver::settings())
+  std::vector<engine::Program> programs;        // shortest first, then lexicographic (as the enumerator)
   std::vector<std::vector<LocalState>> states;  // with keep_states: per program, states 0..n
-  std::vector<BoundFact> bounds;               // bounds 1..max_size
-  int shortest = 0;                            // 0: no program up to max_size
+  std::vector<BoundFact> bounds;                // bounds 1..max_size
+  int shortest = 0;                             // 0: no program up to max_size
   double seconds = 0;
   std::size_t terms = 0;
   // confirm_by_closure: states whose steps were closed, steps listed from them, validity checks

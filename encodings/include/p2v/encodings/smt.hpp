@@ -15,16 +15,29 @@ enum class Result { sat, unsat, unknown };
 const char* to_string(Result r);
 
 enum class SolverKind { Z3, Cvc5 };
-const char* to_string(SolverKind k);  // "z3", "cvc5"
+const char* to_string(SolverKind k);                 // "z3", "cvc5"
 SolverKind parse_solver_kind(const std::string& s);  // throws p2v::Error
 // "z3", "cvc5" or "both" -> list of solvers.
 std::vector<SolverKind> parse_solver_list(const std::string& s);
 
 // Operations a backend implements (n-ary where it says so).
 enum class Op : std::uint8_t {
-  Not, And, Or, Implies, Eq, Ite,           // And/Or n-ary; Eq on bool or bv
-  BvNot, BvAnd, BvOr, BvXor, BvAdd, BvMul,  // BvAnd/BvOr/BvAdd n-ary
-  BvUdiv, BvUrem, BvUle, BvUlt,
+  Not,
+  And,
+  Or,
+  Implies,
+  Eq,
+  Ite,  // And/Or n-ary; Eq on bool or bv
+  BvNot,
+  BvAnd,
+  BvOr,
+  BvXor,
+  BvAdd,
+  BvMul,  // BvAnd/BvOr/BvAdd n-ary
+  BvUdiv,
+  BvUrem,
+  BvUle,
+  BvUlt,
   Extract,  // params hi, lo
   ZeroExt,  // param: bits added
   Concat,   // first argument most significant
@@ -112,7 +125,7 @@ class Solver {
 
   Term bool_val(bool v);
   Term bool_var(const std::string& name);
-  Term bv_val(unsigned width, std::uint64_t v);        // width <= 64, or upper bits zero
+  Term bv_val(unsigned width, std::uint64_t v);                // width <= 64, or upper bits zero
   Term bv_val(unsigned width, const std::vector<bool>& bits);  // bits[i] = bit i (LSB first)
   Term bv_var(const std::string& name, unsigned width);
 

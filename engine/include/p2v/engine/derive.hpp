@@ -15,9 +15,9 @@
 namespace p2v::engine {
 
 struct RuleApplication {
-  std::string rule;       // catalogue id
-  int position = 0;       // 0-based step index the rule rewrote
-  bool reverse = false;   // rhs -> lhs
+  std::string rule;      // catalogue id
+  int position = 0;      // 0-based step index the rule rewrote
+  bool reverse = false;  // rhs -> lhs
 };
 
 struct DerivedProgram {
@@ -48,8 +48,8 @@ class RuleMoves {
   SynthesisHierarchy h_;
   int k_ = 0;
   std::vector<Instruction> ins_;
-  std::vector<LoweredStep> steps_;     // lowered instructions
-  std::vector<Groups> groupings_;      // lowered groups of each grouping (all-collective-capable)
+  std::vector<LoweredStep> steps_;  // lowered instructions
+  std::vector<Groups> groupings_;   // lowered groups of each grouping (all-collective-capable)
 };
 
 struct DeriveOptions {

@@ -19,7 +19,7 @@ const char* to_string(HierarchyKind k);
 // (d), collapsed or not: the hierarchies whose local devices are one reduction group.
 inline bool is_reduction_kind(HierarchyKind k) {
   return k == HierarchyKind::ReductionAxes || k == HierarchyKind::ReductionUncollapsed;
-}   // "a", "b", "c", "d", "d-uncollapsed"
+}  // "a", "b", "c", "d", "d-uncollapsed"
 HierarchyKind parse_hierarchy_kind(const std::string& s);  // accepts the same names
 
 // A synthesis hierarchy over k "local" devices. Local device l of copy c is system device
@@ -28,8 +28,8 @@ HierarchyKind parse_hierarchy_kind(const std::string& s);  // accepts the same n
 // (d) has one copy per reduction group.
 struct SynthesisHierarchy {
   HierarchyKind kind = HierarchyKind::ReductionAxes;
-  std::vector<int> cards;          // cardinalities, root (1) first
-  std::vector<std::string> names;  // level names (unique)
+  std::vector<int> cards;                   // cardinalities, root (1) first
+  std::vector<std::string> names;           // level names (unique)
   std::vector<std::vector<int>> coords;     // coords[l][level]
   std::vector<std::vector<int>> to_system;  // to_system[copy][l]
 
@@ -39,14 +39,14 @@ struct SynthesisHierarchy {
 };
 
 // Builds hierarchy `kind` for a placement; `level_names` are the system's user-level names.
-SynthesisHierarchy make_hierarchy(const Placement& p, const std::vector<std::string>& level_names,
-                                  HierarchyKind kind);
+SynthesisHierarchy make_hierarchy(const Placement& p, const std::vector<std::string>& level_names, HierarchyKind kind);
 
 // The cardinalities (root first) and level names of hierarchy `kind` for matrix x and reduction
 // axes `reduce`, without building device coordinates (cheap for any system size).
-std::pair<std::vector<int>, std::vector<std::string>> hierarchy_shape(
-    const ParallelismMatrix& x, const std::vector<int>& reduce, const std::vector<std::string>& level_names,
-    HierarchyKind kind);
+std::pair<std::vector<int>, std::vector<std::string>> hierarchy_shape(const ParallelismMatrix& x,
+                                                                      const std::vector<int>& reduce,
+                                                                      const std::vector<std::string>& level_names,
+                                                                      HierarchyKind kind);
 
 // One level of a synthesis hierarchy and the system digits it is made of: its coordinate is the
 // mixed-radix number of the digits (axis i, system level j), first most significant; its
@@ -63,7 +63,6 @@ std::vector<HierarchyLevel> hierarchy_levels(const ParallelismMatrix& x, const s
 
 // A hierarchy given directly as cardinalities (e.g. [1 2 4] of SPEC Example 5.2), reducing over
 // all of its devices: one copy, the identity. Names default to "l0", "l1", ... or the given ones.
-SynthesisHierarchy make_plain_hierarchy(const std::vector<int>& cards,
-                                        const std::vector<std::string>& names = {});
+SynthesisHierarchy make_plain_hierarchy(const std::vector<int>& cards, const std::vector<std::string>& names = {});
 
 }  // namespace p2v::engine

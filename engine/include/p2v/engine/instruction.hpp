@@ -10,8 +10,7 @@ namespace p2v::engine {
 
 enum class Collective : std::uint8_t { AllReduce, ReduceScatter, AllGather, Reduce, Broadcast };
 inline constexpr Collective kAllCollectives[] = {Collective::AllReduce, Collective::ReduceScatter,
-                                                 Collective::AllGather, Collective::Reduce,
-                                                 Collective::Broadcast};
+                                                 Collective::AllGather, Collective::Reduce, Collective::Broadcast};
 const char* to_string(Collective c);
 Collective parse_collective(const std::string& s);  // throws p2v::Error
 

@@ -12,8 +12,7 @@ using ParallelismMatrix = std::vector<std::vector<int>>;
 
 // All parallelism matrices with column products `levels` and row products `axes`, in a
 // deterministic order (column by column, smaller factors of earlier axes first).
-std::vector<ParallelismMatrix> enumerate_matrices(const std::vector<int>& levels,
-                                                  const std::vector<int>& axes);
+std::vector<ParallelismMatrix> enumerate_matrices(const std::vector<int>& levels, const std::vector<int>& axes);
 
 // "1 4;4 4" -> {{1,4},{4,4}}. Throws p2v::Error on malformed text.
 ParallelismMatrix parse_matrix(const std::string& text);
@@ -33,14 +32,12 @@ void check_axes(const std::vector<int>& levels, const std::vector<int>& axes);
 // Checks reduction axis indices (non-empty, in range, no duplicates); returns them sorted.
 std::vector<int> check_reduce(const std::vector<int>& reduce, std::size_t num_axes);
 // Checks that `x` is a parallelism matrix for (levels, axes).
-void check_matrix(const ParallelismMatrix& x, const std::vector<int>& levels,
-                  const std::vector<int>& axes);
+void check_matrix(const ParallelismMatrix& x, const std::vector<int>& levels, const std::vector<int>& axes);
 
 // A placement: a system's level cardinalities, axes, one matrix and the reduction axes.
 class Placement {
  public:
-  Placement(std::vector<int> levels, std::vector<int> axes, ParallelismMatrix x,
-            std::vector<int> reduce);
+  Placement(std::vector<int> levels, std::vector<int> axes, ParallelismMatrix x, std::vector<int> reduce);
 
   const std::vector<int>& levels() const { return levels_; }
   const std::vector<int>& axes() const { return axes_; }

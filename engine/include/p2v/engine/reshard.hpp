@@ -3,8 +3,8 @@
 // offset tables, the collectives that change them (allgather, dynslice, alltoall, allpermute) with
 // their side conditions, a memory-bounded cost-optimal search on the prime-split mesh, the lowering
 // to device groups, and the XLA-style naive baseline.
-#include <nlohmann/json_fwd.hpp>
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,8 +24,8 @@ struct Mesh {
   struct PrimeAxis {
     std::string name;  // `x` when x is prime, else `x[k]`
     int size = 1;
-    int parent = 0;              // index into axes
-    std::int64_t stride = 1;     // weight in the parent's coordinate
+    int parent = 0;           // index into axes
+    std::int64_t stride = 1;  // weight in the parent's coordinate
   };
   std::vector<Axis> axes;
   std::vector<PrimeAxis> primes;
@@ -104,18 +104,19 @@ Lowered lower(const Type& before, const Step& s, const Mesh& mesh, const std::ve
 // Relabelling (SPEC §10): reorders the axes of one dimension of the logical type without moving
 // data; returns the new type and updates `sigma` (physical -> logical device) so that every
 // physical device keeps its tile.
-Type relabel(const Type& t, int dim, const std::vector<int>& new_axes, const Mesh& mesh, std::vector<std::int64_t>& sigma);
+Type relabel(const Type& t, int dim, const std::vector<int>& new_axes, const Mesh& mesh,
+             std::vector<std::int64_t>& sigma);
 
 enum class CostKind { Paper, Topology };
 
 struct PlannedStep {
   Step step;
   Type after;
-  std::int64_t cost = 0;    // paper model: elements per device
-  std::int64_t bytes = 0;   // bytes each device receives (paper cost × dtype size)
-  double time_s = 0.0;      // topology model (0 with --cost paper)
+  std::int64_t cost = 0;   // paper model: elements per device
+  std::int64_t bytes = 0;  // bytes each device receives (paper cost × dtype size)
+  double time_s = 0.0;     // topology model (0 with --cost paper)
   int group_size = 1, num_groups = 0;
-  std::string level;        // topology: the outermost system level the step's groups cross
+  std::string level;  // topology: the outermost system level the step's groups cross
   // Logical type before the step after any relabelling it needed (equals the previous `after`
   // when no relabelling happened), and the step's physical groups / permutation.
   Type before;
@@ -125,15 +126,15 @@ struct PlannedStep {
 
 struct Program {
   std::vector<PlannedStep> steps;
-  std::int64_t cost = 0;  // paper model sum (elements)
-  std::int64_t peak = 0;  // largest localsize over the program (elements)
-  double time_s = 0.0;    // topology model sum
+  std::int64_t cost = 0;            // paper model sum (elements)
+  std::int64_t peak = 0;            // largest localsize over the program (elements)
+  double time_s = 0.0;              // topology model sum
   std::vector<std::int64_t> sigma;  // final device map (physical -> logical); identity when empty
 };
 
 struct Request {
   std::string mesh, from, to;
-  std::optional<System> system;     // needed for --cost topology
+  std::optional<System> system;  // needed for --cost topology
   std::string dtype = "f32";
   CostKind cost = CostKind::Paper;
   std::optional<std::int64_t> memory_bytes;  // none: the bound max(localsize τ1, localsize τ2)

@@ -43,7 +43,7 @@ struct Rule {
   int arity = 1;  // grid axes
   RuleSide lhs, rhs;
   RuleCompare compare = RuleCompare::Equal;
-  bool holds = true;   // positive rule (expected proved) or negative (expected refuted)
+  bool holds = true;     // positive rule (expected proved) or negative (expected refuted)
   bool rewrite = false;  // used by derivation and rewriting (lhs -> rhs, both directions)
 };
 

@@ -37,8 +37,7 @@ struct SynthResult {
 
 // Synthesizes on hierarchy h, whose goal is the sum over all its local devices (as (d), or a
 // plain hierarchy), or, for (a)-(c), the sum over each reduction group of `p`.
-SynthResult synthesize(const SynthesisHierarchy& h, const Groups& local_goal_groups,
-                       const SynthOptions& opt);
+SynthResult synthesize(const SynthesisHierarchy& h, const Groups& local_goal_groups, const SynthOptions& opt);
 
 // Throws p2v::Error naming the limit, the size and what to do when hierarchy `kind` has more local
 // devices than the concrete (per-device) engine handles (kMaxStateDevices).
@@ -47,8 +46,8 @@ void check_concrete_size(HierarchyKind kind, std::int64_t local_devices);
 void check_concrete_size(HierarchyKind kind, const ParallelismMatrix& x, const std::vector<int>& reduce);
 
 // Convenience: build hierarchy `kind` of placement `p` and synthesize.
-SynthResult synthesize(const Placement& p, const std::vector<std::string>& level_names,
-                       HierarchyKind kind, const SynthOptions& opt);
+SynthResult synthesize(const Placement& p, const std::vector<std::string>& level_names, HierarchyKind kind,
+                       const SynthOptions& opt);
 
 // The local goal groups of hierarchy h for placement p: all local devices for (d); the
 // reduction groups of p for (a)-(c).

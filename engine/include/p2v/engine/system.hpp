@@ -1,7 +1,7 @@
 #pragma once
 // A system: a hierarchy of levels, outermost first (SPEC §1), with per-level interconnects.
-#include <nlohmann/json_fwd.hpp>
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>

@@ -18,8 +18,8 @@ enum class Status { Holds, Fails, Unknown, Info };
 const char* to_string(Status s);  // "holds", "fails", "unknown", "info"
 
 struct Check {
-  std::string id;      // e.g. "thm:c>=b", "B.4", "smt:twin(b->a)"
-  std::string title;   // one line: what was checked
+  std::string id;     // e.g. "thm:c>=b", "B.4", "smt:twin(b->a)"
+  std::string title;  // one line: what was checked
   Status status = Status::Holds;
   std::string detail;  // counts, or the witness when it fails / is strict
   double seconds = 0;
@@ -70,7 +70,7 @@ struct MatrixReport {
   std::vector<std::pair<std::string, std::size_t>> program_counts;  // hierarchy -> #programs
   std::vector<Check> checks;
   std::optional<ShapeBasis> shape;  // set when computed on the smallest instance
-  bool ok() const;  // no Fails and no Unknown
+  bool ok() const;                  // no Fails and no Unknown
 };
 
 // All checks for one placement. Auto/Shape above the concrete limit: on the smallest instance
@@ -78,7 +78,7 @@ struct MatrixReport {
 // Results on a smallest instance, reused across placements of the same shape (a run over all the
 // matrices of a system meets each instance many times).
 struct ProveCache {
-  std::map<std::string, MatrixReport> reports;  // key: instance matrix, reduction axes, options
+  std::map<std::string, MatrixReport> reports;                 // key: instance matrix, reduction axes, options
   std::map<std::string, std::vector<std::string>> d_programs;  // key + "/d" or "/d-collapsed"
 };
 MatrixReport prove(const engine::System& system, const std::vector<int>& axes, const std::vector<int>& reduce,

@@ -32,11 +32,10 @@ class Backend {
 
   // Buffers (elements): main buffer and the two staging buffers. `elems_per_unit` converts the
   // plan's units into elements.
-  virtual void allocate(std::int64_t main_elems, std::int64_t stage0_elems,
-                        std::int64_t stage1_elems, std::int64_t elems_per_unit) = 0;
+  virtual void allocate(std::int64_t main_elems, std::int64_t stage0_elems, std::int64_t stage1_elems,
+                        std::int64_t elems_per_unit) = 0;
   virtual void upload(const std::vector<std::int32_t>& host) = 0;  // main <- host (bit pattern)
-  virtual void download(Space s, std::int64_t offset_elems, std::int64_t n,
-                        std::int32_t* host) = 0;
+  virtual void download(Space s, std::int64_t offset_elems, std::int64_t n, std::int32_t* host) = 0;
   // Adds `delta` to one element (fault injection for tests).
   virtual void poke(Space s, std::int64_t offset_elems, std::int32_t delta) = 0;
 

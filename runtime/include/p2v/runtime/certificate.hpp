@@ -12,8 +12,8 @@
 namespace p2v::runtime {
 
 struct Certificate {
-  bool checked = false;   // the independent checker accepted it
-  std::string reason;     // why not
+  bool checked = false;  // the independent checker accepted it
+  std::string reason;    // why not
   std::optional<engine::System> system;
   std::vector<int> axes, reduce;
   engine::ParallelismMatrix matrix;

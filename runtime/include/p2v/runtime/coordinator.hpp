@@ -20,7 +20,7 @@ class Coordinator {
   // On rank 0: every rank's value, in rank order; elsewhere: empty.
   virtual std::vector<std::string> gather(const std::string& mine) = 0;
   virtual std::vector<double> gather(const std::vector<double>& mine) = 0;  // concatenated
-  virtual double now() const = 0;  // seconds
+  virtual double now() const = 0;                                           // seconds
 
   // Error agreement (collective): every rank says whether it failed; all get the lowest failing
   // rank, or -1 when none failed. Call it before any step a failed rank could not join, so that

@@ -59,26 +59,26 @@ struct RankStep {
   std::vector<Copy> pre;  // packing before the call
   bool in_place = false;  // MPI_IN_PLACE (for Reduce: at the root only)
   Region send, recv;
-  std::int64_t count = 0;  // units: AllReduce/Reduce/Broadcast the whole count; ReduceScatter
-                           // the per-member result; AllGather the per-member contribution
-  std::vector<Copy> post;  // unpacking after the call
-  Layout after;            // this rank's rows after the step
+  std::int64_t count = 0;       // units: AllReduce/Reduce/Broadcast the whole count; ReduceScatter
+                                // the per-member result; AllGather the per-member contribution
+  std::vector<Copy> post;       // unpacking after the call
+  Layout after;                 // this rank's rows after the step
   std::int64_t data_units = 0;  // nccl-tests "size" of the step on this rank (see timing)
 };
 
 struct PlanStep {
   Collective collective = Collective::AllReduce;
-  Groups groups;                // system device groups (as lowered)
-  std::vector<int> comms;       // Plan::comms indices of the groups with >= 2 members
-  std::vector<RankStep> ranks;  // [rank]
+  Groups groups;                 // system device groups (as lowered)
+  std::vector<int> comms;        // Plan::comms indices of the groups with >= 2 members
+  std::vector<RankStep> ranks;   // [rank]
   std::string describe() const;  // "4 groups of 4: {0,1,2,3} {4,5,6,7} ..."
 };
 
 struct Plan {
   int num_ranks = 0;
-  int k = 0;                 // rows (= num_ranks)
-  int rows_per_unit = 1;     // u
-  int units = 0;             // k / u
+  int k = 0;                            // rows (= num_ranks)
+  int rows_per_unit = 1;                // u
+  int units = 0;                        // k / u
   std::vector<std::vector<int>> comms;  // distinct groups (size >= 2) needing a communicator
   std::vector<PlanStep> steps;
   std::vector<std::vector<Copy>> final_copies;  // [rank]: unpack home after the program
@@ -98,8 +98,7 @@ struct Plan {
 // group and reason). A program that is valid step by step but misses the goal yields
 // reaches_goal = false (the caller decides whether to run it). `check_rank` selects whose
 // per-step columns are recorded (-1: none).
-Plan make_plan(const engine::LoweredProgram& prog, int num_ranks, const Groups& reduction_groups,
-               int check_rank = -1);
+Plan make_plan(const engine::LoweredProgram& prog, int num_ranks, const Groups& reduction_groups, int check_rank = -1);
 
 // Human-readable description of groups: "4 x {0,1,2,3} ..." shortened for big systems.
 std::string describe_groups(const Groups& g, std::size_t max_groups = 4);

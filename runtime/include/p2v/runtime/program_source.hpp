@@ -20,8 +20,7 @@ struct NamedProgram {
 // "ReduceScatter@(gpu,Inside) ; AllReduce@(gpu,Parallel(root))" resolved against the instructions
 // of h (all collectives on Master allowed) and lowered to system groups. Throws p2v::Error naming
 // the step that does not resolve and the instructions that exist.
-engine::LoweredProgram resolve_program(const engine::SynthesisHierarchy& h,
-                                       const std::string& notation);
+engine::LoweredProgram resolve_program(const engine::SynthesisHierarchy& h, const std::string& notation);
 
 // One placement's programs from a program file.
 struct ProgramSet {

@@ -69,9 +69,9 @@ struct RankPlan {
   std::int64_t rows_per_unit = 1;  // u: divides every row boundary this rank's actions use
   std::int64_t units = 0;          // k / u
   std::vector<RankPlanStep> steps;
-  std::vector<Copy> final_copies;    // unpack home after the program
+  std::vector<Copy> final_copies;  // unpack home after the program
   std::int64_t stage_units[2] = {0, 0};
-  Membership baseline;               // the rank's reduction group
+  Membership baseline;  // the rank's reduction group
   // Verification (make_rank_plan with columns): the contributing ranks of each unit the rank
   // holds after each step, in the order of after.rows ([step][i-th held unit]), and the goal's.
   std::vector<std::vector<std::vector<int>>> columns;

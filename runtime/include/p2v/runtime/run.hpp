@@ -14,8 +14,8 @@ struct RunOptions {
   std::int64_t bytes = 1 << 20;  // per rank (rounded up to a whole number of units)
   int iters = 20, warmup = 5;
   Dtype dtype = Dtype::Int32;
-  bool verify = true;      // one untimed run checked after every step
-  bool baseline = true;    // also time one AllReduce over the reduction groups
+  bool verify = true;                    // one untimed run checked after every step
+  bool baseline = true;                  // also time one AllReduce over the reduction groups
   int fault_step = -1, fault_rank = -1;  // corrupt one element after this step on this rank
 };
 
@@ -25,9 +25,9 @@ struct Stats {
 Stats make_stats(std::vector<double> samples);
 
 struct Timing {
-  std::string what;        // collective name, "total", "baseline AllReduce"
-  std::string groups;      // group description
-  std::string groups_list; // every group, "0-3|4-7" or "0 4|1 5" (what p2v calibrate reads)
+  std::string what;         // collective name, "total", "baseline AllReduce"
+  std::string groups;       // group description
+  std::string groups_list;  // every group, "0-3|4-7" or "0 4|1 5" (what p2v calibrate reads)
   int group_size = 0, num_groups = 0;
   std::int64_t bytes = 0;  // nccl-tests size S of the operation on one rank
   Stats t;
@@ -38,8 +38,8 @@ struct RunReport {
   bool ok = true;
   std::string failure;  // verification failure (step, rank, chunk, values), on rank 0
   std::int64_t elems = 0, bytes = 0, elems_per_row = 0;
-  std::vector<Timing> steps;  // on rank 0
-  Timing total, baseline;     // on rank 0
+  std::vector<Timing> steps;                            // on rank 0
+  Timing total, baseline;                               // on rank 0
   std::vector<double> total_samples, baseline_samples;  // on rank 0, per iteration (max over ranks)
 };
 

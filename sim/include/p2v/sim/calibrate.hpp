@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "p2v/engine/instruction.hpp"
-#include "p2v/sim/cost.hpp"
 #include "p2v/engine/system.hpp"
+#include "p2v/sim/cost.hpp"
 
 namespace p2v::sim {
 
@@ -30,16 +30,14 @@ struct Measurement {
 };
 
 // Parses measurements; `origin` names the source in errors. Devices must be < num_devices.
-std::vector<Measurement> parse_measurements(const std::string& text, const std::string& origin,
-                                            int num_devices);
+std::vector<Measurement> parse_measurements(const std::string& text, const std::string& origin, int num_devices);
 std::vector<Measurement> load_measurements(const std::string& path, int num_devices);
 
 struct Prediction {
   double measured_s = 0.0, predicted_s = 0.0;
   double rel_error = 0.0;  // (predicted - measured) / measured
 };
-std::vector<Prediction> predict(const Simulator& sim, const std::vector<Measurement>& ms,
-                                Algorithm algo);
+std::vector<Prediction> predict(const Simulator& sim, const std::vector<Measurement>& ms, Algorithm algo);
 // Mean |relative error|.
 double mean_abs_rel_error(const std::vector<Prediction>& ps);
 
@@ -52,7 +50,7 @@ struct ClassFit {
 
 struct Calibration {
   std::vector<ClassFit> classes;
-  double error_before = 0, error_after = 0;  // mean |relative error|
+  double error_before = 0, error_after = 0;        // mean |relative error|
   double overhead_before = 0, overhead_after = 0;  // per-step overhead, seconds
   int iterations = 0;
 };

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "p2v/engine/instruction.hpp"
-#include "p2v/sim/topology.hpp"
 #include "p2v/engine/system.hpp"
+#include "p2v/sim/topology.hpp"
 
 namespace p2v::sim {
 
@@ -16,7 +16,7 @@ namespace p2v::sim {
 // the other collectives have no tree in NCCL and stay ring). Auto: per step, what NCCL's tuner
 // would pick under this model (the faster of the two for AllReduce).
 enum class Algorithm { Ring, Tree, Auto };
-const char* to_string(Algorithm a);             // "ring", "tree", "auto"
+const char* to_string(Algorithm a);               // "ring", "tree", "auto"
 Algorithm parse_algorithm(const std::string& s);  // throws p2v::Error
 
 // The paper's data size: 2^29 × nodes float32 values per device, where nodes is the number of
@@ -34,9 +34,9 @@ double bus_factor(engine::Collective c, double p);
 
 struct CostOptions {
   Algorithm algo = Algorithm::Ring;
-  double bytes = 0.0;      // per device at the start of the program; must be positive
-                           // (default_bytes(system) gives the paper's size)
-  bool breakdown = true;   // per-link loads in StepCost::links
+  double bytes = 0.0;     // per device at the start of the program; must be positive
+                          // (default_bytes(system) gives the paper's size)
+  bool breakdown = true;  // per-link loads in StepCost::links
 };
 
 struct LinkLoad {
@@ -50,12 +50,12 @@ struct StepCost {
   int num_groups = 0, group_size = 0;
   Algorithm algo = Algorithm::Ring;       // the algorithm used for this step
   Algorithm nccl_pick = Algorithm::Ring;  // what NCCL's tuner would pick (model-based)
-  double bytes_per_rank = 0.0;  // S of nccl-tests: the buffer (for ReduceScatter/AllGather: full array)
+  double bytes_per_rank = 0.0;            // S of nccl-tests: the buffer (for ReduceScatter/AllGather: full array)
   double time_s = 0.0;
-  double latency_s = 0.0;    // α part
-  double bandwidth_s = 0.0;  // β part (with link sharing)
+  double latency_s = 0.0;                     // α part
+  double bandwidth_s = 0.0;                   // β part (with link sharing)
   double algbw_gbps = 0.0, busbw_gbps = 0.0;  // nccl-tests definitions, GB/s
-  int bottleneck_edge = -1;  // the link busiest in the step (-1 for an idle step)
+  int bottleneck_edge = -1;                   // the link busiest in the step (-1 for an idle step)
   double bottleneck_bytes = 0.0;
   std::vector<LinkLoad> links;  // every loaded link, busiest first (when breakdown is on)
 };
@@ -80,8 +80,7 @@ class Simulator {
 
   // One collective measured as nccl-tests does: buffer S = `bytes` per rank (for AllGather the
   // full output, for ReduceScatter the full input). Used by calibration.
-  StepCost collective(const engine::LoweredStep& step, double bytes, Algorithm algo,
-                      bool breakdown = false) const;
+  StepCost collective(const engine::LoweredStep& step, double bytes, Algorithm algo, bool breakdown = false) const;
 
   // One step, given each device's held fraction of the buffer (updated in place).
   StepCost step(const engine::LoweredStep& st, double bytes, std::vector<double>& fraction, Algorithm algo,

@@ -9,8 +9,8 @@
 
 #include "p2v/engine/instruction.hpp"
 #include "p2v/engine/shape.hpp"
-#include "p2v/sim/cost.hpp"
 #include "p2v/engine/system.hpp"
+#include "p2v/sim/cost.hpp"
 
 namespace p2v::sim {
 
@@ -28,8 +28,8 @@ inline constexpr const char* kDefaultPreset = "h100";
 int apply_preset(engine::System& s, const Preset& p);
 
 struct LevelStep {
-  StepCost cost;             // bottleneck_edge = the bottleneck's user level (-1: idle)
-  std::string bottleneck;    // e.g. "node uplink (nic)"
+  StepCost cost;           // bottleneck_edge = the bottleneck's user level (-1: idle)
+  std::string bottleneck;  // e.g. "node uplink (nic)"
 };
 
 struct LevelProgramCost {
@@ -44,13 +44,14 @@ class LevelSimulator {
   explicit LevelSimulator(const engine::System& s);
 
   // One program of shape `s`: collectives and their level patterns, starting from `bytes` per device.
-  LevelProgramCost simulate(const engine::Shape& s, const std::vector<engine::Collective>& cs, const std::vector<engine::GroupPattern>& gs,
-                            const CostOptions& opt) const;
+  LevelProgramCost simulate(const engine::Shape& s, const std::vector<engine::Collective>& cs,
+                            const std::vector<engine::GroupPattern>& gs, const CostOptions& opt) const;
   // The single AllReduce over the reduction groups.
   double allreduce_time(const engine::Shape& s, const CostOptions& opt) const;
 
  private:
-  LevelStep step(const engine::Shape& s, engine::Collective c, const engine::GroupPattern& g, double S, Algorithm algo) const;
+  LevelStep step(const engine::Shape& s, engine::Collective c, const engine::GroupPattern& g, double S,
+                 Algorithm algo) const;
   std::vector<int> cards_;
   std::vector<std::string> names_;
   std::vector<engine::Interconnect> links_;  // per user level (unused where cardinality is 1)

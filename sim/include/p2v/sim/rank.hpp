@@ -6,14 +6,14 @@
 #include <vector>
 
 #include "p2v/engine/placement.hpp"
-#include "p2v/sim/cost.hpp"
 #include "p2v/engine/synth.hpp"
+#include "p2v/sim/cost.hpp"
 
 namespace p2v::sim {
 
 struct RankedProgram {
-  std::string name;        // "ReduceScatter@(gpu,Inside) ; ..."
-  int synth_index = 0;     // position in SynthResult::programs (shortest first)
+  std::string name;     // "ReduceScatter@(gpu,Inside) ; ..."
+  int synth_index = 0;  // position in SynthResult::programs (shortest first)
   engine::LoweredProgram lowered;
   double time_s = 0.0;
 };
@@ -21,7 +21,7 @@ struct RankedProgram {
 struct MatrixRanking {
   engine::ParallelismMatrix matrix;
   std::vector<int> reduce;
-  double allreduce_s = 0.0;            // the default single AllReduce over the reduction groups
+  double allreduce_s = 0.0;             // the default single AllReduce over the reduction groups
   std::vector<RankedProgram> programs;  // fastest first (ties: synthesis order)
   bool truncated = false;               // synthesis stopped at SynthOptions::max_programs
   double best_s() const { return programs.empty() ? allreduce_s : programs.front().time_s; }
@@ -48,13 +48,13 @@ std::vector<ProgramMeasurement> load_program_measurements(const std::string& pat
 
 // How well the predicted order matches the measured one, over the measured programs of one matrix.
 struct RankAccuracy {
-  int measured = 0;                // programs of this matrix with a measurement (and a prediction)
-  int unmatched = 0;               // measurement rows for this matrix naming no ranked program
-  std::string best_measured;       // the measured-fastest program
-  int predicted_rank_of_best = 0;  // its 1-based rank in the prediction (1 = top-1 hit)
-  double spearman = 0.0;           // rank correlation of predicted and measured times
-  double mean_abs_rel_error = 0.0; // |predicted - measured| / measured, averaged
-  std::vector<double> measured_s;  // per ranked program (same order as MatrixRanking::programs), -1 if none
+  int measured = 0;                 // programs of this matrix with a measurement (and a prediction)
+  int unmatched = 0;                // measurement rows for this matrix naming no ranked program
+  std::string best_measured;        // the measured-fastest program
+  int predicted_rank_of_best = 0;   // its 1-based rank in the prediction (1 = top-1 hit)
+  double spearman = 0.0;            // rank correlation of predicted and measured times
+  double mean_abs_rel_error = 0.0;  // |predicted - measured| / measured, averaged
+  std::vector<double> measured_s;   // per ranked program (same order as MatrixRanking::programs), -1 if none
 };
 RankAccuracy rank_accuracy(const MatrixRanking& r, const std::vector<ProgramMeasurement>& ms);
 

@@ -25,11 +25,11 @@ inline constexpr int kSimulateVersion = 1;
 SimModel choose_model(const std::string& name, const engine::System& s);
 
 struct ProgramRecord {
-  int rank = 0;                     // 1-based
-  std::string program;              // notation, as `p2v synth` prints it
-  double time_s = 0, speedup = 0;   // speedup over the single AllReduce
-  std::optional<double> measured_s; // from --measured-programs
-  std::vector<StepRecord> steps;    // empty unless requested (SimulateOptions::program_steps)
+  int rank = 0;                      // 1-based
+  std::string program;               // notation, as `p2v synth` prints it
+  double time_s = 0, speedup = 0;    // speedup over the single AllReduce
+  std::optional<double> measured_s;  // from --measured-programs
+  std::vector<StepRecord> steps;     // empty unless requested (SimulateOptions::program_steps)
   bool operator==(const ProgramRecord&) const = default;
 };
 
@@ -50,15 +50,15 @@ struct MeasuredRecord {
 
 struct MatrixRecord {
   engine::ParallelismMatrix matrix;
-  std::string shape;                         // level model: the shape's signature
-  double allreduce_s = 0;                    // the single AllReduce over the reduction groups
-  std::vector<StepRecord> allreduce_steps;   // graph model
-  std::optional<BestRecord> best;            // none when the matrix has no program
+  std::string shape;                        // level model: the shape's signature
+  double allreduce_s = 0;                   // the single AllReduce over the reduction groups
+  std::vector<StepRecord> allreduce_steps;  // graph model
+  std::optional<BestRecord> best;           // none when the matrix has no program
   double speedup = 0;
-  std::int64_t num_programs = 0;             // all programs; `programs` may list fewer
-  bool truncated = false;                    // graph model: synthesis stopped at max_programs
-  std::optional<MeasuredRecord> measured;    // graph model with measured programs
-  std::vector<ProgramRecord> programs;       // fastest first
+  std::int64_t num_programs = 0;           // all programs; `programs` may list fewer
+  bool truncated = false;                  // graph model: synthesis stopped at max_programs
+  std::optional<MeasuredRecord> measured;  // graph model with measured programs
+  std::vector<ProgramRecord> programs;     // fastest first
   double best_s() const { return best ? best->time_s : allreduce_s; }
   bool operator==(const MatrixRecord&) const = default;
 };
@@ -103,14 +103,14 @@ struct SimulateOptions {
   CostOptions cost;
   std::string algo = "ring";  // the name given (recorded in the report)
   SimModel model = SimModel::Graph;
-  int list = -1;               // programs recorded per matrix (-1: all)
-  bool program_steps = false;  // step records of every recorded program and of the single AllReduce
-  bool best_steps = false;     // step records of the single AllReduce and of the best program only
-  int links = -1;              // busiest links per step record (-1: all)
+  int list = -1;                  // programs recorded per matrix (-1: all)
+  bool program_steps = false;     // step records of every recorded program and of the single AllReduce
+  bool best_steps = false;        // step records of the single AllReduce and of the best program only
+  int links = -1;                 // busiest links per step record (-1: all)
   std::string measurements;       // graph model: CSV of measured collectives (calibrate.hpp)
   std::string measured_programs;  // graph model: CSV of measured program times (rank.hpp)
   bool svg_topology = false, svg_ranking = false;
-  int svg_program = 1;         // rank drawn by the topology picture (0: the single AllReduce)
+  int svg_program = 1;  // rank drawn by the topology picture (0: the single AllReduce)
 };
 
 struct SimulateRun {

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "p2v/engine/instruction.hpp"
-#include "p2v/sim/cost.hpp"
 #include "p2v/engine/system.hpp"
+#include "p2v/sim/cost.hpp"
 
 namespace p2v::sim::step {
 
@@ -79,7 +79,9 @@ class SyncCosts {
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {
-    std::size_t operator()(const Key& k) const { return std::hash<std::uint64_t>()(k.bits * 31 + static_cast<std::uint64_t>(k.p)); }
+    std::size_t operator()(const Key& k) const {
+      return std::hash<std::uint64_t>()(k.bits * 31 + static_cast<std::uint64_t>(k.p));
+    }
   };
   std::unordered_map<Key, std::pair<double, double>, KeyHash> cache_;
 };
@@ -89,17 +91,17 @@ struct Bucket {
   int first = 0, last = 0;
   int program = 0;
   double bytes = 0;
-  double ready_s = 0, start_s = 0, end_s = 0;              // gradient sync (backward)
-  double gather_start_s = 0, gather_end_s = 0;             // ZeRO parameter gather (forward)
+  double ready_s = 0, start_s = 0, end_s = 0;   // gradient sync (backward)
+  double gather_start_s = 0, gather_end_s = 0;  // ZeRO parameter gather (forward)
   double sync_s() const { return end_s - start_s; }
   double gather_s() const { return gather_end_s - gather_start_s; }
 };
 
 struct StepResult {
   double step_s = 0, compute_s = 0, fwd_s = 0, bwd_s = 0;
-  double sync_s = 0;          // sum of all buckets' sync (and, ZeRO, gather) times
-  double exposed_comm_s = 0;  // step_s - compute_s
-  double autosync_s = 0;      // AutoSync: max(compute_s, sum over layers of the program's cost)
+  double sync_s = 0;            // sum of all buckets' sync (and, ZeRO, gather) times
+  double exposed_comm_s = 0;    // step_s - compute_s
+  double autosync_s = 0;        // AutoSync: max(compute_s, sum over layers of the program's cost)
   std::vector<Bucket> buckets;  // backward order (the first synchronised first)
   std::vector<double> layer_fwd_start, layer_bwd_start;  // per layer (forward index)
 };
@@ -117,9 +119,9 @@ StepResult simulate_step(const std::vector<LayerCost>& lc, const std::vector<std
                          const std::vector<int>& programs, SyncCosts& costs, int autosync_program);
 
 struct ChooseOptions {
-  int max_units = 64;            // candidate boundaries: layers merged into at most this many units
-  double max_bucket_bytes = 0;   // a bucket holds at most this much (0: 4 x the DDP cap, at least 1 unit)
-  std::vector<int> programs;     // candidate programs (indices into SyncCosts)
+  int max_units = 64;           // candidate boundaries: layers merged into at most this many units
+  double max_bucket_bytes = 0;  // a bucket holds at most this much (0: 4 x the DDP cap, at least 1 unit)
+  std::vector<int> programs;    // candidate programs (indices into SyncCosts)
 };
 
 struct Choice {

@@ -17,12 +17,12 @@ namespace p2v::sim::step {
 
 struct StepOptions {
   engine::SynthOptions synth;
-  bool zero = false;         // --mode zero
-  std::string program;       // the fixed schedule's program (notation); "" = the mode's default
-  double bucket_mb = 25;     // DDP bucket cap, 10^6 bytes per device
-  int candidates = 8;        // programs per bucket the choice considers, besides the default
-  int units = 64;            // candidate bucket boundaries
-  bool choose = true;        // also choose buckets and programs
+  bool zero = false;      // --mode zero
+  std::string program;    // the fixed schedule's program (notation); "" = the mode's default
+  double bucket_mb = 25;  // DDP bucket cap, 10^6 bytes per device
+  int candidates = 8;     // programs per bucket the choice considers, besides the default
+  int units = 64;         // candidate bucket boundaries
+  bool choose = true;     // also choose buckets and programs
   Algorithm algo = Algorithm::Ring;
 };
 
@@ -92,7 +92,7 @@ struct StepReport {
   ScheduleRecord fixed;              // written at the top level
   std::optional<ScheduleRecord> chosen;
   bool chosen_is_fixed = false;
-  double gain = 0;                   // fixed / chosen step time
+  double gain = 0;  // fixed / chosen step time
   std::vector<PlacementRecord> placements;
   bool operator==(const StepReport&) const = default;
 };

@@ -24,12 +24,12 @@ struct Vertex {
 
 // One direction of a full-duplex link.
 struct Edge {
-  int from = 0, to = 0;       // vertex indices
-  double bandwidth = 0.0;     // bytes per second, this direction
-  double latency = 0.0;       // seconds
-  std::string kind;           // "switch", "nic", "nvlink", "pcie", "qpi", ...
-  std::string cls;            // calibration class: a level name, or the link kind of a topology section
-  int reverse = -1;           // the other direction
+  int from = 0, to = 0;         // vertex indices
+  double bandwidth = 0.0;       // bytes per second, this direction
+  double latency = 0.0;         // seconds
+  std::string kind;             // "switch", "nic", "nvlink", "pcie", "qpi", ...
+  std::string cls;              // calibration class: a level name, or the link kind of a topology section
+  int reverse = -1;             // the other direction
   double flow_bandwidth = 0.0;  // bytes per second one flow gets at most on this link; 0 = no cap
 };
 
@@ -48,8 +48,7 @@ class Topology {
 
   // Directed edges of the route from device a to device b (empty when a == b).
   std::span<const int> route(int a, int b) const {
-    const auto i = static_cast<std::size_t>(a) * static_cast<std::size_t>(num_devices_) +
-                   static_cast<std::size_t>(b);
+    const auto i = static_cast<std::size_t>(a) * static_cast<std::size_t>(num_devices_) + static_cast<std::size_t>(b);
     return {route_edges_.data() + route_begin_[i], route_edges_.data() + route_begin_[i + 1]};
   }
   // Sum of the latencies along route(a, b), seconds.
@@ -85,8 +84,8 @@ class Topology {
   void compute_routes();
   void recompute_route_latency();
   int add_vertex(std::string name, std::string kind, int device, int depth);
-  void add_link(int a, int b, double bw, double lat, const std::string& kind, const std::string& cls,
-                double path_scale, double flow_bw = 0.0);
+  void add_link(int a, int b, double bw, double lat, const std::string& kind, const std::string& cls, double path_scale,
+                double flow_bw = 0.0);
 
   int num_devices_ = 0, num_nodes_ = 1;
   double step_overhead_ = 0.0;
