@@ -11,6 +11,7 @@
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/io.hpp"
 #include "p2v/engine/notation.hpp"
+#include "p2v/engine/replay.hpp"
 #include "p2v/engine/state.hpp"
 #include "p2v/engine/synth.hpp"
 #include "p2v/engine/synth_format.hpp"
@@ -33,15 +34,11 @@ struct Named {
 // Rows each rank holds before the first step and after every step, as [begin, end) intervals.
 nlohmann::json rows_per_state(const engine::LoweredProgram& prog, int n, const engine::Groups& reduction,
                               const std::string& name) {
-  std::vector<engine::StateSet> states{engine::StateSet::initial(n)};
-  for (std::size_t s = 0; s < prog.size(); ++s) {
-    engine::StateSet next(n);
-    std::string why;
-    if (!states.back().apply(prog[s].collective, prog[s].groups, next, &why))
-      throw Error(fmt::format("program '{}': step {} ({}) is not valid here: {}", name, s + 1,
-                              engine::to_string(prog[s].collective), why));
-    states.push_back(std::move(next));
-  }
+  const engine::Trace t = engine::replay(n, prog);
+  if (t.failed_step >= 0)
+    throw Error(fmt::format("program '{}': step {} ({}) is not valid here: {}", name, t.failed_step + 1,
+                            engine::to_string(prog[static_cast<std::size_t>(t.failed_step)].collective), t.reason));
+  const auto& states = t.states;
   if (!(states.back() == engine::StateSet::goal(n, reduction)))
     throw Error(
         fmt::format("program '{}' does not reach the AllReduce over the reduction groups of this placement", name));

@@ -102,13 +102,16 @@ std::vector<LocalState> replay_states(const engine::SynthResult& r, const engine
   return out;
 }
 
-std::string certificate_json(const engine::System& sys, const engine::Placement& p, const engine::SynthResult& r,
-                             const engine::SynthOptions& opt, const engine::Program& prog,
-                             const std::vector<EnumerationResult>& runs, const std::vector<std::string>& proof_files) {
+namespace {
+
+// The certificate as a JSON object (certificate_json is its text; shape certificates embed it).
+json certificate_object(const engine::System& sys, const engine::Placement& p, const engine::SynthResult& r,
+                        const engine::SynthOptions& opt, const engine::Program& prog,
+                        const std::vector<EnumerationResult>& runs, const std::vector<std::string>& proof_files) {
   const auto& h = r.hierarchy;
   json c;
   c["format"] = kCertificateFormat;
-  c["system"] = json::parse(engine::system_to_json(sys));
+  c["system"] = engine::system_json(sys);
   c["levels"] = p.levels();
   c["axes"] = p.axes();
   c["reduce"] = p.reduce();
@@ -226,7 +229,15 @@ std::string certificate_json(const engine::System& sys, const engine::Placement&
   facts["complete"] = complete;
   if (!proof_files.empty()) facts["proofs"] = proof_files;
   c["facts"] = facts;
-  return c.dump(1);
+  return c;
+}
+
+}  // namespace
+
+std::string certificate_json(const engine::System& sys, const engine::Placement& p, const engine::SynthResult& r,
+                             const engine::SynthOptions& opt, const engine::Program& prog,
+                             const std::vector<EnumerationResult>& runs, const std::vector<std::string>& proof_files) {
+  return certificate_object(sys, p, r, opt, prog, runs, proof_files).dump(1);
 }
 
 namespace {
@@ -345,7 +356,7 @@ CertifyResult certify_shape_programs(const engine::System& sys, const engine::Sh
     const auto& prog = r.programs[i];
     json cert;
     cert["format"] = kShapeCertificateFormat;
-    cert["system"] = json::parse(engine::system_to_json(sys));
+    cert["system"] = engine::system_json(sys);
     cert["axes"] = json::array();
     for (const auto& row : shape.x) {
       std::int64_t a = 1;
@@ -378,7 +389,7 @@ CertifyResult certify_shape_programs(const engine::System& sys, const engine::Sh
         {"docs/shape.md section 3 (Theorem 1: validity, states and goal depend only on the shape; the smallest "
          "instance's device l stands for the class of devices that are 0 exactly where l is 0)",
          "docs/shape.md section 4 (the groups of a step on any instance are the level pattern recorded in steps[])"});
-    cert["instance"] = json::parse(certificate_json(inst.system, cp, r, opt, prog, out.runs, proof_files));
+    cert["instance"] = certificate_object(inst.system, cp, r, opt, prog, out.runs, proof_files);
     const auto path = (std::filesystem::path(c.dir) / fmt::format("{}-shape-p{:04}.json", tag, i)).string();
     write_file(path, cert.dump(1));
     out.files.push_back(path);
