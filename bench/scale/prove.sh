@@ -4,22 +4,11 @@
 # the three-axis placements of the four-level system.
 # Usage: bench/scale/prove.sh [build/bin] [--quick]
 set -euo pipefail
-BIN=${1:-build/bin}
-QUICK=${2:-}
-P2V="$BIN/p2v"
 RUNS=5
-[ "$QUICK" = "--quick" ] && RUNS=3
-command -v hyperfine >/dev/null || { echo "bench/scale: needs hyperfine (scripts/install-deps.sh)"; exit 2; }
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-med() {
-  hyperfine -N --runs "$RUNS" --warmup 1 -i --export-json "$TMP/h.json" "$1" >/dev/null 2>&1
-  python3 -c "import json;print('%.1f' % (json.load(open('$TMP/h.json'))['results'][0]['median']*1e3))"
-}
-rss() { /usr/bin/time -f "%M" -o "$TMP/t" bash -c "$1" >/dev/null 2>&1 || true; echo $(( $(cat "$TMP/t") / 1024 )); }
-row() { printf "%-78s %10s ms %8s MB\n" "$1" "$2" "$3"; }
+ROW_WIDTH=78
+MED_FLAGS=-i
+source "$(dirname "$0")/lib.sh"
 
-FOUR="pod=16,rack=32,node=32,gpu=8"
 echo "== prove, 131,072 devices"
 c="$P2V prove --system $FOUR --axes 131072 --reduce 0"
 row "prove four-level 131072 (L=4, z3+cvc5; smallest instance: 16 devices)" "$(med "$c")" "$(rss "$c")"

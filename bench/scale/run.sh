@@ -3,27 +3,10 @@
 # memory (GNU time), plus the curve of each figure from 16 to 1,048,576 devices.
 # Usage: bench/scale/run.sh [build/bin] [--quick]   (--quick: fewer runs, no certify curve)
 set -euo pipefail
-BIN=${1:-build/bin}
-QUICK=${2:-}
-P2V="$BIN/p2v"
 RUNS=10
-[ "$QUICK" = "--quick" ] && RUNS=3
-command -v hyperfine >/dev/null || { echo "bench/scale: needs hyperfine (scripts/install-deps.sh)"; exit 2; }
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+ROW_WIDTH=72
+source "$(dirname "$0")/lib.sh"
 
-med() {  # median seconds of a command (hyperfine), printed in ms
-  hyperfine -N --runs "$RUNS" --warmup 1 --export-json "$TMP/h.json" "$1" >/dev/null 2>&1 ||
-    hyperfine --runs "$RUNS" --warmup 1 --export-json "$TMP/h.json" "$1" >/dev/null
-  python3 -c "import json;print('%.1f' % (json.load(open('$TMP/h.json'))['results'][0]['median']*1e3))"
-}
-rss() {  # peak resident set (MB) of one run
-  /usr/bin/time -f "%M" -o "$TMP/t" bash -c "$1" >/dev/null 2>&1
-  echo $(( $(cat "$TMP/t") / 1024 ))
-}
-row() { printf "%-72s %10s ms %8s MB\n" "$1" "$2" "$3"; }
-
-FOUR="pod=16,rack=32,node=32,gpu=8"
 echo "== targets"
 c="$P2V synth --system $FOUR --axes 131072 --reduce 0"
 row "synth four-level 131072 --reduce 0 (target < 50 ms, < 200 MB)" "$(med "$c")" "$(rss "$c")"
