@@ -10,13 +10,12 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "p2v/engine/certificate_format.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/replay.hpp"
 #include "p2v/engine/state.hpp"
 
 namespace p2v::encodings {
-
-using nlohmann::json;
 
 namespace {
 
@@ -104,131 +103,126 @@ std::vector<LocalState> replay_states(const engine::SynthResult& r, const engine
 
 namespace {
 
-// The certificate as a JSON object (certificate_json is its text; shape certificates embed it).
-json certificate_object(const engine::System& sys, const engine::Placement& p, const engine::SynthResult& r,
-                        const engine::SynthOptions& opt, const engine::Program& prog,
-                        const std::vector<EnumerationResult>& runs, const std::vector<std::string>& proof_files) {
-  const auto& h = r.hierarchy;
-  json c;
-  c["format"] = kCertificateFormat;
-  c["system"] = engine::system_json(sys);
-  c["levels"] = p.levels();
-  c["axes"] = p.axes();
-  c["reduce"] = p.reduce();
-  c["matrix"] = p.matrix();
-  c["master_collectives"] = opt.master == engine::MasterCollectives::All ? "all" : "allreduce";
-  c["max_size"] = opt.max_size;
-  c["hierarchy"] = {{"kind", engine::to_string(h.kind)}, {"cards", h.cards}, {"names", h.names}};
-  c["goal_groups"] = engine::local_goal_groups(h, p);
-  json steps = json::array(), lowered = json::array();
-  for (int i : prog) {
-    const auto& in = r.instructions.at(static_cast<std::size_t>(i));
-    steps.push_back({{"name", engine::instruction_name(h, in)},
-                     {"collective", engine::to_string(in.collective)},
-                     {"slice", in.grouping.slice},
-                     {"form", form_text(in.grouping.form)},
-                     {"e", in.grouping.e},
-                     {"groups", in.grouping.groups}});
-    lowered.push_back(
-        {{"collective", engine::to_string(in.collective)}, {"groups", engine::lower_groups(h, in.grouping.groups)}});
-  }
-  c["program"] = {{"size", prog.size()}, {"notation", engine::program_name(r, prog)}, {"steps", steps}};
-  c["lowered"] = lowered;
-  json states = json::array();
-  for (const auto& s : replay_states(r, prog)) {
-    json st = json::array();
-    for (int d = 0; d < h.num_local(); ++d) st.push_back(state_text(s, d));
-    states.push_back(std::move(st));
-  }
-  c["states"] = states;
-  // Solver facts.
-  json facts;
-  facts["enumerator"] = {{"found", true}, {"programs", r.programs.size()}, {"nodes", r.nodes}};
-  json found = json::array(), shorter = json::array(), complete = json::array();
+// The solver facts of the certificate of `prog` (n steps), from each run's method.
+engine::CertificateFacts certificate_facts(const engine::SynthResult& r, const engine::SynthOptions& opt,
+                                           const engine::Program& prog, const std::vector<EnumerationResult>& runs) {
+  engine::CertificateFacts facts;
+  facts.enumerator_programs = static_cast<std::int64_t>(r.programs.size());
+  facts.enumerator_nodes = r.nodes;
   const int n = static_cast<int>(prog.size());
   const int L = opt.max_size;
   for (const auto& run : runs) {
-    const json who{{"solver", run.solver}, {"version", run.version}, {"settings", run.settings}};
-    auto fact = [&who](json f) {
-      json out = who;
-      out.update(f);
-      return out;
+    auto fact = [&run](int bound, const char* method, std::string query, std::string result) {
+      engine::SolverFact f;
+      f.solver = run.solver;
+      f.version = run.version;
+      f.settings = run.settings;
+      f.bound = bound;
+      f.method = method;
+      f.query = std::move(query);
+      f.result = std::move(result);
+      return f;
     };
     const bool has = std::binary_search(run.programs.begin(), run.programs.end(), prog,
                                         [](const engine::Program& a, const engine::Program& b) {
                                           return a.size() != b.size() ? a.size() < b.size() : a < b;
                                         });
     if (run.method == RunMethod::Closure) {
-      if (has)
-        found.push_back(
-            fact({{"bound", n},
-                  {"method", "closure"},
-                  {"query", "each step of this program from its start state, with its successor's goal status"},
-                  {"result", "sat"},
-                  {"seconds", run.validity_seconds}}));
+      if (has) {
+        auto f = fact(n, "closure", "each step of this program from its start state, with its successor's goal status",
+                      "sat");
+        f.seconds = run.validity_seconds;
+        facts.found_by.push_back(std::move(f));
+      }
       if (n > 1)
-        shorter.push_back(fact({{"bound", n - 1},
-                                {"method", "closure"},
-                                {"query", "a valid program of at most " + std::to_string(n - 1) + " steps"},
-                                {"result", "none: follows from the closure fact in facts.complete"}}));
-      complete.push_back(
-          fact({{"bound", L},
-                {"method", "closure"},
-                {"programs", run.programs.size()},
-                {"states", run.closure_states},
-                {"steps", run.closure_edges},
-                {"query", "from each of the " + std::to_string(run.closure_states) + " reachable states (depth < " +
-                              std::to_string(L) + ", not the goal), a valid step other than the " +
-                              std::to_string(run.closure_edges) +
-                              " listed ones with their successors (from states first reached at depth " +
-                              std::to_string(L - 1) + ": a valid step to the goal other than the listed ones)"},
-                {"result", "unsat"},
-                {"seconds", run.closure_seconds},
-                {"conclusion", "by induction on the length, every valid program of at most " + std::to_string(L) +
-                                   " steps is a path of the closed state graph, whose paths are exactly the " +
-                                   std::to_string(run.programs.size()) + " listed programs"}}));
+        facts.no_shorter.push_back(fact(n - 1, "closure",
+                                        "a valid program of at most " + std::to_string(n - 1) + " steps",
+                                        "none: follows from the closure fact in facts.complete"));
+      auto f = fact(L, "closure",
+                    "from each of the " + std::to_string(run.closure_states) + " reachable states (depth < " +
+                        std::to_string(L) + ", not the goal), a valid step other than the " +
+                        std::to_string(run.closure_edges) +
+                        " listed ones with their successors (from states first reached at depth " +
+                        std::to_string(L - 1) + ": a valid step to the goal other than the listed ones)",
+                    "unsat");
+      f.programs = static_cast<std::int64_t>(run.programs.size());
+      f.states = run.closure_states;
+      f.steps = run.closure_edges;
+      f.seconds = run.closure_seconds;
+      f.conclusion = "by induction on the length, every valid program of at most " + std::to_string(L) +
+                     " steps is a path of the closed state graph, whose paths are exactly the " +
+                     std::to_string(run.programs.size()) + " listed programs";
+      facts.complete.push_back(std::move(f));
       continue;
     }
-    const char* method = run.method == RunMethod::Confirm ? "confirm" : "enumerate";
-    double bound_s = 0;
-    for (const auto& b : run.bounds)
-      if (b.bound == n) bound_s = b.seconds;
-    if (has)
-      found.push_back(fact(
-          {{"bound", n},
-           {"method", method},
-           {"seconds", bound_s},
-           {"query", run.method == RunMethod::Confirm
-                         ? "this program (its choices fixed) satisfies the encoding of " + std::to_string(n) + " steps"
-                         : "a valid program of exactly " + std::to_string(n) + " steps (blocking those found before)"},
-           {"result", "sat"}}));
+    const bool confirm = run.method == RunMethod::Confirm;
+    const char* method = confirm ? "confirm" : "enumerate";
+    if (has) {
+      auto f =
+          fact(n, method,
+               confirm ? "this program (its choices fixed) satisfies the encoding of " + std::to_string(n) + " steps"
+                       : "a valid program of exactly " + std::to_string(n) + " steps (blocking those found before)",
+               "sat");
+      f.seconds = 0;
+      for (const auto& b : run.bounds)
+        if (b.bound == n) f.seconds = b.seconds;
+      facts.found_by.push_back(std::move(f));
+    }
     for (const auto& b : run.bounds) {
-      if (b.bound < n && b.programs == 0)
-        shorter.push_back(fact({{"bound", b.bound},
-                                {"method", method},
-                                {"query", "a valid program of exactly " + std::to_string(b.bound) + " steps"},
-                                {"result", smt::to_string(b.final_result)},
-                                {"seconds", b.final_seconds}}));
-      complete.push_back(
-          fact({{"bound", b.bound},
-                {"method", method},
-                {"programs", b.programs},
-                {"query", "another valid program of exactly " + std::to_string(b.bound) + " steps after blocking the " +
-                              std::to_string(b.programs) + (run.method == RunMethod::Confirm ? " listed" : " found")},
-                {"result", smt::to_string(b.final_result)},
-                {"seconds", b.final_seconds},
-                {"bound_seconds", b.seconds}}));
+      if (b.bound < n && b.programs == 0) {
+        auto f = fact(b.bound, method, "a valid program of exactly " + std::to_string(b.bound) + " steps",
+                      smt::to_string(b.final_result));
+        f.seconds = b.final_seconds;
+        facts.no_shorter.push_back(std::move(f));
+      }
+      auto f = fact(b.bound, method,
+                    "another valid program of exactly " + std::to_string(b.bound) + " steps after blocking the " +
+                        std::to_string(b.programs) + (confirm ? " listed" : " found"),
+                    smt::to_string(b.final_result));
+      f.programs = b.programs;
+      f.seconds = b.final_seconds;
+      f.bound_seconds = b.seconds;
+      facts.complete.push_back(std::move(f));
     }
   }
-  facts["found_by"] = found;
-  int shortest = r.programs.empty() ? 0 : static_cast<int>(r.programs.front().size());
-  facts["shortest"] = shortest;
-  facts["minimal"] = n == shortest;
-  facts["no_shorter"] = shorter;
-  facts["complete_up_to"] = opt.max_size;
-  facts["complete"] = complete;
-  if (!proof_files.empty()) facts["proofs"] = proof_files;
-  c["facts"] = facts;
+  facts.shortest = r.programs.empty() ? 0 : static_cast<int>(r.programs.front().size());
+  facts.minimal = n == facts.shortest;
+  facts.complete_up_to = opt.max_size;
+  return facts;
+}
+
+// The certificate of one program (certificate_json is its text; shape certificates embed it).
+engine::Certificate make_certificate(const engine::System& sys, const engine::Placement& p,
+                                     const engine::SynthResult& r, const engine::SynthOptions& opt,
+                                     const engine::Program& prog, const std::vector<EnumerationResult>& runs,
+                                     const std::vector<std::string>& proof_files) {
+  const auto& h = r.hierarchy;
+  engine::Certificate c;
+  c.system = sys;
+  c.levels = p.levels();
+  c.axes = p.axes();
+  c.reduce = p.reduce();
+  c.matrix = p.matrix();
+  c.master = opt.master;
+  c.max_size = opt.max_size;
+  c.hierarchy_kind = h.kind;
+  c.hierarchy_cards = h.cards;
+  c.hierarchy_names = h.names;
+  c.goal_groups = engine::local_goal_groups(h, p);
+  c.notation = engine::program_name(r, prog);
+  for (int i : prog) {
+    const auto& in = r.instructions.at(static_cast<std::size_t>(i));
+    c.steps.push_back({engine::instruction_name(h, in), in.collective, in.grouping.slice, form_text(in.grouping.form),
+                       in.grouping.e, in.grouping.groups});
+    c.lowered.push_back({in.collective, engine::lower_groups(h, in.grouping.groups)});
+  }
+  for (const auto& s : replay_states(r, prog)) {
+    std::vector<std::string> st;
+    for (int d = 0; d < h.num_local(); ++d) st.push_back(state_text(s, d));
+    c.states.push_back(std::move(st));
+  }
+  c.facts = certificate_facts(r, opt, prog, runs);
+  c.facts.proofs = proof_files;
   return c;
 }
 
@@ -237,7 +231,7 @@ json certificate_object(const engine::System& sys, const engine::Placement& p, c
 std::string certificate_json(const engine::System& sys, const engine::Placement& p, const engine::SynthResult& r,
                              const engine::SynthOptions& opt, const engine::Program& prog,
                              const std::vector<EnumerationResult>& runs, const std::vector<std::string>& proof_files) {
-  return certificate_object(sys, p, r, opt, prog, runs, proof_files).dump(1);
+  return engine::to_json(make_certificate(sys, p, r, opt, prog, runs, proof_files)).dump(1);
 }
 
 namespace {
@@ -354,44 +348,39 @@ CertifyResult certify_shape_programs(const engine::System& sys, const engine::Sh
   const auto proof_files = write_proofs(c, out, tag + "-shape");
   for (std::size_t i = 0; i < r.programs.size(); ++i) {
     const auto& prog = r.programs[i];
-    json cert;
-    cert["format"] = kShapeCertificateFormat;
-    cert["system"] = engine::system_json(sys);
-    cert["axes"] = json::array();
+    engine::ShapeCertificate cert;
+    cert.system = sys;
     for (const auto& row : shape.x) {
       std::int64_t a = 1;
       for (int v : row) a *= v;
-      cert["axes"].push_back(a);
+      cert.axes.push_back(a);
     }
-    cert["reduce"] = shape.reduce;
-    cert["matrix"] = shape.x;
-    cert["hierarchy_kind"] = engine::to_string(shape.kind);
-    json levels = json::array();
-    for (const auto& l : shape.levels) levels.push_back({{"name", l.name}, {"cardinality", l.card}});
-    cert["shape"] = {{"signature", shape.signature()}, {"levels", levels}};
-    cert["program"] = engine::program_name(r, prog);
-    json steps = json::array();
+    cert.reduce = shape.reduce;
+    cert.matrix = shape.x;
+    cert.hierarchy_kind = shape.kind;
+    cert.signature = shape.signature();
+    for (const auto& l : shape.levels) cert.shape_levels.emplace_back(l.name, l.card);
+    cert.notation = engine::program_name(r, prog);
     for (int in : prog) {
       const auto& g = r.instructions[in].grouping;
       const auto pat = engine::group_pattern(shape, g.slice, g.form, g.e);
-      json vary = json::array();
-      for (const auto& d : pat.vary) vary.push_back({{"axis", d.axis}, {"level", d.level}, {"factor", d.factor}});
-      steps.push_back({{"collective", engine::to_string(r.instructions[in].collective)},
-                       {"slice", r.hierarchy.names[g.slice]},
-                       {"form", engine::form_name(r.hierarchy, g)},
-                       {"vary", vary},
-                       {"master", pat.master},
-                       {"group_size", pat.group_size},
-                       {"num_groups", pat.num_groups}});
+      engine::ShapeCertificateStep st{r.instructions[in].collective,
+                                      r.hierarchy.names[g.slice],
+                                      engine::form_name(r.hierarchy, g),
+                                      {},
+                                      pat.master,
+                                      pat.group_size,
+                                      pat.num_groups};
+      for (const auto& d : pat.vary) st.vary.push_back({d.axis, d.level, d.factor});
+      cert.steps.push_back(std::move(st));
     }
-    cert["steps"] = steps;
-    cert["relies_on"] = json::array(
-        {"docs/shape.md section 3 (Theorem 1: validity, states and goal depend only on the shape; the smallest "
-         "instance's device l stands for the class of devices that are 0 exactly where l is 0)",
-         "docs/shape.md section 4 (the groups of a step on any instance are the level pattern recorded in steps[])"});
-    cert["instance"] = certificate_object(inst.system, cp, r, opt, prog, out.runs, proof_files);
+    cert.relies_on = {
+        "docs/shape.md section 3 (Theorem 1: validity, states and goal depend only on the shape; the smallest "
+        "instance's device l stands for the class of devices that are 0 exactly where l is 0)",
+        "docs/shape.md section 4 (the groups of a step on any instance are the level pattern recorded in steps[])"};
+    cert.instance = make_certificate(inst.system, cp, r, opt, prog, out.runs, proof_files);
     const auto path = (std::filesystem::path(c.dir) / fmt::format("{}-shape-p{:04}.json", tag, i)).string();
-    write_file(path, cert.dump(1));
+    write_file(path, engine::to_json(cert).dump(1));
     out.files.push_back(path);
   }
   return out;

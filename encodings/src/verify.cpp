@@ -86,8 +86,8 @@ Work prepare(const engine::System& system, const std::vector<int>& axes, const s
   if (on_shape) {
     const auto inst = engine::smallest_instance(*shape);
     h = engine::canonical_hierarchy(*shape);
-    w.goal = engine::local_goal_groups(
-        h, engine::Placement(inst.system.cardinalities(), inst.axes, inst.x, inst.reduce));
+    w.goal =
+        engine::local_goal_groups(h, engine::Placement(inst.system.cardinalities(), inst.axes, inst.x, inst.reduce));
   } else {
     h = engine::make_hierarchy(w.placement, names, opt.kind);
     w.goal = engine::local_goal_groups(h, w.placement);
@@ -108,8 +108,8 @@ void compare(Work& w, const VerifyOptions& opt) {
   std::set<engine::LoweredProgram> want;
   for (const auto& prog : r.programs) want.insert(engine::lower(r, prog));
   auto only_solver = [&](const EnumerationResult& run, const engine::Program& prog) {
-    c.differences.push_back(fmt::format("only {} finds: {}\n      engine: {}", run.solver, engine::program_name(r, prog),
-                                        diagnose(r, prog, w.goal)));
+    c.differences.push_back(fmt::format("only {} finds: {}\n      engine: {}", run.solver,
+                                        engine::program_name(r, prog), diagnose(r, prog, w.goal)));
   };
   c.same = true;
   for (std::size_t i = 0; i < c.runs.size(); ++i) {
@@ -119,8 +119,9 @@ void compare(Work& w, const VerifyOptions& opt) {
       const bool valid = run.programs.empty() || want.count(engine::lower(r, run.programs[0]));
       eq = run.shortest == c.shortest() && valid;
       if (run.shortest != c.shortest())
-        c.differences.push_back(fmt::format("{}'s shortest program has {} steps, the enumerator's {} (0 = none up to {})",
-                                            run.solver, run.shortest, c.shortest(), opt.synth.max_size));
+        c.differences.push_back(
+            fmt::format("{}'s shortest program has {} steps, the enumerator's {} (0 = none up to {})", run.solver,
+                        run.shortest, c.shortest(), opt.synth.max_size));
       if (!valid) only_solver(run, run.programs[0]);
     } else {
       std::set<engine::LoweredProgram> got;
@@ -136,10 +137,9 @@ void compare(Work& w, const VerifyOptions& opt) {
             accepts = encoding_accepts(opt.solvers[i], w.sp, prog, opt.search);
           } catch (const std::exception&) {  // a diagnostic only: the difference stands either way
           }
-          c.differences.push_back(fmt::format("only the enumerator finds: {}\n      {} {} this program; engine: {}",
-                                              engine::program_name(r, prog), run.solver,
-                                              accepts ? "accepts (enumeration missed it)" : "rejects",
-                                              diagnose(r, prog, w.goal)));
+          c.differences.push_back(fmt::format(
+              "only the enumerator finds: {}\n      {} {} this program; engine: {}", engine::program_name(r, prog),
+              run.solver, accepts ? "accepts (enumeration missed it)" : "rejects", diagnose(r, prog, w.goal)));
         }
       }
     }
@@ -255,24 +255,24 @@ VerifyResult verify_placements(const engine::System& system, const std::vector<i
   for (const auto& x : matrices) work.push_back(prepare(system, axes, reduce, x, opt));
   VerifyResult out;
   {
-  Pool pool(work, opt);
-  for (std::size_t ci = 0; ci < work.size(); ++ci) {
-    Work& w = work[ci];
-    w.c.runs = pool.runs(ci);
-    compare(w, opt);
-    if (!opt.certify_dir.empty() && w.c.same) {
-      CertifyOptions co;
-      co.dir = opt.certify_dir;
-      co.solvers = opt.solvers;
-      co.search = opt.search;
-      const auto cr = w.c.shape ? certify_shape_programs(system, *w.c.shape, w.c.enumerator, opt.synth, co, &w.c.runs)
-                                : certify_programs(system, w.placement, w.c.enumerator, opt.synth, co, &w.c.runs);
-      w.c.certificates = cr.files;
-      out.certificates += cr.files.size();
+    Pool pool(work, opt);
+    for (std::size_t ci = 0; ci < work.size(); ++ci) {
+      Work& w = work[ci];
+      w.c.runs = pool.runs(ci);
+      compare(w, opt);
+      if (!opt.certify_dir.empty() && w.c.same) {
+        CertifyOptions co;
+        co.dir = opt.certify_dir;
+        co.solvers = opt.solvers;
+        co.search = opt.search;
+        const auto cr = w.c.shape ? certify_shape_programs(system, *w.c.shape, w.c.enumerator, opt.synth, co, &w.c.runs)
+                                  : certify_programs(system, w.placement, w.c.enumerator, opt.synth, co, &w.c.runs);
+        w.c.certificates = cr.files;
+        out.certificates += cr.files.size();
+      }
+      out.identical = out.identical && w.c.same;
+      if (on_case) on_case(w.c);
     }
-    out.identical = out.identical && w.c.same;
-    if (on_case) on_case(w.c);
-  }
   }  // the pool's workers have ended
   for (auto& w : work) out.cases.push_back(std::move(w.c));
   return out;
@@ -292,10 +292,8 @@ nlohmann::json to_json(const VerifyCase& c, bool minimal) {
   for (std::size_t i = 0; i < c.runs.size(); ++i) {
     const EnumerationResult& run = c.runs[i];
     nlohmann::json bj = nlohmann::json::array();
-    nlohmann::json sj = {{"solver", run.solver},
-                         {"version", run.version},
-                         {"seconds", run.seconds},
-                         {"shortest", run.shortest}};
+    nlohmann::json sj = {
+        {"solver", run.solver}, {"version", run.version}, {"seconds", run.seconds}, {"shortest", run.shortest}};
     if (minimal) {
       for (const auto& b : run.bounds)
         bj.push_back({{"bound", b.bound}, {"result", smt::to_string(b.final_result)}, {"seconds", b.seconds}});

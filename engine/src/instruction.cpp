@@ -39,6 +39,8 @@ MasterCollectives parse_master_collectives(const std::string& s) {
   throw Error(fmt::format("--master-collectives '{}': expected allreduce or all", s));
 }
 
+const char* to_string(MasterCollectives m) { return m == MasterCollectives::All ? "all" : "allreduce"; }
+
 Groups form_groups(const SynthesisHierarchy& h, int slice, FormKind form, int e) {
   const int n = h.num_levels();
   if (slice < 0 || slice >= n - 1)

@@ -12,8 +12,6 @@ namespace p2v::engine {
 
 namespace {
 
-const char* master_name(MasterCollectives m) { return m == MasterCollectives::All ? "all" : "allreduce"; }
-
 nlohmann::json to_json(const InstructionRecord& in) {
   nlohmann::json j{{"name", in.name}, {"collective", to_string(in.collective)}, {"slice", in.slice}, {"form", in.form}};
   if (in.pattern) {
@@ -181,7 +179,7 @@ SynthWriter::SynthWriter(std::FILE* out, const SynthHeader& h) : out_(out) {
                             {"reduce", h.reduce},
                             {"hierarchy_kind", to_string(h.kind)},
                             {"max_size", h.max_size},
-                            {"master_collectives", master_name(h.master)}};
+                            {"master_collectives", to_string(h.master)}};
   const std::string s = head.dump(1);
   fmt::print(out_, "{},\n \"results\": [", s.substr(0, s.size() - 2));
 }
@@ -201,17 +199,8 @@ SynthFile parse_synth_file(const std::string& text, const std::string& origin) {
   f.header.system = system_from_json(o["system"].raw(), origin + ": system");
   f.header.axes = o["axes"].ints();
   f.header.reduce = o["reduce"].ints();
-  const At kind = o["hierarchy_kind"], master = o["master_collectives"];
-  try {
-    f.header.kind = parse_hierarchy_kind(kind.string());
-  } catch (const Error& e) {
-    kind.fail(e.what());
-  }
-  try {
-    f.header.master = parse_master_collectives(master.string());
-  } catch (const Error& e) {
-    master.fail(e.what());
-  }
+  f.header.kind = json_read::hierarchy_kind(o["hierarchy_kind"]);
+  f.header.master = json_read::master_collectives(o["master_collectives"]);
   f.header.max_size = o["max_size"].int32();
   o["results"].each([&](const At& r) { f.results.push_back(result_from_json(r)); });
   o.finish();

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "p2v/encodings/certificate.hpp"
+#include "p2v/engine/certificate_format.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/state.hpp"
 #include "p2v/engine/synth.hpp"
@@ -108,6 +109,60 @@ TEST_CASE("certificates round-trip through the checker (hierarchies (d), (a), (c
   Fixture c("node=2,gpu=2", {2, 2}, {{2, 1}, {1, 2}}, {1}, engine::HierarchyKind::RowBased, "c");
   for (const auto& f : c.files) CHECK(checker::check_certificate_file(f).ok);
   CHECK_FALSE(checker::check_certificate_file(d.dir + "/does-not-exist.json").ok);
+}
+
+TEST_CASE("certificate formats: the strict reader round-trips what encodings writes and names bad fields") {
+  Fixture d("node=2,gpu=4", {2, 4}, {{1, 2}, {2, 2}}, {1}, engine::HierarchyKind::ReductionAxes, "format");
+  for (const auto& f : d.files) {
+    const json j = json::parse(read(f));
+    const auto c = engine::certificate_from_json(j, f);
+    CHECK(engine::to_json(c) == j);
+    CHECK(c.steps.size() == c.lowered.size());
+    CHECK(c.states.size() == c.steps.size() + 1);
+    CHECK(c.facts.complete.size() == 2);
+    CHECK(std::holds_alternative<engine::Certificate>(engine::any_certificate_from_json(j, f)));
+  }
+  const auto sys = engine::parse_system_arg("node=64,gpu=8");
+  const auto shape =
+      engine::make_shape(sys.cardinalities(), sys.level_names(), {{64, 8}}, {0}, engine::HierarchyKind::ReductionAxes);
+  engine::SynthOptions opt;
+  opt.max_size = 3;
+  const auto r = engine::synthesize_shape(shape, opt);
+  encodings::CertifyOptions co;
+  co.dir = d.dir + "-shape";
+  const auto res = encodings::certify_shape_programs(sys, shape, r, opt, co);
+  REQUIRE(!res.files.empty());
+  const json sj = json::parse(read(res.files.back()));
+  const auto sc = engine::shape_certificate_from_json(sj, "s.json");
+  CHECK(engine::to_json(sc) == sj);
+  CHECK(sc.axes == std::vector<std::int64_t>{512});
+  CHECK(sc.instance.hierarchy_cards == std::vector<int>{1, 2, 2});
+  // Refusals name the file and the JSON path.
+  auto refused = [](const json& j) {
+    try {
+      (void)engine::any_certificate_from_json(j, "c.json");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  json t = sj;
+  t["instance"]["facts"]["complete"][0]["solvers"] = "z3";
+  CHECK(refused(t).find("c.json: instance.facts.complete[0].solvers: unknown field") == 0);
+  t = sj;
+  t["instance"]["program"].erase("notation");
+  CHECK(refused(t).find("c.json: instance.program.notation: missing") == 0);
+  t = sj;
+  t["steps"][0]["group_size"] = "8";
+  CHECK(refused(t).find("c.json: steps[0].group_size: expected an integer") == 0);
+  t = sj;
+  t["steps"][0]["collective"] = "AllToAll";
+  CHECK(refused(t).find("c.json: steps[0].collective:") == 0);
+  t = sj;
+  t["format"] = "p2v-shape-certificate/2";
+  CHECK(refused(t).find("not a version this p2v reads") != std::string::npos);
+  t["format"] = "p2v-synth/2";
+  CHECK(refused(t).find("c.json: format: expected \"p2v-certificate/1\" or") == 0);
 }
 
 TEST_CASE("tampered certificates are rejected with a reason") {

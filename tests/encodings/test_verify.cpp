@@ -29,8 +29,8 @@ TEST_CASE("verify_placements: every matrix, both solvers, identical sets, cases 
   const auto matrices = engine::enumerate_matrices(sys.cardinalities(), axes);
   REQUIRE(matrices.size() == 2);
   std::vector<engine::ParallelismMatrix> seen;
-  const auto res =
-      verify_placements(sys, axes, reduce, matrices, small_options(3), [&](const VerifyCase& c) { seen.push_back(c.x); });
+  const auto res = verify_placements(sys, axes, reduce, matrices, small_options(3),
+                                     [&](const VerifyCase& c) { seen.push_back(c.x); });
   CHECK(res.identical);
   CHECK(seen == matrices);
   REQUIRE(res.cases.size() == 2);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "p2v/encodings/search.hpp"
+#include "p2v/engine/certificate_format.hpp"
 #include "p2v/engine/placement.hpp"
 #include "p2v/engine/shape.hpp"
 #include "p2v/engine/synth.hpp"
@@ -14,10 +15,10 @@
 
 namespace p2v::encodings {
 
-inline constexpr const char* kCertificateFormat = "p2v-certificate/1";
-// A certificate at any size: the real placement and its shape, the program with every step's
-// level pattern, and the p2v-certificate/1 of the shape's smallest instance ("instance").
-inline constexpr const char* kShapeCertificateFormat = "p2v-shape-certificate/1";
+// The formats (p2v-certificate/1 and p2v-shape-certificate/1) are defined in
+// engine/certificate_format.hpp; this file makes them.
+using engine::kCertificateFormat;
+using engine::kShapeCertificateFormat;
 
 struct CertifyOptions {
   std::string dir;  // created if missing

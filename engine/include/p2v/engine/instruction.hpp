@@ -23,6 +23,7 @@ using Groups = std::vector<std::vector<int>>;
 enum class MasterCollectives { AllReduceOnly, All };
 // "allreduce" or "all" (the --master-collectives option); throws p2v::Error otherwise.
 MasterCollectives parse_master_collectives(const std::string& s);
+const char* to_string(MasterCollectives m);  // "allreduce" | "all" (what parse_master_collectives reads)
 
 struct Grouping {
   int slice = 0;

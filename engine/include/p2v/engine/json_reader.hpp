@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/hierarchy.hpp"
 #include "p2v/engine/instruction.hpp"
 
 namespace p2v::engine::json_read {
@@ -126,14 +127,21 @@ class Object {
   std::set<std::string> read_;
 };
 
-// A collective's name ("AllReduce").
-inline engine::Collective collective(const At& at) {
-  const std::string name = at.string();
+// A string value read by one of the engine's parsers (whose Error then names the path).
+template <class Parse>
+auto parsed(const At& at, Parse&& parse) {
+  const std::string text = at.string();
   try {
-    return engine::parse_collective(name);
+    return parse(text);
   } catch (const Error& e) {
     at.fail(e.what());
   }
+}
+// A collective's name ("AllReduce"), a hierarchy kind ("d"), a Master setting ("allreduce").
+inline engine::Collective collective(const At& at) { return parsed(at, engine::parse_collective); }
+inline engine::HierarchyKind hierarchy_kind(const At& at) { return parsed(at, engine::parse_hierarchy_kind); }
+inline engine::MasterCollectives master_collectives(const At& at) {
+  return parsed(at, engine::parse_master_collectives);
 }
 
 // The "format" field every p2v file starts with: "<family>/<version>", e.g. "p2v-synth/2".
