@@ -8,9 +8,8 @@
 #include "command.hpp"
 #include "p2v/checker/checker.hpp"
 #include "p2v/encodings/rules.hpp"
-
-#include <fstream>
-#include <sstream>
+#include "p2v/engine/error.hpp"
+#include "p2v/engine/io.hpp"
 
 namespace p2v::tools {
 namespace {
@@ -18,13 +17,14 @@ namespace {
 // Dispatch on the certificate's kind: rule certificates (p2v rules prove --certificates) are
 // re-validated by the counting replay; program certificates by the independent checker.
 checker::Verdict check_file(const std::string& f) {
-  std::ifstream in(f);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  if (!in || ss.str().find(encodings::kRuleCertificateFormat) == std::string::npos)
-    return checker::check_certificate_file(f);
+  std::string text;
+  try {
+    text = engine::read_text_file(f, "certificate");
+  } catch (const Error&) {  // the checker names the unreadable file
+  }
+  if (text.find(encodings::kRuleCertificateFormat) == std::string::npos) return checker::check_certificate_file(f);
   checker::Verdict v;
-  v.reason = encodings::check_rule_certificate(ss.str(), &v.summary);
+  v.reason = encodings::check_rule_certificate(text, &v.summary);
   v.ok = v.reason.empty();
   return v;
 }

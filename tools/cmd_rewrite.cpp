@@ -4,15 +4,14 @@
 #include <CLI/CLI.hpp>
 
 #include <chrono>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "command.hpp"
 #include "common.hpp"
 #include "p2v/encodings/rules.hpp"
 #include "p2v/engine/derive.hpp"
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/io.hpp"
 #include "p2v/engine/notation.hpp"
 #include "p2v/sim/cost.hpp"
 #include "p2v/sim/rank.hpp"
@@ -34,13 +33,10 @@ struct RewriteArgs {
 // The program file: {"program": "...", "axes": [..], "reduce": [..], "matrix": "2 2;2 8"}; the
 // command line's --axes/--reduce/--matrix/--program take precedence.
 void read_program_file(RewriteArgs& a) {
-  std::ifstream in(a.file);
-  if (!in) throw Error(fmt::format("'{}': cannot open it", a.file));
-  std::stringstream ss;
-  ss << in.rdbuf();
+  const std::string text = engine::read_text_file(a.file, "program file");
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(ss.str());
+    j = nlohmann::json::parse(text);
   } catch (const std::exception& e) {
     throw Error(fmt::format("'{}': not valid JSON: {}", a.file, e.what()));
   }

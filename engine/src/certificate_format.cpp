@@ -15,8 +15,8 @@ using nlohmann::json;
 namespace {
 
 json to_json(const SolverFact& f) {
-  json j{{"solver", f.solver}, {"version", f.version},   {"settings", f.settings}, {"bound", f.bound},
-         {"method", f.method}, {"query", f.query},       {"result", f.result}};
+  json j{{"solver", f.solver}, {"version", f.version}, {"settings", f.settings}, {"bound", f.bound},
+         {"method", f.method}, {"query", f.query},     {"result", f.result}};
   if (f.seconds) j["seconds"] = *f.seconds;
   if (f.bound_seconds) j["bound_seconds"] = *f.bound_seconds;
   if (f.programs) j["programs"] = *f.programs;
@@ -105,7 +105,8 @@ Certificate certificate_from(const At& at) {
   Object o(at);
   json_read::check_format(o, "p2v-certificate", 1);
   Certificate c;
-  c.system = system_from_json(o["system"].raw(), at.origin() + ": " + (at.path().empty() ? "system" : at.path() + ".system"));
+  c.system =
+      system_from_json(o["system"].raw(), at.origin() + ": " + (at.path().empty() ? "system" : at.path() + ".system"));
   c.levels = o["levels"].ints();
   c.axes = o["axes"].ints();
   c.reduce = o["reduce"].ints();
@@ -215,7 +216,8 @@ json to_json(const Certificate& c) {
               {"matrix", c.matrix},
               {"master_collectives", to_string(c.master)},
               {"max_size", c.max_size},
-              {"hierarchy", {{"kind", to_string(c.hierarchy_kind)}, {"cards", c.hierarchy_cards}, {"names", c.hierarchy_names}}},
+              {"hierarchy",
+               {{"kind", to_string(c.hierarchy_kind)}, {"cards", c.hierarchy_cards}, {"names", c.hierarchy_names}}},
               {"goal_groups", c.goal_groups},
               {"program", {{"size", c.steps.size()}, {"notation", c.notation}, {"steps", steps}}},
               {"lowered", lowered},
@@ -250,7 +252,9 @@ json to_json(const ShapeCertificate& c) {
               {"instance", to_json(c.instance)}};
 }
 
-Certificate certificate_from_json(const json& j, const std::string& origin) { return certificate_from(At(j, origin, "")); }
+Certificate certificate_from_json(const json& j, const std::string& origin) {
+  return certificate_from(At(j, origin, ""));
+}
 
 ShapeCertificate shape_certificate_from_json(const json& j, const std::string& origin) {
   return shape_certificate_from(At(j, origin, ""));

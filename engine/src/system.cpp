@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/io.hpp"
 #include "p2v/engine/json_util.hpp"
 #include "p2v/engine/text_util.hpp"
 
@@ -204,7 +205,7 @@ System system_from_json(const json& j, const std::string& origin) {
 }
 
 System load_system_file(const std::string& path) {
-  return parse_system_json(text::read_file(path, "system file"), path);
+  return parse_system_json(read_text_file(path, "system file"), path);
 }
 
 System parse_system_inline(const std::string& spec) {

@@ -1,24 +1,20 @@
 #include <fmt/core.h>
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/io.hpp"
 #include "p2v/engine/synth.hpp"
 #include "p2v/proofs/expressiveness.hpp"
 
 namespace p2v::proofs {
 
 std::vector<SuiteCase> load_suite(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(fmt::format("{}: cannot open suite file", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
+  const std::string text = engine::read_text_file(path, "suite file");
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(ss.str());
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     throw Error(fmt::format("{}: malformed JSON: {}", path, e.what()));
   }

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/io.hpp"
 #include "p2v/engine/json_reader.hpp"
 #include "p2v/engine/json_util.hpp"
 #include "p2v/engine/shape.hpp"
@@ -412,7 +413,7 @@ SimulateReport parse_simulate_report(const std::string& text, const std::string&
 }
 
 SimulateReport load_simulate_report(const std::string& path) {
-  return parse_simulate_report(text::read_file(path, "simulate report"), path);
+  return parse_simulate_report(engine::read_text_file(path, "simulate report"), path);
 }
 
 bool same_report(const SimulateReport& a, const SimulateReport& b) {

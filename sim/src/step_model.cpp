@@ -6,6 +6,7 @@
 #include <set>
 
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/io.hpp"
 #include "p2v/engine/json_util.hpp"
 #include "p2v/engine/text_util.hpp"
 #include "p2v/sim/step.hpp"
@@ -93,7 +94,9 @@ Model parse_model_json(const std::string& text, const std::string& origin) {
   return m;
 }
 
-Model load_model_file(const std::string& path) { return parse_model_json(text::read_file(path, "model file"), path); }
+Model load_model_file(const std::string& path) {
+  return parse_model_json(engine::read_text_file(path, "model file"), path);
+}
 
 std::vector<LayerCost> layer_costs(const Model& m, const System& s, int data_parallel, int model_parallel, bool zero) {
   if (data_parallel < 1 || model_parallel < 1) throw Error("step: parallel degrees must be positive");

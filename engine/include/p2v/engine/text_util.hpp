@@ -7,12 +7,8 @@
 #include <vector>
 
 #include "p2v/engine/error.hpp"
-#include "p2v/engine/io.hpp"
 
 namespace p2v::engine::text {
-
-// The whole text of file `path`; throws p2v::Error naming `what` and the path.
-inline std::string read_file(const std::string& path, const std::string& what) { return read_text_file(path, what); }
 
 // Escapes &, <, > and " for SVG/XML text and attributes.
 inline std::string xml_escape(const std::string& s) {
