@@ -31,12 +31,13 @@ CalResult run(const CalArgs& a) {
   const auto algo = sim::parse_algorithm(a.algo);
   const auto ms = sim::load_measurements(a.measurements, simulator.topology().num_devices());
   const auto cal = sim::calibrate(simulator, ms, algo);
-  r.text = sim::calibrated_system_json(
+  nlohmann::json calibrated = sim::calibrated_system_json(
       r.system, simulator.topology(),
       fmt::format("{} calibrated by p2v calibrate from {} ({} measurements; mean |error| {:.1f}% -> {:.1f}%)",
                   r.system.name, a.measurements, ms.size(), 100 * cal.error_before, 100 * cal.error_after));
+  r.text = calibrated.dump(2) + "\n";
   if (!a.output.empty()) write_file(a.output, r.text);
-  r.report = sim::calibration_report(cal, ms.size(), r.text, a.output);
+  r.report = sim::calibration_report(cal, ms.size(), std::move(calibrated), a.output);
   return r;
 }
 

@@ -318,7 +318,7 @@ Calibration calibrate(Simulator& sim, const std::vector<Measurement>& ms, Algori
   return cal;
 }
 
-std::string calibrated_system_json(const System& s, const Topology& t, const std::string& note) {
+nlohmann::json calibrated_system_json(const System& s, const Topology& t, const std::string& note) {
   using json = nlohmann::json;
   json j = engine::system_json(s);
   const auto classes = t.classes();
@@ -344,10 +344,10 @@ std::string calibrated_system_json(const System& s, const Topology& t, const std
     j["topology"]["step_overhead_us"] = t.step_overhead() * 1e6;
   }
   j["description"] = note;
-  return j.dump(2) + "\n";
+  return j;
 }
 
-CalibrationReport calibration_report(const Calibration& cal, std::size_t measurements, const std::string& system_json,
+CalibrationReport calibration_report(const Calibration& cal, std::size_t measurements, nlohmann::json system,
                                      const std::string& output) {
   CalibrationReport r;
   r.measurements = static_cast<std::int64_t>(measurements);
@@ -359,7 +359,7 @@ CalibrationReport calibration_report(const Calibration& cal, std::size_t measure
   for (const auto& c : cal.classes)
     r.classes.push_back({c.cls, c.bandwidth_before / 1e9, c.bandwidth_after / 1e9, c.latency_before * 1e6,
                          c.latency_after * 1e6, c.alpha_weight > 0 || c.beta_weight > 0});
-  r.system = nlohmann::json::parse(system_json).dump();
+  r.system = std::move(system);
   if (!output.empty()) r.output = output;
   return r;
 }
@@ -373,7 +373,7 @@ nlohmann::json to_json(const CalibrationReport& r) {
                    {"step_overhead_us_before", r.step_overhead_us_before},
                    {"step_overhead_us_after", r.step_overhead_us_after},
                    {"classes", nlohmann::json::array()},
-                   {"system", nlohmann::json::parse(r.system)}};
+                   {"system", r.system}};
   for (const auto& c : r.classes)
     j["classes"].push_back({{"class", c.cls},
                             {"bandwidth_gbps_before", c.bandwidth_gbps_before},
@@ -405,8 +405,8 @@ CalibrationReport calibration_report_from_json(const nlohmann::json& j, const st
   });
   const At system = o["system"];
   system.expect(system.raw().is_object(), "a system object");
-  r.system = system.raw().dump();
-  parse_system_json(r.system, origin + ": system");  // a system file, by the engine's reader
+  r.system = system.raw();
+  system_from_json(r.system, origin + ": system");  // a system file, by the engine's reader
   if (const auto out = o.optional("output")) r.output = out->string();
   o.finish();
   return r;

@@ -118,7 +118,7 @@ TEST_CASE("calibration recovers perturbed link parameters") {
   CHECK(cal.overhead_after == doctest::Approx(15e-6).epsilon(0.05));
   // The calibrated system file round-trips through the parser with the new numbers.
   const auto text = calibrated_system_json(truth_sys, sim.topology(), "calibrated");
-  const auto back = parse_system_json(text, "calibrated");
+  const auto back = system_from_json(text, "calibrated");
   CHECK(back.levels[0].interconnect->bandwidth_gbps == doctest::Approx(6).epsilon(0.01));
   CHECK(Topology::build(back).step_overhead() == doctest::Approx(15e-6).epsilon(0.05));
 }

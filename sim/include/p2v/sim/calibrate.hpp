@@ -10,7 +10,7 @@
 // groups), bytes S per rank as nccl-tests counts it (ReduceScatter: full input; AllGather: full
 // output), and the measured seconds. Lines starting with '#' are comments.
 #include <cstdint>
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,8 +61,8 @@ Calibration calibrate(Simulator& sim, const std::vector<Measurement>& ms, Algori
 
 // System `s` with the calibrated link parameters of `t`: level interconnects for level classes,
 // topology-section links for link-kind classes, and the topology section's step_overhead_us
-// (a section holding only that is created when needed). JSON text.
-std::string calibrated_system_json(const engine::System& s, const Topology& t, const std::string& note);
+// (a section holding only that is created when needed): the system file as a JSON object.
+nlohmann::json calibrated_system_json(const engine::System& s, const Topology& t, const std::string& note);
 
 // The report of `p2v calibrate --json` (docs/formats.md, "Simulator"): to_json and a strict reader.
 inline constexpr const char* kCalibrateFormat = "p2v-calibrate";
@@ -83,12 +83,12 @@ struct CalibrationReport {
   int iterations = 0;
   double step_overhead_us_before = 0, step_overhead_us_after = 0;
   std::vector<ClassRecord> classes;
-  std::string system;                 // the calibrated system file, compact JSON text
+  nlohmann::json system;              // the calibrated system file (an object)
   std::optional<std::string> output;  // where it was written
   bool operator==(const CalibrationReport&) const = default;
 };
 
-CalibrationReport calibration_report(const Calibration& cal, std::size_t measurements, const std::string& system_json,
+CalibrationReport calibration_report(const Calibration& cal, std::size_t measurements, nlohmann::json system,
                                      const std::string& output);
 nlohmann::json to_json(const CalibrationReport& r);
 CalibrationReport calibration_report_from_json(const nlohmann::json& j, const std::string& origin);
