@@ -63,6 +63,107 @@ void read_program_file(RewriteArgs& a) {
   }
 }
 
+// One matrix: the search, simulate's ranking for comparison, and the solvers' certificate.
+struct CaseResult {
+  engine::ParallelismMatrix x;
+  sim::RewriteResult r;
+  double search_ms = 0;
+  std::string best;
+  sim::MatrixRanking rank;
+  bool reduction = false, matches = false, proved = false;
+  std::string verdict = "not certified (--no-certify)";
+  nlohmann::json cert;
+};
+
+// Both solvers prove output = input under the counting semantics; the certificate's JSON.
+void certify(const RewriteArgs& a, const Problem& p, CaseResult& c, const engine::LoweredProgram& input, int k) {
+  encodings::Equation eq;
+  eq.k = k;
+  eq.lhs = input;
+  eq.rhs = c.r.best;
+  const auto res = encodings::solve_equation(eq, {encodings::smt::SolverKind::Z3, encodings::smt::SolverKind::Cvc5},
+                                             static_cast<unsigned>(a.timeout_s * 1000));
+  c.proved = res.verdict == encodings::EquationResult::Equal;
+  c.verdict = c.proved ? "proved equal by z3 and cvc5" : "unknown: " + res.problem;
+  c.cert = {{"format", "p2v-rewrite-certificate/1"},
+            {"system", p.system.name},
+            {"matrix", engine::format_matrix(c.x)},
+            {"input", a.program},
+            {"output", c.best},
+            {"verdict", to_string(res.verdict)},
+            {"query_hash", res.hash},
+            {"smtlib", res.smtlib},
+            {"problem", res.problem}};
+  c.cert["answers"] = nlohmann::json::array();
+  for (const auto& s : res.runs)
+    c.cert["answers"].push_back(
+        {{"solver", s.solver}, {"version", s.version}, {"answer", encodings::smt::to_string(s.result)}, {"ms", s.ms}});
+}
+
+CaseResult run_case(const RewriteArgs& a, const Problem& p, const sim::Simulator& simulator,
+                    const sim::CostOptions& copt, const engine::ParallelismMatrix& x,
+                    const engine::LoweredProgram& input, const engine::SynthesisHierarchy& h) {
+  const engine::Placement pl = p.placement(x);
+  CaseResult c;
+  c.x = x;
+  const engine::RuleMoves moves(h, engine::MasterCollectives::All);
+  const auto t0 = std::chrono::steady_clock::now();
+  c.r = sim::rewrite_search(moves, simulator, copt, input, a.opt);
+  c.search_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  c.best = engine::program_notation(h, c.r.best);
+  // simulate's best on this placement (the enumerator's programs ranked by the simulator).
+  engine::SynthOptions so;
+  so.max_size = std::min(a.opt.max_size, 5);
+  c.rank = sim::rank_placement(simulator, pl, p.system.level_names(), so, copt);
+  // Only a program equal to the reduction's AllReduce is comparable with simulate's ranking.
+  c.reduction = moves.equal(input, sim::single_allreduce(pl.reduction_groups()));
+  c.matches = c.reduction && c.r.best_s <= c.rank.best_s() * (1 + 1e-9);
+  if (!a.no_certify) certify(a, p, c, input, static_cast<int>(pl.num_devices()));
+  return c;
+}
+
+nlohmann::json to_json(const RewriteArgs& a, const CaseResult& c) {
+  const auto& r = c.r;
+  return {{"matrix", engine::format_matrix(c.x)},
+          {"input", a.program},
+          {"input_s", r.input_s},
+          {"best", c.best},
+          {"best_s", r.best_s},
+          {"derivation", engine::derivation_text(r.derivation)},
+          {"search_ms", c.search_ms},
+          {"expanded", r.expanded},
+          {"generated", r.generated},
+          {"pruned", r.pruned},
+          {"rejected", r.rejected},
+          {"budget_exhausted", r.budget_exhausted},
+          {"simulate_best", c.rank.programs.empty() ? std::string() : c.rank.programs.front().name},
+          {"simulate_best_s", c.rank.best_s()},
+          {"matches_simulate", c.matches},
+          {"is_reduction", c.reduction},
+          {"certificate", c.cert}};
+}
+
+void print_case(const RewriteArgs& a, const CaseResult& c) {
+  const auto& r = c.r;
+  fmt::print("matrix {}:\n  input   {}  {}\n  best    {}  {} ({:.2f}x)\n  derivation: {}\n", engine::format_matrix(c.x),
+             sim::format_seconds(r.input_s), a.program, sim::format_seconds(r.best_s), c.best, r.input_s / r.best_s,
+             engine::derivation_text(r.derivation));
+  fmt::print(
+      "  search: {:.1f} ms, {} expanded, {} generated, {} pruned (> {}x best), {} rejected by the counting "
+      "check{}\n",
+      c.search_ms, r.expanded, r.generated, r.pruned, a.opt.prune, r.rejected,
+      r.budget_exhausted ? " (budget exhausted)" : "");
+  if (c.reduction)
+    fmt::print("  simulate's best: {} {}: {}\n", sim::format_seconds(c.rank.best_s()),
+               c.rank.programs.empty() ? std::string("(none)") : c.rank.programs.front().name,
+               c.matches ? "found (same predicted time)" : "NOT found");
+  else
+    fmt::print(
+        "  (the input is not the AllReduce over the reduction groups here: simulate's ranking does not "
+        "apply)\n");
+  fmt::print("  certificate: {}\n", c.verdict);
+}
+
 Registrar reg("rewrite", [](CLI::App& sub) -> std::function<int()> {
   auto a = std::make_shared<RewriteArgs>();
   sub.add_option(
@@ -115,89 +216,15 @@ Registrar reg("rewrite", [](CLI::App& sub) -> std::function<int()> {
         continue;
       }
       ++done;
-      const engine::RuleMoves moves(h, engine::MasterCollectives::All);
-      const auto t0 = std::chrono::steady_clock::now();
-      const auto r = sim::rewrite_search(moves, simulator, copt, input, a->opt);
-      const double search_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      const std::string best = engine::program_notation(h, r.best);
-      // simulate's best on this placement (the enumerator's programs ranked by the simulator).
-      engine::SynthOptions so;
-      so.max_size = std::min(a->opt.max_size, 5);
-      const auto rank = sim::rank_placement(simulator, pl, p.system.level_names(), so, copt);
-      // Only a program equal to the reduction's AllReduce is comparable with simulate's ranking.
-      const bool reduction = moves.equal(input, sim::single_allreduce(pl.reduction_groups()));
-      const bool matches = reduction && r.best_s <= rank.best_s() * (1 + 1e-9);
-      // Certificate: both solvers prove output = input under the counting semantics.
-      encodings::Equation eq;
-      eq.k = pl.num_devices();
-      eq.lhs = input;
-      eq.rhs = r.best;
-      std::string verdict = "not certified (--no-certify)";
-      nlohmann::json cert;
-      if (!a->no_certify) {
-        const auto res =
-            encodings::solve_equation(eq, {encodings::smt::SolverKind::Z3, encodings::smt::SolverKind::Cvc5},
-                                      static_cast<unsigned>(a->timeout_s * 1000));
-        verdict =
-            res.verdict == encodings::EquationResult::Equal ? "proved equal by z3 and cvc5" : "unknown: " + res.problem;
-        if (res.verdict != encodings::EquationResult::Equal) code = 3;
-        cert = {{"format", "p2v-rewrite-certificate/1"},
-                {"system", p.system.name},
-                {"matrix", engine::format_matrix(x)},
-                {"input", a->program},
-                {"output", best},
-                {"verdict", to_string(res.verdict)},
-                {"query_hash", res.hash},
-                {"smtlib", res.smtlib},
-                {"problem", res.problem}};
-        cert["answers"] = nlohmann::json::array();
-        for (const auto& s : res.runs)
-          cert["answers"].push_back({{"solver", s.solver},
-                                     {"version", s.version},
-                                     {"answer", encodings::smt::to_string(s.result)},
-                                     {"ms", s.ms}});
-        if (!a->certificate.empty()) {
-          const std::string f = p.matrices.size() > 1 ? fmt::format("{}.{}", a->certificate, done) : a->certificate;
-          std::ofstream(f) << cert.dump(1) << "\n";
-        }
-      }
-      if (a->json) {
-        out.push_back({{"matrix", engine::format_matrix(x)},
-                       {"input", a->program},
-                       {"input_s", r.input_s},
-                       {"best", best},
-                       {"best_s", r.best_s},
-                       {"derivation", engine::derivation_text(r.derivation)},
-                       {"search_ms", search_ms},
-                       {"expanded", r.expanded},
-                       {"generated", r.generated},
-                       {"pruned", r.pruned},
-                       {"rejected", r.rejected},
-                       {"budget_exhausted", r.budget_exhausted},
-                       {"simulate_best", rank.programs.empty() ? std::string() : rank.programs.front().name},
-                       {"simulate_best_s", rank.best_s()},
-                       {"matches_simulate", matches},
-                       {"is_reduction", reduction},
-                       {"certificate", cert}});
-        continue;
-      }
-      fmt::print("matrix {}:\n  input   {}  {}\n  best    {}  {} ({:.2f}x)\n  derivation: {}\n",
-                 engine::format_matrix(x), sim::format_seconds(r.input_s), a->program, sim::format_seconds(r.best_s),
-                 best, r.input_s / r.best_s, engine::derivation_text(r.derivation));
-      fmt::print(
-          "  search: {:.1f} ms, {} expanded, {} generated, {} pruned (> {}x best), {} rejected by the counting "
-          "check{}\n",
-          search_ms, r.expanded, r.generated, r.pruned, a->opt.prune, r.rejected,
-          r.budget_exhausted ? " (budget exhausted)" : "");
-      if (reduction)
-        fmt::print("  simulate's best: {} {}: {}\n", sim::format_seconds(rank.best_s()),
-                   rank.programs.empty() ? std::string("(none)") : rank.programs.front().name,
-                   matches ? "found (same predicted time)" : "NOT found");
+      const CaseResult c = run_case(*a, p, simulator, copt, x, input, h);
+      if (!a->no_certify && !c.proved) code = 3;
+      if (!a->no_certify && !a->certificate.empty())
+        write_file(p.matrices.size() > 1 ? fmt::format("{}.{}", a->certificate, done) : a->certificate,
+                   c.cert.dump(1) + "\n");
+      if (a->json)
+        out.push_back(to_json(*a, c));
       else
-        fmt::print(
-            "  (the input is not the AllReduce over the reduction groups here: simulate's ranking does not "
-            "apply)\n");
-      fmt::print("  certificate: {}\n", verdict);
+        print_case(*a, c);
     }
     if (done == 0) throw Error("the program does not fit the system: " + first_error);
     if (a->json) fmt::print("{}\n", out.dump(2));
