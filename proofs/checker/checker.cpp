@@ -632,20 +632,31 @@ Verdict check_certificate(const std::string& text) {
     const bool shape = c.is_object() && c.contains("format") && c["format"] == "p2v-shape-certificate/1";
     v.summary = shape ? check_shape(c) : check(c);
     const json& fc = shape ? c.at("instance") : c;
-    if (fc.contains("facts") && fc["facts"].is_object()) {
-      const json& f = fc["facts"];
-      int solvers = f.contains("found_by") && f["found_by"].is_array() ? static_cast<int>(f["found_by"].size()) : 0;
-      // Enumeration facts say a solver found the program; closure and confirm facts say it accepted
-      // the program's steps (the solver did not search for it).
-      bool found = false;
-      if (solvers > 0)
-        for (const auto& e : f["found_by"])
-          if (!e.is_object() || !e.contains("method") || e["method"] == "enumerate") found = true;
-      v.summary +=
-          std::string("  [") + (found ? "found" : "accepted") + " by " + std::to_string(solvers) + " solver(s)";
-      if (f.contains("minimal") && f["minimal"].is_boolean() && f["minimal"].get<bool>()) v.summary += ", minimal";
-      v.summary += "; solver facts recorded, not re-proved]";
-    }
+    // A certificate is the solvers' word as well as the replay: without a solver's acceptance of the
+    // program and a completeness answer it certifies nothing a solver proved, and is refused.
+    const std::string where = shape ? "instance.facts" : "facts";
+    if (!fc.contains("facts") || !fc["facts"].is_object())
+      throw Reject(where + ": missing (no solver facts: not a certificate)");
+    const json& f = fc["facts"];
+    if (!f.contains("found_by") || !f["found_by"].is_array() || f["found_by"].empty())
+      throw Reject(where + ".found_by: no solver accepted this program");
+    for (const auto& e : f["found_by"])
+      if (!e.is_object() || !e.contains("result") || e["result"] != "sat")
+        throw Reject(where + ".found_by: every entry must be a solver's \"sat\" for this program");
+    if (!f.contains("complete") || !f["complete"].is_array() || f["complete"].empty())
+      throw Reject(where + ".complete: no completeness answer");
+    for (const auto& e : f["complete"])
+      if (!e.is_object() || !e.contains("result") || e["result"] != "unsat")
+        throw Reject(where + ".complete: every entry must be \"unsat\" (no program besides the listed ones)");
+    const int solvers = static_cast<int>(f["found_by"].size());
+    // Enumeration facts say a solver found the program; closure and confirm facts say it accepted
+    // the program's steps (the solver did not search for it).
+    bool found = false;
+    for (const auto& e : f["found_by"])
+      if (!e.contains("method") || e["method"] == "enumerate") found = true;
+    v.summary += std::string("  [") + (found ? "found" : "accepted") + " by " + std::to_string(solvers) + " solver(s)";
+    if (f.contains("minimal") && f["minimal"].is_boolean() && f["minimal"].get<bool>()) v.summary += ", minimal";
+    v.summary += "; solver facts recorded, not re-proved]";
     v.ok = true;
   } catch (const Reject& e) {
     v.reason = e.what();

@@ -410,6 +410,16 @@ TEST_CASE("shape certificates: 131072 devices round-trip; tampering is refused")
   json t = good;
   t["steps"][1]["collective"] = "ReduceScatter";
   rejected(t, "collective of the real program");
+  // Without the solvers' word a valid program is not certified.
+  t = good;
+  t["instance"].erase("facts");
+  CHECK(rejected(t, "no facts").find("instance.facts: missing") != std::string::npos);
+  t = good;
+  t["instance"]["facts"]["found_by"] = json::array();
+  CHECK(rejected(t, "no solver accepted it").find("no solver accepted") != std::string::npos);
+  t = good;
+  t["instance"]["facts"]["complete"][0]["result"] = "unknown";
+  CHECK(rejected(t, "completeness not proved").find("must be \"unsat\"") != std::string::npos);
   t = good;
   t["instance"]["program"]["steps"][1]["collective"] = "AllGather";
   rejected(t, "collective of the instance");
