@@ -1,0 +1,250 @@
+// docs/shape.md §3.2: Theorem 1(b) with Master steps, checked for programs of EVERY length on pairs
+// of instances, by exploring the complete (finite) graph of reachable states of each instance and
+// their product; and the two lemmas the proof sketch of §3.2 rests on, checked on every reachable
+// state: live states are row-uniform and laminar (Lemma 2), and, in the default Master setting, no
+// precondition tells the instances apart in such a state (Lemma 3). A mistake in §3.2 shows up here.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <unordered_map>
+
+#include "p2v/engine/hierarchy.hpp"
+#include "p2v/engine/instruction.hpp"
+#include "p2v/engine/state.hpp"
+
+using namespace p2v::engine;
+
+namespace {
+
+using Key = std::vector<std::uint64_t>;
+struct KeyHash {
+  std::size_t operator()(const Key& k) const {
+    std::size_t h = 1469598103934665603ull;
+    for (auto x : k) h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h;
+  }
+};
+Key key(const StateSet& s) {
+  const std::size_t n = static_cast<std::size_t>(s.words()) * (s.k() + 1) * s.k();
+  return Key(s.dev(0), s.dev(0) + n);
+}
+
+// G (docs/shape.md §3.2): every device's held rows have one column set (row-uniform), and for every
+// row, any two holders' column sets are nested or disjoint (laminar).
+bool in_g(const StateSet& s) {
+  const int k = s.k(), w = s.words();
+  auto holds = [&](int d, int r) { return (s.dev(d)[r >> 6] >> (r & 63)) & 1u; };
+  auto cols = [&](int d, int r) { return s.dev(d) + w + static_cast<std::size_t>(r) * w; };
+  for (int d = 0; d < k; ++d) {
+    int first = -1;
+    for (int r = 0; r < k; ++r) {
+      if (!holds(d, r)) continue;
+      if (first < 0) first = r;
+      else if (!std::equal(cols(d, r), cols(d, r) + w, cols(d, first))) return false;
+    }
+  }
+  for (int r = 0; r < k; ++r)
+    for (int x = 0; x < k; ++x) {
+      if (!holds(x, r)) continue;
+      for (int y = x + 1; y < k; ++y) {
+        if (!holds(y, r)) continue;
+        bool meet = false, a_in_b = true, b_in_a = true;
+        for (int i = 0; i < w; ++i) {
+          const std::uint64_t a = cols(x, r)[i], b = cols(y, r)[i];
+          meet |= (a & b) != 0;
+          a_in_b &= (a & ~b) == 0;
+          b_in_a &= (b & ~a) == 0;
+        }
+        if (meet && !a_in_b && !b_in_a) return false;
+      }
+    }
+  return true;
+}
+
+// The complete graph of states reachable from the initial state by valid steps, any length.
+struct Graph {
+  SynthesisHierarchy h;
+  std::vector<Instruction> ins;
+  std::vector<StateSet> states;
+  std::vector<std::vector<int>> succ;  // succ[state][instruction], -1 if the step is invalid
+  std::vector<char> live;              // the goal is reachable from the state
+  std::vector<char> g;                 // in_g
+  int goal = -1;
+};
+
+Graph explore(const std::vector<int>& cards, MasterCollectives mc) {
+  Graph G;
+  G.h = make_plain_hierarchy(cards);
+  G.ins = instructions(G.h, mc);
+  const int k = G.h.num_local();
+  Groups all(1);
+  for (int i = 0; i < k; ++i) all[0].push_back(i);
+  const StateSet goal = StateSet::goal(k, all);
+  std::unordered_map<Key, int, KeyHash> id;
+  G.states.push_back(StateSet::initial(k));
+  id.emplace(key(G.states[0]), 0);
+  for (std::size_t i = 0; i < G.states.size(); ++i) {
+    std::vector<int> sc(G.ins.size(), -1);
+    for (std::size_t t = 0; t < G.ins.size(); ++t) {
+      StateSet next;
+      if (!G.states[i].apply(G.ins[t].collective, G.ins[t].grouping.groups, next)) continue;
+      auto [it, fresh] = id.emplace(key(next), static_cast<int>(G.states.size()));
+      if (fresh) G.states.push_back(std::move(next));
+      sc[t] = it->second;
+    }
+    G.succ.push_back(std::move(sc));
+  }
+  const auto it = id.find(key(goal));
+  REQUIRE(it != id.end());
+  G.goal = it->second;
+  G.live.assign(G.states.size(), 0);
+  G.live[G.goal] = 1;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (std::size_t i = 0; i < G.states.size(); ++i)
+      if (!G.live[i])
+        for (int j : G.succ[i])
+          if (j >= 0 && G.live[j]) {
+            G.live[i] = changed = true;
+            break;
+          }
+  }
+  for (const auto& s : G.states) G.g.push_back(in_g(s));
+  return G;
+}
+
+// The product of two instances' graphs: the pairs of states reached by one instruction sequence
+// valid on both. A divergence is a step valid on one instance only; it is live if the valid side's
+// successor is live (then a goal-reaching program of one instance is not one of the other).
+struct Product {
+  std::size_t pairs = 0;
+  int live_divergences = 0, dead_divergences = 0, divergences_from_g = 0;
+  int goal_mismatches = 0, liveness_mismatches = 0, g_mismatches = 0;
+  std::string first_divergence;  // notation, shortest first
+};
+
+Product product(const Graph& a, const Graph& b) {
+  REQUIRE(a.ins.size() == b.ins.size());
+  for (std::size_t t = 0; t < a.ins.size(); ++t)
+    REQUIRE(instruction_name(a.h, a.ins[t]) == instruction_name(b.h, b.ins[t]));
+  Product p;
+  std::vector<std::pair<int, int>> queue{{0, 0}};
+  std::vector<std::pair<int, int>> parent{{-1, -1}};  // (queue index, instruction)
+  std::map<std::pair<int, int>, int> seen{{{0, 0}, 0}};
+  auto path = [&](std::size_t q, std::size_t t) {
+    std::vector<std::string> v{instruction_name(a.h, a.ins[t])};
+    for (auto i = static_cast<int>(q); parent[i].first >= 0; i = parent[i].first)
+      v.push_back(instruction_name(a.h, a.ins[parent[i].second]));
+    std::reverse(v.begin(), v.end());
+    return fmt::format("{}", fmt::join(v, " ; "));
+  };
+  for (std::size_t q = 0; q < queue.size(); ++q) {
+    const auto [x, y] = queue[q];
+    p.goal_mismatches += (x == a.goal) != (y == b.goal);
+    p.liveness_mismatches += a.live[x] != b.live[y];
+    p.g_mismatches += a.g[x] != b.g[y];
+    for (std::size_t t = 0; t < a.ins.size(); ++t) {
+      const int nx = a.succ[x][t], ny = b.succ[y][t];
+      if ((nx >= 0) != (ny >= 0)) {
+        const bool live = nx >= 0 ? a.live[nx] : b.live[ny];
+        ++(live ? p.live_divergences : p.dead_divergences);
+        p.divergences_from_g += a.g[x] || b.g[y];
+        if (p.first_divergence.empty()) p.first_divergence = path(q, t);
+        continue;
+      }
+      if (nx < 0 || seen.count({nx, ny})) continue;
+      seen.emplace(std::pair{nx, ny}, static_cast<int>(queue.size()));
+      queue.emplace_back(nx, ny);
+      parent.emplace_back(static_cast<int>(q), static_cast<int>(t));
+    }
+  }
+  p.pairs = queue.size();
+  return p;
+}
+
+// Graphs are explored once per (cardinalities, setting) and shared by the test cases.
+const Graph& graph(std::vector<int> c, MasterCollectives mc) {
+  static std::map<std::pair<std::vector<int>, MasterCollectives>, Graph> cache;
+  c.insert(c.begin(), 1);
+  auto it = cache.find({c, mc});
+  if (it == cache.end()) it = cache.emplace(std::pair{c, mc}, explore(c, mc)).first;
+  return it->second;
+}
+
+const char* setting(MasterCollectives mc) { return mc == MasterCollectives::All ? "all" : "allreduce"; }
+
+}  // namespace
+
+// Theorem 1(b) for every program length on these pairs: the instances' goal-reaching instruction
+// sequences are the same set (not only up to the synthesizer's size limit).
+TEST_CASE("any length: the smallest instance and c have the same goal-reaching sequences") {
+  struct Case {
+    std::vector<int> c;
+    MasterCollectives mc;
+  };
+  const auto AR = MasterCollectives::AllReduceOnly, ALL = MasterCollectives::All;
+  const std::vector<Case> cases = {
+      {{3, 3}, AR},       {{2, 7}, AR},       {{5, 4}, AR},       {{3, 3}, ALL},       {{2, 7}, ALL},
+      {{3, 3, 3}, AR},    {{2, 3, 4}, AR},    {{5, 3, 4}, AR},    {{4, 4, 4}, AR},     {{3, 3, 3}, ALL},
+      {{2, 3, 4}, ALL},   {{5, 3, 4}, ALL},   {{2, 2, 2, 3}, AR}, {{3, 2, 2, 2}, AR},  {{2, 3, 2, 3}, AR},
+      {{3, 3, 2, 2}, AR}, {{3, 2, 2, 2}, ALL}};
+  for (const auto& cs : cases) {
+    const Graph& a = graph(std::vector<int>(cs.c.size(), 2), cs.mc);
+    const Graph& b = graph(cs.c, cs.mc);
+    const Product p = product(a, b);
+    INFO("c = ", fmt::format("{}", cs.c), ", master ", setting(cs.mc), ", first divergence: ", p.first_divergence);
+    CHECK(p.live_divergences == 0);
+    CHECK(p.goal_mismatches == 0);
+    CHECK(p.liveness_mismatches == 0);
+    CHECK(p.g_mismatches == 0);
+    // Lemma 3 (default setting): no divergence at all from a state in G.
+    if (cs.mc == AR) CHECK(p.divergences_from_g == 0);
+    // Every live state of c is reached in the product (the product misses nothing that matters).
+    CHECK(p.pairs >= static_cast<std::size_t>(std::count(b.live.begin(), b.live.end(), 1)));
+  }
+}
+
+// Lemma 2 (checked): every live state is in G, and no valid step leads from a state outside G into
+// G (so, as the goal is in G, every state outside G is dead).
+TEST_CASE("Lemma 2: live states are row-uniform and laminar; leaving G is final") {
+  for (auto mc : {MasterCollectives::AllReduceOnly, MasterCollectives::All})
+    for (const std::vector<int>& c : std::vector<std::vector<int>>{
+             {3, 3}, {2, 7}, {2, 2, 2}, {3, 3, 3}, {2, 3, 4}, {5, 3, 4}, {2, 2, 2, 2}, {3, 2, 2, 2}}) {
+      const Graph& G = graph(c, mc);
+      INFO("c = ", fmt::format("{}", c), ", master ", setting(mc));
+      int live_outside = 0, reentries = 0, outside = 0;
+      for (std::size_t i = 0; i < G.states.size(); ++i) {
+        live_outside += G.live[i] && !G.g[i];
+        if (G.g[i]) continue;
+        ++outside;
+        for (int j : G.succ[i]) reentries += j >= 0 && G.g[j];
+      }
+      CHECK(live_outside == 0);
+      CHECK(reentries == 0);
+      CHECK(outside > 0);  // G is a real restriction: states outside it are reachable
+    }
+}
+
+// docs/shape.md §3.2: the validity of a PREFIX is not a shape invariant. Minimal witness (depth 4,
+// default setting): six steps valid on c = [2 3 2 3] whose sixth is invalid on [2 2 2 2] — after
+// the fifth step some device holds rows with different column sets (outside G), so neither
+// instance can complete it. With --master-collectives all the same happens from a state in G.
+TEST_CASE("prefix validity differs between instances, only on dead prefixes") {
+  const Graph& a = graph({2, 2, 2, 2}, MasterCollectives::AllReduceOnly);
+  const Graph& b = graph({2, 3, 2, 3}, MasterCollectives::AllReduceOnly);
+  const Product p = product(a, b);
+  CHECK(p.dead_divergences > 0);
+  CHECK(p.live_divergences == 0);
+  CHECK(p.divergences_from_g == 0);
+  MESSAGE("first dead divergence: ", p.first_divergence);
+  const Graph& a4 = graph({2, 2, 2, 2}, MasterCollectives::All);
+  const Graph& b4 = graph({3, 2, 2, 2}, MasterCollectives::All);
+  const Product q = product(a4, b4);
+  CHECK(q.live_divergences == 0);
+  CHECK(q.divergences_from_g > 0);
+}
