@@ -44,8 +44,10 @@ bool in_g(const StateSet& s) {
     int first = -1;
     for (int r = 0; r < k; ++r) {
       if (!holds(d, r)) continue;
-      if (first < 0) first = r;
-      else if (!std::equal(cols(d, r), cols(d, r) + w, cols(d, first))) return false;
+      if (first < 0)
+        first = r;
+      else if (!std::equal(cols(d, r), cols(d, r) + w, cols(d, first)))
+        return false;
     }
   }
   for (int r = 0; r < k; ++r)
@@ -66,6 +68,72 @@ bool in_g(const StateSet& s) {
   return true;
 }
 
+// Device number of coordinates c (root first) on hierarchy h.
+int device_of(const SynthesisHierarchy& h, const std::vector<int>& c) {
+  int d = 0;
+  for (int l = 0; l < h.num_levels(); ++l) d = d * h.cards[l] + c[l];
+  return d;
+}
+
+// The agreement form (docs/shape.md §3.2), for a row-uniform state: every present device x holds
+// C_x = {j : agree(x, j) in B_x}, where agree(x, j) is the set of levels on which j's coordinate
+// equals x's (S); B_x is up-closed (U); zeroing a coordinate of x keeps x present (P) and does not
+// shrink B (M): B_x is contained in B_{x[l:=0]}.
+bool agreement_form(const SynthesisHierarchy& h, const StateSet& s) {
+  const int k = s.k(), n = h.num_levels();
+  auto column_set = [&](int d) {  // C_d from its first held row; empty if d holds nothing
+    const auto rs = s.rows(d);
+    return rs.empty() ? std::vector<int>{} : s.columns(d, rs[0]);
+  };
+  for (int x = 0; x < k; ++x) {
+    if (s.rows(x).empty()) continue;
+    const auto& cx = h.coords[x];
+    std::vector<int> B(std::size_t{1} << n, -1);
+    std::vector<char> in(k, 0);
+    for (int j : column_set(x)) in[j] = 1;
+    for (int j = 0; j < k; ++j) {
+      unsigned p = 0;
+      for (int l = 0; l < n; ++l) p |= static_cast<unsigned>(h.coords[j][l] == cx[l]) << l;
+      if (B[p] >= 0 && B[p] != in[j]) return false;  // (S)
+      B[p] = in[j];
+    }
+    for (unsigned p = 0; p < B.size(); ++p)
+      for (int l = 0; l < n; ++l)
+        if (B[p] == 1 && !((p >> l) & 1) && B[p | (1u << l)] == 0) return false;  // (U)
+    for (int l = 0; l < n; ++l) {
+      if (cx[l] == 0) continue;
+      auto cy = cx;
+      cy[l] = 0;
+      const int y = device_of(h, cy);
+      const auto cs = column_set(y);
+      if (cs.empty()) return false;  // (P)
+      std::vector<char> iny(k, 0);
+      for (int j : cs) iny[j] = 1;
+      for (int j = 0; j < k; ++j) {  // (M): the column agreeing with y where j agrees with x
+        if (!in[j]) continue;
+        auto cj = h.coords[j];
+        cj[l] = cj[l] == cx[l] ? 0 : 1;
+        if (!iny[device_of(h, cj)]) return false;
+      }
+    }
+  }
+  return true;
+}
+
+// State b of an instance restricted to the devices and columns with coordinates in {0,1} equals
+// state a of the smallest instance (presence and column sets; rows are Lemma 1's business).
+bool restricts_to(const SynthesisHierarchy& hb, const StateSet& b, const SynthesisHierarchy& ha, const StateSet& a) {
+  for (int x = 0; x < a.k(); ++x) {
+    const int xb = device_of(hb, ha.coords[x]);
+    const auto ra = a.rows(x), rb = b.rows(xb);
+    if (ra.empty() != rb.empty()) return false;
+    if (ra.empty()) continue;
+    for (int j = 0; j < a.k(); ++j)
+      if (a.get(x, ra[0], j) != b.get(xb, rb[0], device_of(hb, ha.coords[j]))) return false;
+  }
+  return true;
+}
+
 // The complete graph of states reachable from the initial state by valid steps, any length.
 struct Graph {
   SynthesisHierarchy h;
@@ -74,6 +142,7 @@ struct Graph {
   std::vector<std::vector<int>> succ;  // succ[state][instruction], -1 if the step is invalid
   std::vector<char> live;              // the goal is reachable from the state
   std::vector<char> g;                 // in_g
+  std::vector<char> gp;                // in_g and agreement_form (G')
   int goal = -1;
 };
 
@@ -114,7 +183,10 @@ Graph explore(const std::vector<int>& cards, MasterCollectives mc) {
             break;
           }
   }
-  for (const auto& s : G.states) G.g.push_back(in_g(s));
+  for (const auto& s : G.states) {
+    G.g.push_back(in_g(s));
+    G.gp.push_back(G.g.back() && agreement_form(G.h, s));
+  }
   return G;
 }
 
@@ -124,8 +196,9 @@ Graph explore(const std::vector<int>& cards, MasterCollectives mc) {
 struct Product {
   std::size_t pairs = 0;
   int live_divergences = 0, dead_divergences = 0, divergences_from_g = 0;
-  int goal_mismatches = 0, liveness_mismatches = 0, g_mismatches = 0;
-  std::string first_divergence;  // notation, shortest first
+  int goal_mismatches = 0, liveness_mismatches = 0, g_mismatches = 0, gp_mismatches = 0;
+  int gp_pairs = 0, gp_not_restricting = 0;  // pairs in G' whose c-state does not restrict to the 2-state
+  std::string first_divergence;              // notation, shortest first
 };
 
 Product product(const Graph& a, const Graph& b) {
@@ -148,6 +221,11 @@ Product product(const Graph& a, const Graph& b) {
     p.goal_mismatches += (x == a.goal) != (y == b.goal);
     p.liveness_mismatches += a.live[x] != b.live[y];
     p.g_mismatches += a.g[x] != b.g[y];
+    p.gp_mismatches += a.gp[x] != b.gp[y];
+    if (a.gp[x] && b.gp[y]) {
+      ++p.gp_pairs;
+      p.gp_not_restricting += !restricts_to(b.h, b.states[y], a.h, a.states[x]);
+    }
     for (std::size_t t = 0; t < a.ins.size(); ++t) {
       const int nx = a.succ[x][t], ny = b.succ[y][t];
       if ((nx >= 0) != (ny >= 0)) {
@@ -188,11 +266,11 @@ TEST_CASE("any length: the smallest instance and c have the same goal-reaching s
     MasterCollectives mc;
   };
   const auto AR = MasterCollectives::AllReduceOnly, ALL = MasterCollectives::All;
-  const std::vector<Case> cases = {
-      {{3, 3}, AR},       {{2, 7}, AR},       {{5, 4}, AR},       {{3, 3}, ALL},       {{2, 7}, ALL},
-      {{3, 3, 3}, AR},    {{2, 3, 4}, AR},    {{5, 3, 4}, AR},    {{4, 4, 4}, AR},     {{3, 3, 3}, ALL},
-      {{2, 3, 4}, ALL},   {{5, 3, 4}, ALL},   {{2, 2, 2, 3}, AR}, {{3, 2, 2, 2}, AR},  {{2, 3, 2, 3}, AR},
-      {{3, 3, 2, 2}, AR}, {{3, 2, 2, 2}, ALL}};
+  const std::vector<Case> cases = {{{3, 3}, AR},       {{2, 7}, AR},       {{5, 4}, AR},       {{3, 3}, ALL},
+                                   {{2, 7}, ALL},      {{3, 3, 3}, AR},    {{2, 3, 4}, AR},    {{5, 3, 4}, AR},
+                                   {{4, 4, 4}, AR},    {{3, 3, 3}, ALL},   {{2, 3, 4}, ALL},   {{5, 3, 4}, ALL},
+                                   {{2, 2, 2, 3}, AR}, {{3, 2, 2, 2}, AR}, {{2, 3, 2, 3}, AR}, {{3, 3, 2, 2}, AR},
+                                   {{3, 2, 2, 2}, ALL}};
   for (const auto& cs : cases) {
     const Graph& a = graph(std::vector<int>(cs.c.size(), 2), cs.mc);
     const Graph& b = graph(cs.c, cs.mc);
@@ -202,8 +280,14 @@ TEST_CASE("any length: the smallest instance and c have the same goal-reaching s
     CHECK(p.goal_mismatches == 0);
     CHECK(p.liveness_mismatches == 0);
     CHECK(p.g_mismatches == 0);
-    // Lemma 3 (default setting): no divergence at all from a state in G.
-    if (cs.mc == AR) CHECK(p.divergences_from_g == 0);
+    // Lemma 3 (default setting): no divergence at all from a state in G; G' is entered alike on both
+    // instances, and a c-state in G' restricted to the devices and columns in {0,1}^n is the 2-state.
+    if (cs.mc == AR) {
+      CHECK(p.divergences_from_g == 0);
+      CHECK(p.gp_mismatches == 0);
+      CHECK(p.gp_not_restricting == 0);
+      CHECK(p.gp_pairs > 0);
+    }
     // Every live state of c is reached in the product (the product misses nothing that matters).
     CHECK(p.pairs >= static_cast<std::size_t>(std::count(b.live.begin(), b.live.end(), 1)));
   }
@@ -217,17 +301,31 @@ TEST_CASE("Lemma 2: live states are row-uniform and laminar; leaving G is final"
              {3, 3}, {2, 7}, {2, 2, 2}, {3, 3, 3}, {2, 3, 4}, {5, 3, 4}, {2, 2, 2, 2}, {3, 2, 2, 2}}) {
       const Graph& G = graph(c, mc);
       INFO("c = ", fmt::format("{}", c), ", master ", setting(mc));
-      int live_outside = 0, reentries = 0, outside = 0;
-      for (std::size_t i = 0; i < G.states.size(); ++i) {
-        live_outside += G.live[i] && !G.g[i];
-        if (G.g[i]) continue;
-        ++outside;
-        for (int j : G.succ[i]) reentries += j >= 0 && G.g[j];
-      }
-      CHECK(live_outside == 0);
-      CHECK(reentries == 0);
-      CHECK(outside > 0);  // G is a real restriction: states outside it are reachable
+      auto check_class = [&](const std::vector<char>& in, const char* name) {
+        int live_outside = 0, reentries = 0, outside = 0;
+        for (std::size_t i = 0; i < G.states.size(); ++i) {
+          live_outside += G.live[i] && !in[i];
+          if (in[i]) continue;
+          ++outside;
+          for (int j : G.succ[i]) reentries += j >= 0 && in[j];
+        }
+        INFO("class ", name);
+        CHECK(live_outside == 0);
+        CHECK(reentries == 0);
+        CHECK(outside > 0);  // a real restriction: states outside it are reachable
+      };
+      check_class(G.g, "G");
+      // G' (G and the agreement form) is the class of the default setting's proof; with
+      // --master-collectives all, live states outside G' exist (checked on [3 3 3] below).
+      if (mc == MasterCollectives::AllReduceOnly) check_class(G.gp, "G'");
     }
+}
+
+TEST_CASE("with --master-collectives all, live states need not have the agreement form") {
+  const Graph& G = graph({3, 3, 3}, MasterCollectives::All);
+  int live_outside = 0;
+  for (std::size_t i = 0; i < G.states.size(); ++i) live_outside += G.live[i] && !G.gp[i];
+  CHECK(live_outside > 0);
 }
 
 // docs/shape.md §3.2: the validity of a PREFIX is not a shape invariant. Minimal witness (depth 4,
