@@ -78,7 +78,8 @@ int device_of(const SynthesisHierarchy& h, const std::vector<int>& c) {
 // The agreement form (docs/shape.md §3.2), for a row-uniform state: every present device x holds
 // C_x = {j : agree(x, j) in B_x}, where agree(x, j) is the set of levels on which j's coordinate
 // equals x's (S); B_x is up-closed (U); zeroing a coordinate of x keeps x present (P) and does not
-// shrink B (M): B_x is contained in B_{x[l:=0]}.
+// shrink B (M): B_x is contained in B_{x[l:=0]}; presence and B depend only on x's class, the
+// levels where x is 0 (C).
 bool agreement_form(const SynthesisHierarchy& h, const StateSet& s) {
   const int k = s.k(), n = h.num_levels();
   auto column_set = [&](int d) {  // C_d from its first held row; empty if d holds nothing
@@ -86,8 +87,13 @@ bool agreement_form(const SynthesisHierarchy& h, const StateSet& s) {
     return rs.empty() ? std::vector<int>{} : s.columns(d, rs[0]);
   };
   for (int x = 0; x < k; ++x) {
-    if (s.rows(x).empty()) continue;
     const auto& cx = h.coords[x];
+    if (s.rows(x).empty()) {  // (C) for presence: an absent device's class is absent
+      auto cphi = cx;
+      for (auto& v : cphi) v = std::min(v, 1);
+      if (!s.rows(device_of(h, cphi)).empty()) return false;
+      continue;
+    }
     std::vector<int> B(std::size_t{1} << n, -1);
     std::vector<char> in(k, 0);
     for (int j : column_set(x)) in[j] = 1;
@@ -100,6 +106,19 @@ bool agreement_form(const SynthesisHierarchy& h, const StateSet& s) {
     for (unsigned p = 0; p < B.size(); ++p)
       for (int l = 0; l < n; ++l)
         if (B[p] == 1 && !((p >> l) & 1) && B[p | (1u << l)] == 0) return false;  // (U)
+    // (C): x's class representative phi(x) (coordinates capped at 1) is present and has the same B.
+    auto cphi = cx;
+    for (auto& v : cphi) v = std::min(v, 1);
+    const int phi = device_of(h, cphi);
+    const auto cs_phi = column_set(phi);
+    if (cs_phi.empty()) return false;
+    std::vector<char> in_phi(k, 0);
+    for (int j : cs_phi) in_phi[j] = 1;
+    for (int j = 0; j < k; ++j) {
+      auto cj = cphi;  // the column of Q agreeing with phi(x) where j agrees with x
+      for (int l = 0; l < n; ++l) cj[l] = h.coords[j][l] == cx[l] ? cphi[l] : 1 - cphi[l];
+      if (in[j] != in_phi[device_of(h, cj)]) return false;
+    }
     for (int l = 0; l < n; ++l) {
       if (cx[l] == 0) continue;
       auto cy = cx;
