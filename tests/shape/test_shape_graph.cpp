@@ -34,9 +34,8 @@ Key key(const StateSet& s) {
   return Key(s.dev(0), s.dev(0) + n);
 }
 
-// G (docs/shape.md §3.2): every device's held rows have one column set (row-uniform), and for every
-// row, any two holders' column sets are nested or disjoint (laminar).
-bool in_g(const StateSet& s) {
+// Row-uniform (docs/shape.md §3.2): every device holds all its rows with one column set.
+bool row_uniform(const StateSet& s) {
   const int k = s.k(), w = s.words();
   auto holds = [&](int d, int r) { return (s.dev(d)[r >> 6] >> (r & 63)) & 1u; };
   auto cols = [&](int d, int r) { return s.dev(d) + w + static_cast<std::size_t>(r) * w; };
@@ -50,6 +49,15 @@ bool in_g(const StateSet& s) {
         return false;
     }
   }
+  return true;
+}
+
+// G: row-uniform, and laminar: for every row, any two holders' column sets are nested or disjoint.
+bool in_g(const StateSet& s) {
+  const int k = s.k(), w = s.words();
+  auto holds = [&](int d, int r) { return (s.dev(d)[r >> 6] >> (r & 63)) & 1u; };
+  auto cols = [&](int d, int r) { return s.dev(d) + w + static_cast<std::size_t>(r) * w; };
+  if (!row_uniform(s)) return false;
   for (int r = 0; r < k; ++r)
     for (int x = 0; x < k; ++x) {
       if (!holds(x, r)) continue;
@@ -161,7 +169,8 @@ struct Graph {
   std::vector<std::vector<int>> succ;  // succ[state][instruction], -1 if the step is invalid
   std::vector<char> live;              // the goal is reachable from the state
   std::vector<char> g;                 // in_g
-  std::vector<char> gp;                // in_g and agreement_form (G')
+  std::vector<char> gp;                // row_uniform and agreement_form (G')
+  std::vector<char> uniform;           // row_uniform
   int goal = -1;
 };
 
@@ -204,7 +213,8 @@ Graph explore(const std::vector<int>& cards, MasterCollectives mc) {
   }
   for (const auto& s : G.states) {
     G.g.push_back(in_g(s));
-    G.gp.push_back(G.g.back() && agreement_form(G.h, s));
+    G.uniform.push_back(row_uniform(s));
+    G.gp.push_back(G.uniform.back() && agreement_form(G.h, s));
   }
   return G;
 }
@@ -217,7 +227,10 @@ struct Product {
   int live_divergences = 0, dead_divergences = 0, divergences_from_g = 0;
   int goal_mismatches = 0, liveness_mismatches = 0, g_mismatches = 0, gp_mismatches = 0;
   int gp_pairs = 0, gp_not_restricting = 0;  // pairs in G' whose c-state does not restrict to the 2-state
-  std::string first_divergence;              // notation, shortest first
+  // Lemma 2(b)/3(ii) on every step from a pair whose c-state is in G': successors' row-uniformity and
+  // G' membership agree, and a c-successor in G' restricts to the 2-successor.
+  int steps_from_gp = 0, lemma_violations = 0;
+  std::string first_divergence;  // notation, shortest first
 };
 
 Product product(const Graph& a, const Graph& b) {
@@ -253,6 +266,12 @@ Product product(const Graph& a, const Graph& b) {
         p.divergences_from_g += a.g[x] || b.g[y];
         if (p.first_divergence.empty()) p.first_divergence = path(q, t);
         continue;
+      }
+      if (nx >= 0 && b.gp[y]) {
+        ++p.steps_from_gp;
+        const bool bad = b.uniform[ny] != a.uniform[nx] || (b.uniform[ny] && b.gp[ny] != a.gp[nx]) ||
+                         (b.gp[ny] && !restricts_to(b.h, b.states[ny], a.h, a.states[nx]));
+        p.lemma_violations += bad;
       }
       if (nx < 0 || seen.count({nx, ny})) continue;
       seen.emplace(std::pair{nx, ny}, static_cast<int>(queue.size()));
@@ -299,11 +318,13 @@ TEST_CASE("any length: the smallest instance and c have the same goal-reaching s
     CHECK(p.goal_mismatches == 0);
     CHECK(p.liveness_mismatches == 0);
     CHECK(p.g_mismatches == 0);
-    // Lemma 3 (default setting): no divergence at all from a state in G; G' is entered alike on both
-    // instances, and a c-state in G' restricted to the devices and columns in {0,1}^n is the 2-state.
+    // Default setting: no divergence at all from a state in G; on every step from a c-state in G',
+    // the successors' row-uniformity and G' membership agree (Lemmas 3(ii), 2(b)); every c-state in
+    // G' restricted to the devices and columns in {0,1}^n is its partner (Lemma 3(ii)).
     if (cs.mc == AR) {
       CHECK(p.divergences_from_g == 0);
-      CHECK(p.gp_mismatches == 0);
+      CHECK(p.lemma_violations == 0);
+      CHECK(p.steps_from_gp > 0);
       CHECK(p.gp_not_restricting == 0);
       CHECK(p.gp_pairs > 0);
     }
@@ -312,32 +333,53 @@ TEST_CASE("any length: the smallest instance and c have the same goal-reaching s
   }
 }
 
-// Lemma 2 (checked): every live state is in G, and no valid step leads from a state outside G into
-// G (so, as the goal is in G, every state outside G is dead).
-TEST_CASE("Lemma 2: live states are row-uniform and laminar; leaving G is final") {
+// Counts the live states outside a class of states, and the valid steps from outside into it.
+std::pair<int, int> outside_class(const Graph& G, const std::vector<char>& in) {
+  int live_outside = 0, reentries = 0;
+  for (std::size_t i = 0; i < G.states.size(); ++i) {
+    live_outside += G.live[i] && !in[i];
+    if (in[i]) continue;
+    for (int j : G.succ[i]) reentries += j >= 0 && in[j];
+  }
+  return {live_outside, reentries};
+}
+
+// Lemma 2(a) (checked): every live state is in G' (row-uniform, agreement form; default setting).
+// Also every live state is in G (row-uniform, laminar; both settings), and no valid step leads
+// from a state outside G into G, so every state outside G is dead.
+TEST_CASE("Lemma 2(a): live states are in G' (default) and in G (both); leaving G is final") {
   for (auto mc : {MasterCollectives::AllReduceOnly, MasterCollectives::All})
     for (const std::vector<int>& c : std::vector<std::vector<int>>{
              {3, 3}, {2, 7}, {2, 2, 2}, {3, 3, 3}, {2, 3, 4}, {5, 3, 4}, {2, 2, 2, 2}, {3, 2, 2, 2}}) {
       const Graph& G = graph(c, mc);
       INFO("c = ", fmt::format("{}", c), ", master ", setting(mc));
-      auto check_class = [&](const std::vector<char>& in, const char* name) {
-        int live_outside = 0, reentries = 0, outside = 0;
-        for (std::size_t i = 0; i < G.states.size(); ++i) {
-          live_outside += G.live[i] && !in[i];
-          if (in[i]) continue;
-          ++outside;
-          for (int j : G.succ[i]) reentries += j >= 0 && in[j];
-        }
-        INFO("class ", name);
-        CHECK(live_outside == 0);
-        CHECK(reentries == 0);
-        CHECK(outside > 0);  // a real restriction: states outside it are reachable
-      };
-      check_class(G.g, "G");
-      // G' (G and the agreement form) is the class of the default setting's proof; with
-      // --master-collectives all, live states outside G' exist (checked on [3 3 3] below).
-      if (mc == MasterCollectives::AllReduceOnly) check_class(G.gp, "G'");
+      const auto [live_outside_g, reentries_g] = outside_class(G, G.g);
+      CHECK(live_outside_g == 0);
+      CHECK(reentries_g == 0);
+      CHECK(std::count(G.g.begin(), G.g.end(), 0) > 0);  // a real restriction
+      if (mc == MasterCollectives::AllReduceOnly) {
+        CHECK(outside_class(G, G.gp).first == 0);
+        CHECK(std::count(G.gp.begin(), G.gp.end(), 0) > 0);
+      }
     }
+}
+
+// The finite check that makes "every program of the smallest instance is a program of every
+// instance of its shape" (default setting) a proof for depths 1-4 (docs/shape.md §3.2): Lemma 2(a)
+// on the smallest instance itself. Depth 5 (112k states, ~2 GB) runs on request:
+// test_shape_graph -tc="*depth 5*" --no-skip.
+TEST_CASE("Lemma 2(a) on the smallest instances of depth 1-4 (default setting)") {
+  for (int depth = 1; depth <= 4; ++depth) {
+    const Graph& G = graph(std::vector<int>(depth, 2), MasterCollectives::AllReduceOnly);
+    INFO("depth ", depth, ": ", G.states.size(), " states");
+    CHECK(outside_class(G, G.gp).first == 0);
+  }
+}
+
+TEST_CASE("Lemma 2(a) on the smallest instance of depth 5 (default setting)" * doctest::skip()) {
+  const Graph& G = graph(std::vector<int>(5, 2), MasterCollectives::AllReduceOnly);
+  MESSAGE(G.states.size(), " states, ", std::count(G.live.begin(), G.live.end(), 1), " live");
+  CHECK(outside_class(G, G.gp).first == 0);
 }
 
 TEST_CASE("with --master-collectives all, live states need not have the agreement form") {
