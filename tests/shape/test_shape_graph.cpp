@@ -382,6 +382,26 @@ TEST_CASE("Lemma 2(a) on the smallest instance of depth 5 (default setting)" * d
   CHECK(outside_class(G, G.gp).first == 0);
 }
 
+// Lemma 2(a) beyond CI, on request (test_shape_graph -tc="*sweep*" --no-skip, a few minutes):
+// every vector over 2..6 at depth 2, over 2..5 at depth 3 and over {2,3} at depth 4.
+TEST_CASE("Lemma 2(a) sweep over cardinalities (default setting)" * doctest::skip()) {
+  std::vector<std::vector<int>> all;
+  for (int a = 2; a <= 6; ++a)
+    for (int b = 2; b <= 6; ++b) all.push_back({a, b});
+  for (int a = 2; a <= 5; ++a)
+    for (int b = 2; b <= 5; ++b)
+      for (int c = 2; c <= 5; ++c) all.push_back({a, b, c});
+  for (int m = 0; m < 16; ++m) all.push_back({2 + (m & 1), 2 + ((m >> 1) & 1), 2 + ((m >> 2) & 1), 2 + (m >> 3)});
+  for (const auto& c : all) {
+    auto cards = c;
+    cards.insert(cards.begin(), 1);
+    const Graph G = explore(cards, MasterCollectives::AllReduceOnly);
+    INFO("c = ", fmt::format("{}", c));
+    CHECK(outside_class(G, G.gp).first == 0);
+  }
+  MESSAGE(all.size(), " instances");
+}
+
 TEST_CASE("with --master-collectives all, live states need not have the agreement form") {
   const Graph& G = graph({3, 3, 3}, MasterCollectives::All);
   int live_outside = 0;
