@@ -15,7 +15,9 @@
 
 #include "p2v/engine/hierarchy.hpp"
 #include "p2v/engine/instruction.hpp"
+#include "p2v/engine/shape.hpp"
 #include "p2v/engine/state.hpp"
+#include "p2v/engine/synth.hpp"
 
 using namespace p2v::engine;
 
@@ -426,4 +428,38 @@ TEST_CASE("prefix validity differs between instances, only on dead prefixes") {
   const Product q = product(a4, b4);
   CHECK(q.live_divergences == 0);
   CHECK(q.divergences_from_g > 0);
+}
+
+// What a shape certificate says it relies on (encodings' relies_on): proved or checked, per program.
+TEST_CASE("shape_theorem_basis: which programs' validity on every instance is proved") {
+  auto shape_of = [](int depth) {
+    const std::vector<int> cards(depth, 3);
+    std::vector<std::string> names;
+    for (int j = 0; j < depth; ++j) names.push_back(fmt::format("l{}", j));
+    return make_shape(cards, names, ParallelismMatrix{cards}, {0}, HierarchyKind::ReductionAxes);
+  };
+  auto basis = [&](int depth, MasterCollectives mc, bool with_master) {
+    const Shape s = shape_of(depth);
+    SynthOptions o;
+    o.master = mc;
+    o.max_size = 3;
+    const SynthResult r = synthesize_shape(s, o);
+    for (const auto& p : r.programs) {
+      const bool m =
+          std::any_of(p.begin(), p.end(), [&](int i) { return r.instructions[i].grouping.form == FormKind::Master; });
+      if (m == with_master) return shape_theorem_basis(s, r, p, mc);
+    }
+    FAIL("no program with_master=", with_master);
+    return ShapeBasis{};
+  };
+  const auto AR = MasterCollectives::AllReduceOnly, ALL = MasterCollectives::All;
+  CHECK(basis(3, AR, false).valid_everywhere_proved);
+  CHECK_FALSE(basis(3, AR, false).complete_proved);  // the hierarchy has Master groupings
+  CHECK(basis(3, AR, true).valid_everywhere_proved);
+  CHECK(basis(5, AR, true).valid_everywhere_proved);
+  CHECK_FALSE(basis(6, AR, true).valid_everywhere_proved);
+  CHECK_FALSE(basis(3, ALL, true).valid_everywhere_proved);
+  CHECK(basis(1, AR, false).complete_proved);  // depth 1: no Master grouping at all
+  CHECK(basis(6, AR, true).text.find("depth 6 > 5") != std::string::npos);
+  CHECK(basis(3, ALL, true).text.find("--master-collectives all") != std::string::npos);
 }
