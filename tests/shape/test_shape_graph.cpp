@@ -1,8 +1,10 @@
 // docs/shape.md §3.2: Theorem 1(b) with Master steps, checked for programs of EVERY length on pairs
 // of instances, by exploring the complete (finite) graph of reachable states of each instance and
-// their product; and the two lemmas the proof sketch of §3.2 rests on, checked on every reachable
-// state: live states are row-uniform and laminar (Lemma 2), and, in the default Master setting, no
-// precondition tells the instances apart in such a state (Lemma 3). A mistake in §3.2 shows up here.
+// their product; and the lemmas of §3.2's proof, checked on every reachable state: live states are
+// row-uniform with the agreement form G' (Lemma 2(a), which on the smallest instance of depth n is
+// the finite check that completes the proof of Prog(2) ⊆ Prog(c)), and on every step from a state
+// in G' the instances agree up to restriction (Lemmas 2(b), 3, proved in §3.2). A mistake in the
+// proofs of §3.2 shows up here as a failing check.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 #include <fmt/core.h>
