@@ -377,6 +377,7 @@ CertifyResult certify_shape_programs(const engine::System& sys, const engine::Sh
     cert.relies_on = {
         "docs/shape.md section 3 (Theorem 1: validity, states and goal depend only on the shape; the smallest "
         "instance's device l stands for the class of devices that are 0 exactly where l is 0)",
+        engine::shape_theorem_basis(shape, r, prog, opt.master).text,
         "docs/shape.md section 4 (the groups of a step on any instance are the level pattern recorded in steps[])"};
     cert.instance = make_certificate(inst.system, cp, r, opt, prog, out.runs, proof_files);
     const auto path = (std::filesystem::path(c.dir) / fmt::format("{}-shape-p{:04}.json", tag, i)).string();

@@ -102,6 +102,36 @@ SynthResult synthesize_shape(const Shape& s, const SynthOptions& opt) {
   return synthesize(h, {all}, opt);
 }
 
+ShapeBasis shape_theorem_basis(const Shape& s, const SynthResult& r, const Program& prog, MasterCollectives mc) {
+  int depth = 0;
+  for (const auto& l : s.levels) depth += l.card >= 2;
+  auto is_master = [&](int in) { return r.instructions[in].grouping.form == FormKind::Master; };
+  const bool master_step = std::any_of(prog.begin(), prog.end(), is_master);
+  bool master_grouping = false;
+  for (std::size_t in = 0; in < r.instructions.size(); ++in) master_grouping |= is_master(static_cast<int>(in));
+  ShapeBasis b;
+  const bool default_setting = mc == MasterCollectives::AllReduceOnly;
+  b.valid_everywhere_proved = !master_step || (default_setting && depth <= kMaxProvedMasterDepth);
+  b.complete_proved = !master_grouping;
+  std::string valid;
+  if (!master_step)
+    valid = "valid on every instance of the shape: proved (Theorem 1(b) without Master steps, section 3)";
+  else if (b.valid_everywhere_proved)
+    valid = fmt::format(
+        "valid on every instance of the shape: proved (section 3.2, programs of the smallest instance are programs "
+        "of every instance; default Master setting, depth {} <= {})",
+        depth, kMaxProvedMasterDepth);
+  else
+    valid = fmt::format(
+        "valid on every instance of the shape: checked, not proved (section 3.2; {})",
+        default_setting ? fmt::format("depth {} > {}", depth, kMaxProvedMasterDepth) : "--master-collectives all");
+  const std::string complete =
+      b.complete_proved ? "no other program on any instance: proved (no Master grouping, section 3)"
+                        : "no other program on any instance: rests on section 3.2's Lemma 2(a), checked, not proved";
+  b.text = "docs/shape.md: " + valid + "; " + complete;
+  return b;
+}
+
 namespace {
 
 // Place value of digit (axis i, level j) in the system device number (SPEC §1-§2).

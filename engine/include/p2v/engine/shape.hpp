@@ -74,6 +74,20 @@ inline constexpr int kMaxShapeLevels = 9;
 // canonical hierarchy. Cost: independent of the cardinalities.
 SynthResult synthesize_shape(const Shape& s, const SynthOptions& opt);
 
+// What the shape theorem guarantees for one program of synthesize_shape() (docs/shape.md §3,
+// §3.2). `valid_everywhere_proved`: its validity on every instance of the shape is proved (no
+// Master step; or the default Master setting and at most kMaxProvedMasterDepth levels of
+// cardinality >= 2, where Lemma 2(a) is checked exhaustively on the smallest instance), otherwise
+// only checked. `complete_proved`: "no other program" transfers from the smallest instance by a
+// proof (the hierarchy has no Master grouping), otherwise by Lemma 2(a), checked. `text` says so.
+inline constexpr int kMaxProvedMasterDepth = 5;
+struct ShapeBasis {
+  bool valid_everywhere_proved = false;
+  bool complete_proved = false;
+  std::string text;
+};
+ShapeBasis shape_theorem_basis(const Shape& s, const SynthResult& r, const Program& prog, MasterCollectives mc);
+
 // One system digit: axis, user level, and its factor x[axis][level].
 struct Digit {
   int axis = 0, level = 0, factor = 1;

@@ -1,0 +1,467 @@
+// docs/shape.md §3.2: Theorem 1(b) with Master steps, checked for programs of EVERY length on pairs
+// of instances, by exploring the complete (finite) graph of reachable states of each instance and
+// their product; and the lemmas of §3.2's proof, checked on every reachable state: live states are
+// row-uniform with the agreement form G' (Lemma 2(a), which on the smallest instance of depth n is
+// the finite check that completes the proof of Prog(2) ⊆ Prog(c)), and on every step from a state
+// in G' the instances agree up to restriction (Lemmas 2(b), 3, proved in §3.2). A mistake in the
+// proofs of §3.2 shows up here as a failing check.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <unordered_map>
+
+#include "p2v/engine/hierarchy.hpp"
+#include "p2v/engine/instruction.hpp"
+#include "p2v/engine/shape.hpp"
+#include "p2v/engine/state.hpp"
+#include "p2v/engine/synth.hpp"
+
+using namespace p2v::engine;
+
+namespace {
+
+using Key = std::vector<std::uint64_t>;
+struct KeyHash {
+  std::size_t operator()(const Key& k) const {
+    std::size_t h = 1469598103934665603ull;
+    for (auto x : k) h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h;
+  }
+};
+Key key(const StateSet& s) {
+  const std::size_t n = static_cast<std::size_t>(s.words()) * (s.k() + 1) * s.k();
+  return Key(s.dev(0), s.dev(0) + n);
+}
+
+// Row-uniform (docs/shape.md §3.2): every device holds all its rows with one column set.
+bool row_uniform(const StateSet& s) {
+  const int k = s.k(), w = s.words();
+  auto holds = [&](int d, int r) { return (s.dev(d)[r >> 6] >> (r & 63)) & 1u; };
+  auto cols = [&](int d, int r) { return s.dev(d) + w + static_cast<std::size_t>(r) * w; };
+  for (int d = 0; d < k; ++d) {
+    int first = -1;
+    for (int r = 0; r < k; ++r) {
+      if (!holds(d, r)) continue;
+      if (first < 0)
+        first = r;
+      else if (!std::equal(cols(d, r), cols(d, r) + w, cols(d, first)))
+        return false;
+    }
+  }
+  return true;
+}
+
+// G: row-uniform, and laminar: for every row, any two holders' column sets are nested or disjoint.
+bool in_g(const StateSet& s) {
+  const int k = s.k(), w = s.words();
+  auto holds = [&](int d, int r) { return (s.dev(d)[r >> 6] >> (r & 63)) & 1u; };
+  auto cols = [&](int d, int r) { return s.dev(d) + w + static_cast<std::size_t>(r) * w; };
+  if (!row_uniform(s)) return false;
+  for (int r = 0; r < k; ++r)
+    for (int x = 0; x < k; ++x) {
+      if (!holds(x, r)) continue;
+      for (int y = x + 1; y < k; ++y) {
+        if (!holds(y, r)) continue;
+        bool meet = false, a_in_b = true, b_in_a = true;
+        for (int i = 0; i < w; ++i) {
+          const std::uint64_t a = cols(x, r)[i], b = cols(y, r)[i];
+          meet |= (a & b) != 0;
+          a_in_b &= (a & ~b) == 0;
+          b_in_a &= (b & ~a) == 0;
+        }
+        if (meet && !a_in_b && !b_in_a) return false;
+      }
+    }
+  return true;
+}
+
+// Device number of coordinates c (root first) on hierarchy h.
+int device_of(const SynthesisHierarchy& h, const std::vector<int>& c) {
+  int d = 0;
+  for (int l = 0; l < h.num_levels(); ++l) d = d * h.cards[l] + c[l];
+  return d;
+}
+
+// The agreement form (docs/shape.md §3.2), for a row-uniform state: every present device x holds
+// C_x = {j : agree(x, j) in B_x}, where agree(x, j) is the set of levels on which j's coordinate
+// equals x's (S); B_x is up-closed (U); zeroing a coordinate of x keeps x present (P) and does not
+// shrink B (M): B_x is contained in B_{x[l:=0]}; presence and B depend only on x's class, the
+// levels where x is 0 (C).
+bool agreement_form(const SynthesisHierarchy& h, const StateSet& s) {
+  const int k = s.k(), n = h.num_levels();
+  auto column_set = [&](int d) {  // C_d from its first held row; empty if d holds nothing
+    const auto rs = s.rows(d);
+    return rs.empty() ? std::vector<int>{} : s.columns(d, rs[0]);
+  };
+  for (int x = 0; x < k; ++x) {
+    const auto& cx = h.coords[x];
+    if (s.rows(x).empty()) {  // (C) for presence: an absent device's class is absent
+      auto cphi = cx;
+      for (auto& v : cphi) v = std::min(v, 1);
+      if (!s.rows(device_of(h, cphi)).empty()) return false;
+      continue;
+    }
+    std::vector<int> B(std::size_t{1} << n, -1);
+    std::vector<char> in(k, 0);
+    for (int j : column_set(x)) in[j] = 1;
+    for (int j = 0; j < k; ++j) {
+      unsigned p = 0;
+      for (int l = 0; l < n; ++l) p |= static_cast<unsigned>(h.coords[j][l] == cx[l]) << l;
+      if (B[p] >= 0 && B[p] != in[j]) return false;  // (S)
+      B[p] = in[j];
+    }
+    for (unsigned p = 0; p < B.size(); ++p)
+      for (int l = 0; l < n; ++l)
+        if (B[p] == 1 && !((p >> l) & 1) && B[p | (1u << l)] == 0) return false;  // (U)
+    // (C): x's class representative phi(x) (coordinates capped at 1) is present and has the same B.
+    auto cphi = cx;
+    for (auto& v : cphi) v = std::min(v, 1);
+    const int phi = device_of(h, cphi);
+    const auto cs_phi = column_set(phi);
+    if (cs_phi.empty()) return false;
+    std::vector<char> in_phi(k, 0);
+    for (int j : cs_phi) in_phi[j] = 1;
+    for (int j = 0; j < k; ++j) {
+      auto cj = cphi;  // the column of Q agreeing with phi(x) where j agrees with x
+      for (int l = 0; l < n; ++l) cj[l] = h.coords[j][l] == cx[l] ? cphi[l] : 1 - cphi[l];
+      if (in[j] != in_phi[device_of(h, cj)]) return false;
+    }
+    for (int l = 0; l < n; ++l) {
+      if (cx[l] == 0) continue;
+      auto cy = cx;
+      cy[l] = 0;
+      const int y = device_of(h, cy);
+      const auto cs = column_set(y);
+      if (cs.empty()) return false;  // (P)
+      std::vector<char> iny(k, 0);
+      for (int j : cs) iny[j] = 1;
+      for (int j = 0; j < k; ++j) {  // (M): the column agreeing with y where j agrees with x
+        if (!in[j]) continue;
+        auto cj = h.coords[j];
+        cj[l] = cj[l] == cx[l] ? 0 : 1;
+        if (!iny[device_of(h, cj)]) return false;
+      }
+    }
+  }
+  return true;
+}
+
+// State b of an instance restricted to the devices and columns with coordinates in {0,1} equals
+// state a of the smallest instance (presence and column sets; rows are Lemma 1's business).
+bool restricts_to(const SynthesisHierarchy& hb, const StateSet& b, const SynthesisHierarchy& ha, const StateSet& a) {
+  for (int x = 0; x < a.k(); ++x) {
+    const int xb = device_of(hb, ha.coords[x]);
+    const auto ra = a.rows(x), rb = b.rows(xb);
+    if (ra.empty() != rb.empty()) return false;
+    if (ra.empty()) continue;
+    for (int j = 0; j < a.k(); ++j)
+      if (a.get(x, ra[0], j) != b.get(xb, rb[0], device_of(hb, ha.coords[j]))) return false;
+  }
+  return true;
+}
+
+// The complete graph of states reachable from the initial state by valid steps, any length.
+struct Graph {
+  SynthesisHierarchy h;
+  std::vector<Instruction> ins;
+  std::vector<StateSet> states;
+  std::vector<std::vector<int>> succ;  // succ[state][instruction], -1 if the step is invalid
+  std::vector<char> live;              // the goal is reachable from the state
+  std::vector<char> g;                 // in_g
+  std::vector<char> gp;                // row_uniform and agreement_form (G')
+  std::vector<char> uniform;           // row_uniform
+  int goal = -1;
+};
+
+Graph explore(const std::vector<int>& cards, MasterCollectives mc) {
+  Graph G;
+  G.h = make_plain_hierarchy(cards);
+  G.ins = instructions(G.h, mc);
+  const int k = G.h.num_local();
+  Groups all(1);
+  for (int i = 0; i < k; ++i) all[0].push_back(i);
+  const StateSet goal = StateSet::goal(k, all);
+  std::unordered_map<Key, int, KeyHash> id;
+  G.states.push_back(StateSet::initial(k));
+  id.emplace(key(G.states[0]), 0);
+  for (std::size_t i = 0; i < G.states.size(); ++i) {
+    std::vector<int> sc(G.ins.size(), -1);
+    for (std::size_t t = 0; t < G.ins.size(); ++t) {
+      StateSet next;
+      if (!G.states[i].apply(G.ins[t].collective, G.ins[t].grouping.groups, next)) continue;
+      auto [it, fresh] = id.emplace(key(next), static_cast<int>(G.states.size()));
+      if (fresh) G.states.push_back(std::move(next));
+      sc[t] = it->second;
+    }
+    G.succ.push_back(std::move(sc));
+  }
+  const auto it = id.find(key(goal));
+  REQUIRE(it != id.end());
+  G.goal = it->second;
+  G.live.assign(G.states.size(), 0);
+  G.live[G.goal] = 1;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (std::size_t i = 0; i < G.states.size(); ++i)
+      if (!G.live[i])
+        for (int j : G.succ[i])
+          if (j >= 0 && G.live[j]) {
+            G.live[i] = changed = true;
+            break;
+          }
+  }
+  for (const auto& s : G.states) {
+    G.g.push_back(in_g(s));
+    G.uniform.push_back(row_uniform(s));
+    G.gp.push_back(G.uniform.back() && agreement_form(G.h, s));
+  }
+  return G;
+}
+
+// The product of two instances' graphs: the pairs of states reached by one instruction sequence
+// valid on both. A divergence is a step valid on one instance only; it is live if the valid side's
+// successor is live (then a goal-reaching program of one instance is not one of the other).
+struct Product {
+  std::size_t pairs = 0;
+  int live_divergences = 0, dead_divergences = 0, divergences_from_g = 0;
+  int goal_mismatches = 0, liveness_mismatches = 0, g_mismatches = 0, gp_mismatches = 0;
+  int gp_pairs = 0, gp_not_restricting = 0;  // pairs in G' whose c-state does not restrict to the 2-state
+  // Lemma 2(b)/3(ii) on every step from a pair whose c-state is in G': successors' row-uniformity and
+  // G' membership agree, and a c-successor in G' restricts to the 2-successor.
+  int steps_from_gp = 0, lemma_violations = 0;
+  std::string first_divergence;  // notation, shortest first
+};
+
+Product product(const Graph& a, const Graph& b) {
+  REQUIRE(a.ins.size() == b.ins.size());
+  for (std::size_t t = 0; t < a.ins.size(); ++t)
+    REQUIRE(instruction_name(a.h, a.ins[t]) == instruction_name(b.h, b.ins[t]));
+  Product p;
+  std::vector<std::pair<int, int>> queue{{0, 0}};
+  std::vector<std::pair<int, int>> parent{{-1, -1}};  // (queue index, instruction)
+  std::map<std::pair<int, int>, int> seen{{{0, 0}, 0}};
+  auto path = [&](std::size_t q, std::size_t t) {
+    std::vector<std::string> v{instruction_name(a.h, a.ins[t])};
+    for (auto i = static_cast<int>(q); parent[i].first >= 0; i = parent[i].first)
+      v.push_back(instruction_name(a.h, a.ins[parent[i].second]));
+    std::reverse(v.begin(), v.end());
+    return fmt::format("{}", fmt::join(v, " ; "));
+  };
+  for (std::size_t q = 0; q < queue.size(); ++q) {
+    const auto [x, y] = queue[q];
+    p.goal_mismatches += (x == a.goal) != (y == b.goal);
+    p.liveness_mismatches += a.live[x] != b.live[y];
+    p.g_mismatches += a.g[x] != b.g[y];
+    p.gp_mismatches += a.gp[x] != b.gp[y];
+    if (a.gp[x] && b.gp[y]) {
+      ++p.gp_pairs;
+      p.gp_not_restricting += !restricts_to(b.h, b.states[y], a.h, a.states[x]);
+    }
+    for (std::size_t t = 0; t < a.ins.size(); ++t) {
+      const int nx = a.succ[x][t], ny = b.succ[y][t];
+      if ((nx >= 0) != (ny >= 0)) {
+        const bool live = nx >= 0 ? a.live[nx] : b.live[ny];
+        ++(live ? p.live_divergences : p.dead_divergences);
+        p.divergences_from_g += a.g[x] || b.g[y];
+        if (p.first_divergence.empty()) p.first_divergence = path(q, t);
+        continue;
+      }
+      if (nx >= 0 && b.gp[y]) {
+        ++p.steps_from_gp;
+        const bool bad = b.uniform[ny] != a.uniform[nx] || (b.uniform[ny] && b.gp[ny] != a.gp[nx]) ||
+                         (b.gp[ny] && !restricts_to(b.h, b.states[ny], a.h, a.states[nx]));
+        p.lemma_violations += bad;
+      }
+      if (nx < 0 || seen.count({nx, ny})) continue;
+      seen.emplace(std::pair{nx, ny}, static_cast<int>(queue.size()));
+      queue.emplace_back(nx, ny);
+      parent.emplace_back(static_cast<int>(q), static_cast<int>(t));
+    }
+  }
+  p.pairs = queue.size();
+  return p;
+}
+
+// Graphs are explored once per (cardinalities, setting) and shared by the test cases.
+const Graph& graph(std::vector<int> c, MasterCollectives mc) {
+  static std::map<std::pair<std::vector<int>, MasterCollectives>, Graph> cache;
+  c.insert(c.begin(), 1);
+  auto it = cache.find({c, mc});
+  if (it == cache.end()) it = cache.emplace(std::pair{c, mc}, explore(c, mc)).first;
+  return it->second;
+}
+
+const char* setting(MasterCollectives mc) { return mc == MasterCollectives::All ? "all" : "allreduce"; }
+
+}  // namespace
+
+// Theorem 1(b) for every program length on these pairs: the instances' goal-reaching instruction
+// sequences are the same set (not only up to the synthesizer's size limit).
+TEST_CASE("any length: the smallest instance and c have the same goal-reaching sequences") {
+  struct Case {
+    std::vector<int> c;
+    MasterCollectives mc;
+  };
+  const auto AR = MasterCollectives::AllReduceOnly, ALL = MasterCollectives::All;
+  const std::vector<Case> cases = {{{3, 3}, AR},       {{2, 7}, AR},       {{5, 4}, AR},       {{3, 3}, ALL},
+                                   {{2, 7}, ALL},      {{3, 3, 3}, AR},    {{2, 3, 4}, AR},    {{5, 3, 4}, AR},
+                                   {{4, 4, 4}, AR},    {{3, 3, 3}, ALL},   {{2, 3, 4}, ALL},   {{5, 3, 4}, ALL},
+                                   {{2, 2, 2, 3}, AR}, {{3, 2, 2, 2}, AR}, {{2, 3, 2, 3}, AR}, {{3, 3, 2, 2}, AR},
+                                   {{3, 2, 2, 2}, ALL}};
+  for (const auto& cs : cases) {
+    const Graph& a = graph(std::vector<int>(cs.c.size(), 2), cs.mc);
+    const Graph& b = graph(cs.c, cs.mc);
+    const Product p = product(a, b);
+    INFO("c = ", fmt::format("{}", cs.c), ", master ", setting(cs.mc), ", first divergence: ", p.first_divergence);
+    CHECK(p.live_divergences == 0);
+    CHECK(p.goal_mismatches == 0);
+    CHECK(p.liveness_mismatches == 0);
+    CHECK(p.g_mismatches == 0);
+    // Default setting: no divergence at all from a state in G; on every step from a c-state in G',
+    // the successors' row-uniformity and G' membership agree (Lemmas 3(ii), 2(b)); every c-state in
+    // G' restricted to the devices and columns in {0,1}^n is its partner (Lemma 3(ii)).
+    if (cs.mc == AR) {
+      CHECK(p.divergences_from_g == 0);
+      CHECK(p.lemma_violations == 0);
+      CHECK(p.steps_from_gp > 0);
+      CHECK(p.gp_not_restricting == 0);
+      CHECK(p.gp_pairs > 0);
+    }
+    // Every live state of c is reached in the product (the product misses nothing that matters).
+    CHECK(p.pairs >= static_cast<std::size_t>(std::count(b.live.begin(), b.live.end(), 1)));
+  }
+}
+
+// Counts the live states outside a class of states, and the valid steps from outside into it.
+std::pair<int, int> outside_class(const Graph& G, const std::vector<char>& in) {
+  int live_outside = 0, reentries = 0;
+  for (std::size_t i = 0; i < G.states.size(); ++i) {
+    live_outside += G.live[i] && !in[i];
+    if (in[i]) continue;
+    for (int j : G.succ[i]) reentries += j >= 0 && in[j];
+  }
+  return {live_outside, reentries};
+}
+
+// Lemma 2(a) (checked): every live state is in G' (row-uniform, agreement form; default setting).
+// Also every live state is in G (row-uniform, laminar; both settings), and no valid step leads
+// from a state outside G into G, so every state outside G is dead.
+TEST_CASE("Lemma 2(a): live states are in G' (default) and in G (both); leaving G is final") {
+  for (auto mc : {MasterCollectives::AllReduceOnly, MasterCollectives::All})
+    for (const std::vector<int>& c : std::vector<std::vector<int>>{
+             {3, 3}, {2, 7}, {2, 2, 2}, {3, 3, 3}, {2, 3, 4}, {5, 3, 4}, {2, 2, 2, 2}, {3, 2, 2, 2}}) {
+      const Graph& G = graph(c, mc);
+      INFO("c = ", fmt::format("{}", c), ", master ", setting(mc));
+      const auto [live_outside_g, reentries_g] = outside_class(G, G.g);
+      CHECK(live_outside_g == 0);
+      CHECK(reentries_g == 0);
+      CHECK(std::count(G.g.begin(), G.g.end(), 0) > 0);  // a real restriction
+      if (mc == MasterCollectives::AllReduceOnly) {
+        CHECK(outside_class(G, G.gp).first == 0);
+        CHECK(std::count(G.gp.begin(), G.gp.end(), 0) > 0);
+      }
+    }
+}
+
+// The finite check that makes "every program of the smallest instance is a program of every
+// instance of its shape" (default setting) a proof for depths 1-4 (docs/shape.md §3.2): Lemma 2(a)
+// on the smallest instance itself. Depth 5 (112k states, ~2 GB) runs on request:
+// test_shape_graph -tc="*depth 5*" --no-skip.
+TEST_CASE("Lemma 2(a) on the smallest instances of depth 1-4 (default setting)") {
+  for (int depth = 1; depth <= 4; ++depth) {
+    const Graph& G = graph(std::vector<int>(depth, 2), MasterCollectives::AllReduceOnly);
+    INFO("depth ", depth, ": ", G.states.size(), " states");
+    CHECK(outside_class(G, G.gp).first == 0);
+  }
+}
+
+TEST_CASE("Lemma 2(a) on the smallest instance of depth 5 (default setting)" * doctest::skip()) {
+  const Graph& G = graph(std::vector<int>(5, 2), MasterCollectives::AllReduceOnly);
+  MESSAGE(G.states.size(), " states, ", std::count(G.live.begin(), G.live.end(), 1), " live");
+  CHECK(outside_class(G, G.gp).first == 0);
+}
+
+// Lemma 2(a) beyond CI, on request (test_shape_graph -tc="*sweep*" --no-skip, a few minutes):
+// every vector over 2..6 at depth 2, over 2..5 at depth 3 and over {2,3} at depth 4.
+TEST_CASE("Lemma 2(a) sweep over cardinalities (default setting)" * doctest::skip()) {
+  std::vector<std::vector<int>> all;
+  for (int a = 2; a <= 6; ++a)
+    for (int b = 2; b <= 6; ++b) all.push_back({a, b});
+  for (int a = 2; a <= 5; ++a)
+    for (int b = 2; b <= 5; ++b)
+      for (int c = 2; c <= 5; ++c) all.push_back({a, b, c});
+  for (int m = 0; m < 16; ++m) all.push_back({2 + (m & 1), 2 + ((m >> 1) & 1), 2 + ((m >> 2) & 1), 2 + (m >> 3)});
+  for (const auto& c : all) {
+    auto cards = c;
+    cards.insert(cards.begin(), 1);
+    const Graph G = explore(cards, MasterCollectives::AllReduceOnly);
+    INFO("c = ", fmt::format("{}", c));
+    CHECK(outside_class(G, G.gp).first == 0);
+  }
+  MESSAGE(all.size(), " instances");
+}
+
+TEST_CASE("with --master-collectives all, live states need not have the agreement form") {
+  const Graph& G = graph({3, 3, 3}, MasterCollectives::All);
+  int live_outside = 0;
+  for (std::size_t i = 0; i < G.states.size(); ++i) live_outside += G.live[i] && !G.gp[i];
+  CHECK(live_outside > 0);
+}
+
+// docs/shape.md §3.2: the validity of a PREFIX is not a shape invariant. Minimal witness (depth 4,
+// default setting): six steps valid on c = [2 3 2 3] whose sixth is invalid on [2 2 2 2] — after
+// the fifth step some device holds rows with different column sets (outside G), so neither
+// instance can complete it. With --master-collectives all the same happens from a state in G.
+TEST_CASE("prefix validity differs between instances, only on dead prefixes") {
+  const Graph& a = graph({2, 2, 2, 2}, MasterCollectives::AllReduceOnly);
+  const Graph& b = graph({2, 3, 2, 3}, MasterCollectives::AllReduceOnly);
+  const Product p = product(a, b);
+  CHECK(p.dead_divergences > 0);
+  CHECK(p.live_divergences == 0);
+  CHECK(p.divergences_from_g == 0);
+  MESSAGE("first dead divergence: ", p.first_divergence);
+  const Graph& a4 = graph({2, 2, 2, 2}, MasterCollectives::All);
+  const Graph& b4 = graph({3, 2, 2, 2}, MasterCollectives::All);
+  const Product q = product(a4, b4);
+  CHECK(q.live_divergences == 0);
+  CHECK(q.divergences_from_g > 0);
+}
+
+// What a shape certificate says it relies on (encodings' relies_on): proved or checked, per program.
+TEST_CASE("shape_theorem_basis: which programs' validity on every instance is proved") {
+  auto shape_of = [](int depth) {
+    const std::vector<int> cards(depth, 3);
+    std::vector<std::string> names;
+    for (int j = 0; j < depth; ++j) names.push_back(fmt::format("l{}", j));
+    return make_shape(cards, names, ParallelismMatrix{cards}, {0}, HierarchyKind::ReductionAxes);
+  };
+  auto basis = [&](int depth, MasterCollectives mc, bool with_master) {
+    const Shape s = shape_of(depth);
+    SynthOptions o;
+    o.master = mc;
+    o.max_size = 3;
+    const SynthResult r = synthesize_shape(s, o);
+    for (const auto& p : r.programs) {
+      const bool m =
+          std::any_of(p.begin(), p.end(), [&](int i) { return r.instructions[i].grouping.form == FormKind::Master; });
+      if (m == with_master) return shape_theorem_basis(s, r, p, mc);
+    }
+    FAIL("no program with_master=", with_master);
+    return ShapeBasis{};
+  };
+  const auto AR = MasterCollectives::AllReduceOnly, ALL = MasterCollectives::All;
+  CHECK(basis(3, AR, false).valid_everywhere_proved);
+  CHECK_FALSE(basis(3, AR, false).complete_proved);  // the hierarchy has Master groupings
+  CHECK(basis(3, AR, true).valid_everywhere_proved);
+  CHECK(basis(5, AR, true).valid_everywhere_proved);
+  CHECK_FALSE(basis(6, AR, true).valid_everywhere_proved);
+  CHECK_FALSE(basis(3, ALL, true).valid_everywhere_proved);
+  CHECK(basis(1, AR, false).complete_proved);  // depth 1: no Master grouping at all
+  CHECK(basis(6, AR, true).text.find("depth 6 > 5") != std::string::npos);
+  CHECK(basis(3, ALL, true).text.find("--master-collectives all") != std::string::npos);
+}
