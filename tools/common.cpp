@@ -68,7 +68,7 @@ void add_preset_option(CLI::App& sub, std::string& preset) {
 
 std::string fill_interconnects(engine::System& s, const std::string& name) {
   const auto& preset = sim::find_preset(name.empty() ? std::string(sim::kDefaultPreset) : name);
-  if (!s.topology_json.empty() || sim::apply_preset(s, preset) == 0) return "";
+  if (s.has_topology() || sim::apply_preset(s, preset) == 0) return "";
   return fmt::format("interconnects: preset {} ({}){}", preset.name, preset.description,
                      name.empty() ? "; choose another with --preset" : "");
 }

@@ -198,7 +198,7 @@ System system_from_json(const json& j, const std::string& origin) {
     s.levels.push_back(std::move(l));
   }
   check_levels(s.levels, origin);
-  if (j.contains("topology")) s.topology_json = j["topology"].dump();
+  if (j.contains("topology")) s.topology = j["topology"];
   if (j.contains("device")) s.device = parse_device(j["device"], origin + ": device");
   if (s.name.empty()) s.name = origin;
   return s;
@@ -262,7 +262,7 @@ json system_json(const System& s) {
       o["interconnect"]["flow_bandwidth_gbps"] = l.interconnect->flow_bandwidth_gbps;
     j["levels"].push_back(o);
   }
-  if (!s.topology_json.empty()) j["topology"] = json::parse(s.topology_json);
+  if (s.has_topology()) j["topology"] = s.topology;
   if (s.device) {
     json d;
     if (!s.device->name.empty()) d["name"] = s.device->name;

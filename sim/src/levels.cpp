@@ -53,7 +53,7 @@ int apply_preset(System& s, const Preset& p) {
 }
 
 LevelSimulator::LevelSimulator(const System& s) {
-  if (!s.topology_json.empty())
+  if (s.has_topology())
     throw Error(
         fmt::format("system '{}' has a \"topology\" section, which the level model cannot price; the graph "
                     "simulator handles it up to 2048 devices",

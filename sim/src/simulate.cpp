@@ -27,8 +27,7 @@ using nlohmann::json;
 SimModel choose_model(const std::string& name, const System& s) {
   if (name != "auto" && name != "graph" && name != "levels")
     throw Error("--model: expected graph, levels or auto, got '" + name + "'");
-  if (name == "levels" || (name == "auto" && s.topology_json.empty() && s.num_devices() > 2048))
-    return SimModel::Levels;
+  if (name == "levels" || (name == "auto" && !s.has_topology() && s.num_devices() > 2048)) return SimModel::Levels;
   return SimModel::Graph;
 }
 

@@ -44,14 +44,8 @@ double non_negative(const engine::json_read::At& at) {
   return x;
 }
 
-Template parse_template(const std::string& text, const std::string& sysname) {
+Template parse_template(const json& j, const std::string& sysname) {
   const std::string origin = fmt::format("system '{}'", sysname);
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    throw Error(fmt::format("{}: \"topology\": not valid JSON ({})", origin, e.what()));
-  }
   engine::json_read::Object o(engine::json_read::At(j, origin, "topology"));
   Template t;
   o.optional("description");
@@ -137,7 +131,7 @@ Topology Topology::build(const System& s) {
 
   Template tmpl;
   int scope = -2;  // level whose instances get the template; -1 = root (whole system)
-  if (!s.topology_json.empty()) tmpl = parse_template(s.topology_json, s.name);
+  if (s.has_topology()) tmpl = parse_template(s.topology, s.name);
   t.step_overhead_ = tmpl.step_overhead_us * 1e-6;
   if (!tmpl.scope.empty()) {
     if (tmpl.scope == "root" || tmpl.scope == "system") {

@@ -55,15 +55,16 @@ TEST_CASE("topology: errors") {
   s.levels.push_back({"gpu", 2, Interconnect{LinkKind::Switch, 10, 1}});
   CHECK_THROWS_AS(Topology::build(s), p2v::Error);
   s.levels[0].interconnect = Interconnect{LinkKind::Nic, 1, 1};
-  s.topology_json = R"({"scope":"node","uplink":"nic","links":[{"a":"gpu0","b":"gpu9","bandwidth_gbps":1}]})";
+  s.topology =
+      nlohmann::json::parse(R"({"scope":"node","uplink":"nic","links":[{"a":"gpu0","b":"gpu9","bandwidth_gbps":1}]})");
   CHECK_THROWS_AS(Topology::build(s), p2v::Error);
-  s.topology_json =
-      R"({"scope":"node","uplink":"nic","vertices":[{"name":"nic"}],"links":[{"a":"gpu0","b":"nic","bandwidth_gbps":1}]})";
+  s.topology = nlohmann::json::parse(
+      R"({"scope":"node","uplink":"nic","vertices":[{"name":"nic"}],"links":[{"a":"gpu0","b":"nic","bandwidth_gbps":1}]})");
   CHECK_THROWS_AS(Topology::build(s), p2v::Error);  // gpu1 unreachable
-  s.topology_json =
-      R"({"scope":"node","uplink":"nic","vertices":[{"name":"nic"}],"links":[{"a":"gpu0","b":"nic","bandwidth_gbps":1},{"a":"gpu1","b":"nic","bandwidth_gbps":1}]})";
+  s.topology = nlohmann::json::parse(
+      R"({"scope":"node","uplink":"nic","vertices":[{"name":"nic"}],"links":[{"a":"gpu0","b":"nic","bandwidth_gbps":1},{"a":"gpu1","b":"nic","bandwidth_gbps":1}]})");
   CHECK_NOTHROW(Topology::build(s));
-  s.topology_json = R"({"scope":"rack","links":[]})";
+  s.topology = nlohmann::json::parse(R"({"scope":"rack","links":[]})");
   CHECK_THROWS_AS(Topology::build(s), p2v::Error);
 }
 
@@ -187,15 +188,15 @@ TEST_CASE("topology: a whole-system section (scope root) and a ring of 4") {
   s.name = "ring4";
   s.levels.push_back({"gpu", 4, std::nullopt});
   // 4 GPUs on a ring of 100 GB/s links, 1 us each; no other path.
-  s.topology_json = R"({"scope":"root","links":[
+  s.topology = nlohmann::json::parse(R"({"scope":"root","links":[
     {"a":"gpu0","b":"gpu1","kind":"nvlink","bandwidth_gbps":100,"latency_us":1},
     {"a":"gpu1","b":"gpu2","kind":"nvlink","bandwidth_gbps":100,"latency_us":1},
     {"a":"gpu2","b":"gpu3","kind":"nvlink","bandwidth_gbps":100,"latency_us":1},
-    {"a":"gpu3","b":"gpu0","kind":"nvlink","bandwidth_gbps":100,"latency_us":1}]})";
+    {"a":"gpu3","b":"gpu0","kind":"nvlink","bandwidth_gbps":100,"latency_us":1}]})");
   // gpu0 cannot reach gpu2 without forwarding through a GPU: rejected with a clear error.
   CHECK_THROWS_WITH_AS(Topology::build(s), doctest::Contains("cannot reach"), p2v::Error);
   // With a host switch for the non-neighbours it builds; the ring AllReduce over 0..3 is pure NVLink.
-  s.topology_json = R"({"scope":"root","vertices":[{"name":"host","kind":"pcie"}],"links":[
+  s.topology = nlohmann::json::parse(R"({"scope":"root","vertices":[{"name":"host","kind":"pcie"}],"links":[
     {"a":"gpu0","b":"gpu1","kind":"nvlink","bandwidth_gbps":100,"latency_us":1},
     {"a":"gpu1","b":"gpu2","kind":"nvlink","bandwidth_gbps":100,"latency_us":1},
     {"a":"gpu2","b":"gpu3","kind":"nvlink","bandwidth_gbps":100,"latency_us":1},
@@ -203,7 +204,7 @@ TEST_CASE("topology: a whole-system section (scope root) and a ring of 4") {
     {"a":"gpu0","b":"host","kind":"pcie","bandwidth_gbps":10,"latency_us":1},
     {"a":"gpu1","b":"host","kind":"pcie","bandwidth_gbps":10,"latency_us":1},
     {"a":"gpu2","b":"host","kind":"pcie","bandwidth_gbps":10,"latency_us":1},
-    {"a":"gpu3","b":"host","kind":"pcie","bandwidth_gbps":10,"latency_us":1}]})";
+    {"a":"gpu3","b":"host","kind":"pcie","bandwidth_gbps":10,"latency_us":1}]})");
   Simulator sim(s);
   CostOptions o;
   o.bytes = 1e9;
@@ -229,15 +230,15 @@ TEST_CASE("topology: several NICs per node (uplink list) share the inter-node tr
   CostOptions o;
   o.bytes = 1e9;
   const LoweredProgram prog{{Collective::AllReduce, {{0, 4}, {1, 5}, {2, 6}, {3, 7}}}};
-  s.topology_json = R"({"scope":"node","uplink":"nic0",)" + verts + "," + links + "}";
+  s.topology = nlohmann::json::parse(R"({"scope":"node","uplink":"nic0",)" + verts + "," + links + "}");
   const double one = Simulator(s).time(prog, o);
-  s.topology_json = R"({"scope":"node","uplink":["nic0","nic1"],)" + verts + "," + links + "}";
+  s.topology = nlohmann::json::parse(R"({"scope":"node","uplink":["nic0","nic1"],)" + verts + "," + links + "}");
   Simulator two(s);
   const double both = two.time(prog, o);
   // 4 groups x 2 rounds x n/2 through one 10 GB/s NIC, or 2 groups per NIC.
   CHECK(one == doctest::Approx(4 * 2 * 0.5e9 / 10e9).epsilon(1e-3));
   CHECK(both == doctest::Approx(2 * 2 * 0.5e9 / 10e9).epsilon(1e-3));
-  s.topology_json = R"({"scope":"node","uplink":["nic0","nope"],)" + verts + "," + links + "}";
+  s.topology = nlohmann::json::parse(R"({"scope":"node","uplink":["nic0","nope"],)" + verts + "," + links + "}");
   CHECK_THROWS_AS(Topology::build(s), p2v::Error);
 }
 

@@ -189,11 +189,12 @@ TEST_CASE("formats: a system file's topology section is read strictly") {
   const std::string ok =
       R"({"scope":"node","uplink":"nic","vertices":[{"name":"nic","kind":"nic"}],"links":[)"
       R"({"a":"gpu0","b":"nic","bandwidth_gbps":1,"latency_us":2},{"a":"gpu1","b":"nic","bandwidth_gbps":1}]})";
-  s.topology_json = ok;
+  s.topology = json::parse(ok);
   CHECK(error_of([&] { sim::Topology::build(s); }).empty());
   auto err = [&](const std::string& from, const std::string& to) {
-    s.topology_json = ok;
-    s.topology_json.replace(s.topology_json.find(from), from.size(), to);
+    std::string t = ok;
+    t.replace(t.find(from), from.size(), to);
+    s.topology = json::parse(t);
     return error_of([&] { sim::Topology::build(s); });
   };
   // A misspelt latency was silently 0 before; now it is named.

@@ -1,7 +1,7 @@
 #pragma once
 // A system: a hierarchy of levels, outermost first (SPEC §1), with per-level interconnects.
 #include <cstdint>
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,8 +42,10 @@ struct System {
   std::string name;
   // The levels the user wrote, outermost first. Parallelism matrices have one column per entry.
   std::vector<Level> levels;
-  // Raw JSON text of an optional "topology" section (read by the simulator), empty if absent.
-  std::string topology_json;
+  // The optional "topology" section as read (its format belongs to the simulator, sim/topology.hpp);
+  // null if absent.
+  nlohmann::json topology;
+  bool has_topology() const { return !topology.is_null(); }
   // Optional "device" section.
   std::optional<Device> device;
 
