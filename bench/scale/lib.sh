@@ -9,6 +9,16 @@ command -v hyperfine >/dev/null || { echo "bench/scale: needs hyperfine (scripts
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 FOUR="pod=16,rack=32,node=32,gpu=8"
+CURVE="16 128 1024 8192 65536 131072 1048576"  # device counts of the curves
+
+curve_system() {  # the four-level system (pod, rack, node, gpu=8) with $1 devices, of $CURVE
+  case $1 in
+    16) echo "pod=1,rack=1,node=2,gpu=8";; 128) echo "pod=2,rack=2,node=4,gpu=8";;
+    1024) echo "pod=2,rack=4,node=16,gpu=8";; 8192) echo "pod=4,rack=16,node=16,gpu=8";;
+    65536) echo "pod=8,rack=32,node=32,gpu=8";; 131072) echo "$FOUR";; 1048576) echo "pod=32,rack=64,node=64,gpu=8";;
+    *) echo "curve_system: no system of $1 devices" >&2; exit 2;;
+  esac
+}
 
 med() {  # median of a command (hyperfine), printed in ms; a shell when the command needs one
   hyperfine -N --runs "$RUNS" --warmup 1 ${MED_FLAGS:-} --export-json "$TMP/h.json" "$1" >/dev/null 2>&1 ||

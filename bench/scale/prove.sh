@@ -14,12 +14,8 @@ c="$P2V prove --system $FOUR --axes 131072 --reduce 0"
 row "prove four-level 131072 (L=4, z3+cvc5; smallest instance: 16 devices)" "$(med "$c")" "$(rss "$c")"
 row "  same, --solver none" "$(med "$c --solver none")" "$(rss "$c --solver none")"
 echo "== curve: prove --solver both, 4 levels (pod, rack, node, gpu=8), one axis reduced"
-for n in 16 128 1024 8192 65536 131072 1048576; do
-  case $n in
-    16) sys="pod=1,rack=1,node=2,gpu=8";; 128) sys="pod=2,rack=2,node=4,gpu=8";; 1024) sys="pod=2,rack=4,node=16,gpu=8";;
-    8192) sys="pod=4,rack=16,node=16,gpu=8";; 65536) sys="pod=8,rack=32,node=32,gpu=8";;
-    131072) sys="$FOUR";; 1048576) sys="pod=32,rack=64,node=64,gpu=8";;
-  esac
+for n in $CURVE; do
+  sys=$(curve_system "$n")
   c="$P2V prove --system $sys --axes $n --reduce 0"
   row "$n devices ($sys; $([ $n -le 512 ] && echo 'on the devices' || echo 'on the instance'))" "$(med "$c")" "$(rss "$c")"
   [ $n -le 512 ] && [ $n -gt 16 ] && row "  same, --on shape (smallest instance)" "$(med "$c --on shape")" "$(rss "$c --on shape")"

@@ -37,12 +37,8 @@ fi
 
 echo "== curve: 4 levels (pod, rack, node, gpu=8), all reduced"
 printf "%-10s %12s %12s %12s %12s %12s\n" devices "synth ms" "synth MB" "json ms" "simulate ms" "certify47 ms"
-for n in 16 128 1024 8192 65536 131072 1048576; do
-  case $n in
-    16) sys="pod=1,rack=1,node=2,gpu=8";; 128) sys="pod=2,rack=2,node=4,gpu=8";; 1024) sys="pod=2,rack=4,node=16,gpu=8";;
-    8192) sys="pod=4,rack=16,node=16,gpu=8";; 65536) sys="pod=8,rack=32,node=32,gpu=8";;
-    131072) sys="$FOUR";; 1048576) sys="pod=32,rack=64,node=64,gpu=8";;
-  esac
+for n in $CURVE; do
+  sys=$(curve_system "$n")
   c="$P2V synth --system $sys --axes $n --reduce 0"
   nodes=$((n / 8))
   cc="$P2V synth --system node=$nodes,gpu=8 --axes $n --reduce 0 --certify $TMP/cc"
