@@ -583,6 +583,24 @@ std::vector<Term> open_bound(smt::Solver& s, Encoder& e, const SearchProblem& p,
   return {act};
 }
 
+// Bound n begun: the encoder grown to n steps and the bound opened (open_bound); records the bound
+// and its encoding time (since t0, the bound's start) in f. Returns the bound's assumptions.
+std::vector<Term> begin_bound(smt::Solver& s, Encoder& e, const SearchProblem& p, int n, const SearchOptions& opt,
+                              Clock::time_point t0, BoundFact& f) {
+  f.bound = n;
+  while (e.steps() < n) e.add_step();
+  std::vector<Term> bound = open_bound(s, e, p, n, opt);
+  f.encode_seconds = since(t0);
+  return bound;
+}
+
+// Which solver a run used: its name, version and settings.
+void name_run(EnumerationResult& res, const smt::Solver& s) {
+  res.solver = s.name();
+  res.version = s.version();
+  res.settings = s.settings();
+}
+
 // Is this process's resident memory below a quarter of the machine's (the budget for solvers
 // whose teardown is skipped)? False where it cannot tell.
 bool below_memory_budget() {
@@ -623,18 +641,13 @@ EnumerationResult enumerate_programs(smt::SolverKind kind, const SearchProblem& 
     e = std::make_unique<Encoder>(*s, p, opt);
   };
   fresh();
-  res.solver = s->name();
-  res.version = s->version();
-  res.settings = s->settings();
+  name_run(res, *s);
   std::int64_t total = 0;
   for (int n = 1; n <= max_size; ++n) {
     const auto t0 = Clock::now();
     BoundFact f;
-    f.bound = n;
     if (!opt.incremental && n > 1) fresh();
-    while (e->steps() < n) e->add_step();
-    const std::vector<Term> bound = open_bound(*s, *e, p, n, opt);
-    f.encode_seconds = since(t0);
+    const std::vector<Term> bound = begin_bound(*s, *e, p, n, opt, t0, f);
     std::vector<engine::Program> found;
     for (;;) {
       const auto tc = Clock::now();
@@ -689,9 +702,7 @@ EnumerationResult confirm_programs(smt::SolverKind kind, const SearchProblem& p,
   res.method = RunMethod::Confirm;
   auto s = std::make_unique<smt::Solver>(kind, solver_options(opt));
   auto e = std::make_unique<Encoder>(*s, p, opt);
-  res.solver = s->name();
-  res.version = s->version();
-  res.settings = s->settings();
+  name_run(res, *s);
   auto text = [&](const engine::Program& prog) {
     if (name) return name(prog);
     std::string t;
@@ -702,10 +713,7 @@ EnumerationResult confirm_programs(smt::SolverKind kind, const SearchProblem& p,
   for (int n = 1; n <= max_size; ++n) {
     const auto t0 = Clock::now();
     BoundFact f;
-    f.bound = n;
-    e->add_step();
-    const std::vector<Term> bound = open_bound(*s, *e, p, n, opt);
-    f.encode_seconds = since(t0);
+    const std::vector<Term> bound = begin_bound(*s, *e, p, n, opt, t0, f);
     // (1) Validity of each given program of n steps: its choices as assumptions.
     const std::size_t first = next;
     for (; next < programs.size() && static_cast<int>(programs[next].size()) == n; ++next) {
@@ -886,9 +894,7 @@ EnumerationResult confirm_by_closure(smt::SolverKind kind, const SearchProblem& 
   }
   auto s = std::make_unique<smt::Solver>(kind, solver_options(opt));
   auto e = std::make_unique<Encoder>(*s, p, opt, /*free_initial=*/true);
-  res.solver = s->name();
-  res.version = s->version();
-  res.settings = s->settings();
+  name_run(res, *s);
   e->add_step();
   res.programs = programs;
   res.shortest = programs.empty() ? 0 : static_cast<int>(programs.front().size());
@@ -956,16 +962,11 @@ EnumerationResult find_shortest(smt::SolverKind kind, const SearchProblem& p, in
   EnumerationResult res;
   auto s = std::make_unique<smt::Solver>(kind, solver_options(opt));
   auto e = std::make_unique<Encoder>(*s, p, opt);
-  res.solver = s->name();
-  res.version = s->version();
-  res.settings = s->settings();
+  name_run(res, *s);
   for (int n = 1; n <= max_size && res.shortest == 0; ++n) {
     const auto t0 = Clock::now();
     BoundFact f;
-    f.bound = n;
-    e->add_step();
-    const std::vector<Term> bound = open_bound(*s, *e, p, n, opt);
-    f.encode_seconds = since(t0);
+    const std::vector<Term> bound = begin_bound(*s, *e, p, n, opt, t0, f);
     const auto tc = Clock::now();
     const smt::Result r = check(*s, bound);
     if (r == smt::Result::unknown) unknown(*s, "at bound " + std::to_string(n), opt);
