@@ -12,6 +12,7 @@
 #include "p2v/engine/derive.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/io.hpp"
+#include "p2v/engine/json_util.hpp"
 #include "p2v/engine/notation.hpp"
 #include "p2v/sim/cost.hpp"
 #include "p2v/sim/rank.hpp"
@@ -33,13 +34,7 @@ struct RewriteArgs {
 // The program file: {"program": "...", "axes": [..], "reduce": [..], "matrix": "2 2;2 8"}; the
 // command line's --axes/--reduce/--matrix/--program take precedence.
 void read_program_file(RewriteArgs& a) {
-  const std::string text = engine::read_text_file(a.file, "program file");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const std::exception& e) {
-    throw Error(fmt::format("'{}': not valid JSON: {}", a.file, e.what()));
-  }
+  const nlohmann::json j = engine::parse_json(engine::read_text_file(a.file, "program file"), "'" + a.file + "'");
   auto list = [](const nlohmann::json& v) {
     std::string t;
     for (const auto& x : v) t += (t.empty() ? "" : ",") + std::to_string(x.get<int>());

@@ -5,19 +5,14 @@
 
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/io.hpp"
+#include "p2v/engine/json_util.hpp"
 #include "p2v/engine/synth.hpp"
 #include "p2v/proofs/expressiveness.hpp"
 
 namespace p2v::proofs {
 
 std::vector<SuiteCase> load_suite(const std::string& path) {
-  const std::string text = engine::read_text_file(path, "suite file");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw Error(fmt::format("{}: malformed JSON: {}", path, e.what()));
-  }
+  const nlohmann::json j = engine::parse_json(engine::read_text_file(path, "suite file"), path);
   if (!j.is_array()) throw Error(fmt::format("{}: a suite is a JSON list of cases", path));
   const auto dir = std::filesystem::path(path).parent_path();
   std::vector<SuiteCase> out;
