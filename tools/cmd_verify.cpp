@@ -70,7 +70,7 @@ void print_case(const encodings::VerifyCase& c, const encodings::VerifyOptions& 
              engine::to_string(o.kind), fmt::format("{}]{}", fmt::join(r.hierarchy.cards, " "), c.shape ? "*" : ""),
              r.hierarchy.num_local(), r.instructions.size(),
              o.minimal ? fmt::format("len {}", c.shortest()) : std::to_string(r.programs.size()), c.enumerator_ms,
-             cells, c.same ? (o.minimal ? "agree" : "identical") : "DIFFERENT");
+             cells, c.same() ? (o.minimal ? "agree" : "identical") : "DIFFERENT");
   for (const auto& d : c.differences) fmt::print("    {}\n", d);
 }
 

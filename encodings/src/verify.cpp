@@ -30,6 +30,10 @@ int VerifyCase::shortest() const {
   return enumerator.programs.empty() ? 0 : static_cast<int>(enumerator.programs.front().size());
 }
 
+bool VerifyCase::same() const {
+  return std::all_of(run_agrees.begin(), run_agrees.end(), [](bool b) { return b; });
+}
+
 bool VerifyResult::any_shape() const {
   return std::any_of(cases.begin(), cases.end(), [](const VerifyCase& c) { return c.shape.has_value(); });
 }
@@ -101,7 +105,7 @@ Work prepare(const engine::System& system, const std::vector<int>& axes, const s
   return w;
 }
 
-// Compares the runs of `w` with its enumerator; fills same, run_agrees and differences.
+// Compares the runs of `w` with its enumerator; fills run_agrees and differences.
 void compare(Work& w, const VerifyOptions& opt) {
   VerifyCase& c = w.c;
   const engine::SynthResult& r = c.enumerator;
@@ -111,7 +115,6 @@ void compare(Work& w, const VerifyOptions& opt) {
     c.differences.push_back(fmt::format("only {} finds: {}\n      engine: {}", run.solver,
                                         engine::program_name(r, prog), diagnose(r, prog, w.goal)));
   };
-  c.same = true;
   for (std::size_t i = 0; i < c.runs.size(); ++i) {
     const EnumerationResult& run = c.runs[i];
     bool eq = false;
@@ -144,7 +147,6 @@ void compare(Work& w, const VerifyOptions& opt) {
       }
     }
     c.run_agrees.push_back(eq);
-    c.same = c.same && eq;
   }
 }
 
@@ -260,7 +262,7 @@ VerifyResult verify_placements(const engine::System& system, const std::vector<i
       Work& w = work[ci];
       w.c.runs = pool.runs(ci);
       compare(w, opt);
-      if (!opt.certify_dir.empty() && w.c.same) {
+      if (!opt.certify_dir.empty() && w.c.same()) {
         CertifyOptions co;
         co.dir = opt.certify_dir;
         co.solvers = opt.solvers;
@@ -270,7 +272,7 @@ VerifyResult verify_placements(const engine::System& system, const std::vector<i
         w.c.certificates = cr.files;
         out.certificates += cr.files.size();
       }
-      out.identical = out.identical && w.c.same;
+      out.identical = out.identical && w.c.same();
       if (on_case) on_case(w.c);
     }
   }  // the pool's workers have ended
@@ -311,7 +313,7 @@ nlohmann::json to_json(const VerifyCase& c, bool minimal) {
     sj["bounds"] = std::move(bj);
     res["solvers"].push_back(std::move(sj));
   }
-  res["identical"] = c.same;
+  res["identical"] = c.same();
   res["differences"] = c.differences;
   if (!c.certificates.empty()) res["certificates"] = c.certificates;
   return res;

@@ -93,8 +93,6 @@ CertificateFacts certificate_facts_from_json(const At& at) {
   return f;
 }
 
-Groups groups_from(const At& at) { return at.int_rows(); }
-
 std::vector<std::string> strings(const At& at) {
   std::vector<std::string> out;
   at.each([&](const At& s) { out.push_back(s.string()); });
@@ -120,7 +118,7 @@ Certificate certificate_from(const At& at) {
     c.hierarchy_names = strings(h["names"]);
     h.finish();
   }
-  c.goal_groups = groups_from(o["goal_groups"]);
+  c.goal_groups = o["goal_groups"].int_rows();
   {
     Object p(o["program"]);
     c.notation = p["notation"].string();
@@ -132,7 +130,7 @@ Certificate certificate_from(const At& at) {
       st.slice = so["slice"].int32();
       st.form = so["form"].string();
       st.e = so["e"].int32();
-      st.groups = groups_from(so["groups"]);
+      st.groups = so["groups"].int_rows();
       so.finish();
       c.steps.push_back(std::move(st));
     });
@@ -143,7 +141,7 @@ Certificate certificate_from(const At& at) {
   }
   o["lowered"].each([&](const At& s) {
     Object so(s);
-    c.lowered.push_back({json_read::collective(so["collective"]), groups_from(so["groups"])});
+    c.lowered.push_back({json_read::collective(so["collective"]), so["groups"].int_rows()});
     so.finish();
   });
   o["states"].each([&](const At& s) { c.states.push_back(strings(s)); });

@@ -36,7 +36,7 @@ TEST_CASE("verify_placements: every matrix, both solvers, identical sets, cases 
   REQUIRE(res.cases.size() == 2);
   CHECK_FALSE(res.any_shape());
   for (const auto& c : res.cases) {
-    CHECK(c.same);
+    CHECK(c.same());
     REQUIRE(c.runs.size() == 2);
     CHECK(c.run_agrees == std::vector<bool>{true, true});
     CHECK(c.differences.empty());
@@ -61,7 +61,7 @@ TEST_CASE("verify_placements: the minimality query and the shape encoding above 
   CHECK(res.any_shape());
   REQUIRE(c.shape.has_value());
   CHECK(c.enumerator.hierarchy.num_local() == 4);  // the smallest instance: 2 x 2 device classes
-  CHECK(c.same);
+  CHECK(c.same());
   for (const auto& run : c.runs) CHECK(run.shortest == c.shortest());
   CHECK(c.shortest() > 0);
   CHECK(to_json(c, true).at("solvers")[0].at("agrees").get<bool>());

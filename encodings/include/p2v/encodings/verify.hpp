@@ -46,11 +46,11 @@ struct VerifyCase {
   engine::SynthResult enumerator;      // its hierarchy is the one the solvers encode
   double enumerator_ms = 0;
   std::vector<EnumerationResult> runs;    // one per VerifyOptions::solvers, in that order
-  bool same = false;                      // every solver agrees with the enumerator
   std::vector<bool> run_agrees;           // per run
   std::vector<std::string> differences;   // each a program and why the engine accepts/rejects it
   std::vector<std::string> certificates;  // files written (certify_dir, `same` only)
   int shortest() const;                   // the enumerator's shortest length (0: none)
+  bool same() const;                      // every solver agrees with the enumerator
 };
 
 struct VerifyResult {
