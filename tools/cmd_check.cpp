@@ -20,9 +20,10 @@ checker::Verdict check_file(const std::string& f) {
   std::string text;
   try {
     text = engine::read_text_file(f, "certificate");
-  } catch (const Error&) {  // the checker names the unreadable file
+  } catch (const Error&) {
+    return checker::check_certificate_file(f);  // the checker's verdict names the unreadable file
   }
-  if (text.find(encodings::kRuleCertificateFormat) == std::string::npos) return checker::check_certificate_file(f);
+  if (text.find(encodings::kRuleCertificateFormat) == std::string::npos) return checker::check_certificate(text);
   checker::Verdict v;
   v.reason = encodings::check_rule_certificate(text, &v.summary);
   v.ok = v.reason.empty();
