@@ -39,14 +39,16 @@ class DeviceTable {
       for (int l = 0; l < 4; ++l) h[l] = (h[l] ^ p[i + l]) * 0xff51afd7ed558ccdull;
     for (; i < n; ++i) h[0] = (h[0] ^ p[i]) * 0xff51afd7ed558ccdull;
     const std::uint64_t key = h[0] ^ (h[1] >> 17) ^ (h[2] << 13) ^ (h[3] >> 29);
-    auto& bucket = index_[key];
-    for (std::uint32_t id : bucket)
+    // Chained by id: index_ holds the newest id of a hash, next_ the one before it.
+    auto [it, fresh] = index_.try_emplace(key, kNone);
+    for (std::uint32_t id = it->second; id != kNone; id = next_[id])
       if (std::memcmp(get(id), p, n * sizeof(std::uint64_t)) == 0) return id;
     const auto id = static_cast<std::uint32_t>(size_);
-    if (id % kPerBlock == 0) blocks_.push_back(std::make_unique<std::uint64_t[]>(kPerBlock * n));
+    if (id % kPerBlock == 0) blocks_.push_back(std::make_unique_for_overwrite<std::uint64_t[]>(kPerBlock * n));
     std::memcpy(blocks_.back().get() + static_cast<std::size_t>(id % kPerBlock) * n, p, n * sizeof(std::uint64_t));
     ++size_;
-    bucket.push_back(id);
+    next_.push_back(it->second);
+    it->second = id;
     return id;
   }
   std::size_t size() const { return size_; }
@@ -56,7 +58,72 @@ class DeviceTable {
   kernel::Layout layout_;
   std::vector<std::unique_ptr<std::uint64_t[]>> blocks_;
   std::size_t size_ = 0;
-  std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> index_;
+  static constexpr std::uint32_t kNone = ~std::uint32_t{0};
+  std::unordered_map<std::uint64_t, std::uint32_t> index_;
+  std::vector<std::uint32_t> next_;
+};
+
+// (collective, member ids...) -> offset of the members' new ids, or -1 if the step is invalid on
+// the group. Open addressing over one slot array; keys of up to kInline ids (groups of up to
+// kInline - 1 members: the common case) sit in the slot, so a lookup touches one cache line;
+// longer keys live in an arena.
+class GroupCache {
+ public:
+  GroupCache() : slots_(1024) {}
+  // The value for `key`, or nullptr. Valid until the next insert.
+  const std::int64_t* find(const std::vector<std::uint32_t>& key, std::uint64_t h) const {
+    for (std::size_t i = h & (slots_.size() - 1);; i = (i + 1) & (slots_.size() - 1)) {
+      const Slot& s = slots_[i];
+      if (s.len == 0) return nullptr;
+      if (s.hash == h && same(s, key)) return &s.value;
+    }
+  }
+  void insert(const std::vector<std::uint32_t>& key, std::uint64_t h, std::int64_t value) {
+    if (2 * (size_ + 1) > slots_.size()) grow();
+    Slot s{h, value, static_cast<std::uint32_t>(key.size()), {}};
+    if (key.size() <= kInline)
+      std::copy(key.begin(), key.end(), s.ids);
+    else {
+      s.ids[0] = static_cast<std::uint32_t>(arena_.size());
+      arena_.insert(arena_.end(), key.begin(), key.end());
+    }
+    place(s);
+    ++size_;
+  }
+  std::size_t size() const { return size_; }
+  static std::uint64_t hash(const std::vector<std::uint32_t>& v) {
+    std::uint64_t h = 0xcbf29ce484222325ull ^ v.size();
+    for (std::uint32_t x : v) h = (h ^ x) * 0x100000001b3ull;
+    return h ^ (h >> 29);
+  }
+
+ private:
+  static constexpr std::size_t kInline = 4;
+  struct Slot {
+    std::uint64_t hash = 0;
+    std::int64_t value = 0;
+    std::uint32_t len = 0;  // 0: empty (keys have at least two ids: collective and a member)
+    std::uint32_t ids[kInline];
+  };
+  bool same(const Slot& s, const std::vector<std::uint32_t>& key) const {
+    if (s.len != key.size()) return false;
+    const std::uint32_t* p = s.len <= kInline ? s.ids : arena_.data() + s.ids[0];
+    return std::equal(key.begin(), key.end(), p);
+  }
+  void place(const Slot& s) {
+    std::size_t i = s.hash & (slots_.size() - 1);
+    while (slots_[i].len != 0) i = (i + 1) & (slots_.size() - 1);
+    slots_[i] = s;
+  }
+  void grow() {
+    std::vector<Slot> old(slots_.size() * 2);
+    old.swap(slots_);
+    for (const Slot& s : old)
+      if (s.len != 0) place(s);
+  }
+  std::vector<Slot> slots_;
+  std::vector<std::uint32_t> arena_;
+  std::size_t size_ = 0;
 };
 
 using IdState = std::vector<std::uint32_t>;
@@ -76,14 +143,24 @@ struct Search {
   std::vector<char> covers_all;  // per instruction: do its groups cover every device?
   std::int64_t nodes = 0, applied = 0, memo_hits = 0;
 
-  // (collective, member ids...) -> offset of the members' new ids in `results`, or -1 if invalid.
-  std::unordered_map<std::vector<std::uint32_t>, std::int64_t, IdHash> group_cache;
+  GroupCache group_cache;  // offsets into `results`
   std::vector<std::uint32_t> results;
   std::vector<std::uint32_t> key;
   std::vector<const std::uint64_t*> in_ptrs;
   std::vector<std::uint64_t*> out_ptrs;
   std::vector<std::uint64_t> out_buf;
   std::vector<char> can_finish;  // per instruction: may it be the last step?
+
+  // Last-step filter (remaining == 1): cheap necessary conditions for a step to land on the goal,
+  // checked before any group is looked up. Most leaf attempts fail them.
+  std::vector<std::vector<std::uint64_t>> changed;  // per instruction: devices in a group of >= 2
+  std::vector<std::vector<int>> roots;              // per instruction: each such group's root
+  // Per interned device state: a fingerprint of its one column set (kMixed if the held rows'
+  // column sets differ or it holds none).
+  static constexpr std::uint64_t kMixed = 1;
+  std::vector<std::uint64_t> col_print;
+  std::vector<std::uint64_t> not_goal;  // scratch: devices not at the goal
+  std::int64_t leaf_skips = 0;
 
   // The valid suffixes of a state as a DAG: an edge (instruction, child) extends every suffix of
   // the child; child == nullptr means the step itself reaches the goal. Shared between all
@@ -108,8 +185,9 @@ struct Search {
     key.resize(g + 1);
     key[0] = static_cast<std::uint32_t>(c);
     for (int a = 0; a < g; ++a) key[a + 1] = cur[grp[a]];
-    auto it = group_cache.find(key);
-    if (it == group_cache.end()) {
+    const std::uint64_t h = GroupCache::hash(key);
+    const std::int64_t* found = group_cache.find(key, h);
+    if (!found) {
       const auto& L = table.layout();
       in_ptrs.resize(g);
       for (int a = 0; a < g; ++a) in_ptrs[a] = table.get(key[a + 1]);
@@ -131,9 +209,10 @@ struct Search {
           results.push_back(prev);
         }
       }
-      it = group_cache.emplace(key, off).first;
+      group_cache.insert(key, h, off);
+      return off < 0 ? nullptr : results.data() + off;
     }
-    return it->second < 0 ? nullptr : results.data() + it->second;
+    return *found < 0 ? nullptr : results.data() + *found;
   }
 
   // Cheap necessary conditions on one group, from the members' ids and row masks alone (equal ids
@@ -164,6 +243,69 @@ struct Search {
     return false;
   }
 
+  void describe(std::uint32_t id) {
+    if (id < col_print.size()) return;
+    const auto& L = table.layout();
+    for (auto i = static_cast<std::uint32_t>(col_print.size()); i <= id; ++i) {
+      const std::uint64_t* p = table.get(i);
+      std::uint64_t print = 0, first = 0;
+      bool mixed = false, any = false;
+      for (int r = 0; r < L.k && !mixed; ++r) {
+        if (!(p[r >> 6] >> (r & 63) & 1)) continue;
+        const std::uint64_t* c = p + L.w + static_cast<std::size_t>(r) * L.w;
+        std::uint64_t h = 0x9E3779B97F4A7C15ull;
+        for (int a = 0; a < L.w; ++a) h = (h ^ c[a]) * 0xff51afd7ed558ccdull;
+        if (!any) first = r;
+        mixed = any && (h != print || std::memcmp(c, p + L.w + first * L.w, L.w * sizeof(std::uint64_t)) != 0);
+        print = h;
+        any = true;
+      }
+      col_print.push_back(mixed || !any || print == kMixed ? kMixed : print);
+    }
+  }
+
+  // Could instruction i, as the last step, turn `cur` into the goal? False only when it cannot:
+  // a device outside its groups is not at the goal; AllReduce keeps rows, so every device not at
+  // the goal must hold its goal's rows; AllGather keeps each row's columns, so every device not at
+  // the goal must hold rows with its goal's one column set; Broadcast copies the root, so every
+  // root must be at the goal.
+  struct LastStep {
+    bool rows = true;     // every device not at the goal holds its goal's rows
+    bool columns = true;  // ... and holds them with its goal's one column set
+  };
+  // Fills not_goal too.
+  LastStep last_step(const IdState& cur) {
+    LastStep f;
+    const int w = table.layout().w;
+    std::fill(not_goal.begin(), not_goal.end(), 0);
+    for (std::size_t d = 0; d < cur.size(); ++d) {
+      if (cur[d] == goal[d]) continue;
+      not_goal[d >> 6] |= std::uint64_t{1} << (d & 63);
+      describe(std::max(cur[d], goal[d]));
+      f.rows = f.rows && std::memcmp(table.get(cur[d]), table.get(goal[d]), w * sizeof(std::uint64_t)) == 0;
+      f.columns = f.columns && col_print[cur[d]] != kMixed && col_print[cur[d]] == col_print[goal[d]];
+    }
+    return f;
+  }
+
+  bool may_finish(std::size_t i, const IdState& cur, const LastStep& last) {
+    const auto& ch = changed[i];
+    for (std::size_t a = 0; a < ch.size(); ++a)
+      if (not_goal[a] & ~ch[a]) return false;
+    switch (ins[i].collective) {
+      case Collective::AllReduce:
+        return last.rows;
+      case Collective::AllGather:
+        return last.columns;
+      case Collective::Broadcast:
+        for (int r : roots[i])
+          if (cur[r] != goal[r]) return false;
+        return true;
+      default:
+        return true;
+    }
+  }
+
   bool apply(const Instruction& in, bool all, const IdState& cur, IdState& next) {
     const auto& g0 = in.grouping.groups.front();
     if (g0.size() > 1 && quick_reject(in.collective, cur, g0)) return false;
@@ -192,10 +334,15 @@ struct Search {
     }
     Node& out = nodes_store.emplace_back();
     IdState& next = scratch[remaining];
+    const LastStep last = remaining == 1 ? last_step(cur) : LastStep{};
     for (std::size_t i = 0; i < ins.size(); ++i) {
       // With one step left only AllReduce, AllGather or Broadcast can land on the goal:
       // ReduceScatter and Reduce leave some member of a group of two or more without every row.
       if (remaining == 1 && !can_finish[i]) continue;
+      if (remaining == 1 && !may_finish(i, cur, last)) {
+        ++leaf_skips;
+        continue;
+      }
       ++nodes;
       const int idx = static_cast<int>(i);
       if (!apply(ins[i], covers_all[i], cur, next)) continue;
@@ -254,6 +401,17 @@ SynthResult synthesize(const SynthesisHierarchy& h, const Groups& goal_groups, c
     for (const auto& g : in.grouping.groups) covered += g.size();
     s.covers_all.push_back(covered == static_cast<std::size_t>(k));
   }
+  const int w = s.table.layout().w;
+  s.not_goal.assign(w, 0);
+  for (const auto& in : r.instructions) {
+    auto& ch = s.changed.emplace_back(w, 0);
+    auto& roots = s.roots.emplace_back();
+    for (const auto& g : in.grouping.groups) {
+      if (g.size() < 2) continue;
+      roots.push_back(g[0]);
+      for (int d : g) ch[d >> 6] |= std::uint64_t{1} << (d & 63);
+    }
+  }
   for (const auto& in : r.instructions) {
     const bool singletons = in.grouping.groups.empty() || in.grouping.groups[0].size() < 2;
     s.can_finish.push_back(singletons ||
@@ -266,11 +424,13 @@ SynthResult synthesize(const SynthesisHierarchy& h, const Groups& goal_groups, c
       throw Error(fmt::format("{} valid programs up to size {}: more than p2v lists ({}); lower --max-size",
                               root->count, opt.max_size, kMaxPrograms));
     if (opt.stats)
-      std::fprintf(
-          stderr,
-          "synth stats: attempts %lld applied %lld memo %zu hits %lld nodes %zu cache %zu results %zu devstates %zu\n",
-          (long long)s.nodes, (long long)s.applied, s.memo.size(), (long long)s.memo_hits, s.nodes_store.size(),
-          s.group_cache.size(), s.results.size(), s.table.size());
+      std::fprintf(stderr,
+                   "synth stats: attempts %lld last-step skips %lld applied %lld memo %zu hits %lld nodes %zu cache "
+                   "%zu results %zu "
+                   "devstates %zu\n",
+                   (long long)s.nodes, (long long)s.leaf_skips, (long long)s.applied, s.memo.size(),
+                   (long long)s.memo_hits, s.nodes_store.size(), s.group_cache.size(), s.results.size(),
+                   s.table.size());
     Program prefix;
     r.programs.reserve(static_cast<std::size_t>(root->count));
     s.expand(root, prefix, r.programs, opt.max_programs);
