@@ -1,7 +1,10 @@
 // p2v prove: Theorem 3.2 and lemmas B.1-B.8 (SPEC §7), on the system's devices or, at any size, on
 // the placement's smallest instance (docs/shape.md §9). Options only; the work is proofs::run_cases.
 #include <fmt/core.h>
+#include <fmt/ranges.h>
+
 #include <CLI/CLI.hpp>
+#include <chrono>
 
 #include "command.hpp"
 #include "common.hpp"
@@ -67,7 +70,17 @@ Registrar reg("prove", [](CLI::App& sub) -> std::function<int()> {
   sub.add_flag("--json", a->json, "machine-readable output");
   sub.add_flag("-v,--verbose", a->verbose, "print every check's detail, not only failures and witnesses");
   return [a] {
-    const auto result = proofs::run_cases(a->cases(), a->options());
+    // Progress on stderr once a run over several placements has taken a few seconds.
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto progress = [t0](std::size_t done, std::size_t total, const proofs::CaseRun& run) {
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (total < 2 || s < 2) return;
+      std::string m;
+      for (const auto& row : run.report.matrix) m += fmt::format("{}{}", m.empty() ? "" : ";", fmt::join(row, " "));
+      fmt::print(stderr, "prove: {}/{} placements, {:.0f} s; [{}] {} in {:.1f} s\n", done, total, s, m,
+                 run.ok ? "ok" : "not ok", run.seconds);
+    };
+    const auto result = proofs::run_cases(a->cases(), a->options(), progress);
     fmt::print("{}\n", a->json ? proofs::to_json(result) : proofs::print_table(result, a->verbose));
     return result.ok ? 0 : 1;
   };

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # p2v prove at any size (docs/shape.md §9): whole-process medians (hyperfine) and peak memory for
 # the 131,072-device example, the curve 16 -> 1,048,576 devices (4 levels, one axis, reduced), and
-# the three-axis placements of the four-level system.
+# the three-axis placements of the four-level system (all of them at L=3; one per instance
+# size at L=4).
 # Usage: bench/scale/prove.sh [build/bin] [--quick]
 set -euo pipefail
 RUNS=5
@@ -21,9 +22,17 @@ for n in $CURVE; do
   [ $n -le 512 ] && [ $n -gt 16 ] && row "  same, --on shape (smallest instance)" "$(med "$c --on shape")" "$(rss "$c --on shape")"
 done
 echo "== three axes 1024,8,16 on the four-level system, every placement (574), --solver none"
-for L in 3 4; do
+for L in 3; do  # L=4 over all 574: about 35 min (per-size numbers below)
   s=$(date +%s.%N)
   $P2V prove --system $FOUR --axes 1024,8,16 --reduce 0 --solver none --max-size $L > "$TMP/m.txt" || true
   e=$(date +%s.%N)
   row "  L=$L, one run: $(grep '^checks:' "$TMP/m.txt" | cut -d';' -f1)" "$(python3 -c "print('%.0f' % (($e-$s)*1e3))")" "-"
+done
+echo "== one placement of 1024,8,16 per smallest-instance size (64, 128, 256, 512 devices), L=4, --solver none, one run"
+for m in "1 8 16 8;1 4 2 1;16 1 1 1" "1 16 16 4;1 2 2 2;16 1 1 1" "1 8 16 8;2 2 2 1;8 2 1 1" \
+  "2 8 16 4;1 2 2 2;8 2 1 1"; do
+  /usr/bin/time -f "%e %M" -o "$TMP/t" $P2V prove --system $FOUR --axes 1024,8,16 --reduce 0 --solver none \
+    --max-size 4 --max-instance 512 --matrix "$m" > /dev/null || true
+  read -r sec kb < "$TMP/t"
+  row "  [$m]" "$(python3 -c "print('%.0f' % ($sec*1e3))")" "$((kb / 1024))"
 done

@@ -11,56 +11,76 @@
 #include <unordered_map>
 
 #include "p2v/engine/error.hpp"
-#include "p2v/engine/state.hpp"
+#include "p2v/engine/state.hpp"  // kMaxStateDevices
 #include "state_kernel.hpp"
+#include "state_runs.hpp"
 
 namespace p2v::engine {
 
 namespace {
 
 // Device states are interned: a search state is one id per device (4 bytes), the device states
-// themselves (k+1 bitset rows of k bits) live once in a table. Copying, hashing and comparing a
-// search state is then O(k) instead of O(k^2) words, and the Hoare rule of a collective on a
-// group is computed once per distinct tuple of member states (cached), however many search
-// paths meet it.
+// themselves live once in a table, run-length encoded (state_runs.hpp): a state that holds its
+// rows with one column set takes a few words whatever k is, instead of (k+1) w. Copying, hashing
+// and comparing a search state is O(k) words, and the Hoare rule of a collective on a group is
+// computed once per distinct tuple of member states (cached), however many search paths meet it.
 class DeviceTable {
  public:
-  explicit DeviceTable(int k) : layout_{k, (k + 63) / 64, static_cast<std::size_t>((k + 63) / 64) * (k + 1)} {}
+  explicit DeviceTable(int k)
+      : layout_{k, (k + 63) / 64, static_cast<std::size_t>((k + 63) / 64) * (k + 1)},
+        block_words_(std::max<std::size_t>(std::size_t{1} << 16, static_cast<std::size_t>(layout_.w) + 1 +
+                                                                     static_cast<std::size_t>(k) * (layout_.w + 1))) {}
   const kernel::Layout& layout() const { return layout_; }
-  const std::uint64_t* get(std::uint32_t id) const {
-    return blocks_[id / kPerBlock].get() + static_cast<std::size_t>(id % kPerBlock) * layout_.stride;
+  // The record of a state; its first w words are the row mask.
+  const std::uint64_t* record(std::uint32_t id) const { return records_[id]; }
+  std::size_t runs(std::uint32_t id) const { return records_[id][layout_.w]; }
+  // The column set of run i.
+  const std::uint64_t* run_columns(std::uint32_t id, std::size_t i) const {
+    return records_[id] + layout_.w + 2 + i * (layout_.w + 1);
   }
-  std::uint32_t intern(const std::uint64_t* p) {
-    const std::size_t n = layout_.stride;
-    // Four independent lanes so the multiplies overlap.
-    std::uint64_t h[4] = {0x9E3779B97F4A7C15ull, 0xC2B2AE3D27D4EB4Full, 0x165667B19E3779F9ull, 0x27D4EB2F165667C5ull};
-    std::size_t i = 0;
-    for (; i + 4 <= n; i += 4)
-      for (int l = 0; l < 4; ++l) h[l] = (h[l] ^ p[i + l]) * 0xff51afd7ed558ccdull;
-    for (; i < n; ++i) h[0] = (h[0] ^ p[i]) * 0xff51afd7ed558ccdull;
-    const std::uint64_t key = h[0] ^ (h[1] >> 17) ^ (h[2] << 13) ^ (h[3] >> 29);
+  // The id of the state that holds the rows of `mask`, each with the column set `cols`.
+  std::uint32_t intern_uniform(const std::vector<std::uint64_t>& mask, const std::vector<std::uint64_t>& cols) {
+    enc_.begin(layout_.w, mask.data());
+    const int first = runs::next_held(mask.data(), layout_.w, 0);
+    if (first >= 0) enc_.rows(first, layout_.k - 1, cols.data());  // mask: all rows from first on
+    return intern(enc_.words());
+  }
+  // The id of a record.
+  std::uint32_t intern(const std::vector<std::uint64_t>& rec) {
+    const std::uint64_t* p = rec.data();
+    const std::size_t n = rec.size();
+    std::uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0xff51afd7ed558ccdull;
+    h ^= h >> 29;
     // Chained by id: index_ holds the newest id of a hash, next_ the one before it.
-    auto [it, fresh] = index_.try_emplace(key, kNone);
+    auto [it, fresh] = index_.try_emplace(h, kNone);
     for (std::uint32_t id = it->second; id != kNone; id = next_[id])
-      if (std::memcmp(get(id), p, n * sizeof(std::uint64_t)) == 0) return id;
-    const auto id = static_cast<std::uint32_t>(size_);
-    if (id % kPerBlock == 0) blocks_.push_back(std::make_unique_for_overwrite<std::uint64_t[]>(kPerBlock * n));
-    std::memcpy(blocks_.back().get() + static_cast<std::size_t>(id % kPerBlock) * n, p, n * sizeof(std::uint64_t));
-    ++size_;
+      if (runs::record_words(records_[id], layout_.w) == n && std::equal(p, p + n, records_[id])) return id;
+    if (blocks_.empty() || used_ + n > block_words_) {
+      blocks_.push_back(std::make_unique_for_overwrite<std::uint64_t[]>(block_words_));
+      used_ = 0;
+    }
+    std::uint64_t* dst = blocks_.back().get() + used_;
+    std::copy(p, p + n, dst);
+    used_ += n;
+    const auto id = static_cast<std::uint32_t>(records_.size());
+    records_.push_back(dst);
     next_.push_back(it->second);
     it->second = id;
     return id;
   }
-  std::size_t size() const { return size_; }
+  std::size_t size() const { return records_.size(); }
 
  private:
-  static constexpr std::size_t kPerBlock = 64;  // device states per block; blocks never move
-  kernel::Layout layout_;
-  std::vector<std::unique_ptr<std::uint64_t[]>> blocks_;
-  std::size_t size_ = 0;
   static constexpr std::uint32_t kNone = ~std::uint32_t{0};
+  kernel::Layout layout_;
+  std::size_t block_words_;                               // at least one record of the most runs
+  std::vector<std::unique_ptr<std::uint64_t[]>> blocks_;  // records never move
+  std::size_t used_ = 0;                                  // words used in the last block
+  std::vector<const std::uint64_t*> records_;
   std::unordered_map<std::uint64_t, std::uint32_t> index_;
   std::vector<std::uint32_t> next_;
+  runs::Builder enc_;  // scratch
 };
 
 // (collective, member ids...) -> offset of the members' new ids, or -1 if the step is invalid on
@@ -147,19 +167,14 @@ struct Search {
   std::vector<std::uint32_t> results;
   std::vector<std::uint32_t> key;
   std::vector<const std::uint64_t*> in_ptrs;
-  std::vector<std::uint64_t*> out_ptrs;
-  std::vector<std::uint64_t> out_buf;
+  runs::Rules rules;
   std::vector<char> can_finish;  // per instruction: may it be the last step?
 
   // Last-step filter (remaining == 1): cheap necessary conditions for a step to land on the goal,
   // checked before any group is looked up. Most leaf attempts fail them.
   std::vector<std::vector<std::uint64_t>> changed;  // per instruction: devices in a group of >= 2
   std::vector<std::vector<int>> roots;              // per instruction: each such group's root
-  // Per interned device state: a fingerprint of its one column set (kMixed if the held rows'
-  // column sets differ or it holds none).
-  static constexpr std::uint64_t kMixed = 1;
-  std::vector<std::uint64_t> col_print;
-  std::vector<std::uint64_t> not_goal;  // scratch: devices not at the goal
+  std::vector<std::uint64_t> not_goal;              // scratch: devices not at the goal
   std::int64_t leaf_skips = 0;
 
   // The valid suffixes of a state as a DAG: an edge (instruction, child) extends every suffix of
@@ -177,7 +192,7 @@ struct Search {
   std::unordered_map<IdState, std::vector<Entry>, IdHash> memo;
   std::vector<IdState> scratch;  // scratch[t]: the successor while exploring with t steps left
 
-  Search(const std::vector<Instruction>& in, int k) : ins(in), table(k) {}
+  Search(const std::vector<Instruction>& in, int k) : ins(in), table(k), rules(k, table.layout().w) {}
 
   // The members' new ids for collective c on a group, or nullptr if the precondition fails.
   const std::uint32_t* group_result(Collective c, const IdState& cur, const std::vector<int>& grp) {
@@ -188,24 +203,20 @@ struct Search {
     const std::uint64_t h = GroupCache::hash(key);
     const std::int64_t* found = group_cache.find(key, h);
     if (!found) {
-      const auto& L = table.layout();
       in_ptrs.resize(g);
-      for (int a = 0; a < g; ++a) in_ptrs[a] = table.get(key[a + 1]);
+      for (int a = 0; a < g; ++a) in_ptrs[a] = table.record(key[a + 1]);
       std::int64_t off = -1;
-      if (kernel::group_check(c, in_ptrs.data(), grp.data(), g, L, nullptr)) {
-        // Equal results share a buffer: one for AllReduce/AllGather/Broadcast, root + rest for
-        // Reduce, one per member for ReduceScatter.
-        const int distinct = c == Collective::ReduceScatter ? g : c == Collective::Reduce ? 2 : 1;
-        out_buf.resize(static_cast<std::size_t>(distinct) * L.stride);
-        out_ptrs.resize(g);
-        for (int a = 0; a < g; ++a)
-          out_ptrs[a] = out_buf.data() + static_cast<std::size_t>(std::min(a, distinct - 1)) * L.stride;
-        kernel::group_apply(c, in_ptrs.data(), out_ptrs.data(), g, L);
+      if (rules.apply(c, key.data() + 1, in_ptrs.data(), g)) {
         off = static_cast<std::int64_t>(results.size());
+        // Members whose new records are one (AllReduce, AllGather; the non-roots of Reduce) share
+        // an id; Broadcast gives every member the root's.
         std::uint32_t prev = 0;
         for (int a = 0; a < g; ++a) {
-          const bool same = a > 0 && out_ptrs[a] == out_ptrs[a - 1];
-          prev = same ? prev : table.intern(out_ptrs[a]);
+          const int o = runs::Rules::out_index(c, a);
+          if (c == Collective::Broadcast)
+            prev = key[1];
+          else if (a == 0 || o != runs::Rules::out_index(c, a - 1))
+            prev = table.intern(rules.out(o));
           results.push_back(prev);
         }
       }
@@ -220,7 +231,7 @@ struct Search {
   bool quick_reject(Collective c, const IdState& cur, const std::vector<int>& grp) const {
     const std::uint32_t id0 = cur[grp[0]];
     const int w = table.layout().w;
-    const std::uint64_t* m0 = table.get(id0);
+    const std::uint64_t* m0 = table.record(id0);
     switch (c) {
       case Collective::AllReduce:
       case Collective::ReduceScatter:
@@ -228,7 +239,7 @@ struct Search {
         for (std::size_t a = 1; a < grp.size(); ++a) {
           const std::uint32_t id = cur[grp[a]];
           if (id == id0) return true;  // identical non-empty states overlap (or both are empty)
-          if (std::memcmp(table.get(id), m0, w * sizeof(std::uint64_t)) != 0) return true;  // rows differ
+          if (std::memcmp(table.record(id), m0, w * sizeof(std::uint64_t)) != 0) return true;  // rows differ
         }
         return false;
       case Collective::Broadcast:
@@ -241,27 +252,6 @@ struct Search {
         return false;
     }
     return false;
-  }
-
-  void describe(std::uint32_t id) {
-    if (id < col_print.size()) return;
-    const auto& L = table.layout();
-    for (auto i = static_cast<std::uint32_t>(col_print.size()); i <= id; ++i) {
-      const std::uint64_t* p = table.get(i);
-      std::uint64_t print = 0, first = 0;
-      bool mixed = false, any = false;
-      for (int r = 0; r < L.k && !mixed; ++r) {
-        if (!(p[r >> 6] >> (r & 63) & 1)) continue;
-        const std::uint64_t* c = p + L.w + static_cast<std::size_t>(r) * L.w;
-        std::uint64_t h = 0x9E3779B97F4A7C15ull;
-        for (int a = 0; a < L.w; ++a) h = (h ^ c[a]) * 0xff51afd7ed558ccdull;
-        if (!any) first = r;
-        mixed = any && (h != print || std::memcmp(c, p + L.w + first * L.w, L.w * sizeof(std::uint64_t)) != 0);
-        print = h;
-        any = true;
-      }
-      col_print.push_back(mixed || !any || print == kMixed ? kMixed : print);
-    }
   }
 
   // Could instruction i, as the last step, turn `cur` into the goal? False only when it cannot:
@@ -281,9 +271,10 @@ struct Search {
     for (std::size_t d = 0; d < cur.size(); ++d) {
       if (cur[d] == goal[d]) continue;
       not_goal[d >> 6] |= std::uint64_t{1} << (d & 63);
-      describe(std::max(cur[d], goal[d]));
-      f.rows = f.rows && std::memcmp(table.get(cur[d]), table.get(goal[d]), w * sizeof(std::uint64_t)) == 0;
-      f.columns = f.columns && col_print[cur[d]] != kMixed && col_print[cur[d]] == col_print[goal[d]];
+      f.rows = f.rows && std::memcmp(table.record(cur[d]), table.record(goal[d]), w * sizeof(std::uint64_t)) == 0;
+      f.columns =
+          f.columns && table.runs(cur[d]) == 1 && table.runs(goal[d]) == 1 &&
+          std::memcmp(table.run_columns(cur[d], 0), table.run_columns(goal[d], 0), w * sizeof(std::uint64_t)) == 0;
     }
     return f;
   }
@@ -387,21 +378,33 @@ SynthResult synthesize(const SynthesisHierarchy& h, const Groups& goal_groups, c
   r.hierarchy = h;
   r.instructions = instructions(h, opt.master);
   const int k = h.num_local();
-  const StateSet goal = StateSet::goal(k, goal_groups);
-  const StateSet init = StateSet::initial(k);
   Search s(r.instructions, k);
+  // Initially device d holds every row with its own column; at the goal every member of a goal
+  // group holds every row with the group's columns (SPEC §4), and a device in no group nothing.
+  const int w = s.table.layout().w;
+  std::vector<std::uint64_t> all_rows(w, 0), none(w, 0), cols(w);
+  for (int r = 0; r < k; ++r) all_rows[r >> 6] |= std::uint64_t{1} << (r & 63);
   IdState init_ids(k);
-  s.goal.resize(k);
+  s.goal.assign(k, s.table.intern_uniform(none, none));
   for (int d = 0; d < k; ++d) {
-    init_ids[d] = s.table.intern(init.dev(d));
-    s.goal[d] = s.table.intern(goal.dev(d));
+    std::fill(cols.begin(), cols.end(), 0);
+    cols[d >> 6] |= std::uint64_t{1} << (d & 63);
+    init_ids[d] = s.table.intern_uniform(all_rows, cols);
+  }
+  for (const auto& g : goal_groups) {
+    std::fill(cols.begin(), cols.end(), 0);
+    for (int j : g) {
+      if (j < 0 || j >= k) throw Error(fmt::format("goal: device {} outside 0..{}", j, k - 1));
+      cols[j >> 6] |= std::uint64_t{1} << (j & 63);
+    }
+    const std::uint32_t id = s.table.intern_uniform(all_rows, cols);
+    for (int d : g) s.goal[d] = id;
   }
   for (const auto& in : r.instructions) {
     std::size_t covered = 0;
     for (const auto& g : in.grouping.groups) covered += g.size();
     s.covers_all.push_back(covered == static_cast<std::size_t>(k));
   }
-  const int w = s.table.layout().w;
   s.not_goal.assign(w, 0);
   for (const auto& in : r.instructions) {
     auto& ch = s.changed.emplace_back(w, 0);

@@ -57,7 +57,7 @@ bool apply_expectations(CaseRun& run, const ProveOptions& opt) {
 
 }  // namespace
 
-ProveResult run_cases(const std::vector<SuiteCase>& cases, ProveOptions opt) {
+ProveResult run_cases(const std::vector<SuiteCase>& cases, ProveOptions opt, const ProveProgress& progress) {
   ProveResult res;
   res.options = opt;
   ProveCache cache;
@@ -82,6 +82,7 @@ ProveResult run_cases(const std::vector<SuiteCase>& cases, ProveOptions opt) {
       res.ok &= run.ok;
       for (const auto& ch : run.report.checks) ++res.totals[to_string(ch.status)];
       res.runs.push_back(std::move(run));
+      if (progress) progress(res.runs.size(), total, res.runs.back());
     }
   res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return res;

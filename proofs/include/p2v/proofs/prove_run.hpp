@@ -2,6 +2,7 @@
 // p2v prove as a library call: run the checks over suite cases (or one placement), apply each
 // case's expected failures, and render the result as a table or JSON (tools/cmd_prove.cpp only
 // parses options).
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -35,8 +36,10 @@ std::vector<std::string> parse_solvers(const std::string& s);
 
 // Runs every matrix of every case (opt.max_size is taken from each case). A placement the shape
 // path cannot handle is reported as an 'unknown' check when the run covers several placements,
-// and thrown (p2v::Error) when it is the only one.
-ProveResult run_cases(const std::vector<SuiteCase>& cases, ProveOptions opt);
+// and thrown (p2v::Error) when it is the only one. `progress`, if given, is called after each run
+// with the number done and the total.
+using ProveProgress = std::function<void(std::size_t done, std::size_t total, const CaseRun& run)>;
+ProveResult run_cases(const std::vector<SuiteCase>& cases, ProveOptions opt, const ProveProgress& progress = {});
 
 // Per-run lines, every check (details of failures, witnesses and strict inclusions, or all with
 // verbose), the lemma x case table and the totals.
