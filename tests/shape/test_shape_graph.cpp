@@ -309,13 +309,16 @@ TEST_CASE("any length: the smallest instance and c have the same goal-reaching s
     MasterCollectives mc;
   };
   const auto AR = MasterCollectives::AllReduceOnly, ALL = MasterCollectives::All;
-  const std::vector<Case> cases = {{{3, 3}, AR},       {{2, 7}, AR},       {{5, 4}, AR},       {{3, 3}, ALL},
-                                   {{2, 7}, ALL},      {{3, 3, 3}, AR},    {{2, 3, 4}, AR},    {{5, 3, 4}, AR},
-                                   {{4, 4, 4}, AR},    {{3, 3, 3}, ALL},   {{2, 3, 4}, ALL},   {{5, 3, 4}, ALL},
-                                   {{2, 2, 2, 3}, AR}, {{3, 2, 2, 2}, AR}, {{2, 3, 2, 3}, AR}, {{3, 3, 2, 2}, AR},
-                                   {{3, 2, 2, 2}, ALL}};
+  const std::vector<Case> cases = {{{3, 3}, AR},        {{2, 7}, AR},       {{5, 4}, AR},       {{3, 3}, ALL},
+                                   {{2, 7}, ALL},       {{3, 3, 3}, AR},    {{2, 3, 4}, AR},    {{5, 3, 4}, AR},
+                                   {{4, 4, 4}, AR},     {{3, 3, 3}, ALL},   {{2, 3, 4}, ALL},   {{5, 3, 4}, ALL},
+                                   {{2, 2, 2, 3}, AR},  {{3, 2, 2, 2}, AR}, {{2, 3, 2, 3}, AR}, {{3, 3, 2, 2}, AR},
+                                   {{3, 2, 2, 2}, ALL}, {{3, 3, 1}, AR},    {{2, 5, 1}, AR},    {{3, 2, 4, 1}, AR},
+                                   {{3, 3, 1}, ALL}};
   for (const auto& cs : cases) {
-    const Graph& a = graph(std::vector<int>(cs.c.size(), 2), cs.mc);
+    auto smallest_c = cs.c;  // cardinalities capped at 2: the shape's smallest instance (a trivial leaf stays)
+    for (auto& v : smallest_c) v = std::min(v, 2);
+    const Graph& a = graph(smallest_c, cs.mc);
     const Graph& b = graph(cs.c, cs.mc);
     const Product p = product(a, b);
     INFO("c = ", fmt::format("{}", cs.c), ", master ", setting(cs.mc), ", first divergence: ", p.first_divergence);
@@ -449,7 +452,12 @@ TEST_CASE("Lemma 2(c): no valid step enters G* = G and G' from outside (default 
                                                                  {2, 2, 2, 3},
                                                                  {3, 2, 2, 2},
                                                                  {2, 3, 2, 3},
-                                                                 {3, 3, 2, 2}}) {
+                                                                 {3, 3, 2, 2},
+                                                                 {2, 2, 1},
+                                                                 {3, 3, 1},
+                                                                 {2, 5, 1},
+                                                                 {2, 2, 2, 1},
+                                                                 {3, 2, 4, 1}}) {
     const Graph& G = graph(c, MasterCollectives::AllReduceOnly);
     INFO("c = ", fmt::format("{}", c));
     std::vector<char> star(G.states.size());
@@ -551,19 +559,18 @@ std::set<std::pair<int, int>> exits(const Graph& G) {
 // lifts on a few instances; the proof covers every c.
 TEST_CASE("Lemma 2(a) on every instance of depth 2: the exits of the smallest instance and their lifts") {
   const std::string ARm = "AllReduce@(l1,Master(l0))", ARm2 = "AllReduce@(l2,Master(l1))";
-  const std::vector<std::vector<std::string>> plain = {
-      {ARm, "AllReduce@(l1,Inside)"},
-      {ARm, "ReduceScatter@(l1,Inside)"},
-      {"ReduceScatter@(l1,Inside)", ARm, "AllGather@(l1,Inside)"},
-      {ARm, "Reduce@(l1,Inside)", "Broadcast@(l1,Inside)"}};
+  const std::vector<std::vector<std::string>> plain = {{ARm, "AllReduce@(l1,Inside)"},
+                                                       {ARm, "ReduceScatter@(l1,Inside)"},
+                                                       {"ReduceScatter@(l1,Inside)", ARm, "AllGather@(l1,Inside)"},
+                                                       {ARm, "Reduce@(l1,Inside)", "Broadcast@(l1,Inside)"}};
   auto leaf = plain;  // with a trivial leaf: also the mirror images (levels l1 and l2 swapped) and two Master steps
-  for (const auto& v : std::vector<std::vector<std::string>>{
-           {ARm2, "AllReduce@(l1,Parallel(l0))"},
-           {ARm2, "ReduceScatter@(l1,Parallel(l0))"},
-           {"ReduceScatter@(l1,Parallel(l0))", ARm2, "AllGather@(l1,Parallel(l0))"},
-           {ARm2, "Reduce@(l1,Parallel(l0))", "Broadcast@(l1,Parallel(l0))"},
-           {ARm, ARm2},
-           {ARm2, ARm}})
+  for (const auto& v :
+       std::vector<std::vector<std::string>>{{ARm2, "AllReduce@(l1,Parallel(l0))"},
+                                             {ARm2, "ReduceScatter@(l1,Parallel(l0))"},
+                                             {"ReduceScatter@(l1,Parallel(l0))", ARm2, "AllGather@(l1,Parallel(l0))"},
+                                             {ARm2, "Reduce@(l1,Parallel(l0))", "Broadcast@(l1,Parallel(l0))"},
+                                             {ARm, ARm2},
+                                             {ARm2, ARm}})
     leaf.push_back(v);
   struct Family {
     bool trivial_leaf;
@@ -590,7 +597,8 @@ TEST_CASE("Lemma 2(a) on every instance of depth 2: the exits of the smallest in
       std::vector<StateSet> lifts;
       for (const auto& seq : *f.seqs) {
         const auto states = replay(C, seq);
-        for (std::size_t i = 0; i + 1 < states.size(); ++i) CHECK((row_uniform(states[i]) && agreement_form(C.h, states[i])));
+        for (std::size_t i = 0; i + 1 < states.size(); ++i)
+          CHECK((row_uniform(states[i]) && agreement_form(C.h, states[i])));
         if (std::find(lifts.begin(), lifts.end(), states.back()) == lifts.end()) lifts.push_back(states.back());
       }
       for (const auto& s : lifts) {
@@ -662,6 +670,13 @@ TEST_CASE("shape_theorem_basis: which programs' validity on every instance is pr
   CHECK_FALSE(basis(6, AR, true).valid_everywhere_proved);
   CHECK_FALSE(basis(3, ALL, true).valid_everywhere_proved);
   CHECK(basis(1, AR, false).complete_proved);  // depth 1: no Master grouping at all
+  // Depth 2, default setting: Lemma 2(a) is proved on every instance (docs/shape.md §3.2).
+  CHECK(basis(2, AR, true).complete_proved);
+  CHECK(basis(2, AR, false).complete_proved);
+  CHECK(basis(2, AR, true).text.find("Lemma 2(a) on every instance of depth <= 2") != std::string::npos);
+  CHECK_FALSE(basis(2, ALL, true).complete_proved);
+  CHECK_FALSE(basis(3, AR, true).complete_proved);
+  CHECK(basis(3, AR, true).text.find("depth 3 > 2") != std::string::npos);
   CHECK(basis(6, AR, true).text.find("depth 6 > 5") != std::string::npos);
   CHECK(basis(3, ALL, true).text.find("--master-collectives all") != std::string::npos);
 }
