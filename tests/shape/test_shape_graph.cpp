@@ -520,6 +520,21 @@ TEST_CASE("Lemma 2: refuted conjectures and their witnesses (default setting)") 
   CHECK(agreement_form(G3.h, w[4]));
   CHECK_FALSE(in_g(w[4]));
   CHECK_FALSE(live_state(G3, w[4]));
+  // Lemma 2(c) needs reachability: an unreachable non-row-uniform state (device (a,0) holds column
+  // (a,0) on even rows and (a,1) on odd rows, device (a,1) the others) enters G* by AllReduce over b.
+  StateSet odd(G2.h.num_local());
+  for (int a = 0; a < 2; ++a)
+    for (int b = 0; b < 2; ++b)
+      for (int r = 0; r < odd.k(); ++r) odd.set(device_of(G2.h, {0, a, b}), r, device_of(G2.h, {0, a, (b + r) % 2}));
+  CHECK_FALSE(row_uniform(odd));
+  const auto ar = replay(G2, {"AllReduce@(l1,Inside)"});
+  const auto in = std::find_if(G2.ins.begin(), G2.ins.end(), [&](const Instruction& i) {
+    return instruction_name(G2.h, i) == "AllReduce@(l1,Inside)";
+  });
+  StateSet next;
+  REQUIRE(odd.apply(in->collective, in->grouping.groups, next));
+  CHECK(next == ar.back());
+  CHECK((in_g(next) && agreement_form(G2.h, next)));
   // "In a valid Broadcast every non-root member is empty or equal to its root": false on a program.
   const auto b = replay(G2, {"AllReduce@(l1,Inside)", "AllReduce@(l1,Master(l0))", "Broadcast@(l0,Inside)"});
   CHECK(b.back() == G2.states[G2.goal]);
