@@ -112,7 +112,7 @@ ShapeBasis shape_theorem_basis(const Shape& s, const SynthResult& r, const Progr
   ShapeBasis b;
   const bool default_setting = mc == MasterCollectives::AllReduceOnly;
   b.valid_everywhere_proved = !master_step || (default_setting && depth <= kMaxProvedMasterDepth);
-  b.complete_proved = !master_grouping;
+  b.complete_proved = !master_grouping || (default_setting && depth <= kMaxProvedCompleteDepth);
   std::string valid;
   if (!master_step)
     valid = "valid on every instance of the shape: proved (Theorem 1(b) without Master steps, section 3)";
@@ -125,9 +125,18 @@ ShapeBasis shape_theorem_basis(const Shape& s, const SynthResult& r, const Progr
     valid = fmt::format(
         "valid on every instance of the shape: checked, not proved (section 3.2; {})",
         default_setting ? fmt::format("depth {} > {}", depth, kMaxProvedMasterDepth) : "--master-collectives all");
-  const std::string complete =
-      b.complete_proved ? "no other program on any instance: proved (no Master grouping, section 3)"
-                        : "no other program on any instance: rests on section 3.2's Lemma 2(a), checked, not proved";
+  std::string complete;
+  if (!master_grouping)
+    complete = "no other program on any instance: proved (no Master grouping, section 3)";
+  else if (b.complete_proved)
+    complete = fmt::format(
+        "no other program on any instance: proved (section 3.2, Lemma 2(a) on every instance of depth <= {}; default "
+        "Master setting, depth {})",
+        kMaxProvedCompleteDepth, depth);
+  else
+    complete = fmt::format(
+        "no other program on any instance: rests on section 3.2's Lemma 2(a), checked, not proved ({})",
+        default_setting ? fmt::format("depth {} > {}", depth, kMaxProvedCompleteDepth) : "--master-collectives all");
   b.text = "docs/shape.md: " + valid + "; " + complete;
   return b;
 }

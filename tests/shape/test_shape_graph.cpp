@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 #include "p2v/engine/hierarchy.hpp"
@@ -308,13 +309,16 @@ TEST_CASE("any length: the smallest instance and c have the same goal-reaching s
     MasterCollectives mc;
   };
   const auto AR = MasterCollectives::AllReduceOnly, ALL = MasterCollectives::All;
-  const std::vector<Case> cases = {{{3, 3}, AR},       {{2, 7}, AR},       {{5, 4}, AR},       {{3, 3}, ALL},
-                                   {{2, 7}, ALL},      {{3, 3, 3}, AR},    {{2, 3, 4}, AR},    {{5, 3, 4}, AR},
-                                   {{4, 4, 4}, AR},    {{3, 3, 3}, ALL},   {{2, 3, 4}, ALL},   {{5, 3, 4}, ALL},
-                                   {{2, 2, 2, 3}, AR}, {{3, 2, 2, 2}, AR}, {{2, 3, 2, 3}, AR}, {{3, 3, 2, 2}, AR},
-                                   {{3, 2, 2, 2}, ALL}};
+  const std::vector<Case> cases = {{{3, 3}, AR},        {{2, 7}, AR},       {{5, 4}, AR},       {{3, 3}, ALL},
+                                   {{2, 7}, ALL},       {{3, 3, 3}, AR},    {{2, 3, 4}, AR},    {{5, 3, 4}, AR},
+                                   {{4, 4, 4}, AR},     {{3, 3, 3}, ALL},   {{2, 3, 4}, ALL},   {{5, 3, 4}, ALL},
+                                   {{2, 2, 2, 3}, AR},  {{3, 2, 2, 2}, AR}, {{2, 3, 2, 3}, AR}, {{3, 3, 2, 2}, AR},
+                                   {{3, 2, 2, 2}, ALL}, {{3, 3, 1}, AR},    {{2, 5, 1}, AR},    {{3, 2, 4, 1}, AR},
+                                   {{3, 3, 1}, ALL}};
   for (const auto& cs : cases) {
-    const Graph& a = graph(std::vector<int>(cs.c.size(), 2), cs.mc);
+    auto smallest_c = cs.c;  // cardinalities capped at 2: the shape's smallest instance (a trivial leaf stays)
+    for (auto& v : smallest_c) v = std::min(v, 2);
+    const Graph& a = graph(smallest_c, cs.mc);
     const Graph& b = graph(cs.c, cs.mc);
     const Product p = product(a, b);
     INFO("c = ", fmt::format("{}", cs.c), ", master ", setting(cs.mc), ", first divergence: ", p.first_divergence);
@@ -368,22 +372,41 @@ TEST_CASE("Lemma 2(a): live states are in G' (default) and in G (both); leaving 
     }
 }
 
-// The finite check that makes "every program of the smallest instance is a program of every
-// instance of its shape" (default setting) a proof for depths 1-4 (docs/shape.md §3.2): Lemma 2(a)
-// on the smallest instance itself. Depth 5 (112k states, ~2 GB) runs on request:
-// test_shape_graph -tc="*depth 5*" --no-skip.
-TEST_CASE("Lemma 2(a) on the smallest instances of depth 1-4 (default setting)") {
-  for (int depth = 1; depth <= 4; ++depth) {
-    const Graph& G = graph(std::vector<int>(depth, 2), MasterCollectives::AllReduceOnly);
-    INFO("depth ", depth, ": ", G.states.size(), " states");
-    CHECK(outside_class(G, G.gp).first == 0);
-  }
+// The smallest instance of a shape of depth n (levels of cardinality >= 2): [2 ... 2], or
+// [2 ... 2 1] if the shape's last level has cardinality 1. The two differ: only with a trivial leaf can a
+// Master grouping vary the last non-trivial level (e.g. (l2,Master(l1)) on [2 2 1]), so [2 2 1] has
+// 35 reachable states where [2 2] has 26. Trivial levels elsewhere change no grouping.
+std::vector<int> smallest(int depth, bool trivial_leaf) {
+  std::vector<int> c(depth, 2);
+  if (trivial_leaf) c.push_back(1);
+  return c;
 }
 
-TEST_CASE("Lemma 2(a) on the smallest instance of depth 5 (default setting)" * doctest::skip()) {
-  const Graph& G = graph(std::vector<int>(5, 2), MasterCollectives::AllReduceOnly);
-  MESSAGE(G.states.size(), " states, ", std::count(G.live.begin(), G.live.end(), 1), " live");
-  CHECK(outside_class(G, G.gp).first == 0);
+// The finite check that makes "every program of the smallest instance is a program of every
+// instance of its shape" (default setting) a proof for depths 1-4 (docs/shape.md §3.2): Lemma 2(a)
+// on the smallest instance itself, with and without a trivial leaf. Depth 5 (112k and 2xxk states,
+// ~2 and ~4 GB) runs on request: test_shape_graph -tc="*depth 5*" --no-skip.
+TEST_CASE("Lemma 2(a) on the smallest instances of depth 1-4 (default setting)") {
+  for (const bool leaf : {false, true})
+    for (int depth = 1; depth <= 4; ++depth) {
+      const Graph& G = graph(smallest(depth, leaf), MasterCollectives::AllReduceOnly);
+      INFO("depth ", depth, leaf ? " with a trivial leaf" : "", ": ", G.states.size(), " states");
+      CHECK(outside_class(G, G.gp).first == 0);
+    }
+}
+
+TEST_CASE("Lemma 2(a) on the smallest instances of depth 5 (default setting)" * doctest::skip()) {
+  for (const bool leaf : {false, true}) {
+    auto cards = smallest(5, leaf);
+    cards.insert(cards.begin(), 1);
+    const Graph G = explore(cards, MasterCollectives::AllReduceOnly);  // not cached: ~2-4 GB each
+    MESSAGE(fmt::format("{}", cards), ": ", G.states.size(), " states, ", std::count(G.live.begin(), G.live.end(), 1),
+            " live");
+    CHECK(outside_class(G, G.gp).first == 0);
+    std::vector<char> star(G.states.size());
+    for (std::size_t i = 0; i < star.size(); ++i) star[i] = G.g[i] && G.gp[i];
+    CHECK(outside_class(G, star).second == 0);  // Lemma 2(c)
+  }
 }
 
 // Lemma 2(a) beyond CI, on request (test_shape_graph -tc="*sweep*" --no-skip, a few minutes):
@@ -402,8 +425,208 @@ TEST_CASE("Lemma 2(a) sweep over cardinalities (default setting)" * doctest::ski
     const Graph G = explore(cards, MasterCollectives::AllReduceOnly);
     INFO("c = ", fmt::format("{}", c));
     CHECK(outside_class(G, G.gp).first == 0);
+    std::vector<char> star(G.states.size());
+    for (std::size_t i = 0; i < star.size(); ++i) star[i] = G.g[i] && G.gp[i];
+    CHECK(outside_class(G, star).second == 0);  // Lemma 2(c)
   }
   MESSAGE(all.size(), " instances");
+}
+
+// docs/shape.md §3.2, Lemma 2(c) (checked): G* = G ∩ G' (row-uniform, laminar, agreement form) is
+// never entered from outside by a valid step from a reachable state. As the goal is in G*, every
+// state outside G* is then dead, which is Lemma 2(a) without any reference to liveness: Lemma 2(a)
+// follows from this one-step statement by induction backwards from the goal (proved in §3.2).
+// Neither G nor G' alone has this property (see the witnesses below), and neither contains the other.
+TEST_CASE("Lemma 2(c): no valid step enters G* = G and G' from outside (default setting)") {
+  int g_not_gp = 0, gp_not_g = 0;
+  for (const std::vector<int>& c : std::vector<std::vector<int>>{{2, 2},
+                                                                 {3, 3},
+                                                                 {2, 7},
+                                                                 {5, 4},
+                                                                 {2, 2, 2},
+                                                                 {3, 3, 3},
+                                                                 {2, 3, 4},
+                                                                 {5, 3, 4},
+                                                                 {4, 4, 4},
+                                                                 {2, 2, 2, 2},
+                                                                 {2, 2, 2, 3},
+                                                                 {3, 2, 2, 2},
+                                                                 {2, 3, 2, 3},
+                                                                 {3, 3, 2, 2},
+                                                                 {2, 2, 1},
+                                                                 {3, 3, 1},
+                                                                 {2, 5, 1},
+                                                                 {2, 2, 2, 1},
+                                                                 {3, 2, 4, 1}}) {
+    const Graph& G = graph(c, MasterCollectives::AllReduceOnly);
+    INFO("c = ", fmt::format("{}", c));
+    std::vector<char> star(G.states.size());
+    for (std::size_t i = 0; i < star.size(); ++i) {
+      star[i] = G.g[i] && G.gp[i];
+      g_not_gp += G.g[i] && !G.gp[i];
+      gp_not_g += G.gp[i] && !G.g[i];
+    }
+    CHECK(star[0]);
+    CHECK(star[G.goal]);
+    const auto [live_outside, entries] = outside_class(G, star);
+    CHECK(entries == 0);
+    CHECK(live_outside == 0);
+  }
+  CHECK(g_not_gp > 0);  // the two halves of G* are independent restrictions
+  CHECK(gp_not_g > 0);
+}
+
+// Replays named instructions on the instance with cardinalities c (root added); returns the states.
+std::vector<StateSet> replay(const Graph& G, const std::vector<std::string>& steps) {
+  std::vector<StateSet> out{StateSet::initial(G.h.num_local())};
+  for (const auto& name : steps) {
+    const auto it = std::find_if(G.ins.begin(), G.ins.end(),
+                                 [&](const Instruction& in) { return instruction_name(G.h, in) == name; });
+    REQUIRE_MESSAGE(it != G.ins.end(), name);
+    StateSet next;
+    REQUIRE_MESSAGE(out.back().apply(it->collective, it->grouping.groups, next), name);
+    out.push_back(std::move(next));
+  }
+  return out;
+}
+
+bool live_state(const Graph& G, const StateSet& s) {
+  const auto it = std::find(G.states.begin(), G.states.end(), s);
+  REQUIRE(it != G.states.end());
+  return G.live[static_cast<std::size_t>(it - G.states.begin())] != 0;
+}
+
+// docs/shape.md §3.2, conjectures refuted on the smallest instances (all witnesses are dead states;
+// the last one is the reason the Broadcast case of Lemma 2(c) is not a local argument).
+TEST_CASE("Lemma 2: refuted conjectures and their witnesses (default setting)") {
+  const Graph& G2 = graph({2, 2}, MasterCollectives::AllReduceOnly);
+  const Graph& G3 = graph({2, 2, 2}, MasterCollectives::AllReduceOnly);
+  // "The agreement form implies laminarity" (G' ⊆ G): false.
+  auto s = replay(G2, {"AllReduce@(l1,Master(l0))", "Reduce@(l1,Inside)"}).back();
+  CHECK(row_uniform(s));
+  CHECK(agreement_form(G2.h, s));
+  CHECK_FALSE(in_g(s));
+  CHECK_FALSE(live_state(G2, s));
+  // "Laminar row-uniform states have the agreement form" (G ⊆ G'): false.
+  s = replay(G3, {"AllReduce@(l1,Master(l0))", "AllReduce@(l2,Master(l1))"}).back();
+  CHECK(in_g(s));
+  CHECK_FALSE(agreement_form(G3.h, s));
+  CHECK_FALSE(live_state(G3, s));
+  // "No valid step enters G' from outside": false, already on [2 2 2] (a non-row-uniform state).
+  const auto w = replay(G3, {"ReduceScatter@(l2,Inside)", "AllReduce@(l1,Master(l0))", "AllGather@(l2,Inside)",
+                             "ReduceScatter@(l2,Parallel(l1))"});
+  CHECK_FALSE(row_uniform(w[3]));
+  CHECK(row_uniform(w[4]));
+  CHECK(agreement_form(G3.h, w[4]));
+  CHECK_FALSE(in_g(w[4]));
+  CHECK_FALSE(live_state(G3, w[4]));
+  // Lemma 2(c) needs reachability: an unreachable non-row-uniform state (device (a,0) holds column
+  // (a,0) on even rows and (a,1) on odd rows, device (a,1) the others) enters G* by AllReduce over b.
+  StateSet odd(G2.h.num_local());
+  for (int a = 0; a < 2; ++a)
+    for (int b = 0; b < 2; ++b)
+      for (int r = 0; r < odd.k(); ++r) odd.set(device_of(G2.h, {0, a, b}), r, device_of(G2.h, {0, a, (b + r) % 2}));
+  CHECK_FALSE(row_uniform(odd));
+  const auto ar = replay(G2, {"AllReduce@(l1,Inside)"});
+  const auto in = std::find_if(G2.ins.begin(), G2.ins.end(), [&](const Instruction& i) {
+    return instruction_name(G2.h, i) == "AllReduce@(l1,Inside)";
+  });
+  StateSet next;
+  REQUIRE(odd.apply(in->collective, in->grouping.groups, next));
+  CHECK(next == ar.back());
+  CHECK((in_g(next) && agreement_form(G2.h, next)));
+  // "In a valid Broadcast every non-root member is empty or equal to its root": false on a program.
+  const auto b = replay(G2, {"AllReduce@(l1,Inside)", "AllReduce@(l1,Master(l0))", "Broadcast@(l0,Inside)"});
+  CHECK(b.back() == G2.states[G2.goal]);
+  const int member = device_of(G2.h, {0, 0, 1});
+  CHECK_FALSE(b[2].rows(member).empty());
+  CHECK_FALSE(b[2].same_device(member, b[2], 0));
+}
+
+// The exits of an instance (docs/shape.md §3.2, Lemma 4): valid steps from a state reached by a
+// path inside G' to a state outside G'. Returned as (state, instruction) pairs.
+std::set<std::pair<int, int>> exits(const Graph& G) {
+  std::vector<char> inside(G.states.size(), 0);  // reached by a path inside G'
+  std::vector<int> stack{0};
+  inside[0] = 1;
+  std::set<std::pair<int, int>> out;
+  while (!stack.empty()) {
+    const int i = stack.back();
+    stack.pop_back();
+    for (std::size_t t = 0; t < G.ins.size(); ++t) {
+      const int j = G.succ[i][t];
+      if (j < 0) continue;
+      if (!G.gp[j]) {
+        out.emplace(i, static_cast<int>(t));
+      } else if (!inside[j]) {
+        inside[j] = 1;
+        stack.push_back(j);
+      }
+    }
+  }
+  return out;
+}
+
+// Lemma 2(a) on every instance of depth 2 (docs/shape.md §3.2, proved there by hand): the exits of
+// the smallest instances [2 2] and [2 2 1] are exactly the last steps of these sequences, and on
+// any instance c the states these sequences reach are closed under valid steps and exclude the goal
+// (so they are dead). This test checks the finite part (the exits) and the hand analysis of the
+// lifts on a few instances; the proof covers every c.
+TEST_CASE("Lemma 2(a) on every instance of depth 2: the exits of the smallest instance and their lifts") {
+  const std::string ARm = "AllReduce@(l1,Master(l0))", ARm2 = "AllReduce@(l2,Master(l1))";
+  const std::vector<std::vector<std::string>> plain = {{ARm, "AllReduce@(l1,Inside)"},
+                                                       {ARm, "ReduceScatter@(l1,Inside)"},
+                                                       {"ReduceScatter@(l1,Inside)", ARm, "AllGather@(l1,Inside)"},
+                                                       {ARm, "Reduce@(l1,Inside)", "Broadcast@(l1,Inside)"}};
+  auto leaf = plain;  // with a trivial leaf: also the mirror images (levels l1 and l2 swapped) and two Master steps
+  for (const auto& v :
+       std::vector<std::vector<std::string>>{{ARm2, "AllReduce@(l1,Parallel(l0))"},
+                                             {ARm2, "ReduceScatter@(l1,Parallel(l0))"},
+                                             {"ReduceScatter@(l1,Parallel(l0))", ARm2, "AllGather@(l1,Parallel(l0))"},
+                                             {ARm2, "Reduce@(l1,Parallel(l0))", "Broadcast@(l1,Parallel(l0))"},
+                                             {ARm, ARm2},
+                                             {ARm2, ARm}})
+    leaf.push_back(v);
+  struct Family {
+    bool trivial_leaf;
+    const std::vector<std::vector<std::string>>* seqs;
+    std::vector<std::vector<int>> instances;
+  };
+  for (const Family& f : {Family{false, &plain, {{3, 3}, {2, 5}, {4, 3}, {3, 2}}},
+                          Family{true, &leaf, {{3, 3, 1}, {2, 5, 1}, {4, 3, 1}, {3, 2, 1}}}}) {
+    const Graph& S = graph(smallest(2, f.trivial_leaf), MasterCollectives::AllReduceOnly);
+    INFO("smallest instance ", fmt::format("{}", smallest(2, f.trivial_leaf)));
+    std::set<std::pair<int, int>> expected;
+    for (const auto& seq : *f.seqs) {
+      const auto states = replay(S, seq);
+      const auto prefix = std::find(S.states.begin(), S.states.end(), states[states.size() - 2]);
+      REQUIRE(prefix != S.states.end());
+      const auto last = std::find_if(S.ins.begin(), S.ins.end(),
+                                     [&](const Instruction& in) { return instruction_name(S.h, in) == seq.back(); });
+      expected.emplace(static_cast<int>(prefix - S.states.begin()), static_cast<int>(last - S.ins.begin()));
+    }
+    CHECK(exits(S) == expected);
+    for (const auto& c : f.instances) {
+      const Graph& C = graph(c, MasterCollectives::AllReduceOnly);
+      INFO("c = ", fmt::format("{}", c));
+      std::vector<StateSet> lifts;
+      for (const auto& seq : *f.seqs) {
+        const auto states = replay(C, seq);
+        for (std::size_t i = 0; i + 1 < states.size(); ++i)
+          CHECK((row_uniform(states[i]) && agreement_form(C.h, states[i])));
+        if (std::find(lifts.begin(), lifts.end(), states.back()) == lifts.end()) lifts.push_back(states.back());
+      }
+      for (const auto& s : lifts) {
+        CHECK_FALSE(s == C.states[C.goal]);
+        for (const auto& in : C.ins) {
+          StateSet next;
+          if (s.apply(in.collective, in.grouping.groups, next))
+            CHECK_MESSAGE(std::find(lifts.begin(), lifts.end(), next) != lifts.end(), instruction_name(C.h, in));
+        }
+      }
+      CHECK(exits(C).size() == f.seqs->size());
+    }
+  }
 }
 
 TEST_CASE("with --master-collectives all, live states need not have the agreement form") {
@@ -462,6 +685,13 @@ TEST_CASE("shape_theorem_basis: which programs' validity on every instance is pr
   CHECK_FALSE(basis(6, AR, true).valid_everywhere_proved);
   CHECK_FALSE(basis(3, ALL, true).valid_everywhere_proved);
   CHECK(basis(1, AR, false).complete_proved);  // depth 1: no Master grouping at all
+  // Depth 2, default setting: Lemma 2(a) is proved on every instance (docs/shape.md §3.2).
+  CHECK(basis(2, AR, true).complete_proved);
+  CHECK(basis(2, AR, false).complete_proved);
+  CHECK(basis(2, AR, true).text.find("Lemma 2(a) on every instance of depth <= 2") != std::string::npos);
+  CHECK_FALSE(basis(2, ALL, true).complete_proved);
+  CHECK_FALSE(basis(3, AR, true).complete_proved);
+  CHECK(basis(3, AR, true).text.find("depth 3 > 2") != std::string::npos);
   CHECK(basis(6, AR, true).text.find("depth 6 > 5") != std::string::npos);
   CHECK(basis(3, ALL, true).text.find("--master-collectives all") != std::string::npos);
 }

@@ -79,8 +79,11 @@ SynthResult synthesize_shape(const Shape& s, const SynthOptions& opt);
 // Master step; or the default Master setting and at most kMaxProvedMasterDepth levels of
 // cardinality >= 2, where Lemma 2(a) is checked exhaustively on the smallest instance), otherwise
 // only checked. `complete_proved`: "no other program" transfers from the smallest instance by a
-// proof (the hierarchy has no Master grouping), otherwise by Lemma 2(a), checked. `text` says so.
+// proof (the hierarchy has no Master grouping; or the default Master setting and at most
+// kMaxProvedCompleteDepth levels of cardinality >= 2, where Lemma 2(a) is proved on every instance),
+// otherwise by Lemma 2(a), checked. `text` says so.
 inline constexpr int kMaxProvedMasterDepth = 5;
+inline constexpr int kMaxProvedCompleteDepth = 2;
 struct ShapeBasis {
   bool valid_everywhere_proved = false;
   bool complete_proved = false;
