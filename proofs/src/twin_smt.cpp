@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <chrono>
 
 #include "twin.hpp"
@@ -10,18 +11,31 @@ namespace p2v::proofs::detail {
 
 #ifdef P2V_HAVE_SMT
 namespace {
-// Signature of a lowered instruction: 3 bits of collective, then one bit per device pair (u < v)
-// saying whether u and v share a group. Groups have >= 2 members, so this determines them.
+// Bits per device in a signature: enough for 0..n (n: in no group of two or more).
+unsigned device_bits(int n) {
+  unsigned b = 1;
+  while ((std::size_t{1} << b) < static_cast<std::size_t>(n) + 1) ++b;
+  return b;
+}
+
+// Signature of a lowered instruction: 3 bits of collective, then per device the first member of
+// its group, or n if it is in no group of two or more members. Two instructions have equal
+// signatures iff they have the same collective and the same groups of two or more members (the
+// first-member map and the "same group" relation determine each other): n log n bits instead of
+// one bit per device pair.
 std::vector<bool> signature(const engine::LoweredStep& s, int n) {
-  std::vector<bool> bits(3 + static_cast<std::size_t>(n) * (n - 1) / 2, false);
+  const unsigned b = device_bits(n);
+  std::vector<bool> bits(3 + static_cast<std::size_t>(n) * b, false);
   const unsigned c = static_cast<unsigned>(s.collective);
-  for (int b = 0; b < 3; ++b) bits[b] = (c >> b) & 1u;
-  std::vector<int> group_of(n, -1);
-  for (std::size_t g = 0; g < s.groups.size(); ++g)
-    for (int d : s.groups[g]) group_of[d] = static_cast<int>(g);
-  std::size_t at = 3;
+  for (unsigned i = 0; i < 3; ++i) bits[i] = (c >> i) & 1u;
+  std::vector<int> first(n, n);
+  for (const auto& g : s.groups)
+    if (g.size() >= 2) {
+      const int f = *std::min_element(g.begin(), g.end());
+      for (int d : g) first[d] = f;
+    }
   for (int u = 0; u < n; ++u)
-    for (int v = u + 1; v < n; ++v, ++at) bits[at] = group_of[u] >= 0 && group_of[u] == group_of[v];
+    for (unsigned i = 0; i < b; ++i) bits[3 + static_cast<std::size_t>(u) * b + i] = (first[u] >> i) & 1;
   return bits;
 }
 }  // namespace
@@ -47,7 +61,7 @@ TwinAnswer twin_query(const std::string& solver, const std::vector<engine::Lower
     a.why = "vacuous: no instruction of the weaker hierarchy occurs in a valid program";
     return a;
   }
-  const unsigned width = static_cast<unsigned>(3 + static_cast<std::size_t>(n) * (n - 1) / 2);
+  const unsigned width = static_cast<unsigned>(3 + static_cast<std::size_t>(n) * device_bits(n));
   unsigned ibits = 1;
   while ((std::size_t{1} << ibits) < weak.size()) ++ibits;
   // i picks a weak instruction; sig is its signature; sig differs from every strong signature.
