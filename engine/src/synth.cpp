@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -28,7 +29,7 @@ class DeviceTable {
  public:
   explicit DeviceTable(int k)
       : layout_{k, (k + 63) / 64, static_cast<std::size_t>((k + 63) / 64) * (k + 1)},
-        block_words_(std::max<std::size_t>(std::size_t{1} << 16, static_cast<std::size_t>(layout_.w) + 1 +
+        block_words_(std::max<std::size_t>(std::size_t{1} << 12, static_cast<std::size_t>(layout_.w) + 1 +
                                                                      static_cast<std::size_t>(k) * (layout_.w + 1))) {}
   const kernel::Layout& layout() const { return layout_; }
   // The record of a state; its first w words are the row mask.
@@ -89,17 +90,17 @@ class DeviceTable {
 // longer keys live in an arena.
 class GroupCache {
  public:
-  GroupCache() : slots_(1024) {}
+  GroupCache() : slots_(64) {}
   // The value for `key`, or nullptr. Valid until the next insert.
-  const std::int64_t* find(const std::vector<std::uint32_t>& key, std::uint64_t h) const {
+  const std::int32_t* find(const std::vector<std::uint32_t>& key, std::uint64_t h) const {
     for (std::size_t i = h & (slots_.size() - 1);; i = (i + 1) & (slots_.size() - 1)) {
       const Slot& s = slots_[i];
       if (s.len == 0) return nullptr;
       if (s.hash == h && same(s, key)) return &s.value;
     }
   }
-  void insert(const std::vector<std::uint32_t>& key, std::uint64_t h, std::int64_t value) {
-    if (2 * (size_ + 1) > slots_.size()) grow();
+  void insert(const std::vector<std::uint32_t>& key, std::uint64_t h, std::int32_t value) {
+    if (4 * (size_ + 1) > 3 * slots_.size()) grow();
     Slot s{h, value, static_cast<std::uint32_t>(key.size()), {}};
     if (key.size() <= kInline)
       std::copy(key.begin(), key.end(), s.ids);
@@ -121,9 +122,9 @@ class GroupCache {
   static constexpr std::size_t kInline = 4;
   struct Slot {
     std::uint64_t hash = 0;
-    std::int64_t value = 0;
-    std::uint32_t len = 0;  // 0: empty (keys have at least two ids: collective and a member)
-    std::uint32_t ids[kInline];
+    std::int32_t value = 0;
+    std::uint32_t len = 0;       // 0: empty (keys have at least two ids: collective and a member)
+    std::uint32_t ids[kInline];  // 32 bytes a slot
   };
   bool same(const Slot& s, const std::vector<std::uint32_t>& key) const {
     if (s.len != key.size()) return false;
@@ -201,13 +202,15 @@ struct Search {
     key[0] = static_cast<std::uint32_t>(c);
     for (int a = 0; a < g; ++a) key[a + 1] = cur[grp[a]];
     const std::uint64_t h = GroupCache::hash(key);
-    const std::int64_t* found = group_cache.find(key, h);
+    const std::int32_t* found = group_cache.find(key, h);
     if (!found) {
       in_ptrs.resize(g);
       for (int a = 0; a < g; ++a) in_ptrs[a] = table.record(key[a + 1]);
-      std::int64_t off = -1;
+      std::int32_t off = -1;
       if (rules.apply(c, key.data() + 1, in_ptrs.data(), g)) {
-        off = static_cast<std::int64_t>(results.size());
+        if (results.size() + g > static_cast<std::size_t>(INT32_MAX))
+          throw Error("synthesis: the cache of group results exceeds 2^31 entries; lower --max-size");
+        off = static_cast<std::int32_t>(results.size());
         // Members whose new records are one (AllReduce, AllGather; the non-roots of Reduce) share
         // an id; Broadcast gives every member the root's.
         std::uint32_t prev = 0;
