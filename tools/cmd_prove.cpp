@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <map>
 
 #include "command.hpp"
 #include "common.hpp"
@@ -77,8 +78,13 @@ Registrar reg("prove", [](CLI::App& sub) -> std::function<int()> {
       if (total < 2 || s < 2) return;
       std::string m;
       for (const auto& row : run.report.matrix) m += fmt::format("{}{}", m.empty() ? "" : ";", fmt::join(row, " "));
-      fmt::print(stderr, "prove: {}/{} placements, {:.0f} s; [{}] {} in {:.1f} s\n", done, total, s, m,
-                 run.ok ? "ok" : "not ok", run.seconds);
+      std::map<std::string, int> n;
+      for (const auto& c : run.report.checks) ++n[proofs::to_string(c.status)];
+      std::string what = run.ok ? "ok" : "not ok:";
+      for (const char* st : {"fails", "unknown"})
+        if (n[st]) what += fmt::format(" {} {}", n[st], st);
+      fmt::print(stderr, "prove: {}/{} placements, {:.0f} s; [{}] {} in {:.1f} s\n", done, total, s, m, what,
+                 run.seconds);
     };
     const auto result = proofs::run_cases(a->cases(), a->options(), progress);
     fmt::print("{}\n", a->json ? proofs::to_json(result) : proofs::print_table(result, a->verbose));

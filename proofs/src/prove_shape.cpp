@@ -182,8 +182,8 @@ MatrixReport prove_shape(const engine::System& system, const std::vector<int>& a
         "prove: placement [{}] has {} factors >= 2, so its smallest instance (every factor capped at 2) has {} "
         "devices; "
         "Theorem 3.2 and lemmas B.1-B.8 are checked there by enumerating the lowered programs of (a)-(d), here on at "
-        "most {} devices (--max-instance; the engine's limit is {}; at L = 4 a 512-device instance takes about a "
-        "minute and 1.5 GB) (docs/shape.md §9). {}check the (d) programs alone at any size: p2v synth --system {} "
+        "most {} devices (--max-instance; the engine's limit is {}; at L = 4 a 512-device instance takes about 35 s "
+        "and 1 GB) (docs/shape.md §9). {}check the (d) programs alone at any size: p2v synth --system {} "
         "--axes {} "
         "--reduce {} --matrix \"{}\" --certify DIR",
         mat, wide, in.devices, limit, kMaxConcreteProveDevices,

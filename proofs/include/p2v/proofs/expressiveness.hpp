@@ -35,7 +35,7 @@ ProveMode parse_prove_mode(const std::string& s);  // "auto", "concrete", "shape
 const char* to_string(ProveMode m);
 inline constexpr std::int64_t kMaxConcreteProveDevices = 512;  // engine::kMaxStateDevices
 // At L = 4 (bench/scale/prove.sh): a 256-device instance takes about 10 s and 0.4 GB (both
-// solvers), 512 about a minute and 1.5 GB.
+// solvers), 512 about 35 s and 1 GB (no solver).
 inline constexpr std::int64_t kDefaultMaxInstanceDevices = 256;
 
 // The placement's smallest instance (docs/shape.md §9): every matrix factor >= 2 replaced by 2,
