@@ -113,30 +113,25 @@ ShapeBasis shape_theorem_basis(const Shape& s, const SynthResult& r, const Progr
   const bool default_setting = mc == MasterCollectives::AllReduceOnly;
   b.valid_everywhere_proved = !master_step || (default_setting && depth <= kMaxProvedMasterDepth);
   b.complete_proved = !master_grouping || (default_setting && depth <= kMaxProvedCompleteDepth);
-  std::string valid;
-  if (!master_step)
-    valid = "valid on every instance of the shape: proved (Theorem 1(b) without Master steps, section 3)";
-  else if (b.valid_everywhere_proved)
-    valid = fmt::format(
-        "valid on every instance of the shape: proved (section 3.2, programs of the smallest instance are programs "
-        "of every instance; default Master setting, depth {} <= {})",
-        depth, kMaxProvedMasterDepth);
-  else
-    valid = fmt::format(
-        "valid on every instance of the shape: checked, not proved (section 3.2; {})",
-        default_setting ? fmt::format("depth {} > {}", depth, kMaxProvedMasterDepth) : "--master-collectives all");
-  std::string complete;
-  if (!master_grouping)
-    complete = "no other program on any instance: proved (no Master grouping, section 3)";
-  else if (b.complete_proved)
-    complete = fmt::format(
-        "no other program on any instance: proved (section 3.2, Lemma 2(a) on every instance of depth <= {}; default "
-        "Master setting, depth {})",
-        kMaxProvedCompleteDepth, depth);
-  else
-    complete = fmt::format(
-        "no other program on any instance: rests on section 3.2's Lemma 2(a), checked, not proved ({})",
-        default_setting ? fmt::format("depth {} > {}", depth, kMaxProvedCompleteDepth) : "--master-collectives all");
+  // One claim's basis: proved without Master steps/groupings; else proved in the default setting up
+  // to a depth by section 3.2's `proof`; else checked, not proved.
+  auto basis = [&](const char* claim, bool master, bool proved, const char* no_master, const std::string& proof,
+                   const char* unproved, int max_depth) {
+    if (!master) return fmt::format("{}: proved ({})", claim, no_master);
+    if (proved)
+      return fmt::format("{}: proved (section 3.2, {}; default Master setting, depth {} <= {})", claim, proof, depth,
+                         max_depth);
+    return fmt::format("{}: {} ({})", claim, unproved,
+                       default_setting ? fmt::format("depth {} > {}", depth, max_depth) : "--master-collectives all");
+  };
+  const std::string valid = basis("valid on every instance of the shape", master_step, b.valid_everywhere_proved,
+                                  "Theorem 1(b) without Master steps, section 3",
+                                  "programs of the smallest instance are programs of every instance",
+                                  "checked, not proved, section 3.2", kMaxProvedMasterDepth);
+  const std::string complete =
+      basis("no other program on any instance", master_grouping, b.complete_proved, "no Master grouping, section 3",
+            "Lemma 2(a) on every instance of depth <= " + std::to_string(kMaxProvedCompleteDepth),
+            "rests on section 3.2's Lemma 2(a), checked, not proved", kMaxProvedCompleteDepth);
   b.text = "docs/shape.md: " + valid + "; " + complete;
   return b;
 }
