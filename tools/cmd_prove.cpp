@@ -20,6 +20,7 @@ struct ProveArgs {
   std::string suite, solver = "both", master = "allreduce", on = "auto";
   int max_size = 4;
   std::int64_t max_instance = proofs::kDefaultMaxInstanceDevices;
+  int jobs = 0;
   double timeout_s = 60;
   bool json = false, verbose = false;
 
@@ -44,6 +45,8 @@ struct ProveArgs {
     if (max_instance < 1 || max_instance > proofs::kMaxConcreteProveDevices)
       throw Error(fmt::format("--max-instance {}: must be 1..{}", max_instance, proofs::kMaxConcreteProveDevices));
     opt.max_instance_devices = max_instance;
+    if (jobs < 0) throw Error(fmt::format("--jobs {}: must be >= 0 (0 = one per hardware thread)", jobs));
+    opt.jobs = jobs;
     return opt;
   }
 };
@@ -65,6 +68,7 @@ Registrar reg("prove", [](CLI::App& sub) -> std::function<int()> {
                  "where to compute: concrete (the system's devices, at most 512), shape (the placement's smallest "
                  "instance, lifted by docs/shape.md §9) or auto (concrete up to 512 devices, shape above)")
       ->capture_default_str();
+  sub.add_option("--jobs", a->jobs, "placements proved at once; 0 = one per hardware thread")->capture_default_str();
   sub.add_option("--max-instance", a->max_instance,
                  "largest smallest instance (devices) the shape path enumerates, up to 512")
       ->capture_default_str();

@@ -197,13 +197,20 @@ MatrixReport prove_shape(const engine::System& system, const std::vector<int>& a
   for (const auto& row : in.x) key += joined(row, " ") + ";";
   key += fmt::format("|{}|{}|{}|{}|{}|{}", joined(reduce, ","), fmt::join(system.level_names(), ","), opt.max_size,
                      static_cast<int>(opt.master), fmt::join(opt.solvers, ","), opt.timeout_ms);
-  if (cache && cache->reports.count(key)) {
-    rep = cache->reports.at(key);
-    names.collapsed = cache->d_programs.at(key + "/d-collapsed");
-    names.uncollapsed = cache->d_programs.at(key + "/d");
-  } else {
+  bool cached = false;
+  if (cache) {
+    std::lock_guard<std::mutex> g(cache->lock);
+    if (cache->reports.count(key)) {
+      rep = cache->reports.at(key);
+      names.collapsed = cache->d_programs.at(key + "/d-collapsed");
+      names.uncollapsed = cache->d_programs.at(key + "/d");
+      cached = true;
+    }
+  }
+  if (!cached) {
     rep = detail::prove_concrete(in.system, in.axes, reduce, in.x, opt, &names);
     if (cache) {
+      std::lock_guard<std::mutex> g(cache->lock);
       cache->reports[key] = rep;
       cache->d_programs[key + "/d-collapsed"] = names.collapsed;
       cache->d_programs[key + "/d"] = names.uncollapsed;

@@ -1,8 +1,13 @@
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <exception>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/placement.hpp"
@@ -61,29 +66,67 @@ ProveResult run_cases(const std::vector<SuiteCase>& cases, ProveOptions opt, con
   ProveResult res;
   res.options = opt;
   ProveCache cache;
-  std::size_t total = 0;
-  for (const auto& c : cases) total += c.matrices.size();
-  const auto t0 = Clock::now();
+  // One work item per (case, matrix), results in that order whatever order they finish in.
+  std::vector<std::pair<const SuiteCase*, const engine::ParallelismMatrix*>> work;
   for (const auto& c : cases)
-    for (const auto& x : c.matrices) {
-      opt.max_size = c.max_size;
-      CaseRun run{c.name, c.system.name, c.axes, c.reduce, c.max_size, c.expect_fail, {}, 0, true};
-      const auto tc = Clock::now();
-      try {
-        run.report = prove(c.system, c.axes, c.reduce, x, opt, &cache);
-      } catch (const Error& e) {
-        if (total == 1) throw;
-        run.report.matrix = x;
-        run.report.checks.push_back(
-            {"shape", "the placement can be proved on its smallest instance", Status::Unknown, e.what(), 0, "-"});
-      }
-      run.seconds = std::chrono::duration<double>(Clock::now() - tc).count();
-      run.ok = apply_expectations(run, opt);
-      res.ok &= run.ok;
-      for (const auto& ch : run.report.checks) ++res.totals[to_string(ch.status)];
-      res.runs.push_back(std::move(run));
-      if (progress) progress(res.runs.size(), total, res.runs.back());
+    for (const auto& x : c.matrices) work.emplace_back(&c, &x);
+  const std::size_t total = work.size();
+  std::vector<CaseRun> runs(total);
+  std::mutex lock;  // progress and `done`
+  std::size_t done = 0;
+  auto run_one = [&](std::size_t i) {
+    const SuiteCase& c = *work[i].first;
+    const auto& x = *work[i].second;
+    ProveOptions o = opt;
+    o.max_size = c.max_size;
+    CaseRun run{c.name, c.system.name, c.axes, c.reduce, c.max_size, c.expect_fail, {}, 0, true};
+    const auto tc = Clock::now();
+    try {
+      run.report = prove(c.system, c.axes, c.reduce, x, o, &cache);
+    } catch (const Error& e) {
+      if (total == 1) throw;
+      run.report.matrix = x;
+      run.report.checks.push_back(
+          {"shape", "the placement can be proved on its smallest instance", Status::Unknown, e.what(), 0, "-"});
     }
+    run.seconds = std::chrono::duration<double>(Clock::now() - tc).count();
+    run.ok = apply_expectations(run, o);
+    runs[i] = std::move(run);
+    std::lock_guard<std::mutex> g(lock);
+    ++done;
+    if (progress) progress(done, total, runs[i]);
+  };
+  const auto t0 = Clock::now();
+  const std::size_t hw = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t n = std::min(total, opt.jobs > 0 ? static_cast<std::size_t>(opt.jobs) : hw);
+  if (n <= 1) {
+    for (std::size_t i = 0; i < total; ++i) run_one(i);
+  } else {
+    // Workers take the next item; the first error other than p2v::Error (which run_one turns into
+    // an 'unknown' check) stops the others and is rethrown here.
+    std::atomic<std::size_t> next{0};
+    std::exception_ptr failed;
+    std::vector<std::thread> workers;
+    for (std::size_t w = 0; w < n; ++w)
+      workers.emplace_back([&] {
+        for (std::size_t i; (i = next++) < total;) {
+          try {
+            run_one(i);
+          } catch (...) {
+            std::lock_guard<std::mutex> g(lock);
+            if (!failed) failed = std::current_exception();
+            next = total;
+          }
+        }
+      });
+    for (auto& t : workers) t.join();
+    if (failed) std::rethrow_exception(failed);
+  }
+  for (auto& run : runs) {
+    res.ok &= run.ok;
+    for (const auto& ch : run.report.checks) ++res.totals[to_string(ch.status)];
+    res.runs.push_back(std::move(run));
+  }
   res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return res;
 }

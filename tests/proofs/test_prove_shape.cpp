@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <regex>
 #include <string>
 
@@ -152,6 +153,41 @@ TEST_CASE("prove refuses what it cannot do, naming the limit, the size and what 
   CHECK(res.runs[1].report.ok());
   CHECK_FALSE(res.ok);
   CHECK(proofs::to_json(res).find("\"computed_on\": \"smallest instance\"") != std::string::npos);
+}
+
+TEST_CASE("run_cases on several threads gives the sequential result, in matrix order") {
+  // Every placement of two axes on a three-level system (several share a smallest instance, so the
+  // shared cache is exercised), sequential against two and three workers; the progress callback
+  // sees every run once, one call at a time.
+  const auto sys = engine::parse_system_inline("a=4,b=4,c=8");
+  proofs::SuiteCase sc{"all", sys, {8, 16}, {0}, {}, 3, {}};
+  sc.matrices = engine::enumerate_matrices({4, 4, 8}, {8, 16});
+  REQUIRE(sc.matrices.size() >= 8);
+  proofs::ProveOptions opt;
+  opt.solvers = {};
+  opt.mode = proofs::ProveMode::Shape;
+  auto text = [](const proofs::ProveResult& r) {
+    std::string s;
+    for (const auto& run : r.runs) {
+      s += engine::format_matrix(run.report.matrix) + "\n";
+      for (const auto& c : run.report.checks) s += c.id + " " + proofs::to_string(c.status) + " " + c.detail + "\n";
+    }
+    return s;
+  };
+  opt.jobs = 1;
+  const auto one = proofs::run_cases({sc}, opt);
+  for (int jobs : {2, 3}) {
+    opt.jobs = jobs;
+    std::vector<int> seen(sc.matrices.size() + 1, 0);
+    const auto many = proofs::run_cases({sc}, opt, [&](std::size_t done, std::size_t total, const proofs::CaseRun&) {
+      CHECK(total == sc.matrices.size());
+      ++seen.at(done);
+    });
+    CHECK(text(many) == text(one));
+    CHECK(many.ok == one.ok);
+    CHECK(many.totals == one.totals);
+    CHECK(std::count(seen.begin() + 1, seen.end(), 1) == static_cast<long>(sc.matrices.size()));
+  }
 }
 
 TEST_CASE("the SMT twin queries answer alike on the smallest instance and on the devices") {

@@ -4,6 +4,7 @@
 // smallest instance, lifted by the shape theorem (docs/shape.md §9).
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -63,8 +64,9 @@ struct ProveOptions {
   unsigned timeout_ms = 60000;
   ProveMode mode = ProveMode::Auto;
   // Largest smallest instance the shape path enumerates (2^factors >= 2 devices; at most
-  // kMaxConcreteProveDevices). Multi-axis instances of 128-512 devices take minutes.
+  // kMaxConcreteProveDevices).
   std::int64_t max_instance_devices = kDefaultMaxInstanceDevices;
+  int jobs = 0;  // placements proved at once by run_cases; 0 = one per hardware thread
 };
 
 struct MatrixReport {
@@ -79,7 +81,9 @@ struct MatrixReport {
 // (which must have at most kMaxConcreteProveDevices devices, else p2v::Error naming the limit).
 // Results on a smallest instance, reused across placements of the same shape (a run over all the
 // matrices of a system meets each instance many times).
+// Safe to share between threads (prove() locks it; two threads may compute the same entry once each).
 struct ProveCache {
+  std::mutex lock;
   std::map<std::string, MatrixReport> reports;                 // key: instance matrix, reduction axes, options
   std::map<std::string, std::vector<std::string>> d_programs;  // key + "/d" or "/d-collapsed"
 };

@@ -36,8 +36,10 @@ std::vector<std::string> parse_solvers(const std::string& s);
 
 // Runs every matrix of every case (opt.max_size is taken from each case). A placement the shape
 // path cannot handle is reported as an 'unknown' check when the run covers several placements,
-// and thrown (p2v::Error) when it is the only one. `progress`, if given, is called after each run
-// with the number done and the total.
+// and thrown (p2v::Error) when it is the only one. Placements run on opt.jobs threads (0: one per
+// hardware thread); the result lists them in case and matrix order. `progress`, if given, is
+// called after each run (one call at a time, in the order they finish) with the number done and
+// the total.
 using ProveProgress = std::function<void(std::size_t done, std::size_t total, const CaseRun& run)>;
 ProveResult run_cases(const std::vector<SuiteCase>& cases, ProveOptions opt, const ProveProgress& progress = {});
 
