@@ -843,6 +843,23 @@ bool p_zero_point(const StateSet& s) {
   }
   return true;
 }
+// P2' (transferable form of P2): some row is held, every holder holds column 0 on it and none
+// holds every column on it. Then the only exact cover of the row would be one full set: P2' ⇒ P2.
+bool p_row_zero(const StateSet& s) {
+  const int k = s.k();
+  const Mask all = k == 64 ? ~Mask{0} : (Mask{1} << k) - 1;
+  for (int r = 0; r < k; ++r) {
+    bool held = false, ok = true;
+    for (int d = 0; d < k && ok; ++d) {
+      if (!s.has_row(d, r)) continue;
+      held = true;
+      const Mask m = colmask(s, d, r);
+      ok = (m & 1u) && m != all;
+    }
+    if (held && ok) return true;
+  }
+  return false;
+}
 // Paths inside G' from the initial state (parent pointers).
 std::vector<std::string> gp_path(const Graph& G, int target) {
   std::vector<int> par(G.states.size(), -2), via(G.states.size(), -1);
@@ -876,15 +893,18 @@ std::pair<int, bool> closure_violations(const Graph& G, const Prop& P) {
 }  // namespace
 
 // Lemma 5 (proved in docs/shape.md §3.2; checked here): P1, P1', P2 and P3 are preserved by every
-// valid step from every reachable state and are false at the goal; P1' on the lift of an exit on the
-// smallest instance implies P1' on its lift on c (Lemma 5(b)); the exit targets of the depth-3
-// smallest instances each of them covers (the numbers quoted in §3.2).
+// valid step from every reachable state and are false at the goal; P2' implies P2; P1' (P2') on the
+// target of an exit of the smallest instance implies P1' (P2') on its lift on c (Lemma 5(b)); the
+// exit targets of the depth-3 smallest instances each of them covers (the numbers quoted in §3.2).
 TEST_CASE("Lemma 5: forward-closed obstructions and the depth-3 exits they cover (default setting)") {
   const std::vector<std::pair<std::string, Prop>> cheap = {
       {"P1", p_common_point}, {"P1'", p_zero_point}, {"P2", p_no_cover}};
   for (const std::vector<int>& c :
        std::vector<std::vector<int>>{{2, 2}, {2, 2, 1}, {3, 3}, {2, 2, 2}, {2, 2, 2, 1}, {3, 2, 2}}) {
     const Graph& G = graph(c, MasterCollectives::AllReduceOnly);
+    int p2z_not_p2 = 0;
+    for (const auto& st : G.states) p2z_not_p2 += p_row_zero(st) && !p_no_cover(st);
+    CHECK(p2z_not_p2 == 0);
     for (const auto& [name, P] : cheap) {
       INFO("c = ", fmt::format("{}", c), ", ", name);
       const auto [bad, at_goal] = closure_violations(G, P);
@@ -910,9 +930,10 @@ TEST_CASE("Lemma 5: forward-closed obstructions and the depth-3 exits they cover
   }
   struct Expect {
     bool leaf;
-    int exits, targets, p1, p1z, p2, p3, not_g;
+    int exits, targets, p1, p1z, p2, p2z, p3, not_g;
   };
-  for (const Expect& e : {Expect{false, 97, 72, 10, 6, 30, 42, 62}, Expect{true, 174, 133, 17, 10, 50, 69, 99}}) {
+  for (const Expect& e :
+       {Expect{false, 97, 72, 10, 6, 30, 20, 42, 62}, Expect{true, 174, 133, 17, 10, 50, 32, 69, 99}}) {
     const Graph& S = graph(smallest(3, e.leaf), MasterCollectives::AllReduceOnly);
     const auto ex = exits(S);
     INFO("smallest instance ", fmt::format("{}", smallest(3, e.leaf)));
@@ -920,18 +941,21 @@ TEST_CASE("Lemma 5: forward-closed obstructions and the depth-3 exits they cover
     for (auto& c : insts)
       if (e.leaf) c.push_back(1);
     std::set<int> targets;
-    int p1 = 0, p1z = 0, p2 = 0, p3 = 0, not_g = 0, covered = 0;
+    int p1 = 0, p1z = 0, p2 = 0, p2z = 0, p3 = 0, not_g = 0, covered = 0;
     for (const auto& [i, t] : ex) {
       const int tgt = S.succ[i][t];
       const StateSet& st = S.states[tgt];
       CHECK_FALSE(S.live[tgt]);
       if (!targets.insert(tgt).second) continue;
       const bool a = p_common_point(st), z = p_zero_point(st), b = p_no_cover(st), d = p_closure(st) == 1;
-      p1 += a, p1z += z, p2 += b, p3 += d, not_g += !in_g(st);
+      const bool y = p_row_zero(st);
+      p1 += a, p1z += z, p2 += b, p2z += y, p3 += d, not_g += !in_g(st);
+      CHECK((!y || b));  // P2' implies P2
       covered += a || b || d;
       CHECK((!(a || b) || d));  // P1 and P2 imply P3
       CHECK((!z || (a && b)));  // P1' implies P1 and P2
-      // Lemma 5(b) (proved): P1' transfers to the lift on every c. P1 and P2 transfer too on these
+      CHECK((!z || y));         // on these instances, P1' targets also have P2'
+      // Lemma 5(b) (proved): P1' and P2' transfer to the lift on every c. P1 and P2 transfer too on these
       // instances (checked, not proved).
       auto path = gp_path(S, i);
       path.push_back(instruction_name(S.h, S.ins[t]));
@@ -939,6 +963,8 @@ TEST_CASE("Lemma 5: forward-closed obstructions and the depth-3 exits they cover
         INFO("c = ", fmt::format("{}", c), ": ", fmt::format("{}", fmt::join(path, " ; ")));
         const StateSet lift = replay(graph(c, MasterCollectives::AllReduceOnly), path).back();
         if (z) CHECK(p_zero_point(lift));
+        if (y) CHECK(p_row_zero(lift));  // Lemma 5(b) for P2' (proved)
+        CHECK(p_row_zero(lift) == y);
         CHECK(p_common_point(lift) == a);
         CHECK(p_no_cover(lift) == b);
       }
@@ -948,6 +974,7 @@ TEST_CASE("Lemma 5: forward-closed obstructions and the depth-3 exits they cover
     CHECK(p1 == e.p1);
     CHECK(p1z == e.p1z);
     CHECK(p2 == e.p2);
+    CHECK(p2z == e.p2z);
     CHECK(p3 == e.p3);
     CHECK(covered == e.p3);
     CHECK(not_g == e.not_g);
@@ -959,6 +986,7 @@ TEST_CASE("Lemma 5: forward-closed obstructions and the depth-3 exits they cover
 // for the cheap ones, on its lifts on three other instances; then the path reaching it.
 TEST_CASE("Lemma 5: per-exit listing of the depth-3 obstructions" * doctest::skip()) {
   const std::vector<std::pair<std::string, Prop>> props = {{"zero", p_zero_point},
+                                                           {"rowzero", p_row_zero},
                                                            {"common", p_common_point},
                                                            {"nocover", p_no_cover},
                                                            {"closure",
