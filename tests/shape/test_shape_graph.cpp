@@ -843,20 +843,29 @@ bool p_zero_point(const StateSet& s) {
   }
   return true;
 }
-// P2' (transferable form of P2): some row is held, every holder holds column 0 on it and none
-// holds every column on it. Then the only exact cover of the row would be one full set: P2' ⇒ P2.
-bool p_row_zero(const StateSet& s) {
-  const int k = s.k();
-  const Mask all = k == 64 ? ~Mask{0} : (Mask{1} << k) - 1;
-  for (int r = 0; r < k; ++r) {
-    bool held = false, ok = true;
-    for (int d = 0; d < k && ok; ++d) {
-      if (!s.has_row(d, r)) continue;
-      held = true;
-      const Mask m = colmask(s, d, r);
-      ok = (m & 1u) && m != all;
+// P2c (transferable form of P2): some row is held and some cube J = {j : j_l = 0 for l outside L} (L a set
+// of levels) is such that every holder's set on the row that meets J contains column 0 and none
+// contains J. Then an exact cover's one set with column 0 would contain J: P2c implies P2. (With L =
+// all levels: every holder has column 0 and none every column.)
+bool p_row_cube(const SynthesisHierarchy& h, const StateSet& s) {
+  const int k = s.k(), n = h.num_levels();
+  for (unsigned L = 0; L < (1u << n); ++L) {
+    Mask J = 0;
+    for (int j = 0; j < k; ++j) {
+      bool in = true;
+      for (int l = 0; l < n; ++l) in &= ((L >> l) & 1u) || h.coords[j][l] == 0;
+      if (in) J |= Mask{1} << j;
     }
-    if (held && ok) return true;
+    for (int r = 0; r < k; ++r) {
+      bool held = false, ok = true;
+      for (int d = 0; d < k && ok; ++d) {
+        if (!s.has_row(d, r)) continue;
+        held = true;
+        const Mask m = colmask(s, d, r);
+        ok = ((m & J) == 0 || (m & 1u)) && (m & J) != J;
+      }
+      if (held && ok) return true;
+    }
   }
   return false;
 }
@@ -893,8 +902,8 @@ std::pair<int, bool> closure_violations(const Graph& G, const Prop& P) {
 }  // namespace
 
 // Lemma 5 (proved in docs/shape.md §3.2; checked here): P1, P1', P2 and P3 are preserved by every
-// valid step from every reachable state and are false at the goal; P2' implies P2; P1' (P2') on the
-// target of an exit of the smallest instance implies P1' (P2') on its lift on c (Lemma 5(b)); the
+// valid step from every reachable state and are false at the goal; P2c implies P2; P1' (P2c) on the
+// target of an exit of the smallest instance implies P1' (P2c) on its lift on c (Lemma 5(b)); the
 // exit targets of the depth-3 smallest instances each of them covers (the numbers quoted in §3.2).
 TEST_CASE("Lemma 5: forward-closed obstructions and the depth-3 exits they cover (default setting)") {
   const std::vector<std::pair<std::string, Prop>> cheap = {
@@ -902,9 +911,9 @@ TEST_CASE("Lemma 5: forward-closed obstructions and the depth-3 exits they cover
   for (const std::vector<int>& c :
        std::vector<std::vector<int>>{{2, 2}, {2, 2, 1}, {3, 3}, {2, 2, 2}, {2, 2, 2, 1}, {3, 2, 2}}) {
     const Graph& G = graph(c, MasterCollectives::AllReduceOnly);
-    int p2z_not_p2 = 0;
-    for (const auto& st : G.states) p2z_not_p2 += p_row_zero(st) && !p_no_cover(st);
-    CHECK(p2z_not_p2 == 0);
+    int p2c_not_p2 = 0;
+    for (const auto& st : G.states) p2c_not_p2 += p_row_cube(G.h, st) && !p_no_cover(st);
+    CHECK(p2c_not_p2 == 0);
     for (const auto& [name, P] : cheap) {
       INFO("c = ", fmt::format("{}", c), ", ", name);
       const auto [bad, at_goal] = closure_violations(G, P);
@@ -930,10 +939,10 @@ TEST_CASE("Lemma 5: forward-closed obstructions and the depth-3 exits they cover
   }
   struct Expect {
     bool leaf;
-    int exits, targets, p1, p1z, p2, p2z, p3, not_g;
+    int exits, targets, p1, p1z, p2, p2c, p3, not_g;
   };
   for (const Expect& e :
-       {Expect{false, 97, 72, 10, 6, 30, 20, 42, 62}, Expect{true, 174, 133, 17, 10, 50, 32, 69, 99}}) {
+       {Expect{false, 97, 72, 10, 6, 30, 30, 42, 62}, Expect{true, 174, 133, 17, 10, 50, 50, 69, 99}}) {
     const Graph& S = graph(smallest(3, e.leaf), MasterCollectives::AllReduceOnly);
     const auto ex = exits(S);
     INFO("smallest instance ", fmt::format("{}", smallest(3, e.leaf)));
@@ -941,30 +950,31 @@ TEST_CASE("Lemma 5: forward-closed obstructions and the depth-3 exits they cover
     for (auto& c : insts)
       if (e.leaf) c.push_back(1);
     std::set<int> targets;
-    int p1 = 0, p1z = 0, p2 = 0, p2z = 0, p3 = 0, not_g = 0, covered = 0;
+    int p1 = 0, p1z = 0, p2 = 0, p2c = 0, p3 = 0, not_g = 0, covered = 0;
     for (const auto& [i, t] : ex) {
       const int tgt = S.succ[i][t];
       const StateSet& st = S.states[tgt];
       CHECK_FALSE(S.live[tgt]);
       if (!targets.insert(tgt).second) continue;
       const bool a = p_common_point(st), z = p_zero_point(st), b = p_no_cover(st), d = p_closure(st) == 1;
-      const bool y = p_row_zero(st);
-      p1 += a, p1z += z, p2 += b, p2z += y, p3 += d, not_g += !in_g(st);
-      CHECK((!y || b));  // P2' implies P2
+      const bool y = p_row_cube(S.h, st);
+      p1 += a, p1z += z, p2 += b, p2c += y, p3 += d, not_g += !in_g(st);
+      CHECK((!y || b));  // P2c implies P2
       covered += a || b || d;
       CHECK((!(a || b) || d));  // P1 and P2 imply P3
       CHECK((!z || (a && b)));  // P1' implies P1 and P2
-      CHECK((!z || y));         // on these instances, P1' targets also have P2'
-      // Lemma 5(b) (proved): P1' and P2' transfer to the lift on every c. P1 and P2 transfer too on these
+      CHECK((!z || y));         // on these instances, P1' targets also have P2c
+      // Lemma 5(b) (proved): P1' and P2c transfer to the lift on every c. P1 and P2 transfer too on these
       // instances (checked, not proved).
       auto path = gp_path(S, i);
       path.push_back(instruction_name(S.h, S.ins[t]));
       for (const auto& c : insts) {
         INFO("c = ", fmt::format("{}", c), ": ", fmt::format("{}", fmt::join(path, " ; ")));
-        const StateSet lift = replay(graph(c, MasterCollectives::AllReduceOnly), path).back();
+        const Graph& C = graph(c, MasterCollectives::AllReduceOnly);
+        const StateSet lift = replay(C, path).back();
         if (z) CHECK(p_zero_point(lift));
-        if (y) CHECK(p_row_zero(lift));  // Lemma 5(b) for P2' (proved)
-        CHECK(p_row_zero(lift) == y);
+        if (y) CHECK(p_row_cube(C.h, lift));  // Lemma 5(b) for P2c (proved)
+        CHECK(p_row_cube(C.h, lift) == y);
         CHECK(p_common_point(lift) == a);
         CHECK(p_no_cover(lift) == b);
       }
@@ -974,7 +984,7 @@ TEST_CASE("Lemma 5: forward-closed obstructions and the depth-3 exits they cover
     CHECK(p1 == e.p1);
     CHECK(p1z == e.p1z);
     CHECK(p2 == e.p2);
-    CHECK(p2z == e.p2z);
+    CHECK(p2c == e.p2c);
     CHECK(p3 == e.p3);
     CHECK(covered == e.p3);
     CHECK(not_g == e.not_g);
@@ -985,19 +995,22 @@ TEST_CASE("Lemma 5: forward-closed obstructions and the depth-3 exits they cover
 // target of the depth-3 smallest instances, which obstruction holds on it (P1' P1 P2 P3 notG) and,
 // for the cheap ones, on its lifts on three other instances; then the path reaching it.
 TEST_CASE("Lemma 5: per-exit listing of the depth-3 obstructions" * doctest::skip()) {
-  const std::vector<std::pair<std::string, Prop>> props = {{"zero", p_zero_point},
-                                                           {"rowzero", p_row_zero},
-                                                           {"common", p_common_point},
-                                                           {"nocover", p_no_cover},
-                                                           {"closure",
-                                                            [](const StateSet& x) {
-                                                              const int v = p_closure(x);
-                                                              if (v < 0) MESSAGE("undecided");
-                                                              return v == 1;
-                                                            }},
-                                                           {"notG", [](const StateSet& x) { return !in_g(x); }}};
+  static const SynthesisHierarchy* cur = nullptr;
+  const std::vector<std::pair<std::string, Prop>> props = {
+      {"zero", p_zero_point},
+      {"rowcube", [](const StateSet& x) { return p_row_cube(*cur, x); }},
+      {"common", p_common_point},
+      {"nocover", p_no_cover},
+      {"closure",
+       [](const StateSet& x) {
+         const int v = p_closure(x);
+         if (v < 0) MESSAGE("undecided");
+         return v == 1;
+       }},
+      {"notG", [](const StateSet& x) { return !in_g(x); }}};
   for (const bool leaf : {false, true}) {
     const Graph& S = graph(smallest(3, leaf), MasterCollectives::AllReduceOnly);
+    cur = &S.h;
     const auto ex = exits(S);
     std::vector<std::vector<int>> insts = leaf ? std::vector<std::vector<int>>{{3, 3, 3, 1}, {2, 3, 4, 1}, {3, 2, 2, 1}}
                                                : std::vector<std::vector<int>>{{3, 3, 3}, {2, 3, 4}, {4, 2, 3}};
@@ -1013,10 +1026,12 @@ TEST_CASE("Lemma 5: per-exit listing of the depth-3 obstructions" * doctest::ski
       auto path = gp_path(S, i);
       path.push_back(instruction_name(S.h, S.ins[t]));
       std::string cov;
+      cur = &S.h;
       for (const auto& pr : props) cov += pr.second(S.states[tgt]) ? "1" : "0";
       std::string covc;
       for (const auto& c : insts) {
         const Graph& C = graph(c, MasterCollectives::AllReduceOnly);
+        cur = &C.h;
         const auto st = replay(C, path).back();
         for (const auto& pr : props) covc += pr.first == "closure" ? "-" : pr.second(st) ? "1" : "0";
         covc += " ";
