@@ -868,6 +868,22 @@ bool p_zero_row(const StateSet& s) {
   }
   return false;
 }
+// Crossing (exploratory, not proved closed): some row has two holders whose column sets meet and
+// neither contains the other.
+bool p_crossing(const StateSet& s) {
+  const int k = s.k();
+  for (int r = 0; r < k; ++r)
+    for (int x = 0; x < k; ++x) {
+      if (!s.has_row(x, r)) continue;
+      const Mask a = colmask(s, x, r);
+      for (int y = x + 1; y < k; ++y) {
+        if (!s.has_row(y, r)) continue;
+        const Mask b = colmask(s, y, r);
+        if ((a & b) && (a & ~b) && (b & ~a)) return true;
+      }
+    }
+  return false;
+}
 // Paths inside G' from the initial state (parent pointers).
 std::vector<std::string> gp_path(const Graph& G, int target) {
   std::vector<int> par(G.states.size(), -2), via(G.states.size(), -1);
@@ -919,6 +935,16 @@ TEST_CASE("Lemma 5: forward-closed obstructions and the depth-3 exits they cover
       CHECK(bad == 0);
       CHECK_FALSE(at_goal);
     }
+  }
+  // Crossing (two holders of a row with crossing column sets): forward-closed on every reachable
+  // state of these instances — checked, NOT proved (it would add 8 and 12 depth-3 exit targets).
+  for (const std::vector<int>& c :
+       std::vector<std::vector<int>>{{2, 2, 2}, {2, 2, 2, 1}, {3, 3, 3}, {2, 3, 4}, {3, 2, 2, 2}, {3, 2, 4, 1}}) {
+    const Graph& G = graph(c, MasterCollectives::AllReduceOnly);
+    INFO("crossing, c = ", fmt::format("{}", c));
+    const auto [bad, at_goal] = closure_violations(G, p_crossing);
+    CHECK(bad == 0);
+    CHECK_FALSE(at_goal);
   }
   // P3 (the closure obstruction), where it is decided within the cap: forward-closed, false at the goal.
   for (const std::vector<int>& c : std::vector<std::vector<int>>{{2, 2}, {2, 2, 1}, {2, 2, 2}}) {
@@ -1007,7 +1033,8 @@ TEST_CASE("Lemma 5: per-exit listing of the depth-3 obstructions" * doctest::ski
          if (v < 0) MESSAGE("undecided");
          return v == 1;
        }},
-      {"notG", [](const StateSet& x) { return !in_g(x); }}};
+      {"notG", [](const StateSet& x) { return !in_g(x); }},
+      {"crossing", p_crossing}};
   for (const bool leaf : {false, true}) {
     const Graph& S = graph(smallest(3, leaf), MasterCollectives::AllReduceOnly);
     cur = &S.h;
