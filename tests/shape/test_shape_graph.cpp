@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -694,4 +695,378 @@ TEST_CASE("shape_theorem_basis: which programs' validity on every instance is pr
   CHECK(basis(3, AR, true).text.find("depth 3 > 2") != std::string::npos);
   CHECK(basis(6, AR, true).text.find("depth 6 > 5") != std::string::npos);
   CHECK(basis(3, ALL, true).text.find("--master-collectives all") != std::string::npos);
+}
+
+// docs/shape.md §3.2, Lemma 5: forward-closed obstructions, properties of states of any instance
+// that every valid step preserves and the goal lacks (proved there; checked here on every reachable
+// state), and how many of the depth-3 exits' lifts they cover.
+namespace {
+using Mask = std::uint64_t;
+// Column set of (device, row) as a mask (k <= 64).
+Mask colmask(const StateSet& s, int d, int r) {
+  Mask m = 0;
+  for (int j : s.columns(d, r)) m |= Mask{1} << j;
+  return m;
+}
+bool full_device(const StateSet& s, int d) {
+  const Mask all = s.k() == 64 ? ~Mask{0} : (Mask{1} << s.k()) - 1;
+  if (static_cast<int>(s.rows(d).size()) != s.k()) return false;
+  for (int r = 0; r < s.k(); ++r)
+    if (colmask(s, d, r) != all) return false;
+  return true;
+}
+// P1: some (row, column) is held by every present device, and no device holds the full state.
+bool p_common_point(const StateSet& s) {
+  const int k = s.k();
+  for (int d = 0; d < k; ++d)
+    if (full_device(s, d)) return false;
+  for (int r = 0; r < k; ++r) {
+    Mask common = ~Mask{0};
+    for (int d = 0; d < k && common; ++d) {
+      if (s.rows(d).empty()) continue;
+      if (!s.has_row(d, r))
+        common = 0;
+      else
+        common &= colmask(s, d, r);
+    }
+    if (common) return true;
+  }
+  return false;
+}
+bool exact_cover(const std::vector<Mask>& sets, Mask left) {
+  if (!left) return true;
+  const Mask low = left & (~left + 1);
+  for (Mask m : sets)
+    if ((m & low) && (m & ~left) == 0 && exact_cover(sets, left & ~m)) return true;
+  return false;
+}
+// P2: some row has no exact cover of all columns by its holders' column sets.
+bool p_no_cover(const StateSet& s) {
+  const int k = s.k();
+  const Mask all = k == 64 ? ~Mask{0} : (Mask{1} << k) - 1;
+  for (int r = 0; r < k; ++r) {
+    std::vector<Mask> sets;
+    for (int d = 0; d < k; ++d)
+      if (s.has_row(d, r)) sets.push_back(colmask(s, d, r));
+    std::sort(sets.begin(), sets.end());
+    sets.erase(std::unique(sets.begin(), sets.end()), sets.end());
+    if (!exact_cover(sets, all)) return true;
+  }
+  return false;
+}
+// P3, the closure obstruction (docs/shape.md §3.2, Lemma 5): the full device state (every row
+// with every column) is not in the closure Omega of the present devices' states, seen as functions
+// row -> column set, under (u) the union of two functions with the same domain and pointwise
+// disjoint values, (b) any of the g consecutive ascending blocks of the domain of a function made by
+// (u), g >= 2 dividing the domain's size, (g) the union of two functions with disjoint domains.
+// Returns 1 (obstructed), 0 (not), -1 (closure larger than `cap`: undecided). P2 implies P3
+// (every value of a function in Omega is a disjoint union of values of the row in the state).
+int p_closure(const StateSet& s, std::size_t cap = 20000) {
+  if (p_no_cover(s)) return 1;
+  using Fn = std::vector<Mask>;  // per row; 0 = row not held
+  const int k = s.k();
+  const Mask all = k == 64 ? ~Mask{0} : (Mask{1} << k) - 1;
+  std::vector<Fn> items;
+  std::vector<char> is_union;
+  std::map<Fn, int> index;
+  std::vector<int> restrict_jobs;
+  const Fn goal(k, all);
+  bool reached = false;
+  auto add = [&](const Fn& f, bool u) {
+    reached |= f == goal;
+    const auto [it, fresh] = index.emplace(f, static_cast<int>(items.size()));
+    if (fresh) {
+      items.push_back(f);
+      is_union.push_back(u);
+      if (u) restrict_jobs.push_back(it->second);
+    } else if (u && !is_union[it->second]) {
+      is_union[it->second] = 1;
+      restrict_jobs.push_back(it->second);
+    }
+  };
+  for (int d = 0; d < k; ++d) {
+    if (s.rows(d).empty()) continue;
+    Fn f(k, 0);
+    for (int r : s.rows(d)) f[r] = colmask(s, d, r);
+    add(f, false);
+  }
+  for (std::size_t i = 0; i < items.size() || !restrict_jobs.empty();) {
+    if (reached) return 0;
+    if (items.size() > cap) return -1;
+    if (!restrict_jobs.empty()) {
+      const Fn f = items[restrict_jobs.back()];
+      restrict_jobs.pop_back();
+      std::vector<int> dom;
+      for (int r = 0; r < k; ++r)
+        if (f[r]) dom.push_back(r);
+      const int n = static_cast<int>(dom.size());
+      for (int g = 2; g <= n; ++g)
+        for (int b = 0; n % g == 0 && b < g; ++b) {
+          Fn h(k, 0);
+          for (int t = b * (n / g); t < (b + 1) * (n / g); ++t) h[dom[t]] = f[dom[t]];
+          add(h, false);
+        }
+      continue;
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      const Fn& f = items[i];
+      const Fn& o = items[j];
+      bool same = true, disjoint_vals = true, disjoint_dom = true;
+      Fn h(k);
+      for (int r = 0; r < k; ++r) {
+        same &= (f[r] != 0) == (o[r] != 0);
+        disjoint_vals &= (f[r] & o[r]) == 0;
+        disjoint_dom &= f[r] == 0 || o[r] == 0;
+        h[r] = f[r] | o[r];
+      }
+      if (same && disjoint_vals)
+        add(h, true);
+      else if (disjoint_dom)
+        add(h, false);
+    }
+    ++i;
+  }
+  return reached ? 0 : 1;
+}
+// P2c (transferable form of P2): some row is held and some cube J = {j : j_l = 0 for l outside L} (L a set
+// of levels) is such that every holder's set on the row that meets J contains column 0 and none
+// contains J. Then an exact cover's one set with column 0 would contain J: P2c implies P2. (With L =
+// all levels: every holder has column 0 and none every column.)
+bool p_row_cube(const SynthesisHierarchy& h, const StateSet& s) {
+  const int k = s.k(), n = h.num_levels();
+  for (unsigned L = 0; L < (1u << n); ++L) {
+    Mask J = 0;
+    for (int j = 0; j < k; ++j) {
+      bool in = true;
+      for (int l = 0; l < n; ++l) in &= ((L >> l) & 1u) || h.coords[j][l] == 0;
+      if (in) J |= Mask{1} << j;
+    }
+    for (int r = 0; r < k; ++r) {
+      bool held = false, ok = true;
+      for (int d = 0; d < k && ok; ++d) {
+        if (!s.has_row(d, r)) continue;
+        held = true;
+        const Mask m = colmask(s, d, r);
+        ok = ((m & J) == 0 || (m & 1u)) && (m & J) != J;
+      }
+      if (held && ok) return true;
+    }
+  }
+  return false;
+}
+// P1' (transferable form of P1, implies P1): some row held by device 0 is held by every present
+// device with column 0 (device 0's column), and no device is full.
+bool p_zero_row(const StateSet& s) {
+  const int k = s.k();
+  for (int d = 0; d < k; ++d)
+    if (full_device(s, d)) return false;
+  for (int r : s.rows(0)) {
+    bool ok = true;
+    for (int d = 0; d < k && ok; ++d)
+      if (!s.rows(d).empty()) ok = s.has_row(d, r) && (colmask(s, d, r) & 1u);
+    if (ok) return true;
+  }
+  return false;
+}
+// Crossing (exploratory, not proved closed): some row has two holders whose column sets meet and
+// neither contains the other.
+bool p_crossing(const StateSet& s) {
+  const int k = s.k();
+  for (int r = 0; r < k; ++r)
+    for (int x = 0; x < k; ++x) {
+      if (!s.has_row(x, r)) continue;
+      const Mask a = colmask(s, x, r);
+      for (int y = x + 1; y < k; ++y) {
+        if (!s.has_row(y, r)) continue;
+        const Mask b = colmask(s, y, r);
+        if ((a & b) && (a & ~b) && (b & ~a)) return true;
+      }
+    }
+  return false;
+}
+// Paths inside G' from the initial state (parent pointers).
+std::vector<std::string> gp_path(const Graph& G, int target) {
+  std::vector<int> par(G.states.size(), -2), via(G.states.size(), -1);
+  std::vector<int> q{0};
+  par[0] = -1;
+  for (std::size_t i = 0; i < q.size(); ++i)
+    for (std::size_t t = 0; t < G.ins.size(); ++t) {
+      const int j = G.succ[q[i]][t];
+      if (j < 0 || !G.gp[j] || par[j] != -2) continue;
+      par[j] = q[i];
+      via[j] = static_cast<int>(t);
+      q.push_back(j);
+    }
+  REQUIRE(par[target] != -2);
+  std::vector<std::string> out;
+  for (int i = target; par[i] >= 0; i = par[i]) out.push_back(instruction_name(G.h, G.ins[via[i]]));
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+using Prop = std::function<bool(const StateSet&)>;
+// Forward closure of P on all reachable states, and P false at the goal.
+std::pair<int, bool> closure_violations(const Graph& G, const Prop& P) {
+  std::vector<char> p(G.states.size());
+  for (std::size_t i = 0; i < p.size(); ++i) p[i] = P(G.states[i]);
+  int bad = 0;
+  for (std::size_t i = 0; i < p.size(); ++i)
+    if (p[i])
+      for (int j : G.succ[i]) bad += j >= 0 && !p[j];
+  return {bad, p[G.goal] != 0};
+}
+}  // namespace
+
+// Lemma 5 (proved in docs/shape.md §3.2; checked here): P1, P1', P2 and P3 are preserved by every
+// valid step from every reachable state and are false at the goal; P2c implies P2; P1' (P2c) on the
+// target of an exit of the smallest instance implies P1' (P2c) on its lift on c (Lemma 5(b)); the
+// exit targets of the depth-3 smallest instances each of them covers (the numbers quoted in §3.2).
+TEST_CASE("Lemma 5: forward-closed obstructions and the depth-3 exits they cover (default setting)") {
+  const std::vector<std::pair<std::string, Prop>> cheap = {
+      {"P1", p_common_point}, {"P1'", p_zero_row}, {"P2", p_no_cover}};
+  for (const std::vector<int>& c :
+       std::vector<std::vector<int>>{{2, 2}, {2, 2, 1}, {3, 3}, {2, 2, 2}, {2, 2, 2, 1}, {3, 2, 2}}) {
+    const Graph& G = graph(c, MasterCollectives::AllReduceOnly);
+    int p2c_not_p2 = 0;
+    for (const auto& st : G.states) p2c_not_p2 += p_row_cube(G.h, st) && !p_no_cover(st);
+    CHECK(p2c_not_p2 == 0);
+    for (const auto& [name, P] : cheap) {
+      INFO("c = ", fmt::format("{}", c), ", ", name);
+      const auto [bad, at_goal] = closure_violations(G, P);
+      CHECK(bad == 0);
+      CHECK_FALSE(at_goal);
+    }
+  }
+  // Crossing (two holders of a row with crossing column sets): forward-closed on every reachable
+  // state of these instances — checked, NOT proved (it would add 8 and 12 depth-3 exit targets).
+  for (const std::vector<int>& c :
+       std::vector<std::vector<int>>{{2, 2, 2}, {2, 2, 2, 1}, {3, 3, 3}, {2, 3, 4}, {3, 2, 2, 2}, {3, 2, 4, 1}}) {
+    const Graph& G = graph(c, MasterCollectives::AllReduceOnly);
+    INFO("crossing, c = ", fmt::format("{}", c));
+    const auto [bad, at_goal] = closure_violations(G, p_crossing);
+    CHECK(bad == 0);
+    CHECK_FALSE(at_goal);
+  }
+  // P3 (the closure obstruction), where it is decided within the cap: forward-closed, false at the goal.
+  for (const std::vector<int>& c : std::vector<std::vector<int>>{{2, 2}, {2, 2, 1}, {2, 2, 2}}) {
+    const Graph& G = graph(c, MasterCollectives::AllReduceOnly);
+    std::vector<int> v(G.states.size());
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = p_closure(G.states[i]);
+    int bad = 0, undecided = 0;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      undecided += v[i] < 0;
+      if (v[i] == 1)
+        for (int j : G.succ[i]) bad += j >= 0 && v[j] == 0;
+    }
+    INFO("c = ", fmt::format("{}", c));
+    CHECK(bad == 0);
+    CHECK(v[G.goal] == 0);
+    MESSAGE("P3 on ", fmt::format("{}", c), ": ", G.states.size(), " states, undecided within the cap: ", undecided);
+  }
+  struct Expect {
+    bool leaf;
+    int exits, targets, p1, p1z, p2, p2c, p3, not_g;
+  };
+  for (const Expect& e :
+       {Expect{false, 97, 72, 10, 10, 30, 30, 42, 62}, Expect{true, 174, 133, 17, 17, 50, 50, 69, 99}}) {
+    const Graph& S = graph(smallest(3, e.leaf), MasterCollectives::AllReduceOnly);
+    const auto ex = exits(S);
+    INFO("smallest instance ", fmt::format("{}", smallest(3, e.leaf)));
+    std::vector<std::vector<int>> insts = {{3, 3, 3}, {2, 3, 4}, {4, 2, 3}};
+    for (auto& c : insts)
+      if (e.leaf) c.push_back(1);
+    std::set<int> targets;
+    int proved = 0, p1 = 0, p1z = 0, p2 = 0, p2c = 0, p3 = 0, not_g = 0, covered = 0;
+    for (const auto& [i, t] : ex) {
+      const int tgt = S.succ[i][t];
+      const StateSet& st = S.states[tgt];
+      CHECK_FALSE(S.live[tgt]);
+      if (!targets.insert(tgt).second) continue;
+      const bool a = p_common_point(st), z = p_zero_row(st), b = p_no_cover(st), d = p_closure(st) == 1;
+      const bool y = p_row_cube(S.h, st);
+      p1 += a, p1z += z, p2 += b, p2c += y, p3 += d, not_g += !in_g(st);
+      CHECK((!y || b));  // P2c implies P2
+      covered += a || b || d;
+      CHECK((!(a || b) || d));  // P1 and P2 imply P3
+      CHECK((!z || a));         // P1' implies P1
+      proved += z || y;         // lifts dead on every instance (Lemma 5(a), (b))
+      // Lemma 5(b) (proved): P1' and P2c transfer to the lift on every c. P1 and P2 agree too on these
+      // instances (checked, not proved).
+      auto path = gp_path(S, i);
+      path.push_back(instruction_name(S.h, S.ins[t]));
+      for (const auto& c : insts) {
+        INFO("c = ", fmt::format("{}", c), ": ", fmt::format("{}", fmt::join(path, " ; ")));
+        const Graph& C = graph(c, MasterCollectives::AllReduceOnly);
+        const StateSet lift = replay(C, path).back();
+        if (z) CHECK(p_zero_row(lift));
+        if (y) CHECK(p_row_cube(C.h, lift));  // Lemma 5(b) for P2c (proved)
+        CHECK(p_row_cube(C.h, lift) == y);
+        CHECK(p_common_point(lift) == a);
+        CHECK(p_no_cover(lift) == b);
+      }
+    }
+    CHECK(static_cast<int>(ex.size()) == e.exits);
+    CHECK(static_cast<int>(targets.size()) == e.targets);
+    CHECK(p1 == e.p1);
+    CHECK(p1z == e.p1z);
+    CHECK(p2 == e.p2);
+    CHECK(p2c == e.p2c);
+    CHECK(proved == (e.leaf ? 57 : 34));
+    CHECK(p3 == e.p3);
+    CHECK(covered == e.p3);
+    CHECK(not_g == e.not_g);
+  }
+}
+
+// Per-exit listing (on request: test_shape_graph -tc="*listing*" --no-skip): for every distinct exit
+// target of the depth-3 smallest instances, which obstruction holds on it (P1' P2c P1 P2 P3 notG) and,
+// for the cheap ones, on its lifts on three other instances; then the path reaching it.
+TEST_CASE("Lemma 5: per-exit listing of the depth-3 obstructions" * doctest::skip()) {
+  static const SynthesisHierarchy* cur = nullptr;
+  const std::vector<std::pair<std::string, Prop>> props = {
+      {"zero", p_zero_row},
+      {"rowcube", [](const StateSet& x) { return p_row_cube(*cur, x); }},
+      {"common", p_common_point},
+      {"nocover", p_no_cover},
+      {"closure",
+       [](const StateSet& x) {
+         const int v = p_closure(x);
+         if (v < 0) MESSAGE("undecided");
+         return v == 1;
+       }},
+      {"notG", [](const StateSet& x) { return !in_g(x); }},
+      {"crossing", p_crossing}};
+  for (const bool leaf : {false, true}) {
+    const Graph& S = graph(smallest(3, leaf), MasterCollectives::AllReduceOnly);
+    cur = &S.h;
+    const auto ex = exits(S);
+    std::vector<std::vector<int>> insts = leaf ? std::vector<std::vector<int>>{{3, 3, 3, 1}, {2, 3, 4, 1}, {3, 2, 2, 1}}
+                                               : std::vector<std::vector<int>>{{3, 3, 3}, {2, 3, 4}, {4, 2, 3}};
+    for (const auto& pr : props) {
+      const auto [bad, atgoal] = closure_violations(S, pr.second);
+      MESSAGE(pr.first, " on smallest leaf=", leaf, ": closure violations ", bad, " goal ", atgoal);
+    }
+    std::set<int> targets;
+    int uncovered = 0;
+    for (const auto& [i, t] : ex) {
+      const int tgt = S.succ[i][t];
+      if (!targets.insert(tgt).second) continue;
+      auto path = gp_path(S, i);
+      path.push_back(instruction_name(S.h, S.ins[t]));
+      std::string cov;
+      cur = &S.h;
+      for (const auto& pr : props) cov += pr.second(S.states[tgt]) ? "1" : "0";
+      std::string covc;
+      for (const auto& c : insts) {
+        const Graph& C = graph(c, MasterCollectives::AllReduceOnly);
+        cur = &C.h;
+        const auto st = replay(C, path).back();
+        for (const auto& pr : props) covc += pr.first == "closure" ? "-" : pr.second(st) ? "1" : "0";
+        covc += " ";
+      }
+      const bool any = cov.find('1') != std::string::npos;
+      uncovered += !any;
+      MESSAGE(cov, " | ", covc, " | ", fmt::format("{}", fmt::join(path, " ; ")));
+    }
+    MESSAGE("leaf=", leaf, " exits ", ex.size(), " targets ", targets.size(), " uncovered ", uncovered);
+  }
 }
