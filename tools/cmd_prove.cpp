@@ -1,7 +1,6 @@
 // p2v prove: Theorem 3.2 and lemmas B.1-B.8 (SPEC §7), on the system's devices or, at any size, on
 // the placement's smallest instance (docs/shape.md §9). Options only; the work is proofs::run_cases.
 #include <fmt/core.h>
-#include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -10,6 +9,7 @@
 #include "command.hpp"
 #include "common.hpp"
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/placement.hpp"
 #include "p2v/proofs/prove_run.hpp"
 
 namespace p2v::tools {
@@ -80,16 +80,14 @@ Registrar reg("prove", [](CLI::App& sub) -> std::function<int()> {
     const auto progress = [t0](std::size_t done, std::size_t total, const proofs::CaseRun& run) {
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (total < 2 || s < 2) return;
-      std::string m;
-      for (const auto& row : run.report.matrix) m += fmt::format("{}{}", m.empty() ? "" : ";", fmt::join(row, " "));
       std::map<std::string, int> n;
       for (const auto& c : run.report.checks) ++n[proofs::to_string(c.status)];
       std::string what = run.ok ? "ok" : "not ok:";
       if (run.ok && n["fails"]) what += fmt::format(" ({} fail as the suite records)", n["fails"]);
       for (const char* st : {"fails", "unknown"})
         if (!run.ok && n[st]) what += fmt::format(" {} {}", n[st], st);
-      fmt::print(stderr, "prove: {}/{} placements, {:.0f} s; [{}] {} in {:.1f} s\n", done, total, s, m, what,
-                 run.seconds);
+      fmt::print(stderr, "prove: {}/{} placements, {:.0f} s; [{}] {} in {:.1f} s\n", done, total, s,
+                 engine::format_matrix(run.report.matrix), what, run.seconds);
     };
     const auto result = proofs::run_cases(a->cases(), a->options(), progress);
     fmt::print("{}\n", a->json ? proofs::to_json(result) : proofs::print_table(result, a->verbose));

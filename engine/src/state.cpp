@@ -32,15 +32,19 @@ StateSet StateSet::initial(int k) {
   return s;
 }
 
+void kernel::check_goal_groups(int k, const Groups& groups) {
+  for (const auto& g : groups)
+    for (int j : g)
+      if (j < 0 || j >= k) throw Error(fmt::format("goal: device {} outside 0..{}", j, k - 1));
+}
+
 StateSet StateSet::goal(int k, const Groups& groups) {
+  kernel::check_goal_groups(k, groups);
   StateSet s(k);
   std::vector<std::uint64_t> cols(s.w_);
   for (const auto& g : groups) {
     std::fill(cols.begin(), cols.end(), 0);
-    for (int j : g) {
-      if (j < 0 || j >= k) throw Error(fmt::format("goal: device {} outside 0..{}", j, k - 1));
-      cols[j >> 6] |= std::uint64_t{1} << (j & 63);
-    }
+    for (int j : g) cols[j >> 6] |= std::uint64_t{1} << (j & 63);
     for (int d : g) {
       std::uint64_t* p = s.dev(d);
       for (int r = 0; r < k; ++r) {

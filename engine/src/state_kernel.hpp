@@ -28,6 +28,9 @@ inline int popcount_words(const std::uint64_t* p, int w) {
 
 std::string set_text(const std::vector<int>& v);
 
+// Throws p2v::Error unless every member of every goal group is a device 0..k-1.
+void check_goal_groups(int k, const Groups& groups);
+
 // w words of scratch, on the stack for states of up to 512 devices.
 class Words {
  public:

@@ -16,10 +16,12 @@
 #include <vector>
 
 #include "p2v/engine/instruction.hpp"
+#include "state_kernel.hpp"
 
 namespace p2v::engine::runs {
 
 inline bool held(const std::uint64_t* mask, int r) { return mask[r >> 6] >> (r & 63) & 1; }
+inline void hold(std::uint64_t* mask, int r) { mask[r >> 6] |= std::uint64_t{1} << (r & 63); }
 
 // The first held row >= r, or -1.
 inline int next_held(const std::uint64_t* mask, int w, int r) {
@@ -31,12 +33,6 @@ inline int next_held(const std::uint64_t* mask, int w, int r) {
     m = mask[wi];
   }
   return wi * 64 + std::countr_zero(m);
-}
-
-inline int popcount(const std::uint64_t* mask, int w) {
-  int n = 0;
-  for (int i = 0; i < w; ++i) n += std::popcount(mask[i]);
-  return n;
 }
 
 inline std::size_t record_words(const std::uint64_t* rec, int w) {
@@ -75,7 +71,7 @@ class Builder {
   // Held rows first..last (every held row in between) with column set c.
   void rows(int first, int last, const std::uint64_t* c) {
     if (own_mask_)
-      for (int r = first; r <= last; ++r) words_[r >> 6] |= std::uint64_t{1} << (r & 63);
+      for (int r = first; r <= last; ++r) hold(words_.data(), r);
     if (last_ && std::equal(c, c + w_, words_.begin() + static_cast<std::ptrdiff_t>(last_) + 1)) {
       words_[last_] = (words_[last_] & ~std::uint64_t{0xffffffffu}) | static_cast<std::uint32_t>(last);
       return;
@@ -134,7 +130,7 @@ class Rules {
   // (ReduceScatter: rows divisible by g). Walks the segments where no member's run changes.
   bool reduce(Collective c, const std::uint64_t* const* P, int g) {
     const std::uint64_t* m0 = P[0];
-    const int total = popcount(m0, w_);
+    const int total = kernel::popcount_words(m0, w_);
     if (total == 0) return false;
     for (int a = 1; a < g; ++a)
       if (!std::equal(m0, m0 + w_, P[a])) return false;
@@ -177,12 +173,12 @@ class Rules {
 
   // Non-empty, equally many, pairwise-disjoint rows; every member gets the union.
   bool all_gather(const std::uint64_t* const* P, int g) {
-    const int n0 = popcount(P[0], w_);
+    const int n0 = kernel::popcount_words(P[0], w_);
     if (n0 == 0) return false;
     std::uint64_t* u = acc_.data();
     std::fill(u, u + w_, 0);
     for (int a = 0; a < g; ++a) {
-      if (popcount(P[a], w_) != n0) return false;
+      if (kernel::popcount_words(P[a], w_) != n0) return false;
       for (int i = 0; i < w_; ++i) {
         if (u[i] & P[a][i]) return false;
         u[i] |= P[a][i];

@@ -273,7 +273,7 @@ struct Search {
     std::fill(not_goal.begin(), not_goal.end(), 0);
     for (std::size_t d = 0; d < cur.size(); ++d) {
       if (cur[d] == goal[d]) continue;
-      not_goal[d >> 6] |= std::uint64_t{1} << (d & 63);
+      runs::hold(not_goal.data(), static_cast<int>(d));
       f.rows = f.rows && std::memcmp(table.record(cur[d]), table.record(goal[d]), w * sizeof(std::uint64_t)) == 0;
       f.columns =
           f.columns && table.runs(cur[d]) == 1 && table.runs(goal[d]) == 1 &&
@@ -384,41 +384,37 @@ SynthResult synthesize(const SynthesisHierarchy& h, const Groups& goal_groups, c
   Search s(r.instructions, k);
   // Initially device d holds every row with its own column; at the goal every member of a goal
   // group holds every row with the group's columns (SPEC §4), and a device in no group nothing.
+  kernel::check_goal_groups(k, goal_groups);
   const int w = s.table.layout().w;
   std::vector<std::uint64_t> all_rows(w, 0), none(w, 0), cols(w);
-  for (int r = 0; r < k; ++r) all_rows[r >> 6] |= std::uint64_t{1} << (r & 63);
+  for (int r = 0; r < k; ++r) runs::hold(all_rows.data(), r);
   IdState init_ids(k);
   s.goal.assign(k, s.table.intern_uniform(none, none));
   for (int d = 0; d < k; ++d) {
     std::fill(cols.begin(), cols.end(), 0);
-    cols[d >> 6] |= std::uint64_t{1} << (d & 63);
+    runs::hold(cols.data(), d);
     init_ids[d] = s.table.intern_uniform(all_rows, cols);
   }
   for (const auto& g : goal_groups) {
     std::fill(cols.begin(), cols.end(), 0);
-    for (int j : g) {
-      if (j < 0 || j >= k) throw Error(fmt::format("goal: device {} outside 0..{}", j, k - 1));
-      cols[j >> 6] |= std::uint64_t{1} << (j & 63);
-    }
+    for (int j : g) runs::hold(cols.data(), j);
     const std::uint32_t id = s.table.intern_uniform(all_rows, cols);
     for (int d : g) s.goal[d] = id;
   }
-  for (const auto& in : r.instructions) {
-    std::size_t covered = 0;
-    for (const auto& g : in.grouping.groups) covered += g.size();
-    s.covers_all.push_back(covered == static_cast<std::size_t>(k));
-  }
+  // Per instruction: do its groups cover every device; which devices does it change and from
+  // which roots; may it be the last step.
   s.not_goal.assign(w, 0);
   for (const auto& in : r.instructions) {
+    std::size_t covered = 0;
     auto& ch = s.changed.emplace_back(w, 0);
     auto& roots = s.roots.emplace_back();
     for (const auto& g : in.grouping.groups) {
+      covered += g.size();
       if (g.size() < 2) continue;
       roots.push_back(g[0]);
-      for (int d : g) ch[d >> 6] |= std::uint64_t{1} << (d & 63);
+      for (int d : g) runs::hold(ch.data(), d);
     }
-  }
-  for (const auto& in : r.instructions) {
+    s.covers_all.push_back(covered == static_cast<std::size_t>(k));
     const bool singletons = in.grouping.groups.empty() || in.grouping.groups[0].size() < 2;
     s.can_finish.push_back(singletons ||
                            (in.collective != Collective::ReduceScatter && in.collective != Collective::Reduce));

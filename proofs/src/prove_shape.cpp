@@ -10,6 +10,7 @@
 
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/hierarchy.hpp"
+#include "p2v/engine/placement.hpp"
 #include "p2v/engine/shape.hpp"
 #include "p2v/engine/state.hpp"
 #include "p2v/engine/synth.hpp"
@@ -174,8 +175,7 @@ MatrixReport prove_shape(const engine::System& system, const std::vector<int>& a
     wide += static_cast<int>(std::count_if(row.begin(), row.end(), [](int v) { return v > 1; }));
   const auto limit = std::min(opt.max_instance_devices, kMaxConcreteProveDevices);
   if (in.devices > limit) {
-    std::string mat;
-    for (std::size_t i = 0; i < x.size(); ++i) mat += (i ? ";" : "") + joined(x[i], " ");
+    const std::string mat = engine::format_matrix(x);
     const bool raisable = in.devices <= kMaxConcreteProveDevices;
     const std::string sys = system.name.find('=') != std::string::npos ? system.name : "SYSTEM";
     throw Error(fmt::format(

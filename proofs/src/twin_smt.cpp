@@ -11,12 +11,15 @@ namespace p2v::proofs::detail {
 
 #ifdef P2V_HAVE_SMT
 namespace {
-// Bits per device in a signature: enough for 0..n (n: in no group of two or more).
-unsigned device_bits(int n) {
+// Bits for `values` distinct values (at least 1).
+unsigned bits_for(std::size_t values) {
   unsigned b = 1;
-  while ((std::size_t{1} << b) < static_cast<std::size_t>(n) + 1) ++b;
+  while ((std::size_t{1} << b) < values) ++b;
   return b;
 }
+
+// Bits per device in a signature: enough for 0..n (n: in no group of two or more).
+unsigned device_bits(int n) { return bits_for(static_cast<std::size_t>(n) + 1); }
 
 // Signature of a lowered instruction: 3 bits of collective, then per device the first member of
 // its group, or n if it is in no group of two or more members. Two instructions have equal
@@ -62,8 +65,7 @@ TwinAnswer twin_query(const std::string& solver, const std::vector<engine::Lower
     return a;
   }
   const unsigned width = static_cast<unsigned>(3 + static_cast<std::size_t>(n) * device_bits(n));
-  unsigned ibits = 1;
-  while ((std::size_t{1} << ibits) < weak.size()) ++ibits;
+  const unsigned ibits = bits_for(weak.size());
   // i picks a weak instruction; sig is its signature; sig differs from every strong signature.
   smt::Term i = s.bv_var("i", ibits);
   s.add(smt::ule(i, s.bv_val(ibits, weak.size() - 1)));
