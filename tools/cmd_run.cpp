@@ -130,9 +130,9 @@ void show_plan(const runtime::Job& job, const runtime::RankPlan& mine) {
                  rs.comm < 0 ? "idle"
                              : fmt::format("member {}/{} of group {}{}", rs.member, rs.group_size, st.comm.group,
                                            rs.in_place ? " in-place" : ""),
-                 runtime::format_intervals(rs.after.rows), p.rows_per_unit, runtime::to_string(rs.after.where),
-                 rs.pre.empty() ? "" : fmt::format(", packs {} runs", rs.pre.size()),
-                 rs.post.empty() ? "" : fmt::format(", unpacks {} runs", rs.post.size()));
+                 rs.after.rows.format(), p.rows_per_unit, runtime::to_string(rs.after.where),
+                 rs.pre.empty() ? "" : fmt::format(", packs {} runs", runtime::total_blocks(rs.pre)),
+                 rs.post.empty() ? "" : fmt::format(", unpacks {} runs", runtime::total_blocks(rs.post)));
     }
     if (shown < n) fmt::print("    ... ({} more ranks)\n", n - shown);
   }

@@ -12,34 +12,6 @@
 
 namespace p2v::runtime {
 
-const char* to_string(Space s) {
-  switch (s) {
-    case Space::Main:
-      return "main";
-    case Space::Stage0:
-      return "stage0";
-    case Space::Stage1:
-      return "stage1";
-  }
-  return "?";
-}
-
-std::int64_t total_units(const Intervals& v) {
-  std::int64_t n = 0;
-  for (const auto& i : v) n += i.size();
-  return n;
-}
-
-std::string format_intervals(const Intervals& v) {
-  if (v.empty()) return "{}";
-  std::string s = "{";
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (i) s += ",";
-    s += v[i].size() == 1 ? fmt::format("{}", v[i].begin) : fmt::format("{}-{}", v[i].begin, v[i].end - 1);
-  }
-  return s + "}";
-}
-
 std::string describe_groups(const Groups& g, std::size_t max_groups) {
   std::string s;
   std::size_t sz = g.empty() ? 0 : g[0].size();
@@ -61,7 +33,7 @@ std::string describe_groups(const Groups& g, std::size_t max_groups) {
 std::string PlanStep::describe() const { return describe_groups(groups); }
 
 Layout Plan::final_layout(int rank) const {
-  if (steps.empty()) return Layout{Space::Main, {{0, units}}};
+  if (steps.empty()) return Layout{Space::Main, RowSet{Intervals{{0, units}}}};
   Layout l = steps.back().ranks[rank].after;
   if (!final_copies[rank].empty()) l.where = Space::Main;
   return l;
@@ -80,18 +52,6 @@ Intervals to_intervals(const std::vector<int>& rows) {
   return v;
 }
 
-Intervals slice(const Intervals& rows, std::int64_t from, std::int64_t n) {
-  Intervals o;
-  std::int64_t pos = 0;
-  for (const auto& i : rows) {
-    const std::int64_t b = std::max(i.begin, i.begin + (from - pos));
-    const std::int64_t e = std::min(i.end, i.begin + (from + n - pos));
-    if (b < e) o.push_back({b, e});
-    pos += i.size();
-  }
-  return o;
-}
-
 Intervals merge(Intervals v) {
   std::sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
   Intervals o;
@@ -104,30 +64,33 @@ Intervals merge(Intervals v) {
   return o;
 }
 
-std::vector<Copy> unpack_copies(const Intervals& rows, Region src) {
-  std::vector<Copy> cs;
-  std::int64_t off = src.offset;
-  for (const auto& i : rows) {
-    cs.push_back({{src.space, off}, {Space::Main, i.begin}, i.size()});
-    off += i.size();
-  }
-  return cs;
-}
-
 namespace {
 
-// Copies packing `rows` (home positions in main) into `dst` contiguously, ascending.
-std::vector<Copy> pack_copies(const Intervals& rows, Region dst) {
-  std::vector<Copy> cs;
-  std::int64_t off = dst.offset;
-  for (const auto& i : rows) {
-    cs.push_back({{Space::Main, i.begin}, {dst.space, off}, i.size()});
-    off += i.size();
-  }
-  return cs;
-}
-
 Space other_stage(Space s) { return s == Space::Stage0 ? Space::Stage1 : Space::Stage0; }
+
+// AllGather into a staging buffer whose member blocks interleave at home: member i's block (at
+// i * q in `stage`) goes to its rows. For a strided family, one copy whose outer repeats run over
+// the members (docs/runtime.md "Plans at any size").
+std::vector<Copy> member_unpack_copies(const StepContext& c, std::int64_t q, Space stage) {
+  std::vector<Copy> out;
+  if (!c.first) {
+    for (std::size_t i = 0; i < c.members.size(); ++i) {
+      auto cs = unpack_copies(*c.members[i], Region{stage, static_cast<std::int64_t>(i) * q});
+      out.insert(out.end(), cs.begin(), cs.end());
+    }
+    return out;
+  }
+  out = unpack_copies(*c.first, Region{stage, 0});
+  if (out.size() != 1) throw Error("internal: a strided AllGather family whose rows are not one box");
+  std::vector<Stride> members;
+  std::int64_t block = q;
+  for (auto it = c.family.rbegin(); it != c.family.rend(); ++it) {
+    members.insert(members.begin(), Stride{it->count, block, it->stride});
+    block *= it->count;
+  }
+  out[0].repeat.insert(out[0].repeat.begin(), members.begin(), members.end());
+  return out;
+}
 
 }  // namespace
 
@@ -142,10 +105,10 @@ void build_rank_step(const StepContext& c, RankStep& rs, std::int64_t need_units
   // The contiguous input region of the rank's held rows, packing into Stage0 when needed.
   auto input_region = [&]() -> Region {
     if (lay.where != Space::Main) return Region{lay.where, 0};
-    if (lay.rows.size() == 1) return Region{Space::Main, lay.rows[0].begin};
+    if (lay.rows.runs() == 1) return Region{Space::Main, lay.rows.first()};
     Region dst{Space::Stage0, 0};
     rs.pre = pack_copies(lay.rows, dst);
-    need(dst, total_units(lay.rows));
+    need(dst, lay.rows.total());
     return dst;
   };
   rs.member = m;
@@ -157,7 +120,7 @@ void build_rank_step(const StepContext& c, RankStep& rs, std::int64_t need_units
       const Region r = input_region();
       rs.in_place = c.collective == Collective::AllReduce || m == 0;
       rs.send = rs.recv = r;
-      rs.count = rs.data_units = total_units(lay.rows);
+      rs.count = rs.data_units = lay.rows.total();
       rs.after.where = c.collective == Collective::AllReduce || m == 0 ? r.space : Space::Main;
       break;
     }
@@ -165,30 +128,38 @@ void build_rank_step(const StepContext& c, RankStep& rs, std::int64_t need_units
       const Region r = input_region();
       rs.send = r;
       rs.recv = Region{other_stage(r.space), 0};
-      rs.data_units = total_units(lay.rows);
+      rs.data_units = lay.rows.total();
       rs.count = rs.data_units / gs;
       need(rs.recv, rs.count);
       rs.after.where = rs.recv.space;
       break;
     }
     case Collective::AllGather: {
-      const std::int64_t q = total_units(*c.members_before[0]);
-      Intervals all;
-      for (const Intervals* b : c.members_before) all.insert(all.end(), b->begin(), b->end());
-      const Intervals U = merge(all);
+      // U, the union of the members' rows, is the rank's rows after the step.
+      const RowSet& U = *c.after;
+      const RowSet& first = c.first ? *c.first : *c.members[0];
+      const std::int64_t q = first.total();
       // Member i holds the i-th block of U: the members' rows (disjoint, q each) ascend in member
-      // order. Linear in the intervals (the groups can be large).
+      // order. Linear in the members (explicit), or in the family's dims (strided).
       bool ordered = true;
-      for (int i = 0; i + 1 < gs && ordered; ++i) {
-        const Intervals &a = *c.members_before[i], &b = *c.members_before[i + 1];
-        ordered = a.empty() || b.empty() || a.back().end <= b.front().begin;
+      if (c.first) {
+        std::int64_t extent = first.end() - first.first();
+        for (auto it = c.family.rbegin(); it != c.family.rend() && ordered; ++it) {
+          ordered = it->stride >= extent;
+          extent += (it->count - 1) * it->stride;
+        }
+      } else {
+        for (int i = 0; i + 1 < gs && ordered; ++i) {
+          const RowSet &a = *c.members[i], &b = *c.members[i + 1];
+          ordered = a.empty() || b.empty() || a.end() <= b.first();
+        }
       }
-      const bool contiguous = U.size() == 1;
+      const bool contiguous = U.runs() == 1;
       rs.count = q;
-      rs.data_units = total_units(U);
+      rs.data_units = U.total();
       if (ordered && contiguous && c.all_home) {
         rs.in_place = true;  // every member's rows already sit at their place in U
-        rs.send = rs.recv = Region{Space::Main, U[0].begin};
+        rs.send = rs.recv = Region{Space::Main, U.first()};
         rs.after.where = Space::Main;
         break;
       }
@@ -196,8 +167,8 @@ void build_rank_step(const StepContext& c, RankStep& rs, std::int64_t need_units
       Region src;
       if (lay.where != Space::Main) {
         src = Region{lay.where, 0};
-      } else if (!to_main && lay.rows.size() == 1) {
-        src = Region{Space::Main, lay.rows[0].begin};  // no overlap with a stage target
+      } else if (!to_main && lay.rows.runs() == 1) {
+        src = Region{Space::Main, lay.rows.first()};  // no overlap with a stage target
       } else {
         // Own rows at home: pack (the receive region would overlap them).
         src = Region{Space::Stage0, 0};
@@ -206,7 +177,7 @@ void build_rank_step(const StepContext& c, RankStep& rs, std::int64_t need_units
       }
       rs.send = src;
       if (to_main) {
-        rs.recv = Region{Space::Main, U[0].begin};
+        rs.recv = Region{Space::Main, U.first()};
         rs.after.where = Space::Main;
       } else {
         rs.recv = Region{other_stage(src.space), 0};
@@ -214,24 +185,21 @@ void build_rank_step(const StepContext& c, RankStep& rs, std::int64_t need_units
         if (ordered) {
           rs.after.where = rs.recv.space;  // ascending already: stays packed
         } else {
-          for (int i = 0; i < gs; ++i) {
-            auto cs = unpack_copies(*c.members_before[i], Region{rs.recv.space, i * q});
-            rs.post.insert(rs.post.end(), cs.begin(), cs.end());
-          }
+          rs.post = member_unpack_copies(c, q, rs.recv.space);
           rs.after.where = Space::Main;
         }
       }
       break;
     }
     case Collective::Broadcast: {
-      const Intervals& R0 = *c.members_before[0];
-      rs.count = rs.data_units = total_units(R0);
+      const RowSet& R0 = *c.root_rows;
+      rs.count = rs.data_units = R0.total();
       if (m == 0) {
         const Region r = input_region();
         rs.send = rs.recv = r;
         rs.after.where = r.space;
       } else {
-        const Region r = R0.size() == 1 ? Region{Space::Main, R0[0].begin} : Region{Space::Stage0, 0};
+        const Region r = R0.runs() == 1 ? Region{Space::Main, R0.first()} : Region{Space::Stage0, 0};
         need(r, rs.count);
         rs.send = rs.recv = r;
         rs.after.where = r.space;
@@ -242,16 +210,6 @@ void build_rank_step(const StepContext& c, RankStep& rs, std::int64_t need_units
 }
 
 }  // namespace detail
-
-namespace {
-
-Intervals scale_down(const Intervals& v, int u) {
-  Intervals o;
-  for (const auto& i : v) o.push_back({i.begin / u, i.end / u});
-  return o;
-}
-
-}  // namespace
 
 Plan make_plan(const engine::LoweredProgram& prog, int num_ranks, const Groups& reduction_groups, int check_rank) {
   if (num_ranks < 1) throw Error("the runtime needs at least one rank");
@@ -304,17 +262,18 @@ Plan make_plan(const engine::LoweredProgram& prog, int num_ranks, const Groups& 
 
   // 2. Rows per rank per state, and the unit size u.
   const std::size_t S = prog.size();
-  std::vector<std::vector<Intervals>> rows(S + 1, std::vector<Intervals>(N));
-  int u = N;
+  std::vector<std::vector<RowSet>> rows(S + 1, std::vector<RowSet>(N));
+  std::int64_t u64 = N;
   for (std::size_t s = 0; s <= S; ++s)
     for (int d = 0; d < N; ++d) {
-      rows[s][d] = detail::to_intervals(states[s].rows(d));
-      for (const auto& i : rows[s][d]) u = std::gcd(u, std::gcd(static_cast<int>(i.begin), static_cast<int>(i.end)));
+      rows[s][d] = RowSet{detail::to_intervals(states[s].rows(d))};
+      u64 = rows[s][d].gcd(u64);
     }
+  const int u = static_cast<int>(u64);
   plan.rows_per_unit = u;
   plan.units = N / u;
   for (auto& st : rows)
-    for (auto& r : st) r = scale_down(r, u);
+    for (auto& r : st) r = r.scaled_down(u);
 
   if (check_rank >= 0 && check_rank < N) {
     plan.columns.resize(S);
@@ -336,7 +295,7 @@ Plan make_plan(const engine::LoweredProgram& prog, int num_ranks, const Groups& 
   };
 
   // 4. Layouts and per-rank actions.
-  std::vector<Layout> lay(N, Layout{Space::Main, {{0, plan.units}}});
+  std::vector<Layout> lay(N, Layout{Space::Main, RowSet{Intervals{{0, plan.units}}}});
   for (std::size_t s = 0; s < S; ++s) {
     PlanStep ps;
     ps.collective = prog[s].collective;
@@ -353,10 +312,10 @@ Plan make_plan(const engine::LoweredProgram& prog, int num_ranks, const Groups& 
       detail::StepContext c;
       c.collective = ps.collective;
       c.group_size = gs;
-      if (ps.collective == Collective::Broadcast) c.members_before = {&before[g[0]]};
+      if (ps.collective == Collective::Broadcast) c.root_rows = &before[g[0]];
       if (ps.collective == Collective::AllGather)
         for (int d : g) {
-          c.members_before.push_back(&before[d]);
+          c.members.push_back(&before[d]);
           c.all_home &= lay[d].where == Space::Main;
         }
       for (int m = 0; m < gs; ++m) {
@@ -381,7 +340,7 @@ Plan make_plan(const engine::LoweredProgram& prog, int num_ranks, const Groups& 
   }
   plan.final_copies.resize(N);
   for (int d = 0; d < N; ++d)
-    if (lay[d].where != Space::Main) plan.final_copies[d] = detail::unpack_copies(lay[d].rows, Region{lay[d].where, 0});
+    if (lay[d].where != Space::Main) plan.final_copies[d] = unpack_copies(lay[d].rows, Region{lay[d].where, 0});
   for (const auto& g : reduction_groups)
     if (g.size() >= 2) plan.baseline_comms.push_back(comm_of(g));
   return plan;

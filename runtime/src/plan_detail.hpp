@@ -12,21 +12,24 @@ namespace p2v::runtime::detail {
 
 // Sorted row list -> intervals.
 Intervals to_intervals(const std::vector<int>& rows);
-// The rows at positions [from, from+n) of the ascending row list `rows`.
-Intervals slice(const Intervals& rows, std::int64_t from, std::int64_t n);
 // Sorted, adjacent intervals joined.
 Intervals merge(Intervals v);
-std::vector<Copy> unpack_copies(const Intervals& rows, Region src);
 
 // One rank's part of one step, for a rank that takes part in a group of two or more.
 struct StepContext {
   Collective collective = Collective::AllReduce;
   int member = 0, group_size = 0;
-  const Layout* layout = nullptr;    // the rank's layout before the step
-  const Intervals* after = nullptr;  // the rank's rows after the step (state semantics)
-  // AllGather: every member's rows before the step, in member order, and whether every member's
-  // rows are at home; Broadcast: members_before[0] = the root's rows.
-  std::vector<const Intervals*> members_before;
+  const Layout* layout = nullptr;  // the rank's layout before the step
+  const RowSet* after = nullptr;   // the rank's rows after the step (state semantics)
+  // Broadcast: the root's rows.
+  const RowSet* root_rows = nullptr;
+  // AllGather: the members' rows before the step, listed in member order (`members`), or, when
+  // `first` is set, as a strided family: member p holds `first` translated by
+  // sum_i a_i * family[i].stride, where (a_0, a_1, ...) are p's mixed-radix digits over the
+  // counts family[i].count (outermost first); and whether every member's rows are at home.
+  std::vector<const RowSet*> members;
+  const RowSet* first = nullptr;
+  std::vector<Dim> family;
   bool all_home = true;
 };
 // Fills rs (everything but comm) and raises need[0], need[1] to the staging units it uses.

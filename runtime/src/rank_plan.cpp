@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <functional>
 #include <numeric>
+#include <optional>
 #include <unordered_map>
 
 #include "p2v/engine/error.hpp"
@@ -120,11 +121,135 @@ Place place_of(const engine::GroupPattern& g, const engine::Shape& grid, std::in
   return {group, member, static_cast<int>(g.group_size)};
 }
 
+// The rows every device holds, as one affine function of its digits: a device that holds rows
+// after step s holds box[s] translated by sum over digits i and parts j of
+// parts[s][i][j].stride * (the j-th part of its digit i), where a digit's parts are its
+// mixed-radix digits over the parts' counts (outermost first). This is Lemma 1 of docs/shape.md
+// (every holder holds F(x_D)) with the radix the ReduceScatters choose: a ReduceScatter splits the
+// box outermost dim first, and a member digit whose factor is a multiple of a dim's count takes
+// that whole dim as one part and goes on with the next; one that divides a dim's count takes its
+// share of it. An AllGather turns its members' parts into dims. Built once per program in
+// O(steps x digits); absent (nullopt) where a step leaves that form (a digit that neither divides
+// nor is a multiple of a count, gathered blocks that interleave irregularly, a Master step that
+// moves rows), and the replay then lists members explicitly.
+struct AffineRows {
+  using Parts = std::vector<Dim>;
+  std::vector<engine::Digit> digits;
+  std::vector<engine::GroupPattern> digit_patterns;  // one per digit: group_of(...).second = value
+  std::vector<RowSet> box;                           // [step]
+  std::vector<std::vector<Parts>> parts;             // [step][digit]
+
+  std::size_t index(const engine::Digit& d) const {
+    return static_cast<std::size_t>(std::find(digits.begin(), digits.end(), d) - digits.begin());
+  }
+  static std::int64_t offset(const Parts& ps, std::int64_t v) {
+    std::int64_t off = 0;
+    for (auto it = ps.rbegin(); it != ps.rend(); ++it) {
+      off += (v % it->count) * it->stride;
+      v /= it->count;
+    }
+    return off;
+  }
+  RowSet rows(std::size_t s, const engine::Shape& grid, std::int64_t device) const {
+    std::int64_t off = 0;
+    for (std::size_t i = 0; i < digits.size(); ++i)
+      if (!parts[s][i].empty()) off += offset(parts[s][i], engine::group_of(digit_patterns[i], grid, device).second);
+    return box[s].translated(off);
+  }
+  // An AllGather's members as a strided family (member order: the varying digits' parts).
+  std::vector<Dim> family(std::size_t s, const engine::GroupPattern& g) const {
+    std::vector<Dim> f;
+    for (const auto& d : g.vary) {
+      const Parts& ps = parts[s][index(d)];
+      f.insert(f.end(), ps.begin(), ps.end());
+    }
+    return f;
+  }
+};
+
+std::optional<AffineRows> affine_rows(const PatternProgram& p) {
+  AffineRows a;
+  for (const auto& st : p.steps)
+    for (const auto& d : st.groups.vary)
+      if (a.index(d) == a.digits.size()) {
+        a.digits.push_back(d);
+        engine::GroupPattern one;
+        one.vary = {d};
+        one.group_size = d.factor;
+        a.digit_patterns.push_back(std::move(one));
+      }
+  a.box.push_back(RowSet{Intervals{{0, p.num_ranks()}}});
+  a.parts.emplace_back(a.digits.size());
+  for (const auto& st : p.steps) {
+    RowSet box = a.box.back();
+    std::vector<AffineRows::Parts> parts = a.parts.back();
+    const auto& g = st.groups;
+    const bool active = g.group_size >= 2;
+    const Collective c = st.collective;
+    if (active && g.master && (c == Collective::ReduceScatter || c == Collective::AllGather)) return std::nullopt;
+    auto members_agree = [&] {  // the members hold the same rows
+      return std::all_of(g.vary.begin(), g.vary.end(),
+                         [&](const engine::Digit& d) { return parts[a.index(d)].empty(); });
+    };
+    if (active && c == Collective::ReduceScatter) {
+      if (!members_agree()) return std::nullopt;
+      std::int64_t len = box.box_len();
+      std::vector<Dim> dims = box.dims();
+      std::size_t i = 0;
+      for (const auto& d : g.vary) {
+        auto& out = parts[a.index(d)];
+        for (std::int64_t rest = d.factor; rest > 1;) {
+          while (i < dims.size() && dims[i].count == 1) ++i;
+          if (i > dims.size()) return std::nullopt;
+          std::int64_t& count = i < dims.size() ? dims[i].count : len;
+          const std::int64_t stride = i < dims.size() ? dims[i].stride : 1;
+          if (count % rest == 0) {
+            count /= rest;
+            out.push_back({rest, count * stride});
+            rest = 1;
+          } else if (rest % count == 0 && i < dims.size()) {
+            out.push_back({count, stride});
+            rest /= count;
+            count = 1;
+          } else {
+            return std::nullopt;
+          }
+        }
+      }
+      auto b = RowSet::box(box.box_begin(), len, std::move(dims));
+      if (!b) return std::nullopt;
+      box = std::move(*b);
+    } else if (active && c == Collective::AllGather) {
+      std::vector<Dim> dims = box.dims();
+      for (const auto& d : g.vary) {
+        auto& ps = parts[a.index(d)];
+        if (ps.empty()) return std::nullopt;  // members holding the same rows: not a valid AllGather
+        dims.insert(dims.end(), ps.begin(), ps.end());
+        ps.clear();
+      }
+      auto b = RowSet::box(box.box_begin(), box.box_len(), std::move(dims));
+      if (!b) return std::nullopt;
+      box = std::move(*b);
+    } else if (active && c == Collective::Broadcast) {
+      if (!members_agree()) return std::nullopt;  // the root's rows are every member's
+    }
+    a.box.push_back(std::move(box));
+    a.parts.push_back(std::move(parts));
+  }
+  return a;
+}
+
 // The state semantics replayed for the ranks one rank needs: the layout (rows and where they
 // are) of (step, rank), memoized; the full step only for the planning rank. Rows, not units.
+// With affine rows, an AllGather's members are a strided family and only one member per pattern
+// of zero and non-zero varying digits is replayed (their layouts, apart from a translation, depend
+// on nothing else: docs/runtime.md "Plans at any size"); otherwise every member is.
 class Replay {
  public:
-  explicit Replay(const PatternProgram& p) : p_(p), n_(p.num_ranks()) { initial_ = Layout{Space::Main, {{0, n_}}}; }
+  explicit Replay(const PatternProgram& p)
+      : p_(p), n_(p.num_ranks()), affine_(affine_rows(p)), initial_{Space::Main, RowSet{Intervals{{0, n_}}}} {}
+
+  bool affine() const { return affine_.has_value(); }
 
   // The layout after step s (1-based; 0 = the initial state) on rank d.
   const Layout& at(std::size_t s, std::int64_t d) {
@@ -152,16 +277,24 @@ class Replay {
     c.member = pl.member;
     c.group_size = pl.size;
     c.layout = &own;
+    RowSet first;
     if (st.collective == Collective::AllGather) {
-      for (int i = 0; i < pl.size; ++i) {
-        const Layout& l = at(s - 1, engine::member_of(st.groups, p_.grid, pl.group, i));
-        c.members_before.push_back(&l.rows);
-        c.all_home &= l.where == Space::Main;
+      if (affine_) {
+        first = affine_->rows(s - 1, p_.grid, pl.group);
+        c.first = &first;
+        c.family = affine_->family(s - 1, st.groups);
+        c.all_home = all_home_by_pattern(s, st.groups, pl.group);
+      } else {
+        for (int i = 0; i < pl.size; ++i) {
+          const Layout& l = at(s - 1, engine::member_of(st.groups, p_.grid, pl.group, i));
+          c.members.push_back(&l.rows);
+          c.all_home &= l.where == Space::Main;
+        }
       }
     } else if (st.collective == Collective::Broadcast) {
-      c.members_before.push_back(&at(s - 1, pl.group).rows);
+      c.root_rows = &at(s - 1, pl.group).rows;
     }
-    Intervals after;
+    RowSet after;
     switch (st.collective) {
       case Collective::AllReduce:
         after = own.rows;
@@ -170,18 +303,24 @@ class Replay {
         if (pl.member == 0) after = own.rows;
         break;
       case Collective::ReduceScatter: {
-        const std::int64_t q = total_units(own.rows) / pl.size;
-        after = detail::slice(own.rows, pl.member * q, q);
+        const std::int64_t q = own.rows.total() / pl.size;
+        after = affine_ ? affine_->rows(s, p_.grid, d) : own.rows.slice(pl.member * q, q);
         break;
       }
-      case Collective::AllGather: {
-        Intervals all;
-        for (const Intervals* r : c.members_before) all.insert(all.end(), r->begin(), r->end());
-        after = detail::merge(std::move(all));
+      case Collective::AllGather:
+        if (affine_) {
+          after = affine_->rows(s, p_.grid, d);
+        } else {
+          Intervals all;
+          for (const RowSet* r : c.members) {
+            const Intervals v = r->intervals();
+            all.insert(all.end(), v.begin(), v.end());
+          }
+          after = RowSet{detail::merge(std::move(all))};
+        }
         break;
-      }
       case Collective::Broadcast:
-        after = *c.members_before[0];
+        after = *c.root_rows;
         break;
     }
     c.after = &after;
@@ -211,8 +350,7 @@ class Replay {
       case Collective::AllGather:
         for (int i = 0; i < m.size; ++i) {
           const std::int64_t o = engine::member_of(st.groups, p_.grid, m.group, i);
-          for (const auto& iv : at(s - 1, o).rows)
-            if (iv.begin <= r && r < iv.end) return columns(s - 1, o, r);
+          if (at(s - 1, o).rows.contains(r)) return columns(s - 1, o, r);
         }
         return {};
       case Collective::Broadcast:
@@ -222,35 +360,51 @@ class Replay {
   }
 
  private:
+  // Whether every member of the group is at home before step s. A member's layout depends, up to
+  // a translation of its rows, only on which of its digits are 0 (every choice the plan makes
+  // tests a member's position for 0, or a Master group's other digits for 0, or compares shapes
+  // that translations keep), so one member per pattern of zero varying digits stands for all:
+  // the member whose non-zero varying digits are 1. 2^|varying digits| replays, whatever the size.
+  bool all_home_by_pattern(std::size_t s, const engine::GroupPattern& g, std::int64_t group) {
+    const std::size_t v = g.vary.size();
+    for (std::uint64_t mask = 0; mask < (std::uint64_t{1} << v); ++mask) {
+      std::int64_t position = 0;
+      for (std::size_t i = 0; i < v; ++i) position = position * g.vary[i].factor + ((mask >> (v - 1 - i)) & 1);
+      if (at(s - 1, engine::member_of(g, p_.grid, group, position)).where != Space::Main) return false;
+    }
+    return true;
+  }
+
   const PatternProgram& p_;
   std::int64_t n_;
+  std::optional<AffineRows> affine_;
   Layout initial_;
   std::unordered_map<std::int64_t, Layout> memo_;
 };
 
-std::int64_t gcd_all(std::int64_t u, const Intervals& v) {
-  for (const auto& i : v) u = std::gcd(u, std::gcd(i.begin, i.end));
-  return u;
-}
 std::int64_t gcd_all(std::int64_t u, const std::vector<Copy>& cs) {
-  for (const auto& c : cs) u = std::gcd(u, std::gcd(c.units, std::gcd(c.src.offset, c.dst.offset)));
+  for (const auto& c : cs) {
+    u = std::gcd(u, std::gcd(c.units, std::gcd(c.src.offset, c.dst.offset)));
+    for (const auto& r : c.repeat) u = std::gcd(u, std::gcd(r.src, r.dst));
+  }
   return u;
 }
 
-void scale(Intervals& v, std::int64_t u) {
-  for (auto& i : v) i = {i.begin / u, i.end / u};
-}
 void scale(std::vector<Copy>& cs, std::int64_t u) {
   for (auto& c : cs) {
     c.src.offset /= u;
     c.dst.offset /= u;
     c.units /= u;
+    for (auto& r : c.repeat) {
+      r.src /= u;
+      r.dst /= u;
+    }
   }
 }
 void scale(RankStep& rs, std::int64_t u) {
   scale(rs.pre, u);
   scale(rs.post, u);
-  scale(rs.after.rows, u);
+  rs.after.rows = rs.after.rows.scaled_down(u);
   rs.send.offset /= u;
   rs.recv.offset /= u;
   rs.count /= u;
@@ -268,6 +422,7 @@ RankPlan make_rank_plan(std::shared_ptr<const PatternProgram> prog, std::int64_t
   plan.rank = rank;
   plan.program = prog;
   Replay replay(p);
+  plan.strided = replay.affine();
   const std::size_t S = p.steps.size();
   for (std::size_t s = 1; s <= S; ++s) {
     RankPlanStep st;
@@ -277,14 +432,14 @@ RankPlan make_rank_plan(std::shared_ptr<const PatternProgram> prog, std::int64_t
     plan.steps.push_back(std::move(st));
   }
   const Layout& last = S ? plan.steps.back().rs.after : replay.at(0, rank);
-  if (last.where != Space::Main) plan.final_copies = detail::unpack_copies(last.rows, Region{last.where, 0});
+  if (last.where != Space::Main) plan.final_copies = unpack_copies(last.rows, Region{last.where, 0});
   plan.baseline = membership(p.reduction, p.grid, rank);
 
   // The unit: the gcd of every row number this rank's actions use.
   std::int64_t u = N;
   for (const auto& st : plan.steps) {
     const RankStep& rs = st.rs;
-    u = gcd_all(gcd_all(gcd_all(u, rs.pre), rs.post), rs.after.rows);
+    u = rs.after.rows.gcd(gcd_all(gcd_all(u, rs.pre), rs.post));
     for (std::int64_t v : {rs.send.offset, rs.recv.offset, rs.count, rs.data_units}) u = std::gcd(u, v);
   }
   u = gcd_all(u, plan.final_copies);
@@ -293,7 +448,7 @@ RankPlan make_rank_plan(std::shared_ptr<const PatternProgram> prog, std::int64_t
   if (with_columns) {
     plan.columns.resize(S);
     for (std::size_t s = 1; s <= S; ++s)
-      for (const auto& iv : plan.steps[s - 1].rs.after.rows)
+      for (const auto& iv : plan.steps[s - 1].rs.after.rows.intervals())
         for (std::int64_t r = iv.begin; r < iv.end; r += u) plan.columns[s - 1].push_back(replay.columns(s, rank, r));
     if (plan.baseline.group >= 0)
       for (int i = 0; i < plan.baseline.group_size; ++i)
@@ -310,12 +465,13 @@ RankPlan make_rank_plan(std::shared_ptr<const PatternProgram> prog, std::int64_t
 namespace {
 
 void to_rows(std::vector<Copy>& cs, std::int64_t u) {
-  for (auto& c : cs) c = {{c.src.space, c.src.offset * u}, {c.dst.space, c.dst.offset * u}, c.units * u};
+  cs = expand_copies(cs);
+  for (auto& c : cs) c = {{c.src.space, c.src.offset * u}, {c.dst.space, c.dst.offset * u}, c.units * u, {}};
 }
 RankStep to_rows(RankStep rs, std::int64_t u) {
   to_rows(rs.pre, u);
   to_rows(rs.post, u);
-  for (auto& i : rs.after.rows) i = {i.begin * u, i.end * u};
+  rs.after.rows = rs.after.rows.scaled_up(u);
   rs.send.offset *= u;
   rs.recv.offset *= u;
   rs.count *= u;
@@ -347,7 +503,7 @@ RankView rank_view(const Plan& plan, int rank) {
   if (plan.check_rank == rank)
     for (std::size_t s = 0; s < plan.columns.size(); ++s)
       v.columns.push_back(
-          per_row(plan.steps[s].ranks[rank].after.rows, u,
+          per_row(plan.steps[s].ranks[rank].after.rows.intervals(), u,
                   [&](std::int64_t un, std::size_t) -> const std::vector<int>& { return plan.columns[s][un]; }));
   return v;
 }
@@ -360,7 +516,7 @@ RankView rank_view(const RankPlan& plan) {
   to_rows(v.final_copies, u);
   for (std::size_t s = 0; s < plan.columns.size(); ++s)
     v.columns.push_back(
-        per_row(plan.steps[s].rs.after.rows, u,
+        per_row(plan.steps[s].rs.after.rows.intervals(), u,
                 [&](std::int64_t, std::size_t i) -> const std::vector<int>& { return plan.columns[s][i]; }));
   return v;
 }
@@ -386,7 +542,7 @@ std::string compare_views(const RankView& a, const RankView& b) {
     if (x.comm != y.comm) return diff("active", std::to_string(x.comm), std::to_string(y.comm));
     if (x.comm < 0) {
       if (x.after.rows != y.after.rows || x.after.where != y.after.where)
-        return diff("idle rows", format_intervals(x.after.rows), format_intervals(y.after.rows));
+        return diff("idle rows", x.after.rows.format(), y.after.rows.format());
       continue;
     }
     if (x.member != y.member || x.group_size != y.group_size)
@@ -399,8 +555,8 @@ std::string compare_views(const RankView& a, const RankView& b) {
     if (copies_text(x.pre) != copies_text(y.pre)) return diff("pre", copies_text(x.pre), copies_text(y.pre));
     if (copies_text(x.post) != copies_text(y.post)) return diff("post", copies_text(x.post), copies_text(y.post));
     if (x.after.where != y.after.where || x.after.rows != y.after.rows)
-      return diff("after", fmt::format("{} in {}", format_intervals(x.after.rows), to_string(x.after.where)),
-                  fmt::format("{} in {}", format_intervals(y.after.rows), to_string(y.after.where)));
+      return diff("after", fmt::format("{} in {}", x.after.rows.format(), to_string(x.after.where)),
+                  fmt::format("{} in {}", y.after.rows.format(), to_string(y.after.where)));
   }
   if (copies_text(a.final_copies) != copies_text(b.final_copies))
     return fmt::format("final copies {} vs {}", copies_text(a.final_copies), copies_text(b.final_copies));

@@ -167,7 +167,7 @@ RunReport run_program(const RankPlan& plan, Backend& be, const RunOptions& opt, 
     // i-th held unit.
     auto check = [&](const Layout& layout, auto&& expected_cols, const std::string& when) -> std::string {
       std::int64_t pos = 0;
-      for (const auto& iv : layout.rows) {
+      for (const auto& iv : layout.rows.intervals()) {
         for (std::int64_t u = iv.begin; u < iv.end; ++u, ++pos) {
           const std::int64_t off = (layout.where == Space::Main ? u : pos) * epu;
           got.resize(epu);
@@ -204,7 +204,7 @@ RunReport run_program(const RankPlan& plan, Backend& be, const RunOptions& opt, 
       be.synchronize();
       const Layout& after = plan.steps[s].rs.after;
       if (static_cast<int>(s) == opt.fault_step && rank == opt.fault_rank && !after.rows.empty()) {
-        const std::int64_t u = after.rows[0].begin;
+        const std::int64_t u = after.rows.first();
         be.poke(after.where, (after.where == Space::Main ? u : 0) * epu, 1);
       }
       const auto& cols = plan.columns[s];
@@ -220,7 +220,7 @@ RunReport run_program(const RankPlan& plan, Backend& be, const RunOptions& opt, 
       be.copies(plan.final_copies);
       be.synchronize();
       // The goal: every chunk holds the sum over the rank's reduction group.
-      Layout all{Space::Main, {{0, plan.units}}};
+      Layout all{Space::Main, RowSet{Intervals{{0, plan.units}}}};
       std::string msg = check(
           all, [&](std::int64_t) -> const std::vector<int>& { return plan.goal_columns; },
           "after the program (goal: the sum over the reduction group)");

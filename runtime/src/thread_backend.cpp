@@ -81,7 +81,10 @@ class ThreadBackend final : public Backend {
     *p = add(*p, dt_ == Dtype::Int32 ? delta : bits(static_cast<float>(delta)));
   }
   void copies(const std::vector<Copy>& cs) override {
-    for (const auto& c : cs) std::memcpy(ptr(c.dst), ptr(c.src), c.units * epu_ * 4);
+    for (const auto& c : cs)
+      for_each_block(c, [&](std::int64_t s, std::int64_t d) {
+        std::memcpy(ptr(Region{c.dst.space, d}), ptr(Region{c.src.space, s}), c.units * epu_ * 4);
+      });
   }
 
   void step(Collective c, const RankStep& rs, int slot) override {

@@ -54,7 +54,7 @@ std::vector<std::vector<long>> emulate(const runtime::Plan& plan, long epu) {
     return v.data() + g.offset * epu;
   };
   auto copies = [&](int d, const std::vector<runtime::Copy>& cs) {
-    for (const auto& c : cs) {
+    for (const auto& c : runtime::expand_copies(cs)) {
       const long n = c.units * epu;
       std::vector<long> tmp(at(d, c.src, n), at(d, c.src, n) + n);
       std::copy(tmp.begin(), tmp.end(), at(d, c.dst, n));
@@ -209,7 +209,7 @@ TEST_CASE("non-contiguous AllGather: packed in staging, then unpacked home") {
   // Rank 0 after step 2 holds units {0,2}: packed in a staging buffer.
   const auto& a2 = plan.steps[1].ranks[0].after;
   CHECK(a2.where != Space::Main);
-  CHECK(runtime::format_intervals(a2.rows) == "{0,2}");
+  CHECK(a2.rows.format() == "{0,2}");
   // Step 3 interleaves {0,2} and {1,3}: unpacked home with copies.
   CHECK(!plan.steps[2].ranks[0].post.empty());
   CHECK(plan.steps[2].ranks[0].after.where == Space::Main);

@@ -25,6 +25,7 @@ namespace {
 
 struct Count {
   int programs = 0, ranks = 0;
+  int strided = 0, listed = 0;                 // programs planned with strided AllGather families / member lists
   std::map<std::string, engine::Groups> keys;  // communicator key -> groups, per system
 };
 
@@ -66,6 +67,7 @@ void compare_all(const engine::System& sys, const std::vector<int>& axes, const 
       INFO("rank ", d);
       const auto mine = runtime::make_rank_plan(r.program, d, false);
       REQUIRE(runtime::compare_views(runtime::rank_view(global, d), runtime::rank_view(mine)) == "");
+      if (d == 0) ++(mine.strided ? count.strided : count.listed);
       // Same roles: group ids are the first members, in the global plan's groups.
       for (std::size_t s = 0; s < lowered.size(); ++s) {
         const auto& st = mine.steps[s];
@@ -110,8 +112,12 @@ TEST_CASE("rank-local plans equal the global plan, rank by rank, for every progr
   compare_system("a=2,b=2,c=2", {2, 2, 2}, HierarchyKind::ReductionAxes, MC::All, 4, c);
   compare_system("a=3,b=4", {6, 2}, HierarchyKind::ReductionUncollapsed, MC::AllReduceOnly, 4, c);
   compare_system("node=2,gpu=6", {12}, HierarchyKind::ReductionAxes, MC::All, 4, c);
-  MESSAGE("programs: " << c.programs << ", rank plans compared: " << c.ranks);
+  MESSAGE("programs: " << c.programs << ", rank plans compared: " << c.ranks << ", strided " << c.strided << ", listed "
+                       << c.listed);
   CHECK(c.programs > 400);
+  // Both ways of planning an AllGather are compared with the global plan.
+  CHECK(c.strided > 300);
+  CHECK(c.listed > 0);
 }
 
 TEST_CASE("rank-local plans equal the global plan for hierarchies (a)-(c)") {
@@ -123,7 +129,8 @@ TEST_CASE("rank-local plans equal the global plan for hierarchies (a)-(c)") {
     compare_system("a=2,b=3", {3, 2}, kind, MC::All, 3, c);
     CHECK(c.programs > before);
   }
-  MESSAGE("programs: " << c.programs << ", rank plans compared: " << c.ranks);
+  MESSAGE("programs: " << c.programs << ", rank plans compared: " << c.ranks << ", strided " << c.strided << ", listed "
+                       << c.listed);
 }
 
 TEST_CASE("rank plans at large sizes: a rank's own part only") {
@@ -144,7 +151,7 @@ TEST_CASE("rank plans at large sizes: a rank's own part only") {
     CHECK(p.steps[1].comm.member == d / 8);
     // 8 units of 16,384 rows: the rank's block after RS, the whole buffer back home after AG.
     CHECK(p.units == 8);
-    CHECK(runtime::format_intervals(p.steps[0].rs.after.rows) == fmt::format("{{{}}}", d % 8));
+    CHECK(p.steps[0].rs.after.rows.format() == fmt::format("{{{}}}", d % 8));
     CHECK(p.steps[2].rs.in_place == false);
     CHECK(p.steps[2].rs.after.where == runtime::Space::Main);
     CHECK(p.final_copies.empty());

@@ -60,7 +60,10 @@ class MpiBackend final : public Backend {
 
   void copies(const std::vector<Copy>& cs) override {
     for (const auto& c : cs)
-      std::memcpy(ptr(c.dst), ptr(c.src), static_cast<std::size_t>(c.units * epu_) * sizeof(std::int32_t));
+      for_each_block(c, [&](std::int64_t s, std::int64_t d) {
+        std::memcpy(ptr(Region{c.dst.space, d}), ptr(Region{c.src.space, s}),
+                    static_cast<std::size_t>(c.units * epu_) * sizeof(std::int32_t));
+      });
   }
 
   void step(Collective c, const RankStep& rs, int slot) override {

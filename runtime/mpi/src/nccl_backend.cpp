@@ -148,10 +148,25 @@ class NcclBackend final : public Backend {
     cuda_check(cudaMemcpy(base(s) + off, &v, 4, cudaMemcpyHostToDevice), "cudaMemcpy");
   }
   void copies(const std::vector<Copy>& cs) override {
-    for (const auto& c : cs)
-      cuda_check(cudaMemcpyAsync(ptr(c.dst), ptr(c.src), c.units * epu_ * sizeof(std::int32_t),
-                                 cudaMemcpyDeviceToDevice, stream_),
-                 "cudaMemcpyAsync");
+    // A strided copy's innermost repeat is one cudaMemcpy2DAsync (its blocks are disjoint, so
+    // both pitches are at least the width); the outer repeats loop on the host.
+    const std::size_t unit_bytes = static_cast<std::size_t>(epu_) * sizeof(std::int32_t);
+    for (const auto& c : cs) {
+      if (c.repeat.empty()) {
+        cuda_check(cudaMemcpyAsync(ptr(c.dst), ptr(c.src), c.units * unit_bytes, cudaMemcpyDeviceToDevice, stream_),
+                   "cudaMemcpyAsync");
+        continue;
+      }
+      Copy outer = c;
+      const Stride inner = outer.repeat.back();
+      outer.repeat.pop_back();
+      for_each_block(outer, [&](std::int64_t s, std::int64_t d) {
+        cuda_check(cudaMemcpy2DAsync(ptr(Region{c.dst.space, d}), inner.dst * unit_bytes, ptr(Region{c.src.space, s}),
+                                     inner.src * unit_bytes, c.units * unit_bytes, inner.count,
+                                     cudaMemcpyDeviceToDevice, stream_),
+                   "cudaMemcpy2DAsync");
+      });
+    }
   }
   void step(Collective c, const RankStep& rs, int slot) override {
     ncclComm_t comm = cache_.comms()[slot];

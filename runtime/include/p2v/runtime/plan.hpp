@@ -13,42 +13,18 @@
 #include <vector>
 
 #include "p2v/engine/instruction.hpp"
+#include "p2v/runtime/rows.hpp"
 
 namespace p2v::runtime {
 
 using engine::Collective;
 using engine::Groups;
 
-enum class Space : std::uint8_t { Main, Stage0, Stage1 };
-const char* to_string(Space s);
-
-// A run of units [begin, end).
-struct Interval {
-  std::int64_t begin = 0, end = 0;
-  std::int64_t size() const { return end - begin; }
-  bool operator==(const Interval&) const = default;
-};
-using Intervals = std::vector<Interval>;
-std::int64_t total_units(const Intervals& v);
-std::string format_intervals(const Intervals& v);
-
-// A position in one of the three buffers, in units.
-struct Region {
-  Space space = Space::Main;
-  std::int64_t offset = 0;
-  bool operator==(const Region&) const = default;
-};
-
-struct Copy {
-  Region src, dst;
-  std::int64_t units = 0;
-};
-
 // Where a rank's held rows are: at home in main (where == Main) or packed ascending at the
 // start of a staging buffer.
 struct Layout {
   Space where = Space::Main;
-  Intervals rows;
+  RowSet rows;
 };
 
 // What one rank does in one step.

@@ -72,6 +72,11 @@ struct RankPlan {
   std::vector<Copy> final_copies;  // unpack home after the program
   std::int64_t stage_units[2] = {0, 0};
   Membership baseline;  // the rank's reduction group
+  // How the plan was made: true when every device's rows follow one affine function of its digits
+  // (docs/runtime.md "Plans at any size": AllGather members are a strided family, the plan is
+  // O(steps x levels) at any size); false when a step leaves that form and the rank replayed every
+  // member of its AllGather groups (O(group size)).
+  bool strided = false;
   // Verification (make_rank_plan with columns): the contributing ranks of each unit the rank
   // holds after each step, in the order of after.rows ([step][i-th held unit]), and the goal's.
   std::vector<std::vector<std::vector<int>>> columns;
