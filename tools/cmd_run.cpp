@@ -136,8 +136,11 @@ void show_plan(const runtime::Job& job, const runtime::RankPlan& mine) {
     }
     if (shown < n) fmt::print("    ... ({} more ranks)\n", n - shown);
   }
-  fmt::print("  rank 0: {} chunks grouped {} per unit; staging {} + {} units\n", mine.k, mine.rows_per_unit,
-             mine.stage_units[0], mine.stage_units[1]);
+  fmt::print("  rank 0: {} chunks grouped {} per unit; staging {} + {} units; {}\n", mine.k, mine.rows_per_unit,
+             mine.stage_units[0], mine.stage_units[1],
+             mine.strided
+                 ? "rows and AllGather members as strided boxes (O(steps x levels) per rank)"
+                 : "AllGather members listed (a ReduceScatter's blocks cross the digits: O(group size) per rank)");
 }
 
 void print_report(const RunArgs& a, const runtime::Jobs& pr, const runtime::Job& job, const runtime::RunReport& rep,

@@ -87,7 +87,7 @@ case "$case_name" in
 
   check_plan)
     # --check-plan: every rank compares its own plan with its part of the global plan first.
-    expect 0 "every rank's own plan equals its part of the global plan.*step 2 AllGather on 8 x 2 \[cpu.1\].*rank   0: member 0/2 of group 0 -> units \{0,2\}.*verified after every step" \
+    expect 0 "every rank's own plan equals its part of the global plan.*step 2 AllGather on 8 x 2 \[cpu.1\].*rank   0: member 0/2 of group 0 -> units \{0,2\}.*members as strided boxes.*verified after every step" \
       $MPIRUN -np 16 "$P2V" run $FIG2A --program "ReduceScatter@(rack,Inside) ; AllGather@(cpu,Parallel(server)) ; AllGather@(cpu,Inside)" \
       --check-plan --show-plan $SMALL ;;
   wrong_program_caught)

@@ -71,7 +71,8 @@ TEST_CASE("row boxes: normal form, membership and slices agree with the units th
     CHECK(b->first() == want.front().begin);
     CHECK(b->end() == want.back().end);
     for (std::int64_t u = 0; u < want.back().end + 3; ++u) {
-      const bool in = std::any_of(want.begin(), want.end(), [&](const Interval& i) { return i.begin <= u && u < i.end; });
+      const bool in =
+          std::any_of(want.begin(), want.end(), [&](const Interval& i) { return i.begin <= u && u < i.end; });
       REQUIRE(b->contains(u) == in);
     }
     CHECK(b->gcd(0) == RowSet{want}.gcd(0));
@@ -133,7 +134,7 @@ TEST_CASE("strided copies: blocks in lexicographic order of the repeats") {
   CHECK(c.blocks() == 6);
   std::vector<std::pair<std::int64_t, std::int64_t>> got;
   runtime::for_each_block(c, [&](std::int64_t s, std::int64_t d) { got.emplace_back(s, d); });
-  const std::vector<std::pair<std::int64_t, std::int64_t>> want = {{1, 100},  {3, 107},  {5, 114},
+  const std::vector<std::pair<std::int64_t, std::int64_t>> want = {{1, 100},   {3, 107},   {5, 114},
                                                                    {11, 1100}, {13, 1107}, {15, 1114}};
   CHECK(got == want);
   CHECK(runtime::total_blocks({c, c}) == 12);

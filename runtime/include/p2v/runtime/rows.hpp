@@ -41,11 +41,11 @@ class RowSet {
   bool boxed() const { return boxed_; }
   bool empty() const { return !boxed_ && flat_.empty(); }
   std::int64_t total() const;
-  std::int64_t runs() const;        // number of intervals
-  std::int64_t first() const;       // first unit (not empty)
-  std::int64_t end() const;         // one past the last unit (not empty)
+  std::int64_t runs() const;   // number of intervals
+  std::int64_t first() const;  // first unit (not empty)
+  std::int64_t end() const;    // one past the last unit (not empty)
   bool contains(std::int64_t u) const;
-  Intervals intervals() const;      // expanded: O(runs)
+  Intervals intervals() const;  // expanded: O(runs)
   // The box's (or single interval's) parts; dims() is empty for explicit intervals.
   std::int64_t box_begin() const { return boxed_ ? begin_ : flat_.at(0).begin; }
   std::int64_t box_len() const { return boxed_ ? len_ : flat_.at(0).size(); }
