@@ -5,10 +5,12 @@
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
+#include <thread>
 
 #include "command.hpp"
 #include "common.hpp"
@@ -33,6 +35,7 @@ struct SynthArgs {
   std::string certify, solver = "both";
   bool proofs = false;
   double timeout_s = 300;
+  int jobs = 0;  // --certify: workers per solver; 0 = the machine's cores shared among the solvers
   SolverFlags solver_flags;
 };
 
@@ -130,6 +133,8 @@ class SynthRun {
     co.search.proofs = a_.proofs;
     co.search.timeout_ms = static_cast<unsigned>(a_.timeout_s * 1000);
     co.search.bury_solver = true;  // a command-line run: the process exits soon after
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    co.search.jobs = a_.jobs > 0 ? a_.jobs : std::max(1, cores / static_cast<int>(co.solvers.size()));
     apply_solver_flags(a_.solver_flags, co.search);
     if (m.shape) {
       // The solvers run once per shape, on its smallest instance.
@@ -216,6 +221,10 @@ Registrar reg("synth", [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--solver", a->solver, "with --certify: z3, cvc5 or both")->capture_default_str();
   sub.add_flag("--proofs", a->proofs, "with --certify: store cvc5's proofs of the unsat answers beside them");
   sub.add_option("--timeout", a->timeout_s, "with --certify: per solver check, seconds")->capture_default_str();
+  sub.add_option("--jobs", a->jobs,
+                 "with --certify: solver workers per solver, each closing its share of the reachable states "
+                 "(default 0: the machine's cores shared among the solvers)")
+      ->check(CLI::NonNegativeNumber);
   add_solver_flags(sub, a->solver_flags, "with --certify: ");
   return [a] { return run_synth(*a); };
 });

@@ -3,12 +3,15 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <fstream>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
 
 #include <unistd.h>
 
@@ -892,55 +895,104 @@ EnumerationResult confirm_by_closure(smt::SolverKind kind, const SearchProblem& 
       u = it->second;
     }
   }
-  auto s = std::make_unique<smt::Solver>(kind, solver_options(opt));
-  auto e = std::make_unique<Encoder>(*s, p, opt, /*free_initial=*/true);
-  name_run(res, *s);
-  e->add_step();
   res.programs = programs;
   res.shortest = programs.empty() ? 0 : static_cast<int>(programs.front().size());
-  for (std::size_t u = 0; u < g.states.size(); ++u) {
-    if (!g.expanded[u]) continue;
-    ++res.closure_states;
-    if (opt.progress && res.closure_states % 200 == 0)
-      opt.progress(fmt::format("{}: {} states closed", to_string(kind), res.closure_states));
-    s->push();
-    s->add(e->state_is(0, g.states[u]));
-    // On the last level the closure is about steps to the goal only (see reachable_states).
-    const bool last = g.depth[u] == max_size - 1;
-    if (last) s->add(e->goal(1));
-    // Validity of the programs' steps from u: the step relation holds, with the successor's goal status.
-    for (auto [i, v] : used[u]) {
-      const auto tc = Clock::now();
-      const Term at_goal = e->goal(1);
-      const smt::Result r = s->check_assuming({e->chosen(1, i), e->state_is(1, g.states[static_cast<std::size_t>(v)]),
-                                               g.goal[static_cast<std::size_t>(v)] ? at_goal : !at_goal});
-      res.validity_seconds += since(tc);
-      ++res.validity_checks;
-      if (r == smt::Result::unknown) unknown(*s, "on a step of a program", opt);
-      if (r == smt::Result::unsat)
-        throw Error(res.solver + ": the encoding rejects a step of the enumerator's programs (instruction " +
-                    std::to_string(i) + " from a state at depth " + std::to_string(g.depth[u]) +
-                    "); nothing is certified (run p2v verify for the details)");
+  // The states to close, dealt round-robin to `jobs` workers, each with its own solver (states
+  // are independent queries: each is pushed, checked and popped).
+  std::vector<std::size_t> todo;
+  for (std::size_t u = 0; u < g.states.size(); ++u)
+    if (g.expanded[u]) todo.push_back(u);
+  const std::size_t jobs = std::clamp<std::size_t>(static_cast<std::size_t>(std::max(1, opt.jobs)), 1,
+                                                   std::max<std::size_t>(1, todo.size()));
+  std::mutex mu;  // guards the totals below, the progress callback and the first error
+  std::string first_error;
+  std::size_t first_error_state = g.states.size();
+  std::atomic<bool> stop{false};
+  auto worker = [&](std::size_t w) {
+    EnumerationResult part;
+    std::size_t at = g.states.size();
+    try {
+      auto s = std::make_unique<smt::Solver>(kind, solver_options(opt));
+      auto e = std::make_unique<Encoder>(*s, p, opt, /*free_initial=*/true);
+      if (w == 0) {
+        std::lock_guard<std::mutex> lock(mu);
+        name_run(res, *s);
+      }
+      e->add_step();
+      for (std::size_t t = w; t < todo.size() && !stop; t += jobs) {
+        const std::size_t u = at = todo[t];
+        s->push();
+        s->add(e->state_is(0, g.states[u]));
+        // On the last level the closure is about steps to the goal only (see reachable_states).
+        const bool last = g.depth[u] == max_size - 1;
+        if (last) s->add(e->goal(1));
+        // Validity of the programs' steps from u: the step relation holds, with the successor's goal status.
+        for (auto [i, v] : used[u]) {
+          const auto tc = Clock::now();
+          const Term at_goal = e->goal(1);
+          const smt::Result r =
+              s->check_assuming({e->chosen(1, i), e->state_is(1, g.states[static_cast<std::size_t>(v)]),
+                                 g.goal[static_cast<std::size_t>(v)] ? at_goal : !at_goal});
+          part.validity_seconds += since(tc);
+          ++part.validity_checks;
+          if (r == smt::Result::unknown) unknown(*s, "on a step of a program", opt);
+          if (r == smt::Result::unsat)
+            throw Error(std::string(to_string(kind)) +
+                        ": the encoding rejects a step of the enumerator's programs (instruction " + std::to_string(i) +
+                        " from a state at depth " + std::to_string(g.depth[u]) +
+                        "); nothing is certified (run p2v verify for the details)");
+        }
+        // Closure: no valid step from u other than the listed ones (with their exact successors); on
+        // the last level, no valid step to the goal other than the listed ones.
+        for (auto [i, v] : g.succ[u])
+          s->add(!(e->chosen(1, i) && e->state_is(1, g.states[static_cast<std::size_t>(v)])));
+        part.closure_edges += static_cast<int>(g.succ[u].size());
+        const auto tc = Clock::now();
+        const smt::Result r = s->check();
+        part.closure_seconds += since(tc);
+        if (r == smt::Result::unknown) unknown(*s, "on the steps from a reachable state", opt);
+        if (r == smt::Result::sat) {
+          const auto i = s->value_u64(e->chosen_var(1));
+          throw Error(std::string(to_string(kind)) + " finds a valid step (instruction " + std::to_string(i) +
+                      ") from a reachable state at depth " + std::to_string(g.depth[u]) +
+                      " that the reference semantics does not list; nothing is certified");
+        }
+        s->pop();
+        ++part.closure_states;
+        std::lock_guard<std::mutex> lock(mu);
+        ++res.closure_states;
+        if (opt.progress && res.closure_states % 200 == 0)
+          opt.progress(fmt::format("{}: {} states closed", to_string(kind), res.closure_states));
+      }
+      part.terms = s->num_terms();
+      end_of_search(e, s, opt);
+    } catch (const std::exception& ex) {
+      std::lock_guard<std::mutex> lock(mu);
+      stop = true;
+      // Report the failure at the smallest state index, whichever worker met it first.
+      if (at < first_error_state || first_error.empty()) {
+        first_error = ex.what();
+        first_error_state = at;
+      }
+      return;
     }
-    // Closure: no valid step from u other than the listed ones (with their exact successors); on
-    // the last level, no valid step to the goal other than the listed ones.
-    for (auto [i, v] : g.succ[u]) s->add(!(e->chosen(1, i) && e->state_is(1, g.states[static_cast<std::size_t>(v)])));
-    res.closure_edges += static_cast<int>(g.succ[u].size());
-    const auto tc = Clock::now();
-    const smt::Result r = s->check();
-    res.closure_seconds += since(tc);
-    if (r == smt::Result::unknown) unknown(*s, "on the steps from a reachable state", opt);
-    if (r == smt::Result::sat) {
-      const auto i = s->value_u64(e->chosen_var(1));
-      throw Error(res.solver + " finds a valid step (instruction " + std::to_string(i) +
-                  ") from a reachable state at depth " + std::to_string(g.depth[u]) +
-                  " that the reference semantics does not list; nothing is certified");
-    }
-    s->pop();
+    std::lock_guard<std::mutex> lock(mu);
+    res.closure_edges += part.closure_edges;
+    res.validity_checks += part.validity_checks;
+    res.validity_seconds += part.validity_seconds;
+    res.closure_seconds += part.closure_seconds;
+    res.terms = std::max(res.terms, part.terms);
+  };
+  if (jobs == 1) {
+    worker(0);
+  } else {
+    if (opt.progress) opt.progress(fmt::format("{}: {} workers, one solver each", to_string(kind), jobs));
+    std::vector<std::thread> threads;
+    for (std::size_t w = 0; w < jobs; ++w) threads.emplace_back(worker, w);
+    for (auto& t : threads) t.join();
   }
-  res.terms = s->num_terms();
+  if (!first_error.empty()) throw Error(first_error);
   res.seconds = since(t_all);
-  end_of_search(e, s, opt);
   return res;
 }
 

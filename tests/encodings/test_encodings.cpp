@@ -3,6 +3,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "p2v/encodings/certificate.hpp"
@@ -340,6 +341,34 @@ TEST_CASE("certify: confirming the enumerator's set (closure and per bound) agre
         if (cards.size() < 4) CHECK_THROWS_AS(confirm_programs(kind, sp, extra, so.max_size), Error);
       }
     }
+  }
+}
+
+TEST_CASE("certify: the closure shared out among several solvers per kind gives the same facts") {
+  const auto h = engine::make_plain_hierarchy({1, 2, 2, 2});
+  engine::SynthOptions so;
+  so.max_size = 4;
+  const auto r = engine::synthesize(h, all_local(h), so);
+  const auto sp = make_search_problem(h, r.instructions, all_local(h));
+  for (auto kind : {SolverKind::Z3, SolverKind::Cvc5}) {
+    CAPTURE(smt::to_string(kind));
+    SearchOptions one, three;
+    three.jobs = 3;
+    std::vector<std::string> progress;
+    three.progress = [&](const std::string& line) { progress.push_back(line); };
+    const auto a = confirm_by_closure(kind, sp, r.programs, so.max_size, one);
+    const auto b = confirm_by_closure(kind, sp, r.programs, so.max_size, three);
+    CHECK(b.programs == a.programs);
+    CHECK(b.closure_states == a.closure_states);
+    CHECK(b.closure_edges == a.closure_edges);
+    CHECK(b.validity_checks == a.validity_checks);
+    CHECK(b.solver == a.solver);
+    CHECK(std::any_of(progress.begin(), progress.end(),
+                      [](const std::string& l) { return l.find("3 workers") != std::string::npos; }));
+    // A wrong set is refused whatever the number of workers.
+    auto missing = r.programs;
+    missing.erase(missing.begin() + 1);
+    CHECK_THROWS_AS(confirm_by_closure(kind, sp, missing, so.max_size, three), Error);
   }
 }
 

@@ -53,7 +53,10 @@ struct SearchOptions {
   bool proofs = false;            // cvc5: keep the proof of the final unsat answer of every bound
   bool keep_states = false;       // keep the model's state after every step of every program
   std::int64_t max_programs = 0;  // stop (throws) after this many programs; 0 = no limit
-  // Called with progress lines by the long searches (confirm_by_closure), from the solver's thread.
+  // confirm_by_closure: workers, each with its own solver, sharing out the reachable states.
+  int jobs = 1;
+  // Called with progress lines by the long searches (confirm_by_closure), from a solver's thread
+  // (one call at a time).
   std::function<void(const std::string&)> progress;
   // Skip the solver's teardown: it takes as long as the search itself on large encodings (cvc5 on
   // [1 16], L = 5: 3.8-4.5 s after a 4-5 s search). The memory is released when the process exits
