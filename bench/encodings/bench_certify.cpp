@@ -3,6 +3,7 @@
 // re-enumerate it with blocking clauses. Medians of --reps runs.
 //   bench_certify [--system pod=16,rack=32,node=32,gpu=8] [--method confirm|closure|enumerate]
 //                 [--solver z3|cvc5|both] [--choice binary|onehot] [--max-size L] [--reps N]
+//                 [--jobs N]   (closure: workers per solver, each with its own solver)
 // Default: the two-, three- and four-level systems of issue 12, --axes = all devices, reduce 0.
 #include <fmt/core.h>
 
@@ -30,7 +31,7 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   std::vector<std::string> systems;
   std::string method = "confirm", solver = "both", choice = "binary";
-  int L = 5, reps = 1;
+  int L = 5, reps = 1, jobs = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -46,6 +47,8 @@ int main(int argc, char** argv) {
       L = std::stoi(next());
     else if (a == "--reps")
       reps = std::stoi(next());
+    else if (a == "--jobs")
+      jobs = std::stoi(next());
     else {
       fmt::print(stderr, "unknown option {}\n", a);
       return 1;
@@ -68,6 +71,7 @@ int main(int argc, char** argv) {
       const auto sp = make_search_problem(r.hierarchy, r.instructions, {all});
       SearchOptions o;
       o.choice = parse_choice_encoding(choice);
+      o.jobs = jobs;
       o.progress = [](const std::string& line) { fmt::print(stderr, "  {}\n", line); };
       for (auto kind : smt::parse_solver_list(solver)) {
         std::vector<double> ts;
