@@ -83,7 +83,7 @@ SynthResult synthesize_shape(const Shape& s, const SynthOptions& opt);
 // kMaxProvedCompleteDepth levels of cardinality >= 2, where Lemma 2(a) is proved on every instance),
 // otherwise by Lemma 2(a), checked. `text` says so.
 inline constexpr int kMaxProvedMasterDepth = 5;
-inline constexpr int kMaxProvedCompleteDepth = 2;
+inline constexpr int kMaxProvedCompleteDepth = 3;
 struct ShapeBasis {
   bool valid_everywhere_proved = false;
   bool complete_proved = false;
