@@ -887,6 +887,23 @@ bool p_crossing(const StateSet& s) {
     }
   return false;
 }
+// The second half of P5, P6 and P7: some row is held by no device with every column.
+bool row_without_full_holder(const StateSet& s) {
+  const int k = s.k();
+  const Mask all = k == 64 ? ~Mask{0} : (Mask{1} << k) - 1;
+  for (int r = 0; r < k; ++r) {
+    bool full = false;
+    for (int d = 0; d < k && !full; ++d) full = s.has_row(d, r) && colmask(s, d, r) == all;
+    if (!full) return true;
+  }
+  return false;
+}
+// Device 0[l:=v]: 0 on every level but l.
+int neighbour_of_zero(const SynthesisHierarchy& h, int l, int v) {
+  std::vector<int> e(static_cast<std::size_t>(h.num_levels()), 0);
+  e[static_cast<std::size_t>(l)] = v;
+  return device_of(h, e);
+}
 // P4, the barrier at level l (docs/shape.md §3.2, Lemma 6): (i) device 0 and e = 0[l:=v] (some
 // v != 0) both hold row 0, and their column sets on row 0 meet; (ii) some column is held, on any row,
 // by no device whose level-l coordinate is 0.
@@ -897,9 +914,7 @@ bool p_barrier(const SynthesisHierarchy& h, const StateSet& s) {
   for (int l = 0; l < n; ++l) {
     bool pair = false;
     for (int v = 1; v < h.cards[l] && !pair; ++v) {
-      std::vector<int> e(n, 0);
-      e[l] = v;
-      const int ed = device_of(h, e);
+      const int ed = neighbour_of_zero(h, l, v);
       pair = s.has_row(ed, 0) && (colmask(s, ed, 0) & c0) != 0;
     }
     if (!pair) continue;
@@ -916,72 +931,36 @@ bool p_barrier(const SynthesisHierarchy& h, const StateSet& s) {
 // with column 0 (device 0's column); (ii) some row is held by no device with every column.
 bool p_frozen(const StateSet& s) {
   const int k = s.k();
-  const Mask all = k == 64 ? ~Mask{0} : (Mask{1} << k) - 1;
-  bool frozen = false;
   for (int r : s.rows(0)) {
     bool ok = true;
     for (int d = 0; d < k && ok; ++d) ok = !s.has_row(d, r) || (colmask(s, d, r) & 1u);
-    if ((frozen = ok)) break;
-  }
-  if (!frozen) return false;
-  for (int r = 0; r < k; ++r) {
-    bool full = false;
-    for (int d = 0; d < k && !full; ++d) full = s.has_row(d, r) && colmask(s, d, r) == all;
-    if (!full) return true;
+    if (ok) return row_without_full_holder(s);
   }
   return false;
 }
-// P6, locked (docs/shape.md §3.2, Lemma 6): (i) device 0 and each of its neighbours 0[l:=v] (every
-// level l of cardinality >= 2, every v != 0) hold a common row r with column 0 on it; (ii) some row is
-// held by no device with every column.
-bool p_locked(const SynthesisHierarchy& h, const StateSet& s) {
-  const int k = s.k(), n = h.num_levels();
-  const Mask all = k == 64 ? ~Mask{0} : (Mask{1} << k) - 1;
-  bool locked = false;
+// Device 0 holds a row r with column 0 on it, and so does each neighbour 0[l:=v] (every level l of
+// cardinality >= 2, every v != 0) — every one if `all_hold`, else every one that holds r.
+bool zero_row_with_neighbours(const SynthesisHierarchy& h, const StateSet& s, bool all_hold) {
   for (int r : s.rows(0)) {
     bool ok = (colmask(s, 0, r) & 1u) != 0;
-    for (int l = 0; l < n && ok; ++l)
+    for (int l = 0; l < h.num_levels() && ok; ++l)
       for (int v = 1; v < h.cards[l] && ok; ++v) {
-        std::vector<int> e(n, 0);
-        e[l] = v;
-        const int ed = device_of(h, e);
-        ok = s.has_row(ed, r) && (colmask(s, ed, r) & 1u);
+        const int e = neighbour_of_zero(h, l, v);
+        ok = s.has_row(e, r) ? (colmask(s, e, r) & 1u) != 0 : !all_hold;
       }
-    if ((locked = ok)) break;
-  }
-  if (!locked) return false;
-  for (int r = 0; r < k; ++r) {
-    bool full = false;
-    for (int d = 0; d < k && !full; ++d) full = s.has_row(d, r) && colmask(s, d, r) == all;
-    if (!full) return true;
+    if (ok) return true;
   }
   return false;
+}
+// P6, locked (docs/shape.md §3.2, Lemma 6): (i) device 0 and each of its neighbours 0[l:=v] hold a
+// common row r with column 0 on it; (ii) some row is held by no device with every column.
+bool p_locked(const SynthesisHierarchy& h, const StateSet& s) {
+  return zero_row_with_neighbours(h, s, true) && row_without_full_holder(s);
 }
 // P7, sealed (docs/shape.md §3.2, Lemma 6): (i) device 0 holds a row r with column 0 on it, and every
-// neighbour 0[l:=v] of device 0 that holds r holds it with column 0; (ii) some row is held by no
-// device with every column.
+// neighbour 0[l:=v] of device 0 that holds r holds it with column 0; (ii) as P5 and P6.
 bool p_sealed(const SynthesisHierarchy& h, const StateSet& s) {
-  const int k = s.k(), n = h.num_levels();
-  const Mask all = k == 64 ? ~Mask{0} : (Mask{1} << k) - 1;
-  bool sealed = false;
-  for (int r : s.rows(0)) {
-    bool ok = (colmask(s, 0, r) & 1u) != 0;
-    for (int l = 0; l < n && ok; ++l)
-      for (int v = 1; v < h.cards[l] && ok; ++v) {
-        std::vector<int> e(n, 0);
-        e[l] = v;
-        const int ed = device_of(h, e);
-        ok = !s.has_row(ed, r) || (colmask(s, ed, r) & 1u);
-      }
-    if ((sealed = ok)) break;
-  }
-  if (!sealed) return false;
-  for (int r = 0; r < k; ++r) {
-    bool full = false;
-    for (int d = 0; d < k && !full; ++d) full = s.has_row(d, r) && colmask(s, d, r) == all;
-    if (!full) return true;
-  }
-  return false;
+  return zero_row_with_neighbours(h, s, false) && row_without_full_holder(s);
 }
 // Paths inside G' from the initial state (parent pointers).
 std::vector<std::string> gp_path(const Graph& G, int target) {
