@@ -1096,7 +1096,8 @@ TEST_CASE("Lemma 5: forward-closed obstructions and the depth-3 exits they cover
 }
 
 // Per-exit listing (on request: test_shape_graph -tc="*listing*" --no-skip): for every distinct exit
-// target of the depth-3 smallest instances, which obstruction holds on it (P1' P2c P1 P2 P3 notG) and,
+// target of the depth-3 smallest instances, which obstruction holds on it (P1' P2c P1 P2 P3 notG
+// crossing P4 P5 P6 P7) and,
 // for the cheap ones, on its lifts on three other instances; then the path reaching it.
 TEST_CASE("Lemma 5: per-exit listing of the depth-3 obstructions" * doctest::skip()) {
   static const SynthesisHierarchy* cur = nullptr;
@@ -1115,7 +1116,8 @@ TEST_CASE("Lemma 5: per-exit listing of the depth-3 obstructions" * doctest::ski
       {"crossing", p_crossing},
       {"barrier", [](const StateSet& x) { return p_barrier(*cur, x); }},
       {"frozen", p_frozen},
-      {"locked", [](const StateSet& x) { return p_locked(*cur, x); }}};
+      {"locked", [](const StateSet& x) { return p_locked(*cur, x); }},
+      {"sealed", [](const StateSet& x) { return p_sealed(*cur, x); }}};
   for (const bool leaf : {false, true}) {
     const Graph& S = graph(smallest(3, leaf), MasterCollectives::AllReduceOnly);
     cur = &S.h;
