@@ -680,19 +680,22 @@ TEST_CASE("shape_theorem_basis: which programs' validity on every instance is pr
   };
   const auto AR = MasterCollectives::AllReduceOnly, ALL = MasterCollectives::All;
   CHECK(basis(3, AR, false).valid_everywhere_proved);
-  CHECK_FALSE(basis(3, AR, false).complete_proved);  // the hierarchy has Master groupings
   CHECK(basis(3, AR, true).valid_everywhere_proved);
   CHECK(basis(5, AR, true).valid_everywhere_proved);
   CHECK_FALSE(basis(6, AR, true).valid_everywhere_proved);
   CHECK_FALSE(basis(3, ALL, true).valid_everywhere_proved);
   CHECK(basis(1, AR, false).complete_proved);  // depth 1: no Master grouping at all
-  // Depth 2, default setting: Lemma 2(a) is proved on every instance (docs/shape.md §3.2).
+  // Depth <= 5, default setting: Lemma 2(a) is proved on every instance (docs/shape.md §3.2, Lemmas 4-6).
   CHECK(basis(2, AR, true).complete_proved);
   CHECK(basis(2, AR, false).complete_proved);
-  CHECK(basis(2, AR, true).text.find("Lemma 2(a) on every instance of depth <= 2") != std::string::npos);
+  CHECK(basis(3, AR, true).complete_proved);
+  CHECK(basis(4, AR, true).complete_proved);
+  CHECK(basis(5, AR, true).complete_proved);
+  CHECK(basis(4, AR, true).text.find("Lemma 2(a) on every instance of depth <= 5") != std::string::npos);
   CHECK_FALSE(basis(2, ALL, true).complete_proved);
-  CHECK_FALSE(basis(3, AR, true).complete_proved);
-  CHECK(basis(3, AR, true).text.find("depth 3 > 2") != std::string::npos);
+  CHECK_FALSE(basis(3, ALL, true).complete_proved);
+  CHECK_FALSE(basis(6, AR, true).complete_proved);
+  CHECK_FALSE(basis(6, AR, false).complete_proved);  // the hierarchy has Master groupings
   CHECK(basis(6, AR, true).text.find("depth 6 > 5") != std::string::npos);
   CHECK(basis(3, ALL, true).text.find("--master-collectives all") != std::string::npos);
 }
@@ -884,6 +887,81 @@ bool p_crossing(const StateSet& s) {
     }
   return false;
 }
+// The second half of P5, P6 and P7: some row is held by no device with every column.
+bool row_without_full_holder(const StateSet& s) {
+  const int k = s.k();
+  const Mask all = k == 64 ? ~Mask{0} : (Mask{1} << k) - 1;
+  for (int r = 0; r < k; ++r) {
+    bool full = false;
+    for (int d = 0; d < k && !full; ++d) full = s.has_row(d, r) && colmask(s, d, r) == all;
+    if (!full) return true;
+  }
+  return false;
+}
+// Device 0[l:=v]: 0 on every level but l.
+int neighbour_of_zero(const SynthesisHierarchy& h, int l, int v) {
+  std::vector<int> e(static_cast<std::size_t>(h.num_levels()), 0);
+  e[static_cast<std::size_t>(l)] = v;
+  return device_of(h, e);
+}
+// P4, the barrier at level l (docs/shape.md §3.2, Lemma 6): (i) device 0 and e = 0[l:=v] (some
+// v != 0) both hold row 0, and their column sets on row 0 meet; (ii) some column is held, on any row,
+// by no device whose level-l coordinate is 0.
+bool p_barrier(const SynthesisHierarchy& h, const StateSet& s) {
+  const int k = s.k(), n = h.num_levels();
+  if (!s.has_row(0, 0)) return false;
+  const Mask c0 = colmask(s, 0, 0);
+  for (int l = 0; l < n; ++l) {
+    bool pair = false;
+    for (int v = 1; v < h.cards[l] && !pair; ++v) {
+      const int ed = neighbour_of_zero(h, l, v);
+      pair = s.has_row(ed, 0) && (colmask(s, ed, 0) & c0) != 0;
+    }
+    if (!pair) continue;
+    std::vector<char> held(k, 0);
+    for (int x = 0; x < k; ++x)
+      if (h.coords[x][l] == 0)
+        for (int r : s.rows(x))
+          for (int j : s.columns(x, r)) held[j] = 1;
+    if (std::find(held.begin(), held.end(), 0) != held.end()) return true;
+  }
+  return false;
+}
+// P5, frozen (docs/shape.md §3.2, Lemma 6): (i) device 0 holds a row r that every holder of r holds
+// with column 0 (device 0's column); (ii) some row is held by no device with every column.
+bool p_frozen(const StateSet& s) {
+  const int k = s.k();
+  for (int r : s.rows(0)) {
+    bool ok = true;
+    for (int d = 0; d < k && ok; ++d) ok = !s.has_row(d, r) || (colmask(s, d, r) & 1u);
+    if (ok) return row_without_full_holder(s);
+  }
+  return false;
+}
+// Device 0 holds a row r with column 0 on it, and so does each neighbour 0[l:=v] (every level l of
+// cardinality >= 2, every v != 0) — every one if `all_hold`, else every one that holds r.
+bool zero_row_with_neighbours(const SynthesisHierarchy& h, const StateSet& s, bool all_hold) {
+  for (int r : s.rows(0)) {
+    bool ok = (colmask(s, 0, r) & 1u) != 0;
+    for (int l = 0; l < h.num_levels() && ok; ++l)
+      for (int v = 1; v < h.cards[l] && ok; ++v) {
+        const int e = neighbour_of_zero(h, l, v);
+        ok = s.has_row(e, r) ? (colmask(s, e, r) & 1u) != 0 : !all_hold;
+      }
+    if (ok) return true;
+  }
+  return false;
+}
+// P6, locked (docs/shape.md §3.2, Lemma 6): (i) device 0 and each of its neighbours 0[l:=v] hold a
+// common row r with column 0 on it; (ii) some row is held by no device with every column.
+bool p_locked(const SynthesisHierarchy& h, const StateSet& s) {
+  return zero_row_with_neighbours(h, s, true) && row_without_full_holder(s);
+}
+// P7, sealed (docs/shape.md §3.2, Lemma 6): (i) device 0 holds a row r with column 0 on it, and every
+// neighbour 0[l:=v] of device 0 that holds r holds it with column 0; (ii) as P5 and P6.
+bool p_sealed(const SynthesisHierarchy& h, const StateSet& s) {
+  return zero_row_with_neighbours(h, s, false) && row_without_full_holder(s);
+}
 // Paths inside G' from the initial state (parent pointers).
 std::vector<std::string> gp_path(const Graph& G, int target) {
   std::vector<int> par(G.states.size(), -2), via(G.states.size(), -1);
@@ -1018,7 +1096,8 @@ TEST_CASE("Lemma 5: forward-closed obstructions and the depth-3 exits they cover
 }
 
 // Per-exit listing (on request: test_shape_graph -tc="*listing*" --no-skip): for every distinct exit
-// target of the depth-3 smallest instances, which obstruction holds on it (P1' P2c P1 P2 P3 notG) and,
+// target of the depth-3 smallest instances, which obstruction holds on it (P1' P2c P1 P2 P3 notG
+// crossing P4 P5 P6 P7) and,
 // for the cheap ones, on its lifts on three other instances; then the path reaching it.
 TEST_CASE("Lemma 5: per-exit listing of the depth-3 obstructions" * doctest::skip()) {
   static const SynthesisHierarchy* cur = nullptr;
@@ -1034,7 +1113,11 @@ TEST_CASE("Lemma 5: per-exit listing of the depth-3 obstructions" * doctest::ski
          return v == 1;
        }},
       {"notG", [](const StateSet& x) { return !in_g(x); }},
-      {"crossing", p_crossing}};
+      {"crossing", p_crossing},
+      {"barrier", [](const StateSet& x) { return p_barrier(*cur, x); }},
+      {"frozen", p_frozen},
+      {"locked", [](const StateSet& x) { return p_locked(*cur, x); }},
+      {"sealed", [](const StateSet& x) { return p_sealed(*cur, x); }}};
   for (const bool leaf : {false, true}) {
     const Graph& S = graph(smallest(3, leaf), MasterCollectives::AllReduceOnly);
     cur = &S.h;
@@ -1068,5 +1151,132 @@ TEST_CASE("Lemma 5: per-exit listing of the depth-3 obstructions" * doctest::ski
       MESSAGE(cov, " | ", covc, " | ", fmt::format("{}", fmt::join(path, " ; ")));
     }
     MESSAGE("leaf=", leaf, " exits ", ex.size(), " targets ", targets.size(), " uncovered ", uncovered);
+  }
+}
+
+// docs/shape.md §3.2, Lemma 6 (proved there; the finite claims the proof uses are checked here):
+// P4 (barrier), P5 (frozen), P6 (locked) are preserved by every valid step from every reachable state
+// (both settings), P7 (sealed) in the default setting, and all are false at the goal; device 0 holds
+// row 0 in every reachable state; every distinct exit target of the depth-3 and depth-4 smallest
+// instances has P1', P2c, P4, P5, P6 or P7 (so, by Lemmas 5(b) and 6(b), every lift of every exit is
+// dead on every instance: Lemma 2(a) at depths 3 and 4); the transferred properties and deadness on
+// the lifts on other instances; and the exit counts with trivial levels inside.
+TEST_CASE("Lemma 6: barrier, frozen and locked states; every depth-3 exit target is covered (default setting)") {
+  using HP = std::function<bool(const SynthesisHierarchy&, const StateSet&)>;
+  const std::vector<std::pair<std::string, HP>> props = {
+      {"P4", p_barrier},
+      {"P5", [](const SynthesisHierarchy&, const StateSet& s) { return p_frozen(s); }},
+      {"P6", p_locked},
+      {"P7", p_sealed}};
+  for (const auto mc : {MasterCollectives::AllReduceOnly, MasterCollectives::All})
+    for (const std::vector<int>& c : std::vector<std::vector<int>>{
+             {2, 2}, {2, 2, 1}, {3, 3}, {2, 2, 2}, {2, 2, 2, 1}, {3, 2, 2}, {3, 3, 3}, {2, 3, 4}, {3, 2, 4, 1}}) {
+      const Graph& G = graph(c, mc);
+      INFO("c = ", fmt::format("{}", c), ", ", setting(mc));
+      int without_row0 = 0;
+      for (const auto& st : G.states) without_row0 += !st.has_row(0, 0);
+      CHECK(without_row0 == 0);
+      for (const auto& [name, P] : props) {
+        INFO(name);
+        if (name == "P7" && mc == MasterCollectives::All) continue;  // P7 uses Lemma 1 (default setting)
+        const auto [bad, at_goal] = closure_violations(G, [&](const StateSet& x) { return P(G.h, x); });
+        CHECK(bad == 0);
+        CHECK_FALSE(at_goal);
+      }
+    }
+  {
+    const Graph& G = graph({2, 2, 2, 2}, MasterCollectives::AllReduceOnly);
+    for (const auto& [name, P] : props) {
+      INFO("[2 2 2 2], ", name);
+      const auto [bad, at_goal] = closure_violations(G, [&](const StateSet& x) { return P(G.h, x); });
+      CHECK(bad == 0);
+      CHECK_FALSE(at_goal);
+    }
+  }
+  struct Expect {
+    std::vector<int> smallest;
+    int exits, targets, p4, p5, p6, p7, without_p7, covered;
+    std::vector<std::vector<int>> lifts_on;
+  };
+  const std::vector<Expect> forms = {
+      {{2, 2, 2}, 97, 72, 52, 32, 26, 58, 72, 72, {{3, 3, 3}, {2, 3, 4}, {4, 2, 3}}},
+      {{2, 2, 2, 1}, 174, 133, 102, 51, 51, 109, 133, 133, {{3, 3, 3, 1}, {2, 3, 4, 1}, {4, 2, 3, 1}}},
+      // trivial levels inside change no grouping (§3.2): same counts
+      {{2, 1, 2, 2}, 97, 72, 52, 32, 26, 58, 72, 72, {}},
+      {{2, 2, 1, 2, 1}, 174, 133, 102, 51, 51, 109, 133, 133, {}},
+      // depth 4: P7 is needed
+      {{2, 2, 2, 2}, 1375, 1014, 735, 237, 162, 704, 906, 1014, {{3, 2, 2, 2}, {2, 3, 2, 3}}},
+      {{2, 2, 2, 2, 1}, 2088, 1563, 1182, 333, 261, 1095, 1419, 1563, {{3, 2, 2, 2, 1}}}};
+  for (const Expect& e : forms) {
+    const Graph& S = graph(e.smallest, MasterCollectives::AllReduceOnly);
+    INFO("smallest instance ", fmt::format("{}", e.smallest));
+    const auto ex = exits(S);
+    std::set<int> targets;
+    int p4 = 0, p5 = 0, p6 = 0, p7 = 0, without_p7 = 0, covered = 0;
+    for (const auto& [i, t] : ex) {
+      const int tgt = S.succ[i][t];
+      if (!targets.insert(tgt).second) continue;
+      const StateSet& st = S.states[tgt];
+      const bool z = p_zero_row(st), y = p_row_cube(S.h, st);
+      const bool b = p_barrier(S.h, st), f = p_frozen(st), k = p_locked(S.h, st), q = p_sealed(S.h, st);
+      CHECK((!(f || k) || q));  // P5 and P6 imply P7
+      p4 += b, p5 += f, p6 += k, p7 += q;
+      without_p7 += z || y || b || f || k;
+      covered += z || y || b || q;
+      if (e.lifts_on.empty()) continue;
+      auto path = gp_path(S, i);
+      path.push_back(instruction_name(S.h, S.ins[t]));
+      for (const auto& c : e.lifts_on) {
+        INFO("c = ", fmt::format("{}", c), ": ", fmt::format("{}", fmt::join(path, " ; ")));
+        const Graph& C = graph(c, MasterCollectives::AllReduceOnly);
+        const StateSet lift = replay(C, path).back();
+        // Lemma 6(b) (proved): P4-P7 transfer to the lift; Lemma 5(b) for P1', P2c.
+        if (z) CHECK(p_zero_row(lift));
+        if (y) CHECK(p_row_cube(C.h, lift));
+        if (b) CHECK(p_barrier(C.h, lift));
+        if (f) CHECK(p_frozen(lift));
+        if (k) CHECK(p_locked(C.h, lift));
+        if (q) CHECK(p_sealed(C.h, lift));
+        CHECK_FALSE(live_state(C, lift));
+      }
+    }
+    CHECK(static_cast<int>(ex.size()) == e.exits);
+    CHECK(static_cast<int>(targets.size()) == e.targets);
+    CHECK(p4 == e.p4);
+    CHECK(p5 == e.p5);
+    CHECK(p6 == e.p6);
+    CHECK(p7 == e.p7);
+    CHECK(without_p7 == e.without_p7);
+    CHECK(covered == e.covered);
+    CHECK(covered == e.targets);
+  }
+}
+
+// Lemma 6 at depth 5 (on request: test_shape_graph -tc="*Lemma 6 at depth 5*" --no-skip; the two
+// depth-5 smallest instances, 112k and 183k states): P4-P7 preserved on every reachable state and
+// every distinct exit target covered by P1', P2c, P4 or P7.
+TEST_CASE("Lemma 6 at depth 5 (default setting)" * doctest::skip()) {
+  for (const bool leaf : {false, true}) {
+    const Graph& S = graph(smallest(5, leaf), MasterCollectives::AllReduceOnly);
+    INFO("smallest instance ", fmt::format("{}", smallest(5, leaf)));
+    for (const auto& P : std::vector<Prop>{[&](const StateSet& x) { return p_barrier(S.h, x); }, p_frozen,
+                                           [&](const StateSet& x) { return p_locked(S.h, x); },
+                                           [&](const StateSet& x) { return p_sealed(S.h, x); }}) {
+      const auto [bad, at_goal] = closure_violations(S, P);
+      CHECK(bad == 0);
+      CHECK_FALSE(at_goal);
+    }
+    const auto ex = exits(S);
+    std::set<int> targets;
+    int covered = 0;
+    for (const auto& [i, t] : ex) {
+      const int tgt = S.succ[i][t];
+      if (!targets.insert(tgt).second) continue;
+      const StateSet& st = S.states[tgt];
+      covered += p_zero_row(st) || p_row_cube(S.h, st) || p_barrier(S.h, st) || p_sealed(S.h, st);
+    }
+    MESSAGE(fmt::format("{}", smallest(5, leaf)), ": ", S.states.size(), " states, ", ex.size(), " exits, ",
+            targets.size(), " distinct targets, ", covered, " covered");
+    CHECK(covered == static_cast<int>(targets.size()));
   }
 }

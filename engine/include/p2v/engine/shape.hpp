@@ -80,10 +80,11 @@ SynthResult synthesize_shape(const Shape& s, const SynthOptions& opt);
 // cardinality >= 2, where Lemma 2(a) is checked exhaustively on the smallest instance), otherwise
 // only checked. `complete_proved`: "no other program" transfers from the smallest instance by a
 // proof (the hierarchy has no Master grouping; or the default Master setting and at most
-// kMaxProvedCompleteDepth levels of cardinality >= 2, where Lemma 2(a) is proved on every instance),
+// kMaxProvedCompleteDepth levels of cardinality >= 2, where Lemma 2(a) is proved on every instance by
+// Lemmas 4-6 and the exhaustive list of the smallest instance's exits, depth 5's on request),
 // otherwise by Lemma 2(a), checked. `text` says so.
 inline constexpr int kMaxProvedMasterDepth = 5;
-inline constexpr int kMaxProvedCompleteDepth = 2;
+inline constexpr int kMaxProvedCompleteDepth = 5;
 struct ShapeBasis {
   bool valid_everywhere_proved = false;
   bool complete_proved = false;
