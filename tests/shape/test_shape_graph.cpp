@@ -1278,5 +1278,8 @@ TEST_CASE("Lemma 6 at depth 5 (default setting)" * doctest::skip()) {
     MESSAGE(fmt::format("{}", smallest(5, leaf)), ": ", S.states.size(), " states, ", ex.size(), " exits, ",
             targets.size(), " distinct targets, ", covered, " covered");
     CHECK(covered == static_cast<int>(targets.size()));
+    // The counts docs/shape.md §3.2 quotes.
+    CHECK(ex.size() == (leaf ? 23460u : 17117u));
+    CHECK(targets.size() == (leaf ? 17256u : 12475u));
   }
 }
