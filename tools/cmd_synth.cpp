@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "command.hpp"
@@ -54,7 +55,12 @@ struct MatrixResult {
   std::shared_ptr<const Synthesized> s;
   std::vector<std::string> certificates;
   double ms = 0;
+  bool exact_fallback = false;  // hierarchy (d) computed on the system: the shape theorem is not proved here
 };
+
+// Reduction groups up to this size are synthesized on the system (exact, well under a second)
+// where the shape theorem is not proved for their shape.
+constexpr std::int64_t kExactFallbackDevices = 64;
 
 class SynthRun {
  public:
@@ -67,9 +73,28 @@ class SynthRun {
       m.shape = engine::make_shape(p_.system.cardinalities(), p_.system.level_names(), x, p_.reduce, kind_);
       for (auto c : m.shape->cards()) m.hierarchy.push_back(static_cast<int>(c));
       // Placements of the same shape have the same programs: synthesize each shape once.
-      auto& slot = by_shape_[m.shape->signature()];
+      const std::string sig = m.shape->signature();
+      auto& slot = by_shape_[sig];
       if (!slot) slot = make(engine::synthesize_shape(*m.shape, opt_));
       m.s = slot;
+      // Where the shape theorem is not proved (docs/shape.md §3.2: --master-collectives all, or
+      // the default setting beyond depth 5), small reduction groups get the exact computation on
+      // the system; larger ones keep the shape's list, with a warning naming what it rests on.
+      const auto basis = engine::shape_theorem_basis(*m.shape, slot->r, {}, opt_.master);
+      if (!basis.complete_proved) {
+        if (m.shape->group_size() <= kExactFallbackDevices) {
+          m.shape.reset();
+          m.exact_fallback = true;
+          m.s = make(engine::synthesize(p_.placement(x), p_.system.level_names(), kind_, opt_));
+          m.hierarchy = m.s->r.hierarchy.cards;
+        } else if (warned_.insert(sig).second) {
+          fmt::print(stderr,
+                     "p2v: warning: for shape {} the shape theorem is not proved ({}); the programs listed are the "
+                     "smallest instance's, which equal the system's on every shape checked so far. For the exact "
+                     "list, use --concrete (reduction groups of at most {} devices).\n",
+                     sig, basis.text, engine::kMaxStateDevices);
+        }
+      }
     } else {
       engine::check_concrete_size(kind_, x, p_.reduce);
       m.s = make(engine::synthesize(p_.placement(x), p_.system.level_names(), kind_, opt_));
@@ -100,7 +125,10 @@ class SynthRun {
     const auto& r = m.s->r;
     fmt::print("matrix {}  hierarchy ({}) [{}] = [{}]: {} programs ({:.2f} ms{})\n", engine::format_matrix_brackets(x),
                engine::to_string(kind_), fmt::join(r.hierarchy.names, " "), fmt::join(m.hierarchy, " "),
-               r.programs.size(), m.ms, m.shape ? ", on the shape" : "");
+               r.programs.size(), m.ms,
+               m.shape            ? ", on the shape"
+               : m.exact_fallback ? ", on the system: the shape theorem is not proved for this shape"
+                                  : "");
     for (std::size_t i = 0; i < r.programs.size(); ++i) {
       if (a_.show >= 0 && i >= static_cast<std::size_t>(a_.show)) {
         fmt::print("  ... {} more (use --show or --json)\n", r.programs.size() - i);
@@ -158,6 +186,7 @@ class SynthRun {
   engine::HierarchyKind kind_;
   engine::SynthOptions opt_;
   std::map<std::string, std::shared_ptr<const Synthesized>> by_shape_;
+  std::set<std::string> warned_;  // shapes warned about (once each)
 #ifdef P2V_HAVE_ENCODINGS
   std::map<std::string, std::vector<encodings::EnumerationResult>> shape_runs_;
 #endif

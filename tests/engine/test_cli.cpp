@@ -190,3 +190,29 @@ TEST_CASE("every executable's --help lists the same commands with the same descr
     CHECK(commands(out) == commands(main_help.out));
   }
 }
+
+TEST_CASE("p2v synth: where the shape theorem is not proved, exact on small systems, a warning on large ones") {
+  // --master-collectives all: "no other program" is checked, not proved (docs/shape.md §3.2).
+  const auto small = run("synth --system node=2,gpu=4 --axes 8 --reduce 0 --master-collectives all --json");
+  REQUIRE(small.code == 0);
+  const auto js = nlohmann::json::parse(small.out);
+  CHECK_FALSE(js["results"][0].contains("shape"));  // computed on the system
+  const auto concrete =
+      run("synth --system node=2,gpu=4 --axes 8 --reduce 0 --master-collectives all --json --concrete");
+  REQUIRE(concrete.code == 0);
+  CHECK(nlohmann::json::parse(concrete.out)["results"][0]["programs"] == js["results"][0]["programs"]);
+  CHECK(small.err.empty());
+  const auto text = run("synth --system node=2,gpu=4 --axes 8 --reduce 0 --master-collectives all");
+  CHECK(text.out.find("on the system: the shape theorem is not proved for this shape") != std::string::npos);
+  // Above 64 devices per reduction group: the shape's list, and a warning saying what it rests on.
+  const auto large = run("synth --system node=64,gpu=8 --axes 512 --reduce 0 --master-collectives all");
+  REQUIRE(large.code == 0);
+  CHECK(large.out.find("on the shape") != std::string::npos);
+  CHECK(large.err.find("the shape theorem is not proved") != std::string::npos);
+  CHECK(large.err.find("--concrete") != std::string::npos);
+  // The default setting at depth <= 5 is proved: no warning, on the shape.
+  const auto proved = run("synth --system pod=16,rack=32,node=32,gpu=8 --axes 131072 --reduce 0 --show 1");
+  REQUIRE(proved.code == 0);
+  CHECK(proved.err.empty());
+  CHECK(proved.out.find("on the shape") != std::string::npos);
+}
