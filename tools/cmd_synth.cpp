@@ -36,7 +36,7 @@ struct SynthArgs {
   std::string certify, solver = "both";
   bool proofs = false;
   double timeout_s = 300;
-  int jobs = 0;  // --certify: workers per solver; 0 = the machine's cores shared among the solvers
+  int jobs = 0;  // --certify: solver workers in all; 0 = the machine's cores
   SolverFlags solver_flags;
 };
 
@@ -162,7 +162,7 @@ class SynthRun {
     co.search.timeout_ms = static_cast<unsigned>(a_.timeout_s * 1000);
     co.search.bury_solver = true;  // a command-line run: the process exits soon after
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    co.search.jobs = a_.jobs > 0 ? a_.jobs : std::max(1, cores / static_cast<int>(co.solvers.size()));
+    co.search.jobs = a_.jobs > 0 ? a_.jobs : cores;
     apply_solver_flags(a_.solver_flags, co.search);
     if (m.shape) {
       // The solvers run once per shape, on its smallest instance.
@@ -251,8 +251,9 @@ Registrar reg("synth", [](CLI::App& sub) -> std::function<int()> {
   sub.add_flag("--proofs", a->proofs, "with --certify: store cvc5's proofs of the unsat answers beside them");
   sub.add_option("--timeout", a->timeout_s, "with --certify: per solver check, seconds")->capture_default_str();
   sub.add_option("--jobs", a->jobs,
-                 "with --certify: solver workers per solver, each closing its share of the reachable states "
-                 "(default 0: the machine's cores shared among the solvers)")
+                 "with --certify: solver workers in all, each closing its share of the reachable states with a "
+                 "solver of its own per kind, and helping the slower solver when its own is done (default 0: the "
+                 "machine's cores)")
       ->check(CLI::NonNegativeNumber);
   add_solver_flags(sub, a->solver_flags, "with --certify: ");
   return [a] { return run_synth(*a); };

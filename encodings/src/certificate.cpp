@@ -251,28 +251,31 @@ CertifyResult solve_and_compare(const engine::Placement& p, const engine::SynthR
     // The solvers run concurrently (independent contexts); the first error is reported.
     // Each solver confirms the enumerator's set: every program valid, no other one up to the bound.
     auto name = [&r](const engine::Program& prog) { return engine::program_name(r, prog); };
-    std::vector<std::future<EnumerationResult>> fut;
-    for (auto kind : c.solvers)
-      fut.push_back(std::async(std::launch::async, [&, kind] {
-        switch (c.method) {
-          case RunMethod::Enumerate:
-            return enumerate_programs(kind, sp, opt.max_size, c.search);
-          case RunMethod::Confirm:
-            return confirm_programs(kind, sp, r.programs, opt.max_size, c.search, name);
-          case RunMethod::Closure:
-            break;
-        }
-        return confirm_by_closure(kind, sp, r.programs, opt.max_size, c.search, name);
-      }));
-    std::string err;
-    for (auto& f : fut) {
+    if (c.method == RunMethod::Closure) {
+      // One pool of --jobs workers over every solver's states (confirm_by_closure).
       try {
-        out.runs.push_back(f.get());
+        out.runs = confirm_by_closure(c.solvers, sp, r.programs, opt.max_size, c.search, name);
       } catch (const std::exception& e) {
-        if (err.empty()) err = e.what();
+        throw Error(std::string("--certify: ") + e.what());
       }
+    } else {
+      std::vector<std::future<EnumerationResult>> fut;
+      for (auto kind : c.solvers)
+        fut.push_back(std::async(std::launch::async, [&, kind] {
+          return c.method == RunMethod::Enumerate
+                     ? enumerate_programs(kind, sp, opt.max_size, c.search)
+                     : confirm_programs(kind, sp, r.programs, opt.max_size, c.search, name);
+        }));
+      std::string err;
+      for (auto& f : fut) {
+        try {
+          out.runs.push_back(f.get());
+        } catch (const std::exception& e) {
+          if (err.empty()) err = e.what();
+        }
+      }
+      if (!err.empty()) throw Error("--certify: " + err);
     }
-    if (!err.empty()) throw Error("--certify: " + err);
   }
   for (const auto& run : out.runs) {
     if (run.programs != r.programs) {

@@ -852,14 +852,13 @@ std::vector<engine::Program> graph_programs(const StateGraph& g, int max_size, s
 
 }  // namespace
 
-EnumerationResult confirm_by_closure(smt::SolverKind kind, const SearchProblem& p,
-                                     const std::vector<engine::Program>& programs, int max_size,
-                                     const SearchOptions& opt,
-                                     const std::function<std::string(const engine::Program&)>& name) {
+std::vector<EnumerationResult> confirm_by_closure(const std::vector<smt::SolverKind>& kinds, const SearchProblem& p,
+                                                  const std::vector<engine::Program>& programs, int max_size,
+                                                  const SearchOptions& opt,
+                                                  const std::function<std::string(const engine::Program&)>& name) {
   check_problem(p, max_size);
   const auto t_all = Clock::now();
-  EnumerationResult res;
-  res.method = RunMethod::Closure;
+  if (kinds.empty()) throw Error("the closure check needs at least one solver");
   if (opt.choice != ChoiceEncoding::Binary) throw Error("the closure check needs the binary choice encoding");
   auto text = [&](const engine::Program& prog) {
     if (name) return name(prog);
@@ -868,7 +867,7 @@ EnumerationResult confirm_by_closure(smt::SolverKind kind, const SearchProblem& 
     return "[" + t + "]";
   };
   const StateGraph g = reachable_states(p, max_size);
-  if (opt.progress) opt.progress(fmt::format("{}: closure over {} reachable states", to_string(kind), g.states.size()));
+  if (opt.progress) opt.progress(fmt::format("closure over {} reachable states", g.states.size()));
   // The graph's paths must be exactly the given programs (a check of the enumerator against the
   // reference semantics; the solver facts below are what make them the valid programs).
   const auto paths = graph_programs(g, max_size, programs.size());
@@ -895,105 +894,141 @@ EnumerationResult confirm_by_closure(smt::SolverKind kind, const SearchProblem& 
       u = it->second;
     }
   }
-  res.programs = programs;
-  res.shortest = programs.empty() ? 0 : static_cast<int>(programs.front().size());
-  // The states to close, dealt round-robin to `jobs` workers, each with its own solver (states
-  // are independent queries: each is pushed, checked and popped).
+  // Every solver kind closes every expanded state. The (kind, state) tasks go to `jobs` workers,
+  // each with its own solver per kind (states are independent queries: each is pushed, checked
+  // and popped); a worker starts on its own kind and helps the others when that one is done, so
+  // a faster solver's worker joins the slower one's states.
   std::vector<std::size_t> todo;
   for (std::size_t u = 0; u < g.states.size(); ++u)
     if (g.expanded[u]) todo.push_back(u);
-  const std::size_t jobs = std::clamp<std::size_t>(static_cast<std::size_t>(std::max(1, opt.jobs)), 1,
-                                                   std::max<std::size_t>(1, todo.size()));
-  std::mutex mu;  // guards the totals below, the progress callback and the first error
+  const std::size_t K = kinds.size();
+  // At least one worker per kind, so that the solvers run concurrently as before.
+  const std::size_t jobs =
+      std::clamp<std::size_t>(std::max<std::size_t>(static_cast<std::size_t>(std::max(1, opt.jobs)), K), 1,
+                              std::max<std::size_t>(1, todo.size() * K));
+  std::vector<EnumerationResult> res(K);
+  for (auto& r : res) {
+    r.method = RunMethod::Closure;
+    r.programs = programs;
+    r.shortest = programs.empty() ? 0 : static_cast<int>(programs.front().size());
+  }
+  std::vector<std::atomic<std::size_t>> next(K);
+  for (auto& n : next) n = 0;
+  std::vector<char> named(K, 0);
+  std::mutex mu;  // guards res, named, the progress callback and the first error
   std::string first_error;
-  std::size_t first_error_state = g.states.size();
   std::atomic<bool> stop{false};
   auto worker = [&](std::size_t w) {
-    EnumerationResult part;
-    std::size_t at = g.states.size();
+    std::vector<std::unique_ptr<smt::Solver>> solver(K);
+    std::vector<std::unique_ptr<Encoder>> enc(K);
+    std::vector<EnumerationResult> part(K);
     try {
-      auto s = std::make_unique<smt::Solver>(kind, solver_options(opt));
-      auto e = std::make_unique<Encoder>(*s, p, opt, /*free_initial=*/true);
-      if (w == 0) {
-        std::lock_guard<std::mutex> lock(mu);
-        name_run(res, *s);
-      }
-      e->add_step();
-      for (std::size_t t = w; t < todo.size() && !stop; t += jobs) {
-        const std::size_t u = at = todo[t];
-        s->push();
-        s->add(e->state_is(0, g.states[u]));
-        // On the last level the closure is about steps to the goal only (see reachable_states).
-        const bool last = g.depth[u] == max_size - 1;
-        if (last) s->add(e->goal(1));
-        // Validity of the programs' steps from u: the step relation holds, with the successor's goal status.
-        for (auto [i, v] : used[u]) {
+      for (bool more = true; more && !stop;) {
+        more = false;
+        for (std::size_t j = 0; j < K && !stop; ++j) {
+          const std::size_t kk = (w + j) % K;
+          const std::size_t t = next[kk].fetch_add(1);
+          if (t >= todo.size()) continue;
+          more = true;
+          const smt::SolverKind kind = kinds[kk];
+          if (!solver[kk]) {
+            solver[kk] = std::make_unique<smt::Solver>(kind, solver_options(opt));
+            enc[kk] = std::make_unique<Encoder>(*solver[kk], p, opt, /*free_initial=*/true);
+            enc[kk]->add_step();
+            std::lock_guard<std::mutex> lock(mu);
+            if (!named[kk]) name_run(res[kk], *solver[kk]);
+            named[kk] = 1;
+          }
+          smt::Solver& s = *solver[kk];
+          Encoder& e = *enc[kk];
+          EnumerationResult& pt = part[kk];
+          const std::size_t u = todo[t];
+          s.push();
+          s.add(e.state_is(0, g.states[u]));
+          // On the last level the closure is about steps to the goal only (see reachable_states).
+          const bool last = g.depth[u] == max_size - 1;
+          if (last) s.add(e.goal(1));
+          // Validity of the programs' steps from u: the step relation holds, with the successor's goal status.
+          for (auto [i, v] : used[u]) {
+            const auto tc = Clock::now();
+            const Term at_goal = e.goal(1);
+            const smt::Result r =
+                s.check_assuming({e.chosen(1, i), e.state_is(1, g.states[static_cast<std::size_t>(v)]),
+                                  g.goal[static_cast<std::size_t>(v)] ? at_goal : !at_goal});
+            pt.validity_seconds += since(tc);
+            ++pt.validity_checks;
+            if (r == smt::Result::unknown) unknown(s, "on a step of a program", opt);
+            if (r == smt::Result::unsat)
+              throw Error(std::string(to_string(kind)) +
+                          ": the encoding rejects a step of the enumerator's programs (instruction " +
+                          std::to_string(i) + " from a state at depth " + std::to_string(g.depth[u]) +
+                          "); nothing is certified (run p2v verify for the details)");
+          }
+          // Closure: no valid step from u other than the listed ones (with their exact successors); on
+          // the last level, no valid step to the goal other than the listed ones.
+          for (auto [i, v] : g.succ[u])
+            s.add(!(e.chosen(1, i) && e.state_is(1, g.states[static_cast<std::size_t>(v)])));
+          pt.closure_edges += static_cast<int>(g.succ[u].size());
           const auto tc = Clock::now();
-          const Term at_goal = e->goal(1);
-          const smt::Result r =
-              s->check_assuming({e->chosen(1, i), e->state_is(1, g.states[static_cast<std::size_t>(v)]),
-                                 g.goal[static_cast<std::size_t>(v)] ? at_goal : !at_goal});
-          part.validity_seconds += since(tc);
-          ++part.validity_checks;
-          if (r == smt::Result::unknown) unknown(*s, "on a step of a program", opt);
-          if (r == smt::Result::unsat)
-            throw Error(std::string(to_string(kind)) +
-                        ": the encoding rejects a step of the enumerator's programs (instruction " + std::to_string(i) +
-                        " from a state at depth " + std::to_string(g.depth[u]) +
-                        "); nothing is certified (run p2v verify for the details)");
+          const smt::Result r = s.check();
+          pt.closure_seconds += since(tc);
+          if (r == smt::Result::unknown) unknown(s, "on the steps from a reachable state", opt);
+          if (r == smt::Result::sat) {
+            const auto i = s.value_u64(e.chosen_var(1));
+            throw Error(std::string(to_string(kind)) + " finds a valid step (instruction " + std::to_string(i) +
+                        ") from a reachable state at depth " + std::to_string(g.depth[u]) +
+                        " that the reference semantics does not list; nothing is certified");
+          }
+          s.pop();
+          std::lock_guard<std::mutex> lock(mu);
+          const int closed = ++res[kk].closure_states;
+          if (closed == static_cast<int>(todo.size())) res[kk].seconds = since(t_all);
+          if (opt.progress && closed % 200 == 0)
+            opt.progress(fmt::format("{}: {} of {} states closed", to_string(kind), closed, todo.size()));
+          break;  // back to this worker's own kind first
         }
-        // Closure: no valid step from u other than the listed ones (with their exact successors); on
-        // the last level, no valid step to the goal other than the listed ones.
-        for (auto [i, v] : g.succ[u])
-          s->add(!(e->chosen(1, i) && e->state_is(1, g.states[static_cast<std::size_t>(v)])));
-        part.closure_edges += static_cast<int>(g.succ[u].size());
-        const auto tc = Clock::now();
-        const smt::Result r = s->check();
-        part.closure_seconds += since(tc);
-        if (r == smt::Result::unknown) unknown(*s, "on the steps from a reachable state", opt);
-        if (r == smt::Result::sat) {
-          const auto i = s->value_u64(e->chosen_var(1));
-          throw Error(std::string(to_string(kind)) + " finds a valid step (instruction " + std::to_string(i) +
-                      ") from a reachable state at depth " + std::to_string(g.depth[u]) +
-                      " that the reference semantics does not list; nothing is certified");
-        }
-        s->pop();
-        ++part.closure_states;
-        std::lock_guard<std::mutex> lock(mu);
-        ++res.closure_states;
-        if (opt.progress && res.closure_states % 200 == 0)
-          opt.progress(fmt::format("{}: {} states closed", to_string(kind), res.closure_states));
       }
-      part.terms = s->num_terms();
-      end_of_search(e, s, opt);
+      for (std::size_t kk = 0; kk < K; ++kk)
+        if (solver[kk]) {
+          part[kk].terms = solver[kk]->num_terms();
+          end_of_search(enc[kk], solver[kk], opt);
+        }
     } catch (const std::exception& ex) {
       std::lock_guard<std::mutex> lock(mu);
       stop = true;
-      // Report the failure at the smallest state index, whichever worker met it first.
-      if (at < first_error_state || first_error.empty()) {
-        first_error = ex.what();
-        first_error_state = at;
-      }
+      if (first_error.empty()) first_error = ex.what();
       return;
     }
     std::lock_guard<std::mutex> lock(mu);
-    res.closure_edges += part.closure_edges;
-    res.validity_checks += part.validity_checks;
-    res.validity_seconds += part.validity_seconds;
-    res.closure_seconds += part.closure_seconds;
-    res.terms = std::max(res.terms, part.terms);
+    for (std::size_t kk = 0; kk < K; ++kk) {
+      res[kk].closure_edges += part[kk].closure_edges;
+      res[kk].validity_checks += part[kk].validity_checks;
+      res[kk].validity_seconds += part[kk].validity_seconds;
+      res[kk].closure_seconds += part[kk].closure_seconds;
+      res[kk].terms = std::max(res[kk].terms, part[kk].terms);
+    }
   };
   if (jobs == 1) {
     worker(0);
   } else {
-    if (opt.progress) opt.progress(fmt::format("{}: {} workers, one solver each", to_string(kind), jobs));
+    if (opt.progress) opt.progress(fmt::format("{} workers, one solver per kind each", jobs));
     std::vector<std::thread> threads;
     for (std::size_t w = 0; w < jobs; ++w) threads.emplace_back(worker, w);
     for (auto& t : threads) t.join();
   }
   if (!first_error.empty()) throw Error(first_error);
-  res.seconds = since(t_all);
+  for (std::size_t kk = 0; kk < K; ++kk) {
+    if (!named[kk]) name_run(res[kk], smt::Solver(kinds[kk], solver_options(opt)));  // no state to close
+    if (res[kk].seconds == 0) res[kk].seconds = since(t_all);
+  }
   return res;
+}
+
+EnumerationResult confirm_by_closure(smt::SolverKind kind, const SearchProblem& p,
+                                     const std::vector<engine::Program>& programs, int max_size,
+                                     const SearchOptions& opt,
+                                     const std::function<std::string(const engine::Program&)>& name) {
+  return confirm_by_closure(std::vector<smt::SolverKind>{kind}, p, programs, max_size, opt, name).front();
 }
 
 std::optional<engine::Program> find_program(smt::SolverKind kind, const SearchProblem& p, int n,

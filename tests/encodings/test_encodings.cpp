@@ -345,9 +345,9 @@ TEST_CASE("certify: confirming the enumerator's set (closure and per bound) agre
 }
 
 TEST_CASE("certify: the closure shared out among several solvers per kind gives the same facts") {
-  const auto h = engine::make_plain_hierarchy({1, 2, 2, 2});
+  const auto h = engine::make_plain_hierarchy({1, 2, 2});
   engine::SynthOptions so;
-  so.max_size = 4;
+  so.max_size = 5;
   const auto r = engine::synthesize(h, all_local(h), so);
   const auto sp = make_search_problem(h, r.instructions, all_local(h));
   for (auto kind : {SolverKind::Z3, SolverKind::Cvc5}) {
@@ -369,6 +369,24 @@ TEST_CASE("certify: the closure shared out among several solvers per kind gives 
     auto missing = r.programs;
     missing.erase(missing.begin() + 1);
     CHECK_THROWS_AS(confirm_by_closure(kind, sp, missing, so.max_size, three), Error);
+  }
+  // Both kinds in one pool of workers (a worker helps the other kind when its own is done): the
+  // same facts per kind as each kind alone.
+  const std::vector<EnumerationResult> alone = {confirm_by_closure(SolverKind::Z3, sp, r.programs, so.max_size),
+                                                confirm_by_closure(SolverKind::Cvc5, sp, r.programs, so.max_size)};
+  for (int jobs : {1, 3}) {
+    CAPTURE(jobs);
+    SearchOptions o;
+    o.jobs = jobs;
+    const auto both = confirm_by_closure({SolverKind::Z3, SolverKind::Cvc5}, sp, r.programs, so.max_size, o);
+    REQUIRE(both.size() == 2);
+    for (std::size_t i = 0; i < 2; ++i) {
+      CHECK(both[i].solver == alone[i].solver);
+      CHECK(both[i].programs == alone[i].programs);
+      CHECK(both[i].closure_states == alone[i].closure_states);
+      CHECK(both[i].closure_edges == alone[i].closure_edges);
+      CHECK(both[i].validity_checks == alone[i].validity_checks);
+    }
   }
 }
 

@@ -53,7 +53,8 @@ struct SearchOptions {
   bool proofs = false;            // cvc5: keep the proof of the final unsat answer of every bound
   bool keep_states = false;       // keep the model's state after every step of every program
   std::int64_t max_programs = 0;  // stop (throws) after this many programs; 0 = no limit
-  // confirm_by_closure: workers, each with its own solver, sharing out the reachable states.
+  // confirm_by_closure: workers in all (at least one per solver kind of the call), each with its
+  // own solver per kind, sharing out the reachable states.
   int jobs = 1;
   // Called with progress lines by the long searches (confirm_by_closure), from a solver's thread
   // (one call at a time).
@@ -151,6 +152,13 @@ EnumerationResult confirm_by_closure(smt::SolverKind kind, const SearchProblem& 
                                      const std::vector<engine::Program>& programs, int max_size,
                                      const SearchOptions& opt = {},
                                      const std::function<std::string(const engine::Program&)>& name = {});
+// The same for several solvers at once, one result per kind (in order): the (solver, state) queries
+// go to max(opt.jobs, kinds) workers in all, each with a solver of its own per kind; a worker starts
+// on its own kind and helps with the others' states when that one is done.
+std::vector<EnumerationResult> confirm_by_closure(const std::vector<smt::SolverKind>& kinds, const SearchProblem& p,
+                                                  const std::vector<engine::Program>& programs, int max_size,
+                                                  const SearchOptions& opt = {},
+                                                  const std::function<std::string(const engine::Program&)>& name = {});
 
 // Is there a valid program of exactly n steps? Returns one, or nullopt when unsat. Throws on unknown.
 std::optional<engine::Program> find_program(smt::SolverKind kind, const SearchProblem& p, int n,
