@@ -126,9 +126,8 @@ Place place_of(const engine::GroupPattern& g, const engine::Shape& grid, std::in
 // parts[s][i][j].stride * (the j-th part of its digit i), where a digit's parts are its
 // mixed-radix digits over the parts' counts (outermost first). This is Lemma 1 of docs/shape.md
 // (every holder holds F(x_D)) with the radix the ReduceScatters choose: a ReduceScatter splits the
-// box outermost dim first, and a member digit whose factor is a multiple of a dim's count takes
-// that whole dim as one part and goes on with the next; one that divides a dim's count takes its
-// share of it. An AllGather turns its members' parts into dims. Built once per program in
+// box among its member digits as RowSet::split does, and an AllGather turns its members' parts
+// into dims. Built once per program in
 // O(steps x digits); absent (nullopt) where a step leaves that form (a digit that neither divides
 // nor is a multiple of a count, gathered blocks that interleave irregularly, a Master step that
 // moves rows), and the replay then lists members explicitly.
@@ -142,18 +141,11 @@ struct AffineRows {
   std::size_t index(const engine::Digit& d) const {
     return static_cast<std::size_t>(std::find(digits.begin(), digits.end(), d) - digits.begin());
   }
-  static std::int64_t offset(const Parts& ps, std::int64_t v) {
-    std::int64_t off = 0;
-    for (auto it = ps.rbegin(); it != ps.rend(); ++it) {
-      off += (v % it->count) * it->stride;
-      v /= it->count;
-    }
-    return off;
-  }
   RowSet rows(std::size_t s, const engine::Shape& grid, std::int64_t device) const {
     std::int64_t off = 0;
     for (std::size_t i = 0; i < digits.size(); ++i)
-      if (!parts[s][i].empty()) off += offset(parts[s][i], engine::group_of(digit_patterns[i], grid, device).second);
+      if (!parts[s][i].empty())
+        off += digit_offset(parts[s][i], engine::group_of(digit_patterns[i], grid, device).second);
     return box[s].translated(off);
   }
   // An AllGather's members as a strided family (member order: the varying digits' parts).
@@ -193,32 +185,12 @@ std::optional<AffineRows> affine_rows(const PatternProgram& p) {
     };
     if (active && c == Collective::ReduceScatter) {
       if (!members_agree()) return std::nullopt;
-      std::int64_t len = box.box_len();
-      std::vector<Dim> dims = box.dims();
-      std::size_t i = 0;
-      for (const auto& d : g.vary) {
-        auto& out = parts[a.index(d)];
-        for (std::int64_t rest = d.factor; rest > 1;) {
-          while (i < dims.size() && dims[i].count == 1) ++i;
-          if (i > dims.size()) return std::nullopt;
-          std::int64_t& count = i < dims.size() ? dims[i].count : len;
-          const std::int64_t stride = i < dims.size() ? dims[i].stride : 1;
-          if (count % rest == 0) {
-            count /= rest;
-            out.push_back({rest, count * stride});
-            rest = 1;
-          } else if (rest % count == 0 && i < dims.size()) {
-            out.push_back({count, stride});
-            rest /= count;
-            count = 1;
-          } else {
-            return std::nullopt;
-          }
-        }
-      }
-      auto b = RowSet::box(box.box_begin(), len, std::move(dims));
-      if (!b) return std::nullopt;
-      box = std::move(*b);
+      std::vector<std::int64_t> factors;
+      for (const auto& d : g.vary) factors.push_back(d.factor);
+      auto sp = box.split(factors);
+      if (!sp) return std::nullopt;
+      for (std::size_t j = 0; j < g.vary.size(); ++j) parts[a.index(g.vary[j])] = std::move(sp->parts[j]);
+      box = std::move(sp->first);
     } else if (active && c == Collective::AllGather) {
       std::vector<Dim> dims = box.dims();
       for (const auto& d : g.vary) {

@@ -162,33 +162,49 @@ Intervals slice_intervals(const Intervals& rows, std::int64_t from, std::int64_t
 
 RowSet RowSet::slice(std::int64_t from, std::int64_t n) const {
   if (n <= 0) return RowSet{};
-  if (boxed_ && from % n == 0 && total() % n == 0) {
-    // Part m of g equal parts: walk the dims outermost first (the run length last, stride 1),
-    // each dim either absorbing the remaining split or being fixed to one value.
-    std::int64_t g = total() / n, m = from / n, base = begin_, len = len_;
-    std::vector<Dim> dims = dims_;
-    bool ok = true;
-    for (std::size_t i = 0; i <= dims.size() && g > 1; ++i) {
-      std::int64_t& c = i < dims.size() ? dims[i].count : len;
-      const std::int64_t s = i < dims.size() ? dims[i].stride : 1;
-      if (c % g == 0) {
-        c /= g;
-        base += m * c * s;
-        g = 1;
-      } else if (g % c == 0) {
-        g /= c;
-        base += (m / g) * s;
-        m %= g;
-        if (i < dims.size()) c = 1;
+  if (boxed_ && from % n == 0 && total() % n == 0)
+    if (auto sp = split({total() / n})) return sp->first.translated(digit_offset(sp->parts[0], from / n));
+  return RowSet{slice_intervals(intervals(), from, n)};
+}
+
+std::optional<RowSet::Split> RowSet::split(const std::vector<std::int64_t>& factors) const {
+  if (!boxed_ && flat_.size() != 1) return std::nullopt;
+  std::int64_t len = box_len();
+  std::vector<Dim> dims = dims_;
+  Split out;
+  std::size_t i = 0;
+  for (const std::int64_t f : factors) {
+    auto& parts = out.parts.emplace_back();
+    for (std::int64_t rest = f; rest > 1;) {
+      while (i < dims.size() && dims[i].count == 1) ++i;
+      std::int64_t& count = i < dims.size() ? dims[i].count : len;
+      const std::int64_t stride = i < dims.size() ? dims[i].stride : 1;
+      if (count % rest == 0) {  // the factor's share of this dim
+        count /= rest;
+        parts.push_back({rest, count * stride});
+        rest = 1;
+      } else if (rest % count == 0 && i < dims.size()) {  // the whole dim, then the next
+        parts.push_back({count, stride});
+        rest /= count;
+        count = 1;
       } else {
-        ok = false;
-        break;
+        return std::nullopt;
       }
     }
-    if (ok && g == 1)
-      if (auto b = box(base, len, std::move(dims))) return *b;
   }
-  return RowSet{slice_intervals(intervals(), from, n)};
+  auto b = box(box_begin(), len, std::move(dims));
+  if (!b) return std::nullopt;
+  out.first = std::move(*b);
+  return out;
+}
+
+std::int64_t digit_offset(const std::vector<Dim>& parts, std::int64_t v) {
+  std::int64_t off = 0;
+  for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
+    off += (v % it->count) * it->stride;
+    v /= it->count;
+  }
+  return off;
 }
 
 std::string RowSet::format() const {

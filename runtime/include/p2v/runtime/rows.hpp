@@ -59,6 +59,14 @@ class RowSet {
   std::int64_t gcd(std::int64_t g) const;
   // The units at positions [from, from + n) in ascending order; a box when the slice is one.
   RowSet slice(std::int64_t from, std::int64_t n) const;
+  // Splits a box (or one interval) into equal consecutive parts indexed by mixed-radix digits of
+  // these factors (outermost first), as a ReduceScatter does: the dims are taken outermost first
+  // (the run length last); a factor that divides a dim's count takes its share of that dim, one
+  // that is a multiple of it takes the whole dim and goes on with the next. The part of digits
+  // v_0, v_1, ... is `first` translated by sum_i digit_offset(parts[i], v_i). nullopt when a
+  // factor neither divides nor is a multiple of the count it meets, or for explicit intervals.
+  struct Split;
+  std::optional<Split> split(const std::vector<std::int64_t>& factors) const;
   // Intervals as format_intervals, a box with many runs as "{8x[0-1] every 16, from 4}".
   std::string format() const;
   // Equal sets (as sets of units).
@@ -70,6 +78,13 @@ class RowSet {
   std::int64_t begin_ = 0, len_ = 0;
   std::vector<Dim> dims_;
 };
+
+struct RowSet::Split {
+  RowSet first;                         // the part of digits (0, 0, ...)
+  std::vector<std::vector<Dim>> parts;  // per factor: (count, stride) of its digit's sub-digits
+};
+// The offset of digit value v over parts (its mixed-radix sub-digits, outermost first).
+std::int64_t digit_offset(const std::vector<Dim>& parts, std::int64_t v);
 
 enum class Space : std::uint8_t { Main, Stage0, Stage1 };
 const char* to_string(Space s);
