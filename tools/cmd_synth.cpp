@@ -5,13 +5,11 @@
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 
-#include <algorithm>
 #include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
-#include <thread>
 
 #include "command.hpp"
 #include "common.hpp"
@@ -161,8 +159,7 @@ class SynthRun {
     co.search.proofs = a_.proofs;
     co.search.timeout_ms = static_cast<unsigned>(a_.timeout_s * 1000);
     co.search.bury_solver = true;  // a command-line run: the process exits soon after
-    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    co.search.jobs = a_.jobs > 0 ? a_.jobs : cores;
+    co.search.jobs = a_.jobs;      // 0: one per hardware thread
     apply_solver_flags(a_.solver_flags, co.search);
     if (m.shape) {
       // The solvers run once per shape, on its smallest instance.

@@ -902,16 +902,60 @@ std::vector<EnumerationResult> confirm_by_closure(const std::vector<smt::SolverK
   for (std::size_t u = 0; u < g.states.size(); ++u)
     if (g.expanded[u]) todo.push_back(u);
   const std::size_t K = kinds.size();
-  // At least one worker per kind, so that the solvers run concurrently as before.
-  const std::size_t jobs =
-      std::clamp<std::size_t>(std::max<std::size_t>(static_cast<std::size_t>(std::max(1, opt.jobs)), K), 1,
-                              std::max<std::size_t>(1, todo.size() * K));
+  // opt.jobs workers (0: one per hardware thread), at least one per kind so that the solvers run
+  // concurrently, at most one per task.
+  const std::size_t asked =
+      opt.jobs > 0 ? static_cast<std::size_t>(opt.jobs) : std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t jobs = std::clamp<std::size_t>(std::max(asked, K), 1, std::max<std::size_t>(1, todo.size() * K));
   std::vector<EnumerationResult> res(K);
   for (auto& r : res) {
     r.method = RunMethod::Closure;
     r.programs = programs;
     r.shortest = programs.empty() ? 0 : static_cast<int>(programs.front().size());
   }
+  // One state's queries on a solver whose step starts free: the counts it adds to its kind's totals.
+  struct Counts {
+    int edges = 0, checks = 0;
+    double validity_seconds = 0, closure_seconds = 0;
+  };
+  auto close_state = [&](smt::SolverKind kind, smt::Solver& s, Encoder& e, std::size_t u) {
+    Counts n;
+    s.push();
+    s.add(e.state_is(0, g.states[u]));
+    // On the last level the closure is about steps to the goal only (see reachable_states).
+    if (g.depth[u] == max_size - 1) s.add(e.goal(1));
+    // Validity of the programs' steps from u: the step relation holds, with the successor's goal status.
+    for (auto [i, v] : used[u]) {
+      const auto tc = Clock::now();
+      const Term at_goal = e.goal(1);
+      const smt::Result r = s.check_assuming({e.chosen(1, i), e.state_is(1, g.states[static_cast<std::size_t>(v)]),
+                                              g.goal[static_cast<std::size_t>(v)] ? at_goal : !at_goal});
+      n.validity_seconds += since(tc);
+      ++n.checks;
+      if (r == smt::Result::unknown) unknown(s, "on a step of a program", opt);
+      if (r == smt::Result::unsat)
+        throw Error(std::string(to_string(kind)) +
+                    ": the encoding rejects a step of the enumerator's programs (instruction " + std::to_string(i) +
+                    " from a state at depth " + std::to_string(g.depth[u]) +
+                    "); nothing is certified (run p2v verify for the details)");
+    }
+    // Closure: no valid step from u other than the listed ones (with their exact successors); on
+    // the last level, no valid step to the goal other than the listed ones.
+    for (auto [i, v] : g.succ[u]) s.add(!(e.chosen(1, i) && e.state_is(1, g.states[static_cast<std::size_t>(v)])));
+    n.edges = static_cast<int>(g.succ[u].size());
+    const auto tc = Clock::now();
+    const smt::Result r = s.check();
+    n.closure_seconds = since(tc);
+    if (r == smt::Result::unknown) unknown(s, "on the steps from a reachable state", opt);
+    if (r == smt::Result::sat) {
+      const auto i = s.value_u64(e.chosen_var(1));
+      throw Error(std::string(to_string(kind)) + " finds a valid step (instruction " + std::to_string(i) +
+                  ") from a reachable state at depth " + std::to_string(g.depth[u]) +
+                  " that the reference semantics does not list; nothing is certified");
+    }
+    s.pop();
+    return n;
+  };
   std::vector<std::atomic<std::size_t>> next(K);
   for (auto& n : next) n = 0;
   std::vector<char> named(K, 0);
@@ -921,91 +965,47 @@ std::vector<EnumerationResult> confirm_by_closure(const std::vector<smt::SolverK
   auto worker = [&](std::size_t w) {
     std::vector<std::unique_ptr<smt::Solver>> solver(K);
     std::vector<std::unique_ptr<Encoder>> enc(K);
-    std::vector<EnumerationResult> part(K);
+    // The next task: a state of this worker's own kind first, else of another kind.
+    auto claim = [&](std::size_t& kk, std::size_t& t) {
+      for (std::size_t j = 0; j < K; ++j) {
+        kk = (w + j) % K;
+        if ((t = next[kk].fetch_add(1)) < todo.size()) return true;
+      }
+      return false;
+    };
     try {
-      for (bool more = true; more && !stop;) {
-        more = false;
-        for (std::size_t j = 0; j < K && !stop; ++j) {
-          const std::size_t kk = (w + j) % K;
-          const std::size_t t = next[kk].fetch_add(1);
-          if (t >= todo.size()) continue;
-          more = true;
-          const smt::SolverKind kind = kinds[kk];
-          if (!solver[kk]) {
-            solver[kk] = std::make_unique<smt::Solver>(kind, solver_options(opt));
-            enc[kk] = std::make_unique<Encoder>(*solver[kk], p, opt, /*free_initial=*/true);
-            enc[kk]->add_step();
-            std::lock_guard<std::mutex> lock(mu);
-            if (!named[kk]) name_run(res[kk], *solver[kk]);
-            named[kk] = 1;
-          }
-          smt::Solver& s = *solver[kk];
-          Encoder& e = *enc[kk];
-          EnumerationResult& pt = part[kk];
-          const std::size_t u = todo[t];
-          s.push();
-          s.add(e.state_is(0, g.states[u]));
-          // On the last level the closure is about steps to the goal only (see reachable_states).
-          const bool last = g.depth[u] == max_size - 1;
-          if (last) s.add(e.goal(1));
-          // Validity of the programs' steps from u: the step relation holds, with the successor's goal status.
-          for (auto [i, v] : used[u]) {
-            const auto tc = Clock::now();
-            const Term at_goal = e.goal(1);
-            const smt::Result r =
-                s.check_assuming({e.chosen(1, i), e.state_is(1, g.states[static_cast<std::size_t>(v)]),
-                                  g.goal[static_cast<std::size_t>(v)] ? at_goal : !at_goal});
-            pt.validity_seconds += since(tc);
-            ++pt.validity_checks;
-            if (r == smt::Result::unknown) unknown(s, "on a step of a program", opt);
-            if (r == smt::Result::unsat)
-              throw Error(std::string(to_string(kind)) +
-                          ": the encoding rejects a step of the enumerator's programs (instruction " +
-                          std::to_string(i) + " from a state at depth " + std::to_string(g.depth[u]) +
-                          "); nothing is certified (run p2v verify for the details)");
-          }
-          // Closure: no valid step from u other than the listed ones (with their exact successors); on
-          // the last level, no valid step to the goal other than the listed ones.
-          for (auto [i, v] : g.succ[u])
-            s.add(!(e.chosen(1, i) && e.state_is(1, g.states[static_cast<std::size_t>(v)])));
-          pt.closure_edges += static_cast<int>(g.succ[u].size());
-          const auto tc = Clock::now();
-          const smt::Result r = s.check();
-          pt.closure_seconds += since(tc);
-          if (r == smt::Result::unknown) unknown(s, "on the steps from a reachable state", opt);
-          if (r == smt::Result::sat) {
-            const auto i = s.value_u64(e.chosen_var(1));
-            throw Error(std::string(to_string(kind)) + " finds a valid step (instruction " + std::to_string(i) +
-                        ") from a reachable state at depth " + std::to_string(g.depth[u]) +
-                        " that the reference semantics does not list; nothing is certified");
-          }
-          s.pop();
+      for (std::size_t kk = 0, t = 0; !stop && claim(kk, t);) {
+        if (!solver[kk]) {
+          solver[kk] = std::make_unique<smt::Solver>(kinds[kk], solver_options(opt));
+          enc[kk] = std::make_unique<Encoder>(*solver[kk], p, opt, /*free_initial=*/true);
+          enc[kk]->add_step();
           std::lock_guard<std::mutex> lock(mu);
-          const int closed = ++res[kk].closure_states;
-          if (closed == static_cast<int>(todo.size())) res[kk].seconds = since(t_all);
-          if (opt.progress && closed % 200 == 0)
-            opt.progress(fmt::format("{}: {} of {} states closed", to_string(kind), closed, todo.size()));
-          break;  // back to this worker's own kind first
+          if (!named[kk]) name_run(res[kk], *solver[kk]);
+          named[kk] = 1;
         }
+        const Counts n = close_state(kinds[kk], *solver[kk], *enc[kk], todo[t]);
+        std::lock_guard<std::mutex> lock(mu);
+        EnumerationResult& r = res[kk];
+        r.closure_edges += n.edges;
+        r.validity_checks += n.checks;
+        r.validity_seconds += n.validity_seconds;
+        r.closure_seconds += n.closure_seconds;
+        if (++r.closure_states == static_cast<int>(todo.size())) r.seconds = since(t_all);
+        if (opt.progress && r.closure_states % 200 == 0)
+          opt.progress(fmt::format("{}: {} of {} states closed", to_string(kinds[kk]), r.closure_states, todo.size()));
       }
       for (std::size_t kk = 0; kk < K; ++kk)
         if (solver[kk]) {
-          part[kk].terms = solver[kk]->num_terms();
+          {
+            std::lock_guard<std::mutex> lock(mu);
+            res[kk].terms = std::max(res[kk].terms, solver[kk]->num_terms());
+          }
           end_of_search(enc[kk], solver[kk], opt);
         }
     } catch (const std::exception& ex) {
       std::lock_guard<std::mutex> lock(mu);
       stop = true;
       if (first_error.empty()) first_error = ex.what();
-      return;
-    }
-    std::lock_guard<std::mutex> lock(mu);
-    for (std::size_t kk = 0; kk < K; ++kk) {
-      res[kk].closure_edges += part[kk].closure_edges;
-      res[kk].validity_checks += part[kk].validity_checks;
-      res[kk].validity_seconds += part[kk].validity_seconds;
-      res[kk].closure_seconds += part[kk].closure_seconds;
-      res[kk].terms = std::max(res[kk].terms, part[kk].terms);
     }
   };
   if (jobs == 1) {

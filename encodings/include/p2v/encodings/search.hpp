@@ -53,8 +53,8 @@ struct SearchOptions {
   bool proofs = false;            // cvc5: keep the proof of the final unsat answer of every bound
   bool keep_states = false;       // keep the model's state after every step of every program
   std::int64_t max_programs = 0;  // stop (throws) after this many programs; 0 = no limit
-  // confirm_by_closure: workers in all (at least one per solver kind of the call), each with its
-  // own solver per kind, sharing out the reachable states.
+  // confirm_by_closure: workers in all (at least one per solver kind of the call; 0: one per
+  // hardware thread), each with its own solver per kind, sharing out the reachable states.
   int jobs = 1;
   // Called with progress lines by the long searches (confirm_by_closure), from a solver's thread
   // (one call at a time).
