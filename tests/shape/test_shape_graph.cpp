@@ -981,6 +981,12 @@ std::vector<std::string> gp_path(const Graph& G, int target) {
   std::reverse(out.begin(), out.end());
   return out;
 }
+// The instructions of exit (i, t): the path inside G' to state i, then instruction t.
+std::vector<std::string> exit_path(const Graph& G, int i, int t) {
+  auto path = gp_path(G, i);
+  path.push_back(instruction_name(G.h, G.ins[t]));
+  return path;
+}
 using Prop = std::function<bool(const StateSet&)>;
 // Forward closure of P on all reachable states, and P false at the goal.
 std::pair<int, bool> closure_violations(const Graph& G, const Prop& P) {
@@ -1069,8 +1075,7 @@ TEST_CASE("Lemma 5: forward-closed obstructions and the depth-3 exits they cover
       proved += z || y;         // lifts dead on every instance (Lemma 5(a), (b))
       // Lemma 5(b) (proved): P1' and P2c transfer to the lift on every c. P1 and P2 agree too on these
       // instances (checked, not proved).
-      auto path = gp_path(S, i);
-      path.push_back(instruction_name(S.h, S.ins[t]));
+      const auto path = exit_path(S, i, t);
       for (const auto& c : insts) {
         INFO("c = ", fmt::format("{}", c), ": ", fmt::format("{}", fmt::join(path, " ; ")));
         const Graph& C = graph(c, MasterCollectives::AllReduceOnly);
@@ -1133,8 +1138,7 @@ TEST_CASE("Lemma 5: per-exit listing of the depth-3 obstructions" * doctest::ski
     for (const auto& [i, t] : ex) {
       const int tgt = S.succ[i][t];
       if (!targets.insert(tgt).second) continue;
-      auto path = gp_path(S, i);
-      path.push_back(instruction_name(S.h, S.ins[t]));
+      const auto path = exit_path(S, i, t);
       std::string cov;
       cur = &S.h;
       for (const auto& pr : props) cov += pr.second(S.states[tgt]) ? "1" : "0";
@@ -1224,8 +1228,7 @@ TEST_CASE("Lemma 6: barrier, frozen and locked states; every depth-3 exit target
       without_p7 += z || y || b || f || k;
       covered += z || y || b || q;
       if (e.lifts_on.empty()) continue;
-      auto path = gp_path(S, i);
-      path.push_back(instruction_name(S.h, S.ins[t]));
+      const auto path = exit_path(S, i, t);
       for (const auto& c : e.lifts_on) {
         INFO("c = ", fmt::format("{}", c), ": ", fmt::format("{}", fmt::join(path, " ; ")));
         const Graph& C = graph(c, MasterCollectives::AllReduceOnly);
