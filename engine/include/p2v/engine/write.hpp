@@ -1,0 +1,19 @@
+#pragma once
+// File output shared by every writer of p2v: a file is written whole or not at all.
+#include <string>
+#include <string_view>
+
+namespace p2v::engine {
+
+// Writes `content` to `path` atomically: a temporary file in the same directory, every write and
+// the close checked, fsync, rename over `path`, fsync of the directory. On any failure the
+// temporary is removed, `path` is left as it was, and p2v::Error "cannot write <what> '<path>':
+// <reason>" is thrown. A `path` that exists and is not a regular file (a character device such as
+// /dev/full or /dev/null, a FIFO) is written in place, with every write checked.
+void write_file_atomic(const std::string& path, std::string_view content, const std::string& what = "file");
+
+// Flushes stdout and reports whether every write to it succeeded (false: e.g. stdout is /dev/full
+// or a closed pipe). The CLI calls it before exiting and turns false into an error with exit 2.
+bool flush_stdout();
+
+}  // namespace p2v::engine

@@ -1,0 +1,90 @@
+#include "p2v/engine/write.hpp"
+
+#include <fcntl.h>
+#include <fmt/core.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "p2v/engine/error.hpp"
+
+namespace p2v::engine {
+namespace {
+
+[[noreturn]] void fail(const std::string& what, const std::string& path, int err) {
+  throw Error(fmt::format("cannot write {} '{}': {}", what, path, std::strerror(err)));
+}
+
+// Writes all of `data` to `fd`; returns 0 or the errno of the failing write.
+int write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (n == 0) return EIO;
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return 0;
+}
+
+void write_in_place(const std::string& path, std::string_view content, const std::string& what) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) fail(what, path, errno);
+  int err = write_all(fd, content);
+  // fsync on a device or FIFO may be unsupported (EINVAL, EROFS): that is not a lost write.
+  if (err == 0 && ::fsync(fd) != 0 && errno != EINVAL && errno != EROFS) err = errno;
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (err != 0) fail(what, path, err);
+}
+
+}  // namespace
+
+void write_file_atomic(const std::string& path, std::string_view content, const std::string& what) {
+  if (path.empty()) throw Error(fmt::format("cannot write {}: empty file name", what));
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) fail(what, path, EISDIR);
+    if (!S_ISREG(st.st_mode)) return write_in_place(path, content, what);
+  }
+  const std::filesystem::path target(path);
+  const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
+  std::string tmpl = (dir / ("." + target.filename().string() + ".tmp.XXXXXX")).string();
+  const int fd = ::mkstemp(tmpl.data());
+  if (fd < 0) fail(what, path, errno);
+  int err = write_all(fd, content);
+  if (err == 0 && ::fsync(fd) != 0) err = errno;
+  // mkstemp creates 0600; give the file the permissions an ordinary create would (0666 & ~umask).
+  if (err == 0) {
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    if (::fchmod(fd, 0666 & ~mask) != 0) err = errno;
+  }
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (err == 0 && ::rename(tmpl.c_str(), path.c_str()) != 0) err = errno;
+  if (err != 0) {
+    ::unlink(tmpl.c_str());
+    fail(what, path, err);
+  }
+  // Make the rename itself durable; a directory that cannot be opened or synced loses nothing
+  // already written, so only a failing fsync on an opened directory is an error.
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    const int r = ::fsync(dfd);
+    const int e = errno;
+    ::close(dfd);
+    if (r != 0 && e != EINVAL && e != EROFS) fail(what, path, e);
+  }
+}
+
+bool flush_stdout() {
+  const bool flushed = std::fflush(stdout) == 0;
+  return flushed && !std::ferror(stdout);
+}
+
+}  // namespace p2v::engine

@@ -1,0 +1,86 @@
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "p2v/engine/error.hpp"
+#include "p2v/engine/write.hpp"
+
+namespace fs = std::filesystem;
+using p2v::engine::write_file_atomic;
+
+namespace {
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+fs::path fresh_dir(const std::string& name) {
+  const fs::path d = fs::temp_directory_path() / (name + "." + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+std::string error_of(const std::string& path, const std::string& content) {
+  try {
+    write_file_atomic(path, content, "test file");
+  } catch (const p2v::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("write_file_atomic: writes the whole content and replaces an existing file, no temporary left") {
+  const fs::path d = fresh_dir("p2v-write");
+  const fs::path f = d / "out.json";
+  write_file_atomic(f.string(), "first\n");
+  CHECK(slurp(f) == "first\n");
+  const std::string big(1 << 20, 'x');
+  write_file_atomic(f.string(), big);
+  CHECK(slurp(f) == big);
+  CHECK(std::distance(fs::directory_iterator(d), fs::directory_iterator{}) == 1);
+  fs::remove_all(d);
+}
+
+TEST_CASE("write_file_atomic: a failed write names the file, throws, and leaves the old file and no temporary") {
+  const fs::path d = fresh_dir("p2v-write-fail");
+  // Missing directory: nothing can be created.
+  const std::string missing = (d / "no" / "such" / "f.json").string();
+  const std::string e1 = error_of(missing, "x");
+  CHECK(e1.find("cannot write test file '" + missing + "'") != std::string::npos);
+  CHECK(!fs::exists(missing));
+  // A directory as the target.
+  CHECK(error_of(d.string(), "x").find("Is a directory") != std::string::npos);
+  // A full device (written in place, never replaced by a rename).
+  if (fs::exists("/dev/full")) {
+    const std::string e2 = error_of("/dev/full", std::string(100000, 'y'));
+    CHECK(e2.find("cannot write test file '/dev/full'") != std::string::npos);
+    CHECK(e2.find("No space left on device") != std::string::npos);
+    CHECK(fs::is_character_file("/dev/full"));
+  }
+  // A read-only directory (root ignores permissions, so only checked for other users).
+  if (::geteuid() != 0) {
+    const fs::path ro = d / "ro";
+    fs::create_directories(ro);
+    write_file_atomic((ro / "keep").string(), "old");
+    fs::permissions(ro, fs::perms::owner_read | fs::perms::owner_exec);
+    CHECK(!error_of((ro / "keep").string(), "new").empty());
+    fs::permissions(ro, fs::perms::owner_all);
+    CHECK(slurp(ro / "keep") == "old");
+  }
+  std::size_t entries = 0;
+  for (const auto& e : fs::recursive_directory_iterator(d)) entries += e.path().filename().string().find(".tmp.") != std::string::npos;
+  CHECK(entries == 0);
+  fs::remove_all(d);
+}
+
+TEST_CASE("write_file_atomic: /dev/null is written in place and stays a device") {
+  if (!fs::exists("/dev/null")) return;
+  write_file_atomic("/dev/null", "discarded");
+  CHECK(fs::is_character_file("/dev/null"));
+}
