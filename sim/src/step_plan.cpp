@@ -87,7 +87,26 @@ StepRun plan_step(const Model& model, const System& system, const std::vector<in
   for (std::size_t i = 0; i < axes.size(); ++i)
     (std::find(reduce.begin(), reduce.end(), static_cast<int>(i)) != reduce.end() ? run.data_parallel
                                                                                   : run.model_parallel) *= axes[i];
-  const auto lc = layer_costs(model, system, run.data_parallel, run.model_parallel, opt.zero);
+  ComputeOptions co;
+  co.batch = opt.batch;
+  co.measured_step_s = opt.measured_step_s;
+  if (!opt.throughput.empty()) {
+    if (opt.measured_step_s > 0) throw Error("give --measured-step-ms or --throughput, not both");
+    const auto& t = model.find_throughput(opt.throughput);
+    const int batch = opt.batch > 0 ? opt.batch : model.batch;
+    if (batch < 1)
+      throw Error(fmt::format("model '{}' gives no \"batch\": give --batch to use --throughput", model.name));
+    co.measured_step_s = batch / (t.samples_per_s / t.gpus);
+    run.compute_basis =
+        fmt::format("throughput {} ({} {}, {} GPU{}, batch {}{}: {} samples/s; {})", t.id, t.device, t.precision,
+                    t.gpus, t.gpus > 1 ? "s" : "", t.batch,
+                    t.batch != batch ? fmt::format(", rescaled to batch {}", batch) : "", t.samples_per_s, t.source);
+  } else if (opt.measured_step_s > 0) {
+    run.compute_basis = fmt::format("--measured-step-ms {}", opt.measured_step_s * 1e3);
+  }
+  const auto lc = layer_costs(model, system, run.data_parallel, run.model_parallel, opt.zero, co, &run.compute);
+  if (run.compute_basis.empty())
+    run.compute_basis = run.compute.flops > 0 ? "device numbers" : "the model's measured seconds";
   const Simulator simulator(system);
   CostOptions copt;
   copt.algo = opt.algo;
@@ -213,6 +232,10 @@ StepReport make_report(const Model& model, const System& system, const std::vect
   r.data_parallel = run.data_parallel;
   r.model_parallel = run.model_parallel;
   r.bucket_mb = opt.bucket_mb;
+  ComputeRecord cr{run.compute_basis, run.compute.batch, run.compute.step_s, std::nullopt, std::nullopt};
+  if (run.compute.flops_per_s > 0) cr.flops_per_s = run.compute.flops_per_s;
+  if (run.compute.efficiency > 0) cr.efficiency = run.compute.efficiency;
+  r.compute = cr;
   r.matrix = br.matrix;
   r.fixed = schedule_record(br.fixed, br.names, model);
   if (br.has_chosen) {
@@ -244,6 +267,12 @@ json to_json(const StepReport& r) {
   j["data_parallel"] = r.data_parallel;
   j["model_parallel"] = r.model_parallel;
   j["bucket_mb"] = r.bucket_mb;
+  if (r.compute) {
+    json c{{"basis", r.compute->basis}, {"batch", r.compute->batch}, {"step_s", r.compute->step_s}};
+    if (r.compute->flops_per_s) c["flops_per_s"] = *r.compute->flops_per_s;
+    if (r.compute->efficiency) c["efficiency"] = *r.compute->efficiency;
+    j["compute"] = std::move(c);
+  }
   j["matrix"] = r.matrix;
   if (r.chosen) {
     j["chosen"] = schedule_json(*r.chosen);
@@ -279,6 +308,17 @@ StepReport step_report_from_json(const json& j, const std::string& origin) {
   r.data_parallel = o["data_parallel"].int32();
   r.model_parallel = o["model_parallel"].int32();
   r.bucket_mb = o["bucket_mb"].number();
+  if (const auto c = o.optional("compute")) {
+    Object co(*c);
+    ComputeRecord cr;
+    cr.basis = co["basis"].string();
+    cr.batch = co["batch"].int32();
+    cr.step_s = co["step_s"].number();
+    if (const auto v = co.optional("flops_per_s")) cr.flops_per_s = v->number();
+    if (const auto v = co.optional("efficiency")) cr.efficiency = v->number();
+    co.finish();
+    r.compute = cr;
+  }
   r.matrix = o["matrix"].int_rows();
   r.fixed = schedule_from_json(o);
   if (const auto c = o.optional("chosen")) {
