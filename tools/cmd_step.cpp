@@ -25,7 +25,7 @@ struct StepArgs {
   std::string model, program, mode = "ddp", algo = "ring", svg, preset, preset_note;
   double bucket_mb = 25, measured_step_ms = 0;
   std::string throughput;
-  int candidates = 8, units = 64, batch = 0;
+  int candidates = 8, units = 64, batch = 0, measured_gpus = 1;
   bool json = false, no_choose = false;
 };
 
@@ -53,6 +53,10 @@ void add_options(CLI::App& sub, StepArgs& a) {
   sub.add_option("--measured-step-ms", a.measured_step_ms,
                  "a measured step time of one device (forward + backward of its batch, ms): fits the compute "
                  "speed to it and reports the efficiency");
+  sub.add_option("--measured-gpus", a.measured_gpus,
+                 "devices --measured-step-ms ran on, data-parallel in one node of the system (default 1); the fit "
+                 "then counts that node's exposed communication")
+      ->capture_default_str();
   sub.add_option("--throughput", a.throughput,
                  "fit the compute speed to one of the model file's published throughputs (its id)");
   sub.add_flag("--no-choose", a.no_choose, "only the fixed schedule (no bucket/program choice)");
@@ -94,6 +98,10 @@ StepCommand run(StepArgs& a) {
   c.opt.batch = a.batch;
   c.opt.measured_step_s = a.measured_step_ms * 1e-3;
   c.opt.throughput = a.throughput;
+  if (a.measured_gpus < 1) throw Error(fmt::format("--measured-gpus {}: must be positive", a.measured_gpus));
+  if (a.measured_gpus > 1 && !(a.measured_step_ms > 0))
+    throw Error("--measured-gpus goes with --measured-step-ms (a --throughput entry gives its own)");
+  c.opt.measured_gpus = a.measured_gpus;
   const auto& p = c.problem;
   c.run = st::plan_step(c.model, p.system, p.axes, p.reduce, p.matrices, c.opt);
   const auto& br = c.run.placements[c.run.best];

@@ -9,7 +9,9 @@
 #include "helpers.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/sim/cost.hpp"
+#include "p2v/engine/placement.hpp"
 #include "p2v/sim/step.hpp"
+#include "p2v/sim/step_plan.hpp"
 
 using namespace p2v::engine;
 namespace sim = p2v::sim;
@@ -394,4 +396,43 @@ TEST_CASE("p2v step: --measured-step-ms and --throughput") {
   CHECK(r.out.find("not both") != std::string::npos);
   r = simtest::run("step --model " + rn + " --system node=1,gpu=8 --preset a100 --axes 8 --measured-step-ms -3");
   CHECK(r.code == 2);
+  r = simtest::run("step --model " + rn + " --system node=1,gpu=8 --preset a100 --axes 8 --measured-gpus 8");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("goes with --measured-step-ms") != std::string::npos);
+}
+
+TEST_CASE("step: a step measured on one node is fitted with that node's exposed communication") {
+  const auto m = st::parse_model_json(
+      R"({"name":"m","batch":4,"layers":[{"name":"a","params":20000000,"fwd_flops":2e11},
+          {"name":"b","params":20000000,"fwd_flops":2e11},{"name":"c","params":20000000,"fwd_flops":2e11}]})",
+      "t");
+  // The truth: one node of 4 devices at efficiency 0.37, a slow switch so that communication shows.
+  System node = simtest::two_level(1, 4, 10, 5, 20, 1);
+  node.device = Device{"x", 100, 0.37, 0};
+  st::StepOptions o;
+  o.choose = false;
+  const std::vector<int> ax4{4}, ax8{8}, red{0};
+  const auto truth = st::plan_step(m, node, ax4, red, enumerate_matrices(node.cardinalities(), ax4), o);
+  const double T = truth.placements[0].fixed.step_s;
+  REQUIRE(T > truth.placements[0].fixed.compute_s * 1.05);  // exposed communication in the measurement
+  // Two such nodes, assuming efficiency 0.9: fitted to the one-node step, the efficiency comes back.
+  System two = simtest::two_level(2, 4, 10, 5, 20, 1);
+  two.device = Device{"x", 100, 0.9, 0};
+  o.measured_step_s = T;
+  o.measured_gpus = 4;
+  const auto mats = enumerate_matrices(two.cardinalities(), ax8);
+  auto run = st::plan_step(m, two, ax8, red, mats, o);
+  CHECK(run.compute.efficiency == doctest::Approx(0.37).epsilon(1e-6));
+  CHECK(run.compute_basis.find("measured on 4 devices") != std::string::npos);
+  // Taken as one device's step, the exposed communication would count as compute: too slow.
+  o.measured_gpus = 1;
+  run = st::plan_step(m, two, ax8, red, mats, o);
+  CHECK(run.compute.efficiency < 0.37 * 0.95);
+  o.measured_gpus = 3;
+  CHECK_THROWS_WITH_AS(st::plan_step(m, two, ax8, red, mats, o), doctest::Contains("hold 4 devices, not 3"),
+                       p2v::Error);
+  // A measurement shorter than the node's communication alone leaves nothing for the compute.
+  o.measured_gpus = 4;
+  o.measured_step_s = 1e-6;
+  CHECK_THROWS_WITH_AS(st::plan_step(m, two, ax8, red, mats, o), doctest::Contains("nothing is left"), p2v::Error);
 }

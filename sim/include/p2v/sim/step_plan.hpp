@@ -30,6 +30,11 @@ struct StepOptions {
   int batch = 0;
   double measured_step_s = 0;
   std::string throughput;
+  // Devices the measured step ran on, data-parallel (1: a single device). More: the step of one
+  // node of that many devices (the system's innermost levels), so the fit makes the simulated DDP
+  // default step there take measured_step_s, its exposed communication included. A throughput
+  // entry brings its own "gpus".
+  int measured_gpus = 1;
 };
 
 // One placement: its candidate programs and the fixed and chosen schedules.
