@@ -8,8 +8,8 @@
 
 #include "helpers.hpp"
 #include "p2v/engine/error.hpp"
-#include "p2v/sim/cost.hpp"
 #include "p2v/engine/placement.hpp"
+#include "p2v/sim/cost.hpp"
 #include "p2v/sim/step.hpp"
 #include "p2v/sim/step_plan.hpp"
 
