@@ -5,7 +5,9 @@ Each model is a list of layers in forward order with
   params     parameters of the layer, computed from the architecture (formulas below);
   fwd_flops  forward FLOPs of the layer for the whole per-device batch (2 FLOPs per multiply-add);
   bwd_flops  backward FLOPs = 2 x forward (gradient w.r.t. the input and w.r.t. the weights).
-`p2v step` turns FLOPs into time with the system's device numbers: FLOPs / (peak x efficiency).
+`p2v step` turns FLOPs into time with the system's device numbers: FLOPs / (peak x efficiency), or
+fits one speed to a measured step time (--measured-step-ms, or --throughput ID: an entry of the
+model's "throughput" list, published numbers with their sources, THROUGHPUT below).
 
 Formulas (k = kernel size, cin/cout = channels, h x w = output size, B = batch, S = sequence):
   conv (no bias) + batch norm: params = k*k*cin*cout + 2*cout;  MACs = k*k*cin*cout*h*w*B
@@ -101,6 +103,58 @@ MODELS = {
                             gpt=True),
 }
 
+# Published training throughputs (`p2v step --throughput ID` fits the compute speed to one).
+# samples_per_s is over all `gpus`; batch is per GPU. Every entry names where it is published.
+DLE = "NVIDIA/DeepLearningExamples @ 729963dd47e7c8bd462ad10bfac7a7b0b604e6dd, "
+DLE_RN50 = (DLE + "PyTorch/Classification/ConvNets/resnet50v1.5/README.md, Training performance results "
+            "(pytorch-21.03 NGC container); batch per GPU from PyTorch/Classification/ConvNets/configs.yml")
+DLE_BERT = (DLE + "PyTorch/LanguageModeling/BERT/README.md, Training performance results, Pre-training "
+            "(pytorch:21.11-py3 NGC container), sequence length 128")
+OCI = ("oracle-japan/ocitutorials @ 26a5670b980a368f383c0fff4c06ed7c4dccf672, "
+       "tutorials/_intermediates/spinup-gpu-cluster.md, section 3-3-1 (Horovod sample program)")
+
+
+def tp(id, device, precision, framework, batch, gpus, samples_per_s, source, note=None):
+    t = {"id": id, "device": device, "precision": precision, "framework": framework, "batch": batch,
+         "gpus": gpus, "samples_per_s": samples_per_s, "source": source}
+    if note:
+        t["note"] = note
+    return t
+
+
+RN50_DLE = "PyTorch DDP, DeepLearningExamples resnet50v1.5, --mode benchmark_training"
+HVD = ("Horovod tensorflow2_synthetic_benchmark.py (Keras ResNet50 v1, synthetic data, fp32 = TF32 on A100), "
+       "horovod/horovod:latest image")
+HVD_NOTE = ("OCI BM.GPU4.8 nodes: 8x A100-SXM4-40GB on NVSwitch, 16x 100 Gb/s RoCE v2 per node; the same "
+            "tutorial's nccl-tests all_reduce_perf at 10 GiB: busbw 235.6 GB/s in one node, 172.1 GB/s over two; "
+            "an earlier version of the file gave 600.0 (8 GPUs) and 573.2 (16 GPUs) img/s per GPU")
+BERT_DLE = "PyTorch, DeepLearningExamples BERT run_pretraining.sh (LAMB, gradient accumulation)"
+BERT_NOTE = ("phase 1 pre-training with gradient accumulation: gradients are all-reduced once per {} "
+             "micro-batches, so the step time is almost pure compute")
+THROUGHPUT = {
+    "resnet50": [
+        tp("dle-a100-tf32-1gpu", "A100-SXM4-80GB", "tf32", RN50_DLE, 256, 1, 938, DLE_RN50),
+        tp("dle-a100-tf32-8gpu", "A100-SXM4-80GB", "tf32", RN50_DLE, 256, 8, 7248, DLE_RN50),
+        tp("dle-a100-amp-1gpu", "A100-SXM4-80GB", "amp", RN50_DLE, 256, 1, 2470, DLE_RN50),
+        tp("dle-a100-amp-8gpu", "A100-SXM4-80GB", "amp", RN50_DLE, 256, 8, 16621, DLE_RN50),
+        tp("dle-v100-fp32-1gpu", "V100-SXM2-16GB", "fp32", RN50_DLE, 112, 1, 367, DLE_RN50),
+        tp("dle-v100-fp32-8gpu", "V100-SXM2-16GB", "fp32", RN50_DLE, 112, 8, 2855, DLE_RN50),
+        tp("dle-v100-amp-1gpu", "V100-SXM2-16GB", "amp", RN50_DLE, 256, 1, 1200, DLE_RN50),
+        tp("dle-v100-amp-8gpu", "V100-SXM2-16GB", "amp", RN50_DLE, 256, 8, 8322, DLE_RN50),
+        tp("horovod-oci-a100-8gpu", "A100-SXM4-40GB", "tf32", HVD, 32, 8, 8 * 600.2, OCI, HVD_NOTE),
+        tp("horovod-oci-a100-16gpu", "A100-SXM4-40GB", "tf32", HVD + ", 2 nodes", 32, 16, 16 * 580.0, OCI,
+           HVD_NOTE),
+    ],
+    "bert-large": [
+        tp("dle-a100-tf32-1gpu", "A100-SXM4-80GB", "tf32", BERT_DLE, 128, 1, 317, DLE_BERT, BERT_NOTE.format(64)),
+        tp("dle-a100-tf32-8gpu", "A100-SXM4-80GB", "tf32", BERT_DLE, 128, 8, 2505, DLE_BERT, BERT_NOTE.format(64)),
+        tp("dle-a100-tf32-16gpu", "A100-SXM4-80GB", "tf32", BERT_DLE + ", 2 DGX A100", 128, 16, 4979, DLE_BERT,
+           BERT_NOTE.format(32) + "; Multi-node Scaling table, whose batch column reads 126 for TF32"),
+        tp("dle-a100-amp-1gpu", "A100-SXM4-80GB", "amp", BERT_DLE, 256, 1, 580, DLE_BERT, BERT_NOTE.format(32)),
+        tp("dle-a100-amp-8gpu", "A100-SXM4-80GB", "amp", BERT_DLE, 256, 8, 4591, DLE_BERT, BERT_NOTE.format(32)),
+    ],
+}
+
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
     for key, m in MODELS.items():
@@ -109,14 +163,16 @@ if __name__ == "__main__":
         m["grad_dtype"] = "fp32"
         total = sum(l["params"] for l in m["layers"])
         m["total_params"] = total
-        order = ["name", "source", "how", "input", "batch", "grad_dtype", "total_params", "layers"]
-        m = {k: m[k] for k in order}
+        order = ["name", "source", "how", "input", "batch", "grad_dtype", "total_params", "throughput", "layers"]
+        if key in THROUGHPUT:
+            m["throughput"] = THROUGHPUT[key]
+        m = {k: m[k] for k in order if k in m}
         with open(os.path.join(OUT, key + ".json"), "w") as f:
             f.write("{\n")
             items = list(m.items())
             for i, (k, v) in enumerate(items):
-                if k == "layers":
-                    f.write('  "layers": [\n')
+                if k in ("layers", "throughput"):
+                    f.write(f'  "{k}": [\n')
                     f.write(",\n".join("    " + json.dumps(l) for l in v))
                     f.write("\n  ]")
                 else:

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
@@ -21,15 +22,17 @@ namespace st = sim::step;
 struct StepArgs {
   ProblemArgs problem;
   SearchArgs search;
-  std::string model, program, mode = "ddp", algo = "ring", svg;
-  double bucket_mb = 25;
-  int candidates = 8, units = 64;
+  std::string model, program, mode = "ddp", algo = "ring", svg, preset, preset_note;
+  double bucket_mb = 25, measured_step_ms = 0;
+  std::string throughput;
+  int candidates = 8, units = 64, batch = 0, measured_gpus = 1;
   bool json = false, no_choose = false;
 };
 
 void add_options(CLI::App& sub, StepArgs& a) {
   sub.add_option("--model", a.model, "model file (examples/models/*.json)")->required();
   add_problem_options(sub, a.problem, /*need_reduce=*/false);
+  add_preset_option(sub, a.preset);
   add_search_options(sub, a.search, /*with_hierarchy=*/false);
   sub.add_option("--program", a.program,
                  "the program of the fixed schedule, as `p2v simulate` names it (default: one AllReduce; ZeRO: "
@@ -46,6 +49,16 @@ void add_options(CLI::App& sub, StepArgs& a) {
       ->capture_default_str();
   sub.add_option("--units", a.units, "candidate bucket boundaries: layers merged into at most this many units")
       ->capture_default_str();
+  sub.add_option("--batch", a.batch, "per-device batch (default: the model file's); FLOPs scale linearly");
+  sub.add_option("--measured-step-ms", a.measured_step_ms,
+                 "a measured step time of one device (forward + backward of its batch, ms): fits the compute "
+                 "speed to it and reports the efficiency");
+  sub.add_option("--measured-gpus", a.measured_gpus,
+                 "devices --measured-step-ms ran on, data-parallel in one node of the system (default 1); the fit "
+                 "then counts that node's exposed communication")
+      ->capture_default_str();
+  sub.add_option("--throughput", a.throughput,
+                 "fit the compute speed to one of the model file's published throughputs (its id)");
   sub.add_flag("--no-choose", a.no_choose, "only the fixed schedule (no bucket/program choice)");
   sub.add_flag("--json", a.json, "machine-readable output");
   sub.add_option("--svg", a.svg, "write a Gantt chart of the reported placement's step");
@@ -62,6 +75,10 @@ StepCommand run(StepArgs& a) {
   if (a.mode != "ddp" && a.mode != "zero") throw Error(fmt::format("--mode '{}': expected ddp or zero", a.mode));
   if (!(a.bucket_mb > 0)) throw Error(fmt::format("--bucket-mb {}: must be positive", a.bucket_mb));
   if (a.candidates < 0 || a.units < 1) throw Error("--candidates must be >= 0 and --units >= 1");
+  if (a.batch < 0) throw Error(fmt::format("--batch {}: must be positive", a.batch));
+  if (!(a.measured_step_ms >= 0) || !std::isfinite(a.measured_step_ms))
+    throw Error(fmt::format("--measured-step-ms {}: must be a positive number of milliseconds", a.measured_step_ms));
+  if (a.measured_step_ms > 0 && !a.throughput.empty()) throw Error("give --measured-step-ms or --throughput, not both");
   StepCommand c;
   c.model = st::load_model_file(a.model);
   if (a.problem.reduce.empty()) {  // default: every axis is data-parallel
@@ -69,6 +86,7 @@ StepCommand run(StepArgs& a) {
     for (std::size_t i = 0; i < n; ++i) a.problem.reduce += (i ? "," : "") + std::to_string(i);
   }
   c.problem = load_problem(a.problem);
+  a.preset_note = fill_interconnects(c.problem.system, a.preset);
   c.opt.synth = a.search.options();
   c.opt.zero = a.mode == "zero";
   c.opt.program = a.program;
@@ -77,6 +95,13 @@ StepCommand run(StepArgs& a) {
   c.opt.units = a.units;
   c.opt.choose = !a.no_choose;
   c.opt.algo = sim::parse_algorithm(a.algo);
+  c.opt.batch = a.batch;
+  c.opt.measured_step_s = a.measured_step_ms * 1e-3;
+  c.opt.throughput = a.throughput;
+  if (a.measured_gpus < 1) throw Error(fmt::format("--measured-gpus {}: must be positive", a.measured_gpus));
+  if (a.measured_gpus > 1 && !(a.measured_step_ms > 0))
+    throw Error("--measured-gpus goes with --measured-step-ms (a --throughput entry gives its own)");
+  c.opt.measured_gpus = a.measured_gpus;
   const auto& p = c.problem;
   c.run = st::plan_step(c.model, p.system, p.axes, p.reduce, p.matrices, c.opt);
   const auto& br = c.run.placements[c.run.best];
@@ -111,6 +136,20 @@ void print_table(const StepArgs& a, const StepCommand& c) {
   fmt::print("model {} ({} parameters, {} layers) on {}: mode {}, data-parallel {} x model-parallel {}, algo {}\n",
              c.model.name, c.model.total_params(), c.model.layers.size(), c.problem.system.name, a.mode,
              run.data_parallel, run.model_parallel, a.algo);
+  if (!a.preset_note.empty()) fmt::print("{}\n", a.preset_note);
+  const auto& f = run.compute;
+  fmt::print("compute: {} per device step (forward + backward, batch {}) from {}", sim::format_seconds(f.step_s),
+             f.batch, run.compute_basis);
+  if (f.flops_per_s > 0)
+    fmt::print("; {:.1f} TFLOP/s{}", f.flops_per_s / 1e12,
+               f.efficiency > 0 ? fmt::format(" = efficiency {:.3f} of the device's peak", f.efficiency) : "");
+  fmt::print("\n");
+  if (!f.fitted && !c.model.throughput.empty()) {
+    std::string ids;
+    for (const auto& t : c.model.throughput) ids += (ids.empty() ? "" : ", ") + t.id;
+    fmt::print("  (the device's efficiency is an assumption; published numbers for this model: --throughput {})\n",
+               ids);
+  }
   const std::string fixed_name = a.program.empty() ? (c.opt.zero ? "ZeRO default" : "DDP default") : "--program";
   fmt::print("fixed schedule: {} MB buckets, {}\n\n", a.bucket_mb, fixed_name);
   std::size_t mw = 6;

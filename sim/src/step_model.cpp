@@ -41,15 +41,69 @@ void check_fields(const json& o, const std::set<std::string>& known, const std::
     }
 }
 
+std::string required_string(const json& o, const char* key, const std::string& where) {
+  if (!o.contains(key) || !o[key].is_string() || o[key].get<std::string>().empty())
+    throw Error(fmt::format("{}.{}: missing or not a non-empty string", where, key));
+  return o[key].get<std::string>();
+}
+
+int positive_int(const json& o, const char* key, const std::string& where) {
+  if (!o.contains(key) || !o[key].is_number_integer() || o[key].get<long long>() < 1 ||
+      o[key].get<long long>() > (1LL << 30))
+    throw Error(fmt::format("{}.{}: missing or not a positive integer", where, key));
+  return o[key].get<int>();
+}
+
+Throughput parse_throughput(const json& o, const std::string& w) {
+  if (!o.is_object()) throw Error(w + ": must be an object");
+  check_fields(o, {"id", "device", "precision", "framework", "source", "note", "batch", "gpus", "samples_per_s"}, w);
+  Throughput t;
+  t.id = required_string(o, "id", w);
+  t.device = required_string(o, "device", w);
+  t.precision = required_string(o, "precision", w);
+  t.framework = required_string(o, "framework", w);
+  t.source = required_string(o, "source", w);
+  if (o.contains("note")) t.note = required_string(o, "note", w);
+  t.batch = positive_int(o, "batch", w);
+  t.gpus = positive_int(o, "gpus", w);
+  if (!o.contains("samples_per_s")) throw Error(w + ".samples_per_s: missing");
+  t.samples_per_s = number(o, "samples_per_s", w);
+  if (!(t.samples_per_s > 0)) throw Error(w + ".samples_per_s: must be positive");
+  return t;
+}
+
 }  // namespace
+
+double Throughput::step_s() const { return batch / (samples_per_s / gpus); }
+
+const Throughput& Model::find_throughput(const std::string& id) const {
+  std::string ids;
+  for (const auto& t : throughput) {
+    if (t.id == id) return t;
+    ids += (ids.empty() ? "" : ", ") + t.id;
+  }
+  throw Error(fmt::format("--throughput '{}': model '{}' has no such entry ({})", id, name,
+                          ids.empty() ? "it has no \"throughput\" list" : "it has " + ids));
+}
 
 Model parse_model_json(const std::string& text, const std::string& origin) {
   json j = parse_json_object(text, origin);
-  check_fields(
-      j, {"name", "source", "how", "input", "batch", "grad_dtype", "state_bytes_per_param", "total_params", "layers"},
-      origin);
+  check_fields(j,
+               {"name", "source", "how", "input", "batch", "grad_dtype", "state_bytes_per_param", "total_params",
+                "layers", "throughput"},
+               origin);
   Model m;
   m.name = j.contains("name") && j["name"].is_string() ? j["name"].get<std::string>() : origin;
+  if (j.contains("batch")) m.batch = positive_int(j, "batch", origin);
+  if (j.contains("throughput")) {
+    if (!j["throughput"].is_array()) throw Error(origin + ": throughput: must be a list");
+    for (std::size_t i = 0; i < j["throughput"].size(); ++i) {
+      auto t = parse_throughput(j["throughput"][i], fmt::format("{}: throughput[{}]", origin, i));
+      for (const auto& u : m.throughput)
+        if (u.id == t.id) throw Error(fmt::format("{}: throughput[{}].id: '{}' appears twice", origin, i, t.id));
+      m.throughput.push_back(std::move(t));
+    }
+  }
   if (j.contains("grad_dtype")) {
     const std::string d = j["grad_dtype"].is_string() ? j["grad_dtype"].get<std::string>() : j["grad_dtype"].dump();
     if (d == "fp32")
@@ -98,20 +152,44 @@ Model load_model_file(const std::string& path) {
   return parse_model_json(engine::read_text_file(path, "model file"), path);
 }
 
-std::vector<LayerCost> layer_costs(const Model& m, const System& s, int data_parallel, int model_parallel, bool zero) {
+std::vector<LayerCost> layer_costs(const Model& m, const System& s, int data_parallel, int model_parallel, bool zero,
+                                   const ComputeOptions& co, ComputeFit* fit) {
   if (data_parallel < 1 || model_parallel < 1) throw Error("step: parallel degrees must be positive");
-  double flops_per_s = 0;
-  for (const auto& l : m.layers)
-    if (l.fwd_flops >= 0 && flops_per_s == 0) {
-      if (!s.device || !(s.device->peak_tflops > 0) || !(s.device->efficiency > 0))
-        throw Error(
-            fmt::format("model '{}' gives FLOPs (layer '{}') but system '{}' has no device numbers: add "
-                        "\"device\": {{\"peak_tflops\": ..., \"efficiency\": ...}} to the system file, or measured "
-                        "fwd_s/bwd_s to the "
-                        "model",
-                        m.name, l.name, s.name));
-      flops_per_s = s.device->peak_tflops * 1e12 * s.device->efficiency;
+  if (co.batch < 0 || co.measured_step_s < 0 || !std::isfinite(co.measured_step_s))
+    throw Error("step: batch and measured step time must be non-negative");
+  if (co.batch > 0 && m.batch < 1)
+    throw Error(
+        fmt::format("model '{}' gives no \"batch\", so its times cannot be rescaled to batch {}", m.name, co.batch));
+  const double batch_scale = co.batch > 0 ? static_cast<double>(co.batch) / m.batch : 1.0;
+  const bool fitted = co.measured_step_s > 0;
+  const bool peak = s.device && s.device->peak_tflops > 0;
+  const bool device = peak && s.device->efficiency > 0;
+  bool has_flops = false, has_secs = false;
+  const Layer* first_flops = nullptr;
+  for (const auto& l : m.layers) {
+    if (l.fwd_flops >= 0) {
+      has_flops = true;
+      if (!first_flops) first_flops = &l;
+    } else {
+      has_secs = true;
     }
+  }
+  // The speed FLOPs are turned into seconds with before any fit. A fit needs no device numbers
+  // unless FLOPs and measured seconds are mixed (their ratio is then the device's speed).
+  double flops_per_s = 0;
+  if (has_flops) {
+    if (device)
+      flops_per_s = s.device->peak_tflops * 1e12 * s.device->efficiency;
+    else if (fitted && !has_secs)
+      flops_per_s = 1e12;  // any unit: the fit rescales it
+    else
+      throw Error(fmt::format(
+          "model '{}' gives FLOPs (layer '{}') but system '{}' has no device numbers: add \"device\": "
+          "{{\"peak_tflops\": ..., \"efficiency\": ...}} to the system file, give a measured step time "
+          "(--measured-step-ms, or --throughput with the model's published numbers), or measured fwd_s/bwd_s "
+          "to the model",
+          m.name, first_flops->name, s.name));
+  }
   if (s.device && s.device->memory_gb > 0) {
     const double need =
         static_cast<double>(m.total_params()) * m.state_bytes_per_param / model_parallel / (zero ? data_parallel : 1);
@@ -123,18 +201,46 @@ std::vector<LayerCost> layer_costs(const Model& m, const System& s, int data_par
           zero ? fmt::format(", ZeRO over {}", data_parallel) : std::string(),
           s.device->name.empty() ? s.name : s.device->name, s.device->memory_gb, zero ? "" : ", or --mode zero"));
   }
+  // One device's times at model-parallel degree 1, before any fit.
   std::vector<LayerCost> out;
+  double total_s = 0, total_flops = 0;
   for (const auto& l : m.layers) {
     LayerCost c;
     if (l.fwd_flops >= 0) {
-      c.fwd_s = l.fwd_flops / flops_per_s / model_parallel;
-      c.bwd_s = (l.bwd_flops >= 0 ? l.bwd_flops : 2 * l.fwd_flops) / flops_per_s / model_parallel;
+      const double fwd = l.fwd_flops * batch_scale,
+                   bwd = (l.bwd_flops >= 0 ? l.bwd_flops : 2 * l.fwd_flops) * batch_scale;
+      total_flops += fwd + bwd;
+      c.fwd_s = fwd / flops_per_s;
+      c.bwd_s = bwd / flops_per_s;
     } else {
-      c.fwd_s = l.fwd_s / model_parallel;
-      c.bwd_s = (l.bwd_s >= 0 ? l.bwd_s : 2 * l.fwd_s) / model_parallel;
+      c.fwd_s = l.fwd_s * batch_scale;
+      c.bwd_s = (l.bwd_s >= 0 ? l.bwd_s : 2 * l.fwd_s) * batch_scale;
     }
+    total_s += c.fwd_s + c.bwd_s;
     c.grad_bytes = static_cast<double>(l.params) * m.grad_bytes / model_parallel;
     out.push_back(c);
+  }
+  double scale = 1;
+  if (fitted) {
+    if (!(total_s > 0)) throw Error(fmt::format("model '{}' has no compute to fit a step time to", m.name));
+    scale = co.measured_step_s / total_s;
+  }
+  for (auto& c : out) {
+    c.fwd_s *= scale / model_parallel;
+    c.bwd_s *= scale / model_parallel;
+  }
+  if (fit) {
+    *fit = ComputeFit{};
+    fit->fitted = fitted;
+    fit->batch = co.batch > 0 ? co.batch : m.batch;
+    fit->step_s = total_s * scale;
+    fit->flops = total_flops;
+    if (has_flops) {
+      fit->flops_per_s = flops_per_s / scale;
+      if (peak) fit->efficiency = fit->flops_per_s / (s.device->peak_tflops * 1e12);
+    }
+    // Relative to the speed before the fit: only meaningful when that speed was the device's or measured.
+    fit->time_scale = has_flops && !device ? 0 : scale;
   }
   return out;
 }

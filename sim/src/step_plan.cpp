@@ -9,6 +9,7 @@
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/json_reader.hpp"
 #include "p2v/engine/json_util.hpp"
+#include "p2v/engine/placement.hpp"
 #include "p2v/sim/rank.hpp"
 
 namespace p2v::sim::step {
@@ -78,6 +79,56 @@ PlacementPlan plan_placement(const Simulator& simulator, const Placement& pl, co
   return pr;
 }
 
+// The compute-only step time that makes the DDP default step (one AllReduce per bucket) of
+// `gpus` data-parallel devices take co.measured_step_s on one node of `system`: its innermost
+// levels holding exactly `gpus` devices. The step is continuous and non-decreasing in the compute
+// time, so bisection finds it.
+double fit_on_node(const Model& model, const System& system, int gpus, const ComputeOptions& co,
+                   const StepOptions& opt) {
+  if (system.has_topology())
+    throw Error(
+        fmt::format("system '{}' has a \"topology\" section: a step measured on {} devices can be fitted "
+                    "on level systems only",
+                    system.name, gpus));
+  System node = system;
+  std::int64_t held = 1;
+  int l = static_cast<int>(node.levels.size()) - 1;
+  for (; l >= 0 && held < gpus; --l) held *= node.levels[static_cast<std::size_t>(l)].cardinality;
+  if (held != gpus)
+    throw Error(
+        fmt::format("a step measured on {} devices is fitted on one node of system '{}', but its innermost "
+                    "levels hold {} devices, not {}: give a system whose node matches the measurement",
+                    gpus, system.name, held, gpus));
+  for (int k = 0; k <= l; ++k) node.levels[static_cast<std::size_t>(k)].cardinality = 1;
+  const Simulator simulator(node);
+  const std::vector<int> axes{gpus}, reduce{0};
+  const Placement pl(node.cardinalities(), axes, enumerate_matrices(node.cardinalities(), axes).at(0), reduce);
+  SyncCosts costs(simulator, {single_allreduce(pl.reduction_groups())}, opt.algo, false);
+  const auto lc = layer_costs(model, node, gpus, 1, false, co);  // compute alone = the measurement
+  const auto buckets = ddp_buckets(lc, opt.bucket_mb * 1e6);
+  const std::vector<int> programs(buckets.size(), 0);
+  auto step = [&](double scale) {
+    auto l2 = lc;
+    for (auto& c : l2) {
+      c.fwd_s *= scale;
+      c.bwd_s *= scale;
+    }
+    return simulate_step(l2, buckets, programs, costs, 0).step_s;
+  };
+  const double T = co.measured_step_s;
+  if (step(0) >= T)
+    throw Error(
+        fmt::format("on one node of {} devices the gradient synchronisation alone is predicted to take {:.3f} "
+                    "ms, not less than the measured step of {:.3f} ms: nothing is left for the compute",
+                    gpus, step(0) * 1e3, T * 1e3));
+  double lo = 0, hi = 1;  // step(1) >= T: the compute alone takes T
+  for (int i = 0; i < 100 && hi - lo > 1e-12; ++i) {
+    const double mid = (lo + hi) / 2;
+    (step(mid) < T ? lo : hi) = mid;
+  }
+  return T * (lo + hi) / 2;
+}
+
 }  // namespace
 
 StepRun plan_step(const Model& model, const System& system, const std::vector<int>& axes,
@@ -87,7 +138,37 @@ StepRun plan_step(const Model& model, const System& system, const std::vector<in
   for (std::size_t i = 0; i < axes.size(); ++i)
     (std::find(reduce.begin(), reduce.end(), static_cast<int>(i)) != reduce.end() ? run.data_parallel
                                                                                   : run.model_parallel) *= axes[i];
-  const auto lc = layer_costs(model, system, run.data_parallel, run.model_parallel, opt.zero);
+  ComputeOptions co;
+  co.batch = opt.batch;
+  co.measured_step_s = opt.measured_step_s;
+  int gpus = opt.measured_gpus;
+  if (gpus < 1) throw Error("step: the measurement's device count must be positive");
+  if (!opt.throughput.empty()) {
+    if (opt.measured_step_s > 0) throw Error("give --measured-step-ms or --throughput, not both");
+    const auto& t = model.find_throughput(opt.throughput);
+    const int batch = opt.batch > 0 ? opt.batch : model.batch;
+    if (batch < 1)
+      throw Error(fmt::format("model '{}' gives no \"batch\": give --batch to use --throughput", model.name));
+    co.measured_step_s = batch / (t.samples_per_s / t.gpus);
+    gpus = t.gpus;
+    run.compute_basis =
+        fmt::format("throughput {} ({} {}, {} GPU{}, batch {}{}: {} samples/s; {})", t.id, t.device, t.precision,
+                    t.gpus, t.gpus > 1 ? "s" : "", t.batch,
+                    t.batch != batch ? fmt::format(", rescaled to batch {}", batch) : "", t.samples_per_s, t.source);
+  } else if (opt.measured_step_s > 0) {
+    run.compute_basis = fmt::format("--measured-step-ms {}", opt.measured_step_s * 1e3);
+  }
+  if (co.measured_step_s > 0 && gpus > 1) {
+    const double T = co.measured_step_s;
+    co.measured_step_s = fit_on_node(model, system, gpus, co, opt);
+    run.compute_basis += fmt::format(
+        "; measured on {} devices: the compute is fitted so that the simulated DDP step of one such node takes "
+        "{:.3f} ms (compute {:.3f} ms + exposed communication)",
+        gpus, T * 1e3, co.measured_step_s * 1e3);
+  }
+  const auto lc = layer_costs(model, system, run.data_parallel, run.model_parallel, opt.zero, co, &run.compute);
+  if (run.compute_basis.empty())
+    run.compute_basis = run.compute.flops > 0 ? "device numbers" : "the model's measured seconds";
   const Simulator simulator(system);
   CostOptions copt;
   copt.algo = opt.algo;
@@ -213,6 +294,10 @@ StepReport make_report(const Model& model, const System& system, const std::vect
   r.data_parallel = run.data_parallel;
   r.model_parallel = run.model_parallel;
   r.bucket_mb = opt.bucket_mb;
+  ComputeRecord cr{run.compute_basis, run.compute.batch, run.compute.step_s, std::nullopt, std::nullopt};
+  if (run.compute.flops_per_s > 0) cr.flops_per_s = run.compute.flops_per_s;
+  if (run.compute.efficiency > 0) cr.efficiency = run.compute.efficiency;
+  r.compute = cr;
   r.matrix = br.matrix;
   r.fixed = schedule_record(br.fixed, br.names, model);
   if (br.has_chosen) {
@@ -244,6 +329,12 @@ json to_json(const StepReport& r) {
   j["data_parallel"] = r.data_parallel;
   j["model_parallel"] = r.model_parallel;
   j["bucket_mb"] = r.bucket_mb;
+  if (r.compute) {
+    json c{{"basis", r.compute->basis}, {"batch", r.compute->batch}, {"step_s", r.compute->step_s}};
+    if (r.compute->flops_per_s) c["flops_per_s"] = *r.compute->flops_per_s;
+    if (r.compute->efficiency) c["efficiency"] = *r.compute->efficiency;
+    j["compute"] = std::move(c);
+  }
   j["matrix"] = r.matrix;
   if (r.chosen) {
     j["chosen"] = schedule_json(*r.chosen);
@@ -279,6 +370,17 @@ StepReport step_report_from_json(const json& j, const std::string& origin) {
   r.data_parallel = o["data_parallel"].int32();
   r.model_parallel = o["model_parallel"].int32();
   r.bucket_mb = o["bucket_mb"].number();
+  if (const auto c = o.optional("compute")) {
+    Object co(*c);
+    ComputeRecord cr;
+    cr.basis = co["basis"].string();
+    cr.batch = co["batch"].int32();
+    cr.step_s = co["step_s"].number();
+    if (const auto v = co.optional("flops_per_s")) cr.flops_per_s = v->number();
+    if (const auto v = co.optional("efficiency")) cr.efficiency = v->number();
+    co.finish();
+    r.compute = cr;
+  }
   r.matrix = o["matrix"].int_rows();
   r.fixed = schedule_from_json(o);
   if (const auto c = o.optional("chosen")) {

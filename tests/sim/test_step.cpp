@@ -8,8 +8,10 @@
 
 #include "helpers.hpp"
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/placement.hpp"
 #include "p2v/sim/cost.hpp"
 #include "p2v/sim/step.hpp"
+#include "p2v/sim/step_plan.hpp"
 
 using namespace p2v::engine;
 namespace sim = p2v::sim;
@@ -226,4 +228,211 @@ TEST_CASE("p2v step: clear errors") {
   CHECK(r.out.find("not a program") != std::string::npos);
   r = simtest::run("export --format onnx --system node=2,gpu=4 --axes 8 --reduce 0 --all-programs -o /dev/null");
   CHECK(r.code == 2);
+}
+
+TEST_CASE("step: a measured step time fits the compute speed and recovers a known efficiency") {
+  // Synthetic: FLOPs run at efficiency 0.37 of a 100 TFLOP/s device; the measured step is what
+  // that gives. A system assuming another efficiency (0.9), or none at all, fits it back.
+  const auto m = st::parse_model_json(
+      R"({"name":"m","batch":4,"layers":[{"name":"a","params":10,"fwd_flops":3e11},
+          {"name":"b","params":20,"fwd_flops":1e11,"bwd_flops":5e11},{"name":"c","params":5,"fwd_flops":2e11}]})",
+      "t");
+  System truth = simtest::two_level(2, 1, 1, 10, 100, 1);
+  truth.device = Device{"x", 100, 0.37, 0};
+  st::ComputeFit f0;
+  const auto want = st::layer_costs(m, truth, 2, 1, false, {}, &f0);
+  CHECK(!f0.fitted);
+  const double T = (3e11 * 3 + 1e11 + 5e11 + 2e11 * 3) / 37e12;  // by hand: forward + backward FLOPs / speed
+  CHECK(f0.step_s == doctest::Approx(T));
+  CHECK(f0.efficiency == doctest::Approx(0.37));
+
+  System assumed = truth;
+  assumed.device->efficiency = 0.9;
+  st::ComputeOptions co;
+  co.measured_step_s = T;
+  st::ComputeFit f;
+  const auto got = st::layer_costs(m, assumed, 2, 1, false, co, &f);
+  CHECK(f.fitted);
+  CHECK(f.efficiency == doctest::Approx(0.37));
+  CHECK(f.flops_per_s == doctest::Approx(37e12));
+  CHECK(f.time_scale == doctest::Approx(0.9 / 0.37));
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    CHECK(got[i].fwd_s == doctest::Approx(want[i].fwd_s));
+    CHECK(got[i].bwd_s == doctest::Approx(want[i].bwd_s));  // the model's backward share is kept
+    CHECK(got[i].grad_bytes == want[i].grad_bytes);
+  }
+  // Without device numbers: the speed is fitted, no efficiency (no peak to relate it to).
+  System bare = simtest::two_level(2, 1, 1, 10, 100, 1);
+  const auto g2 = st::layer_costs(m, bare, 2, 1, false, co, &f);
+  CHECK(f.flops_per_s == doctest::Approx(37e12));
+  CHECK(f.efficiency == 0);
+  CHECK(g2[1].bwd_s == doctest::Approx(want[1].bwd_s));
+  // Model parallelism divides the fitted single-device times; a larger batch scales them.
+  const auto g3 = st::layer_costs(m, assumed, 1, 2, false, co, &f);
+  CHECK(g3[0].fwd_s == doctest::Approx(want[0].fwd_s / 2));
+  co.batch = 8;
+  co.measured_step_s = 2 * T;  // twice the batch at the same speed
+  st::layer_costs(m, assumed, 2, 1, false, co, &f);
+  CHECK(f.efficiency == doctest::Approx(0.37));
+  CHECK(f.batch == 8);
+  co.measured_step_s = 0;
+  const auto g4 = st::layer_costs(m, truth, 2, 1, false, co, &f);
+  CHECK(g4[2].bwd_s == doctest::Approx(2 * want[2].bwd_s));
+  // Measured seconds: the fit scales them.
+  const auto ms = st::parse_model_json(R"({"layers":[{"params":1,"fwd_s":0.001},{"params":1,"fwd_s":0.003}]})", "t");
+  st::ComputeOptions c2;
+  c2.measured_step_s = 0.024;  // 2 x (0.001 + 0.003) x 3
+  const auto g5 = st::layer_costs(ms, bare, 1, 1, false, c2, &f);
+  CHECK(f.time_scale == doctest::Approx(2));
+  CHECK(g5[1].bwd_s == doctest::Approx(0.012));
+  // A model mixing FLOPs and seconds needs device numbers to be fitted.
+  const auto mixed =
+      st::parse_model_json(R"({"layers":[{"params":1,"fwd_s":0.001},{"params":1,"fwd_flops":1e9}]})", "t");
+  CHECK_THROWS_WITH_AS(st::layer_costs(mixed, bare, 1, 1, false, c2), doctest::Contains("no device numbers"),
+                       p2v::Error);
+}
+
+TEST_CASE("step: published throughputs are read strictly and give a step time") {
+  const std::string head = R"({"name":"m","batch":32,"layers":[{"params":1,"fwd_flops":1e9}],"throughput":[)";
+  const std::string entry =
+      R"({"id":"a","device":"A100","precision":"tf32","framework":"f","source":"s","batch":256,"gpus":8,"samples_per_s":8000})";
+  const auto m = st::parse_model_json(head + entry + "]}", "t");
+  REQUIRE(m.throughput.size() == 1);
+  CHECK(m.find_throughput("a").step_s() == doctest::Approx(256.0 / 1000));
+  CHECK_THROWS_WITH_AS(m.find_throughput("b"), doctest::Contains("it has a"), p2v::Error);
+  auto bad = [&](const std::string& e) {
+    try {
+      st::parse_model_json(head + e + "]}", "t");
+    } catch (const p2v::Error& x) {
+      return std::string(x.what());
+    }
+    return std::string("accepted");
+  };
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string e = entry;
+    e.replace(e.find(from), from.size(), to);
+    return e;
+  };
+  CHECK(bad(with(R"("gpus":8)", R"("gpus":8,"img_per_s":1)")).find("unknown field 'img_per_s'") != std::string::npos);
+  CHECK(bad(with(R"("source":"s",)", "")).find("throughput[0].source: missing") != std::string::npos);
+  CHECK(bad(with(R"("source":"s")", R"("source":"")")).find("source: missing or not a non-empty") != std::string::npos);
+  CHECK(bad(with("8000", "0")).find("samples_per_s: must be positive") != std::string::npos);
+  CHECK(bad(with(R"("batch":256)", R"("batch":2.5)")).find("batch: missing or not a positive integer") !=
+        std::string::npos);
+  CHECK(bad(entry + "," + entry).find("'a' appears twice") != std::string::npos);
+  CHECK(bad("3").find("throughput[0]: must be an object") != std::string::npos);
+  // The bundled published numbers: every entry has its source, ResNet-50 and BERT-large have some.
+  for (const char* f : {"resnet50.json", "bert-large.json"}) {
+    const auto bm = st::load_model_file(model_path(f));
+    CHECK(bm.throughput.size() >= 5);
+    for (const auto& t : bm.throughput) {
+      CAPTURE(t.id);
+      CHECK(t.source.size() > 20);
+      CHECK(t.step_s() > 0);
+    }
+  }
+  const auto rn = st::load_model_file(model_path("resnet50.json"));
+  CHECK(rn.find_throughput("horovod-oci-a100-8gpu").step_s() == doctest::Approx(32 / 600.2));
+}
+
+TEST_CASE("step: exposed communication on a tiny model, by hand") {
+  Fixture fx;
+  st::SyncCosts costs(fx.sim, {fx.ar}, sim::Algorithm::Ring, false);
+  const double c = costs.sync(0, 1e6);
+  REQUIRE(c > 0);
+  // Two layers, one bucket each. Forward 1 ms per layer, backward b per layer. Layer 1's gradients
+  // are ready at 2 ms + b, layer 0's at 2 ms + 2b (the end of compute).
+  for (const double b : {2 * c, c / 2}) {
+    CAPTURE(b);
+    const auto lc = layers({1e-3, 1e-3}, {1e6, 1e6});
+    std::vector<st::LayerCost> l2 = lc;
+    for (auto& x : l2) x.bwd_s = b;
+    const auto r = st::simulate_step(l2, st::ddp_buckets(l2, 1e6), {0, 0}, costs, 0);
+    const double compute = 2e-3 + 2 * b;
+    // Bucket 0 (layer 1) syncs from 2 ms + b to 2 ms + b + c. If c <= b it is hidden behind layer 0's
+    // backward and only the last bucket's sync is exposed: c. Otherwise bucket 1 queues behind it
+    // on the one communication stream and the exposed time is (2 ms + b + 2c) - compute = 2c - b.
+    const double exposed = c <= b ? c : 2 * c - b;
+    CHECK(r.compute_s == doctest::Approx(compute));
+    CHECK(r.exposed_comm_s == doctest::Approx(exposed));
+    CHECK(r.buckets[1].start_s == doctest::Approx(std::max(compute, 2e-3 + b + c)));  // never before its gradients
+  }
+  // One bucket for everything: nothing overlaps, the whole sync is exposed.
+  const auto lc = layers({1e-3, 1e-3}, {1e6, 1e6});
+  const auto r = st::simulate_step(lc, {{0, 1}}, {0}, costs, 0);
+  CHECK(r.exposed_comm_s == doctest::Approx(costs.sync(0, 2e6)));
+}
+
+TEST_CASE("p2v step: --measured-step-ms and --throughput") {
+  const std::string rn = model_path("resnet50.json");
+  const auto model = st::load_model_file(rn);
+  double flops = 0;
+  for (const auto& l : model.layers) flops += l.fwd_flops + l.bwd_flops;
+  auto r = simtest::run("step --json --no-choose --model " + rn + " --system " + simtest::example("a100-2node.json") +
+                        " --axes 32 --measured-step-ms 100");
+  REQUIRE(r.code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["compute"]["step_s"].get<double>() == doctest::Approx(0.1));
+  CHECK(j["compute"]["efficiency"].get<double>() == doctest::Approx(flops / (156e12 * 0.1)));
+  CHECK(j["compute_s"].get<double>() == doctest::Approx(0.1));  // data parallel only: one device's step
+  CHECK(j["step_s"].get<double>() >= 0.1);
+  // Published numbers need no device numbers; the per-sample time is rescaled to --batch.
+  r = simtest::run("step --json --no-choose --model " + rn +
+                   " --system node=1,gpu=8 --preset a100 --axes 8 --throughput dle-a100-tf32-1gpu --batch 64");
+  REQUIRE(r.code == 0);
+  j = nlohmann::json::parse(r.out);
+  CHECK(j["compute"]["step_s"].get<double>() == doctest::Approx(64.0 / 938));
+  CHECK(j["compute"]["batch"] == 64);
+  CHECK(!j["compute"].contains("efficiency"));
+  CHECK(j["compute"]["basis"].get<std::string>().find("DeepLearningExamples") != std::string::npos);
+  r = simtest::run("step --model " + rn + " --system node=1,gpu=8 --preset a100 --axes 8 --throughput nope");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("horovod-oci-a100-8gpu") != std::string::npos);
+  r = simtest::run(
+      "step --model " + rn +
+      " --system node=1,gpu=8 --preset a100 --axes 8 --throughput dle-a100-tf32-1gpu --measured-step-ms 5");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("not both") != std::string::npos);
+  r = simtest::run("step --model " + rn + " --system node=1,gpu=8 --preset a100 --axes 8 --measured-step-ms -3");
+  CHECK(r.code == 2);
+  r = simtest::run("step --model " + rn + " --system node=1,gpu=8 --preset a100 --axes 8 --measured-gpus 8");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("goes with --measured-step-ms") != std::string::npos);
+}
+
+TEST_CASE("step: a step measured on one node is fitted with that node's exposed communication") {
+  const auto m = st::parse_model_json(
+      R"({"name":"m","batch":4,"layers":[{"name":"a","params":20000000,"fwd_flops":2e11},
+          {"name":"b","params":20000000,"fwd_flops":2e11},{"name":"c","params":20000000,"fwd_flops":2e11}]})",
+      "t");
+  // The truth: one node of 4 devices at efficiency 0.37, a slow switch so that communication shows.
+  System node = simtest::two_level(1, 4, 10, 5, 20, 1);
+  node.device = Device{"x", 100, 0.37, 0};
+  st::StepOptions o;
+  o.choose = false;
+  const std::vector<int> ax4{4}, ax8{8}, red{0};
+  const auto truth = st::plan_step(m, node, ax4, red, enumerate_matrices(node.cardinalities(), ax4), o);
+  const double T = truth.placements[0].fixed.step_s;
+  REQUIRE(T > truth.placements[0].fixed.compute_s * 1.05);  // exposed communication in the measurement
+  // Two such nodes, assuming efficiency 0.9: fitted to the one-node step, the efficiency comes back.
+  System two = simtest::two_level(2, 4, 10, 5, 20, 1);
+  two.device = Device{"x", 100, 0.9, 0};
+  o.measured_step_s = T;
+  o.measured_gpus = 4;
+  const auto mats = enumerate_matrices(two.cardinalities(), ax8);
+  auto run = st::plan_step(m, two, ax8, red, mats, o);
+  CHECK(run.compute.efficiency == doctest::Approx(0.37).epsilon(1e-6));
+  CHECK(run.compute_basis.find("measured on 4 devices") != std::string::npos);
+  // Taken as one device's step, the exposed communication would count as compute: too slow.
+  o.measured_gpus = 1;
+  run = st::plan_step(m, two, ax8, red, mats, o);
+  CHECK(run.compute.efficiency < 0.37 * 0.95);
+  o.measured_gpus = 3;
+  CHECK_THROWS_WITH_AS(st::plan_step(m, two, ax8, red, mats, o), doctest::Contains("hold 4 devices, not 3"),
+                       p2v::Error);
+  // A measurement shorter than the node's communication alone leaves nothing for the compute.
+  o.measured_gpus = 4;
+  o.measured_step_s = 1e-6;
+  CHECK_THROWS_WITH_AS(st::plan_step(m, two, ax8, red, mats, o), doctest::Contains("nothing is left"), p2v::Error);
 }

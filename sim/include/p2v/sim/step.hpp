@@ -25,17 +25,57 @@ struct Layer {
   double fwd_s = -1, bwd_s = -1;          // measured; bwd defaults to 2 x fwd
 };
 
+// A measured training throughput of the model on one kind of device (the model file's
+// "throughput" list; published numbers carry their source). Used to fit the compute speed.
+struct Throughput {
+  std::string id;            // what `p2v step --throughput ID` names
+  std::string device;        // e.g. "A100-SXM4-80GB"
+  std::string precision;     // e.g. "tf32", "amp", "fp32"
+  std::string framework;     // what ran it (framework, container, script)
+  std::string source;        // where the number is published (URL, repository + path + commit, paper + table)
+  std::string note;          // optional
+  int batch = 0;             // samples per device per step in the measurement
+  int gpus = 1;              // devices in the measurement (data-parallel)
+  double samples_per_s = 0;  // over all `gpus` devices
+  double step_s() const;     // one device's step: batch / (samples_per_s / gpus)
+};
+
 struct Model {
   std::string name;
+  int batch = 0;                      // per-device batch the FLOPs / seconds are for (0: not given)
   int grad_bytes = 4;                 // from "grad_dtype": fp32 4, fp16/bf16 2
   double state_bytes_per_param = 16;  // weights + gradients + Adam moments (for the fit check)
   std::vector<Layer> layers;
+  std::vector<Throughput> throughput;
   std::int64_t total_params() const;
+  // The entry named `id`; throws p2v::Error listing the ids there are.
+  const Throughput& find_throughput(const std::string& id) const;
 };
 
 // Strict: unknown fields, missing or negative numbers and a wrong "total_params" are errors.
 Model parse_model_json(const std::string& text, const std::string& origin);
 Model load_model_file(const std::string& path);
+
+// Where the layers' compute times come from. By default: FLOPs / (the system's peak x efficiency),
+// or the model's measured seconds. With `measured_step_s`: one speed fitted so that one device's
+// forward + backward (model-parallel degree 1, at `batch`) takes exactly that long; every layer
+// keeps its share (its FLOPs, or its measured seconds), so backward stays what the model file
+// says (by default 2 x forward, a modelling assumption).
+struct ComputeOptions {
+  int batch = 0;               // per-device batch; 0 = the model's. FLOPs and seconds scale linearly.
+  double measured_step_s = 0;  // > 0: fit the compute speed to this single-device step time
+};
+
+// What layer_costs used, for the report.
+struct ComputeFit {
+  bool fitted = false;     // measured_step_s was given
+  int batch = 0;           // the per-device batch the times are for
+  double step_s = 0;       // one device's forward + backward at model-parallel degree 1
+  double flops = 0;        // its FLOPs (0 when the model gives seconds only)
+  double flops_per_s = 0;  // the speed used: device numbers, or fitted (0 without FLOPs)
+  double efficiency = 0;   // flops_per_s / the system's peak (0 when the system has no peak)
+  double time_scale = 1;   // fitted step / step from device numbers or measured seconds
+};
 
 // What one device does for one layer: compute seconds and gradient bytes it synchronises.
 struct LayerCost {
@@ -48,8 +88,9 @@ struct LayerCost {
 // of each layer's FLOPs and holds 1/model_parallel of its gradients. Throws p2v::Error when the
 // model needs device numbers the system lacks, or when the model's state does not fit the device
 // memory (ZeRO: state also divided by data_parallel).
+// `fit`, if given, receives what was used.
 std::vector<LayerCost> layer_costs(const Model& m, const engine::System& s, int data_parallel, int model_parallel,
-                                   bool zero);
+                                   bool zero, const ComputeOptions& co = {}, ComputeFit* fit = nullptr);
 
 // Predicted synchronisation time of program p on a bucket of `bytes` per device, from the
 // simulator, cached per (program, bytes). In ZeRO mode a program's trailing AllGather steps are

@@ -24,6 +24,17 @@ struct StepOptions {
   int units = 64;         // candidate bucket boundaries
   bool choose = true;     // also choose buckets and programs
   Algorithm algo = Algorithm::Ring;
+  // Compute speed (docs/step.md, "Compute"): per-device batch (0 = the model's), and a measured
+  // single-device step time to fit, given directly or as the id of one of the model's
+  // "throughput" entries (at most one of the two).
+  int batch = 0;
+  double measured_step_s = 0;
+  std::string throughput;
+  // Devices the measured step ran on, data-parallel (1: a single device). More: the step of one
+  // node of that many devices (the system's innermost levels), so the fit makes the simulated DDP
+  // default step there take measured_step_s, its exposed communication included. A throughput
+  // entry brings its own "gpus".
+  int measured_gpus = 1;
 };
 
 // One placement: its candidate programs and the fixed and chosen schedules.
@@ -40,6 +51,8 @@ struct PlacementPlan {
 
 struct StepRun {
   int data_parallel = 1, model_parallel = 1;
+  ComputeFit compute;         // what the layer times are based on
+  std::string compute_basis;  // "device numbers", "model's measured seconds", "--measured-step-ms", "throughput ID"
   std::vector<PlacementPlan> placements;
   std::size_t best = 0;  // the placement with the fastest step
 };
@@ -81,6 +94,15 @@ struct PlacementRecord {
   bool operator==(const PlacementRecord&) const = default;
 };
 
+// How the compute times were obtained ("compute" in the report).
+struct ComputeRecord {
+  std::string basis;
+  int batch = 0;
+  double step_s = 0;  // one device's forward + backward at model-parallel degree 1
+  std::optional<double> flops_per_s, efficiency;
+  bool operator==(const ComputeRecord&) const = default;
+};
+
 struct StepReport {
   int version = kStepVersion;
   std::string model, system, mode;  // mode: ddp or zero
@@ -88,8 +110,9 @@ struct StepReport {
   std::vector<int> axes, reduce;
   int data_parallel = 1, model_parallel = 1;
   double bucket_mb = 0;
-  engine::ParallelismMatrix matrix;  // the best placement, whose schedules follow
-  ScheduleRecord fixed;              // written at the top level
+  std::optional<ComputeRecord> compute;  // always written; optional when read (older reports)
+  engine::ParallelismMatrix matrix;      // the best placement, whose schedules follow
+  ScheduleRecord fixed;                  // written at the top level
   std::optional<ScheduleRecord> chosen;
   bool chosen_is_fixed = false;
   double gain = 0;  // fixed / chosen step time
