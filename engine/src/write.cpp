@@ -82,8 +82,11 @@ void write_file_atomic(const std::string& path, std::string_view content, const 
   }
 }
 
-bool flush_stdout() {
+bool flush_stdout(int* err) {
+  errno = 0;
   const bool flushed = std::fflush(stdout) == 0;
+  const int e = flushed ? 0 : errno;
+  if (err != nullptr) *err = e;
   return flushed && !std::ferror(stdout);
 }
 

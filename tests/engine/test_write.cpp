@@ -74,7 +74,8 @@ TEST_CASE("write_file_atomic: a failed write names the file, throws, and leaves 
     CHECK(slurp(ro / "keep") == "old");
   }
   std::size_t entries = 0;
-  for (const auto& e : fs::recursive_directory_iterator(d)) entries += e.path().filename().string().find(".tmp.") != std::string::npos;
+  for (const auto& e : fs::recursive_directory_iterator(d))
+    entries += e.path().filename().string().find(".tmp.") != std::string::npos;
   CHECK(entries == 0);
   fs::remove_all(d);
 }
