@@ -495,7 +495,9 @@ Registrar reg("run", [](CLI::App& sub) -> std::function<int()> {
   sub.add_flag("--show-plan", a->show_plan, "print the steps' groups and the roles and rows of (up to 64) ranks");
   sub.add_flag("--check-plan", a->check_plan,
                "debug: compare every rank's own plan with the global plan (at most 512 ranks) before running");
-  sub.add_option("--inject-fault", a->fault, "testing: corrupt one element after STEP on RANK (STEP:RANK)");
+  sub.add_option("--inject-fault", a->fault,
+                 "testing: corrupt one element on RANK (0-based, one rank per device) after STEP (1-based step of each "
+                 "program), e.g. 2:5; the checked run must then report the mismatch (exit 1)");
   return [a, r]() -> int {
 #ifdef P2V_HAVE_RUNTIME
     return run_command(*a, *r);

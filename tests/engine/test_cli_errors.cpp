@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -51,8 +52,7 @@ TEST_CASE("cli errors: option-parser errors are 'p2v: error:' with exit 2 and a 
     std::string args, message, hint;
   };
   const Case cases[] = {
-      {"matrices --system node=4,gpu=16 --axes 4,16 --bogus", "not expected: --bogus",
-       "see p2v matrices --help"},
+      {"matrices --system node=4,gpu=16 --axes 4,16 --bogus", "not expected: --bogus", "see p2v matrices --help"},
       {"matrices --system node=4,gpu=16", "--axes is required", "see p2v matrices --help"},
       {"synth --system node=2,gpu=2 --axes 4 --reduce 0 --max-size 99999999999999999999", "--max-size",
        "see p2v synth --help"},
@@ -68,7 +68,7 @@ TEST_CASE("cli errors: option-parser errors are 'p2v: error:' with exit 2 and a 
     CHECK(has(r.err, c.message));
     CHECK(has(r.err, c.hint));
   }
-  for (const std::string help : {"--help", "matrices --help", "--version"}) {
+  for (const std::string& help : {std::string("--help"), std::string("matrices --help"), std::string("--version")}) {
     CAPTURE(help);
     const Run r = p2v(help);
     CHECK(r.code == 0);
@@ -79,8 +79,9 @@ TEST_CASE("cli errors: option-parser errors are 'p2v: error:' with exit 2 and a 
 
 TEST_CASE("cli errors: a standard output that cannot be written is exit 2, never a silent success") {
   if (!std::filesystem::exists("/dev/full")) return;
-  for (const std::string args : {"matrices --system node=4,gpu=16 --axes 4,16", "matrices --help",
-                                 "synth --system " + kSys + "a100-2node.json --axes 2,16 --reduce 0 --json"}) {
+  for (const std::string& args :
+       std::vector<std::string>{"matrices --system node=4,gpu=16 --axes 4,16", "matrices --help",
+                                "synth --system " + kSys + "a100-2node.json --axes 2,16 --reduce 0 --json"}) {
     CAPTURE(args);
     const Run r = p2v(args + " >/dev/full");
     CHECK(r.code == 2);
@@ -92,8 +93,8 @@ TEST_CASE("cli errors: integers in options are parsed strictly") {
   // --inject-fault's numbers (needs the runtime, p2v-run).
   if (std::filesystem::exists(std::filesystem::path(P2V_BIN).parent_path() / "p2v-run")) {
     const std::string run =
-        "run --backend threads --system node=2,gpu=2 --axes 4 --reduce 0 --program "
-        "'AllReduce@(gpu,Inside) ; AllReduce@(node,Parallel(root))' --bytes 4K --iters 1 --warmup 0";
+        "run --backend threads --system node=2,gpu=2 --axes 4 --reduce 0 --matrix [[2,2]] --program "
+        "'AllReduce@(node,Inside) ; AllReduce@(node,Parallel(root))' --bytes 4K --iters 1 --warmup 0";
     Run r = p2v(run + " --inject-fault 0:");
     CHECK(r.code == 2);
     CHECK(has(r.err, "p2v: error: --inject-fault STEP: expected an integer from 1 to"));
@@ -115,7 +116,7 @@ TEST_CASE("cli errors: integers in options are parsed strictly") {
 TEST_CASE("cli errors: solver options are checked before any solver runs") {
   if (!have_smt()) return;
   const std::string verify = "verify --system node=2,gpu=2 --axes 2,2 --reduce 1 --max-size 2 --solver z3";
-  for (const std::string logic : {"NOTALOGIC", "qf_fd"}) {
+  for (const std::string& logic : {std::string("NOTALOGIC"), std::string("qf_fd")}) {
     CAPTURE(logic);
     const Run r = p2v(verify + " --z3-logic " + logic);
     CHECK(r.code == 2);  // was a segmentation fault (a null solver)
