@@ -370,6 +370,8 @@ bool agreed(runtime::Coordinator& co, F&& f) {
   std::string error;
   try {
     f();
+  } catch (const std::bad_alloc&) {
+    error = "out of memory";
   } catch (const std::exception& e) {
     error = e.what();
     if (error.empty()) error = "unknown error";

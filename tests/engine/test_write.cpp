@@ -80,6 +80,17 @@ TEST_CASE("write_file_atomic: a failed write names the file, throws, and leaves 
   fs::remove_all(d);
 }
 
+TEST_CASE("write_file_atomic: through a symbolic link, the file it points to is replaced and the link kept") {
+  const fs::path d = fresh_dir("p2v-write-link");
+  fs::create_directories(d / "real");
+  write_file_atomic((d / "real" / "f.json").string(), "old");
+  fs::create_symlink(d / "real" / "f.json", d / "link.json");
+  write_file_atomic((d / "link.json").string(), "new");
+  CHECK(fs::is_symlink(d / "link.json"));
+  CHECK(slurp(d / "real" / "f.json") == "new");
+  fs::remove_all(d);
+}
+
 TEST_CASE("write_file_atomic: /dev/null is written in place and stays a device") {
   if (!fs::exists("/dev/null")) return;
   write_file_atomic("/dev/null", "discarded");
