@@ -25,11 +25,16 @@
 #include "p2v/encodings/reshard.hpp"
 #endif
 #ifdef P2V_HAVE_RUNTIME
+#include <optional>
+
+#include "p2v/runtime/coordinator.hpp"
+#include "p2v/runtime/mpi/backends.hpp"
 #include "p2v/runtime/mpi/reshard.hpp"
 #endif
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/reshard.hpp"
 #include "p2v/engine/system.hpp"
+#include "p2v/engine/write.hpp"
 
 namespace p2v::tools {
 namespace {
@@ -109,7 +114,7 @@ std::string certify(const rs::Plan& p, const std::string& dir) {
   for (char& c : name)
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   const std::string file = dir + "/reshard-" + name.substr(0, 120) + ".json";
-  std::ofstream(file) << text << "\n";
+  engine::write_file_atomic(file, text + "\n", "certificate");
   const auto v = checker::check_reshard_certificate(text);
   if (!v.ok) throw Error(fmt::format("the independent checker rejected {}: {}", file, v.reason));
   return file;
@@ -121,7 +126,34 @@ std::string certify(const rs::Plan& p, const std::string& dir) {
 int run(const ReshardArgs& a, const rs::Request& r) {
   const runtime::MpiSession mpi;
   const int rank = mpi.rank();
-  const rs::Plan p = rs::plan(r);  // deterministic: the same on every rank
+  auto co = runtime::make_mpi_coordinator(MPI_COMM_WORLD);
+  // Plan on every rank (deterministic), then agree that every rank planned, and planned the same
+  // program, before the first collective: ranks started with different arguments stop together.
+  std::optional<rs::Plan> planned;
+  std::string error;
+  try {
+    planned = rs::plan(r);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  if (const int f = co->agree(!error.empty()); f >= 0) {
+    if (rank == f) fmt::print(stderr, "p2v: error{}: {}\n", f ? fmt::format(" (rank {})", f) : "", error);
+    return 2;
+  }
+  const rs::Plan& p = *planned;
+  std::string d =
+      fmt::format("mesh {}\nfrom {}\nto {}\n--dtype {}\n--cost {}\n--memory {}\n--system {}\n", a.mesh,
+                  rs::to_string(p.from, p.mesh), rs::to_string(p.to, p.mesh), a.dtype, a.cost, a.memory, a.system);
+  for (const auto& ps : p.program.steps) d += "step " + rs::step_to_string(ps.step, p.mesh) + "\n";
+  std::string why;
+  if (const int f = co->agree_on(d, &why); f >= 0) {
+    if (rank == 0)
+      fmt::print(stderr,
+                 "p2v: error: rank {} was started with different arguments than rank 0 ({}); give every rank the "
+                 "same arguments\n",
+                 f, why);
+    return 2;
+  }
   const auto mine = runtime::run_reshard(p, p.program);
   const auto base = runtime::run_reshard(p, p.baseline);
   for (const auto* x : {&mine, &base})

@@ -162,7 +162,7 @@ int prove_rules(const ProveArgs& a) {
     std::string cert_file;
     if (!a.certs.empty()) {
       cert_file = (std::filesystem::path(a.certs) / (r->id + ".json")).string();
-      std::ofstream(cert_file) << encodings::rule_certificate_json(*r, p) << "\n";
+      write_file(cert_file, encodings::rule_certificate_json(*r, p) + "\n", "certificate");
     }
     if (a.json) {
       nlohmann::json j = rule_json(*r);

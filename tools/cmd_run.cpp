@@ -8,11 +8,16 @@
 #include "p2v/engine/units.hpp"
 
 #ifdef P2V_HAVE_RUNTIME
+#include <sys/resource.h>
+#include <unistd.h>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <memory>
+#include <new>
+#include <sstream>
+#include <system_error>
 #include <thread>
+#include <utility>
 
 #include "p2v/engine/state.hpp"
 #include "p2v/runtime/backend.hpp"
@@ -24,6 +29,7 @@
 #endif
 
 #include "command.hpp"
+#include "common.hpp"
 #include "p2v/runtime/jobs.hpp"
 
 namespace p2v::tools {
@@ -64,26 +70,13 @@ std::string csv_quote(const std::string& s) {
   return o + "\"";
 }
 
-// Opens the CSV file of `option` for appending, writing `header` first if it is new or empty.
-std::ofstream open_csv(const std::string& path, const char* option, const char* header) {
-  bool fresh = true;
-  {
-    std::ifstream in(path);
-    fresh = !in || in.peek() == std::ifstream::traits_type::eof();
-  }
-  std::ofstream out(path, std::ios::app);
-  if (!out) throw Error(std::string(option) + " '" + path + "': cannot open it for appending");
-  if (fresh) out << header;
-  return out;
-}
-
+// --csv / --csv-programs append: the old file's content (a header is written first when it is new
+// or empty) and the new rows are written together as a new file (tools::append_file: temporary,
+// fsync, rename), so a failed write leaves the old file as it was and never a half-written row.
 void append_csv(const std::string& path, const runtime::Jobs& pr, const runtime::Job& job,
                 const runtime::RunReport& rep, const RunArgs& a, int ranks, const char* backend) {
   // The first four columns are what `p2v calibrate` reads (collective,groups,bytes,seconds).
-  std::ofstream out = open_csv(path, "--csv",
-                               "collective,groups,bytes,seconds,seconds_min,seconds_max,algbw_GBps,busbw_GBps,"
-                               "description,system,ranks,backend,dtype,matrix,program,step,group_size,num_groups,"
-                               "iters\n");
+  std::ostringstream out;
   auto row = [&](const std::string& step, const runtime::Timing& t) {
     out << t.what << ',' << csv_quote(t.groups_list) << ',' << t.bytes << ','
         << fmt::format("{:.9g},{:.9g},{:.9g},{:.6g},{:.6g}", t.t.median, t.t.min, t.t.max, t.algbw, t.busbw) << ','
@@ -97,19 +90,25 @@ void append_csv(const std::string& path, const runtime::Jobs& pr, const runtime:
   if (!a.no_baseline) row("baseline", rep.baseline);
   out << fmt::format("# total,{},{},{:.9g},{}\n", csv_quote(rep.total.groups_list), rep.total.bytes, rep.total.t.median,
                      csv_quote(job.notation));
+  append_file(path,
+              "collective,groups,bytes,seconds,seconds_min,seconds_max,algbw_GBps,busbw_GBps,"
+              "description,system,ranks,backend,dtype,matrix,program,step,group_size,num_groups,"
+              "iters\n",
+              out.str(), "--csv file");
 }
 
 // One row per program (its total): what `p2v simulate --measured-programs` reads.
 void append_program_csv(const std::string& path, const runtime::Jobs& pr, const runtime::Job& job,
                         const runtime::RunReport& rep, const RunArgs& a, int ranks, const char* backend) {
-  std::ofstream out = open_csv(
-      path, "--csv-programs",
-      "program,seconds,matrix,seconds_min,seconds_max,baseline_seconds,bytes,system,ranks,backend,dtype,iters\n");
+  std::ostringstream out;
   out << csv_quote(job.notation) << ',' << fmt::format("{:.9g}", rep.total.t.median) << ','
       << csv_quote(engine::format_matrix(job.matrix)) << ','
       << fmt::format("{:.9g},{:.9g},{:.9g}", rep.total.t.min, rep.total.t.max, rep.baseline.t.median) << ','
       << rep.bytes << ',' << csv_quote(pr.system.name) << ',' << ranks << ',' << backend << ',' << a.dtype << ','
       << a.iters << '\n';
+  append_file(
+      path, "program,seconds,matrix,seconds_min,seconds_max,baseline_seconds,bytes,system,ranks,backend,dtype,iters\n",
+      out.str(), "--csv-programs file");
 }
 
 // --show-plan: the steps' groups and, on small systems, every rank's role (rank 0 computes the
@@ -221,6 +220,17 @@ int run_jobs(const RunArgs& a, const runtime::Jobs& pr, const runtime::RunOption
   return failures;
 }
 
+// An exception that ends a run in a device thread or an MPI rank: exit code and message. A user's
+// error (p2v::Error, out of memory, a standard output that cannot be written) is 2, anything else
+// a bug (3).
+std::pair<int, std::string> classify(const std::exception& e) {
+  if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr) return {2, "error: out of memory (try a smaller --bytes)"};
+  if (dynamic_cast<const Error*>(&e) != nullptr) return {2, std::string("error: ") + e.what()};
+  if (const auto* se = dynamic_cast<const std::system_error*>(&e); se != nullptr && std::ferror(stdout))
+    return {2, "error: cannot write standard output: " + se->code().message()};
+  return {3, std::string("internal error: ") + e.what()};
+}
+
 // One process, one thread per device: --backend threads, or --backend nccl without mpirun.
 int run_threads(const RunArgs& a, const runtime::Jobs& pr, const runtime::RunOptions& opt) {
   const int n = static_cast<int>(pr.system.num_devices());
@@ -251,11 +261,13 @@ int run_threads(const RunArgs& a, const runtime::Jobs& pr, const runtime::RunOpt
                                       : runtime::make_thread_backend(fabric, i, opt.dtype);
         fails[i] = run_jobs(a, pr, opt, *be, *team[i]);
       } catch (const std::exception& e) {
-        // The other threads may wait for this one in a barrier: end the process.
+        // The other threads may wait for this one in a barrier: end the process, keeping the
+        // error contract (exit 2 for a user's error, 3 for a bug).
+        const auto [code, message] = classify(e);
         std::fflush(stdout);
-        fmt::print(stderr, "p2v run: error in thread {}: {}\n", i, e.what());
+        fmt::print(stderr, "p2v: {} (device thread {})\n", message, i);
         std::fflush(stderr);
-        std::_Exit(3);
+        std::_Exit(code);
       }
     });
   for (auto& t : threads) t.join();
@@ -273,13 +285,82 @@ runtime::RunOptions run_options(const RunArgs& a) {
   opt.baseline = !a.no_baseline;
   if (!a.fault.empty()) {
     const auto c = a.fault.find(':');
-    if (c == std::string::npos) throw Error("--inject-fault STEP:RANK, e.g. 2:5");
-    opt.fault_step = std::stoi(a.fault.substr(0, c)) - 1;
-    opt.fault_rank = std::stoi(a.fault.substr(c + 1));
+    if (c == std::string::npos)
+      throw Error("--inject-fault '" + a.fault + "': expected STEP:RANK (STEP from 1, RANK from 0), e.g. 2:5");
+    opt.fault_step =
+        static_cast<int>(engine::parse_integer(a.fault.substr(0, c), "--inject-fault STEP", 1, 1 << 20)) - 1;
+    opt.fault_rank = static_cast<int>(engine::parse_integer(a.fault.substr(c + 1), "--inject-fault RANK", 0, 1 << 30));
+    if (a.no_verify)
+      throw Error("--inject-fault needs the checked run: without it nothing would detect the fault (drop --no-verify)");
   }
   if (a.backend != "mpi" && a.backend != "nccl" && a.backend != "threads")
     throw Error("--backend '" + a.backend + "': use mpi, nccl or threads");
   return opt;
+}
+
+// --inject-fault STEP:RANK must name a step of every program to run (1-based) and a rank (0-based,
+// one per device) that holds data after that step, or the fault would silently not happen.
+void check_fault(const runtime::RunOptions& opt, const runtime::Jobs& jobs) {
+  if (opt.fault_step < 0) return;
+  const std::int64_t ranks = jobs.system.num_devices();
+  if (opt.fault_rank >= ranks)
+    throw Error(fmt::format("--inject-fault {}:{}: RANK is a rank from 0 to {} (the system has {} devices)",
+                            opt.fault_step + 1, opt.fault_rank, ranks - 1, ranks));
+  for (const auto& job : jobs.jobs) {
+    const std::size_t steps = job.program->steps.size();
+    if (static_cast<std::size_t>(opt.fault_step) >= steps)
+      throw Error(fmt::format("--inject-fault {}:{}: STEP is a step from 1 to {} of program '{}'", opt.fault_step + 1,
+                              opt.fault_rank, steps, job.notation));
+    const runtime::RankPlan plan = runtime::make_rank_plan(job.program, opt.fault_rank, false);
+    if (plan.steps[static_cast<std::size_t>(opt.fault_step)].rs.after.rows.empty())
+      throw Error(
+          fmt::format("--inject-fault {}:{}: rank {} holds no data after step {} of program '{}'; pick "
+                      "another rank or step",
+                      opt.fault_step + 1, opt.fault_rank, opt.fault_rank, opt.fault_step + 1, job.notation));
+  }
+}
+
+// The buffers are allocated before anything runs: refuse sizes that cannot fit in memory now,
+// with the numbers, rather than fail in the allocator. Each device holds at least its buffer, the
+// pristine copy the check compares against and, when verifying, one more for the expected data.
+void check_memory(const runtime::RunOptions& opt, const runtime::Jobs& jobs, bool threads) {
+  const std::int64_t devices = threads ? jobs.system.num_devices() : 1;
+  const double per_device = static_cast<double>(opt.bytes) * (opt.verify ? 3 : 2);
+  const double need = per_device * static_cast<double>(devices);
+  const double pages = static_cast<double>(::sysconf(_SC_PHYS_PAGES));
+  const double page = static_cast<double>(::sysconf(_SC_PAGESIZE));
+  double limit = pages > 0 && page > 0 ? pages * page : 0;
+  std::string what = "the machine's memory";
+  struct rlimit rl {};
+  if (::getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+      (limit == 0 || static_cast<double>(rl.rlim_cur) < limit)) {
+    limit = static_cast<double>(rl.rlim_cur);
+    what = "the address-space limit (ulimit -v)";
+  }
+  if (limit > 0 && need > limit)
+    throw Error(
+        fmt::format("--bytes {}: {} device{} in this process x {} buffers of {} bytes = {:.4g} GB, more than "
+                    "{} ({:.4g} GB); use a smaller --bytes{}",
+                    opt.bytes, devices, devices == 1 ? "" : "s", opt.verify ? 3 : 2, opt.bytes, need / 1e9, what,
+                    limit / 1e9, threads ? " or run under mpirun across machines" : ""));
+}
+
+// What every rank must agree on before the first collective: the resolved programs (after reading
+// any files) and the options that shape the collectives; one item per line. The CSV paths are
+// left out: only rank 0 writes them.
+std::string describe_run(const RunArgs& a, const runtime::RunOptions& opt, const runtime::Jobs& jobs) {
+  std::string d =
+      fmt::format("system {} {}\naxes {}\nreduce {}\n", jobs.system.name, format_list(jobs.system.cardinalities()),
+                  format_list(jobs.axes), format_list(jobs.reduce));
+  d += fmt::format("--backend {}\n--bytes {}\n--dtype {}\n--iters {}\n--warmup {}\n", a.backend, opt.bytes, a.dtype,
+                   opt.iters, opt.warmup);
+  d += fmt::format("--no-verify {}\n--no-baseline {}\n--check-plan {}\n--show-plan {}\n--inject-fault {}\n",
+                   a.no_verify, a.no_baseline, a.check_plan, a.show_plan, a.fault.empty() ? "none" : a.fault);
+  d += fmt::format("{} programs\n", jobs.jobs.size());
+  for (std::size_t i = 0; i < jobs.jobs.size(); ++i)
+    d += fmt::format("program {}: {} on matrix {}\n", i + 1, jobs.jobs[i].notation,
+                     engine::format_matrix(jobs.jobs[i].matrix));
+  return d;
 }
 
 // Runs `f` on every rank; if it throws on any, every rank returns false (agreed before any rank
@@ -289,6 +370,8 @@ bool agreed(runtime::Coordinator& co, F&& f) {
   std::string error;
   try {
     f();
+  } catch (const std::bad_alloc&) {
+    error = "out of memory";
   } catch (const std::exception& e) {
     error = e.what();
     if (error.empty()) error = "unknown error";
@@ -297,7 +380,7 @@ bool agreed(runtime::Coordinator& co, F&& f) {
   if (first < 0) return true;
   if (co.rank() == first) {
     std::fflush(stdout);
-    fmt::print(stderr, "p2v run: error{}: {}\n", co.size() > 1 && first != 0 ? fmt::format(" (rank {})", first) : "",
+    fmt::print(stderr, "p2v: error{}: {}\n", co.size() > 1 && first != 0 ? fmt::format(" (rank {})", first) : "",
                error);
   }
   return false;
@@ -319,6 +402,8 @@ int run_command(const RunArgs& a, const runtime::JobRequest& req) {
         if (a.backend == "threads" && size != 1)
           throw Error("--backend threads runs every device as a thread of one process: launch it without mpirun");
         jobs = runtime::resolve_jobs(req, threads ? -1 : size);
+        check_fault(opt, jobs);
+        check_memory(opt, jobs, threads);
         if (a.check_plan && jobs.system.num_devices() > engine::kMaxStateDevices)
           throw Error(
               fmt::format("--check-plan compares with the global plan, which handles at most {} ranks, and "
@@ -326,11 +411,24 @@ int run_command(const RunArgs& a, const runtime::JobRequest& req) {
                           engine::kMaxStateDevices, jobs.system.num_devices()));
       }))
     return 2;
+  // Every rank must run the same programs with the same options, or they would wait in different
+  // collectives forever (e.g. one rank splitting a communicator while another is in a barrier).
+  if (!threads) {
+    std::string why;
+    if (const int r = co->agree_on(describe_run(a, opt, jobs), &why); r >= 0) {
+      if (rank == 0)
+        fmt::print(stderr,
+                   "p2v: error: rank {} was started with a different program or options than rank 0 ({}); give "
+                   "every rank the same arguments and files\n",
+                   r, why);
+      return 2;
+    }
+  }
   if (threads) {
     try {
       return run_threads(a, jobs, opt);
     } catch (const Error& e) {
-      fmt::print(stderr, "p2v run: error: {}\n", e.what());
+      fmt::print(stderr, "p2v: error: {}\n", e.what());
       return 2;
     }
   }
@@ -345,11 +443,13 @@ int run_command(const RunArgs& a, const runtime::JobRequest& req) {
   try {
     failures = run_jobs(a, jobs, opt, *be, *co);
   } catch (const std::exception& e) {
-    // A failure inside the collective phase may leave other ranks waiting: abort them all.
+    // A failure inside the collective phase may leave other ranks waiting: abort them all, with
+    // exit code 2 for a user's error (a --csv file that cannot be written, no memory).
+    const auto [code, message] = classify(e);
     std::fflush(stdout);
-    fmt::print(stderr, "p2v run: error on rank {}: {}\n", rank, e.what());
+    fmt::print(stderr, "p2v: {} (rank {})\n", message, rank);
     std::fflush(stderr);
-    MPI_Abort(world, 3);
+    MPI_Abort(world, code);
   }
   be.reset();
   return failures ? 1 : 0;
@@ -397,7 +497,9 @@ Registrar reg("run", [](CLI::App& sub) -> std::function<int()> {
   sub.add_flag("--show-plan", a->show_plan, "print the steps' groups and the roles and rows of (up to 64) ranks");
   sub.add_flag("--check-plan", a->check_plan,
                "debug: compare every rank's own plan with the global plan (at most 512 ranks) before running");
-  sub.add_option("--inject-fault", a->fault, "testing: corrupt one element after STEP on RANK (STEP:RANK)");
+  sub.add_option("--inject-fault", a->fault,
+                 "testing: corrupt one element on RANK (0-based, one rank per device) after STEP (1-based step of each "
+                 "program), e.g. 2:5; the checked run must then report the mismatch (exit 1)");
   return [a, r]() -> int {
 #ifdef P2V_HAVE_RUNTIME
     return run_command(*a, *r);

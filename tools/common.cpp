@@ -1,11 +1,14 @@
 #include "common.hpp"
 
+#include <sys/stat.h>
 #include <CLI/CLI.hpp>
 
 #include <fstream>
+#include <sstream>
 
 #include <fmt/core.h>
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/write.hpp"
 #include "p2v/sim/cost.hpp"
 #include "p2v/sim/levels.hpp"
 #include "p2v/sim/report.hpp"
@@ -107,10 +110,26 @@ engine::Placement Problem::placement(const engine::ParallelismMatrix& x) const {
   return engine::Placement(system.cardinalities(), axes, x, reduce);
 }
 
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  if (!out) throw Error("cannot write '" + path + "'");
-  out << text;
+void write_file(const std::string& path, const std::string& text, const std::string& what) {
+  engine::write_file_atomic(path, text, what);
+}
+
+void append_file(const std::string& path, const std::string& header, const std::string& text, const std::string& what) {
+  std::string content;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(fmt::format("cannot read {} '{}' to append to it", what, path));
+    std::ostringstream old;
+    old << in.rdbuf();
+    if (in.bad()) throw Error(fmt::format("cannot read {} '{}' to append to it", what, path));
+    content = old.str();
+    if (!content.empty() && content.back() != '\n') content += '\n';
+  }
+  // A device or FIFO (/dev/stdout, /dev/null) is not read back: the rows go to it as they are.
+  if (content.empty() && (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode))) content = header;
+  content += text;
+  engine::write_file_atomic(path, content, what);
 }
 
 }  // namespace p2v::tools

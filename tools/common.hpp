@@ -69,7 +69,12 @@ void add_preset_option(CLI::App& sub, std::string& preset);
 // default preset). Returns a line naming the preset used, or "" when nothing was filled.
 std::string fill_interconnects(engine::System& s, const std::string& name);
 
-// Writes `text` to `path`; throws p2v::Error when the file cannot be written.
-void write_file(const std::string& path, const std::string& text);
+// Writes `text` to `path` whole or not at all (engine::write_file_atomic); throws p2v::Error
+// "cannot write <what> '<path>': <reason>" on any failure.
+void write_file(const std::string& path, const std::string& text, const std::string& what = "file");
+// Appends `text` to the file at `path` (`header` first when the file is new or empty): the old
+// content and the new text are written together through write_file, so the file is either the old
+// one or the old one plus all of `text`. A device or FIFO is written in place without the header.
+void append_file(const std::string& path, const std::string& header, const std::string& text, const std::string& what);
 
 }  // namespace p2v::tools

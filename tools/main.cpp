@@ -9,10 +9,14 @@
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
+#include <iostream>
+#include <new>
 #include <string>
+#include <system_error>
 
 #include "command.hpp"
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/write.hpp"
 
 namespace p2v::tools {
 std::vector<Command>& registry() {
@@ -44,6 +48,22 @@ bool registered(const std::string& name) {
   fmt::print(stderr, "p2v: error: this subcommand needs {} ({}), which is not installed beside p2v: {}\n", exe, path,
              std::strerror(errno));
   std::exit(2);
+}
+
+// Every command's exit: stdout is flushed and checked, since a write to it that failed (a full
+// disk, /dev/full, a closed pipe) would otherwise pass unnoticed with exit 0.
+int finish(int code) {
+  // flush_stdout first: it keeps the errno of the failing flush. std::cout (CLI11's --help and
+  // --version) shares stdout's buffer (synced with stdio), so it is flushed by the same call.
+  int err = 0;
+  const bool flushed = p2v::engine::flush_stdout(&err);
+  std::cout.flush();
+  if (!flushed || !std::cout) {
+    fmt::print(stderr, "p2v: error: cannot write standard output: {}\n",
+               err != 0 ? std::strerror(err) : "a write to it failed");
+    return 2;
+  }
+  return code;
 }
 
 }  // namespace
@@ -101,19 +121,56 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version: CLI11 prints them, exit 0. Every other parse error is a usage error.
+    if (e.get_exit_code() == 0) return finish(app.exit(e));
+    if (argc > 1 && argv[1][0] != '-') {
+      bool known = false;
+      for (const auto& c : command_table()) known |= argv[1] == std::string(c.name);
+      if (!known) {
+        std::string names;
+        for (const auto& c : command_table()) names += (names.empty() ? "" : ", ") + std::string(c.name);
+        fmt::print(stderr, "p2v: error: unknown command '{}'; the commands are {}\n  see p2v --help\n", argv[1], names);
+        return 2;
+      }
+    }
+    std::string sub;
+    for (const auto* s : app.get_subcommands()) sub = " " + s->get_name();
+    if (sub.empty() && argc > 1)
+      for (const auto& c : command_table())
+        if (argv[1] == std::string(c.name)) sub = std::string(" ") + argv[1];
+    std::fflush(stdout);
+    fmt::print(stderr, "p2v: error: {}\n  see p2v{} --help\n", e.what(), sub);
+    return 2;
   }
+  int code = 1;
   try {
     for (std::size_t i = 0; i < cmds.size(); ++i)
-      if (subs[i]->parsed()) return runners[i]();
+      if (subs[i]->parsed()) {
+        code = runners[i]();
+        break;
+      }
   } catch (const p2v::Error& e) {
     std::fflush(stdout);
     fmt::print(stderr, "p2v: error: {}\n", e.what());
-    return 2;
+    code = 2;
+  } catch (const std::bad_alloc&) {
+    std::fflush(stdout);
+    fmt::print(stderr,
+               "p2v: error: out of memory (an allocation failed; a smaller problem, fewer --jobs or more memory "
+               "may help)\n");
+    code = 2;
+  } catch (const std::system_error& e) {
+    // fmt::print throws this when a write to stdout fails (a full disk, /dev/full, a closed pipe).
+    if (std::ferror(stdout)) {
+      fmt::print(stderr, "p2v: error: cannot write standard output: {}\n", e.code().message());
+      return 2;
+    }
+    fmt::print(stderr, "p2v: internal error: {}\n", e.what());
+    code = 3;
   } catch (const std::exception& e) {
     std::fflush(stdout);
     fmt::print(stderr, "p2v: internal error: {}\n", e.what());
-    return 3;
+    code = 3;
   }
-  return 1;
+  return finish(code);
 }

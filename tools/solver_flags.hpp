@@ -34,12 +34,18 @@ inline void add_solver_flags(CLI::App& sub, SolverFlags& f, const std::string& p
 }
 
 #ifdef P2V_HAVE_ENCODINGS
-// Copies the flags into the solver-neutral options (throws p2v::Error on a malformed NAME=VALUE).
+// Copies the flags into the solver-neutral options and checks them with the solvers (throws
+// p2v::Error on a malformed NAME=VALUE, a logic Z3 does not know, an option cvc5 refuses).
 inline void apply_solver_flags(const SolverFlags& f, encodings::SearchOptions& so) {
   so.z3_logic = f.z3_logic;
   so.cvc5_options.clear();
   for (const auto& o : f.cvc5_options)
     so.cvc5_options.push_back(encodings::smt::parse_option_assignment(o, "--cvc5-option"));
+  // Validated now, before any worker thread creates a solver with them.
+  encodings::smt::SolverOptions check;
+  check.z3_logic = so.z3_logic;
+  check.cvc5_options = so.cvc5_options;
+  encodings::smt::check_solver_options(check);
 }
 #endif
 

@@ -17,6 +17,7 @@
 
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/state.hpp"
+#include "p2v/engine/workers.hpp"
 
 namespace p2v::encodings {
 
@@ -1002,20 +1003,18 @@ std::vector<EnumerationResult> confirm_by_closure(const std::vector<smt::SolverK
           }
           end_of_search(enc[kk], solver[kk], opt);
         }
+    } catch (const std::bad_alloc&) {
+      stop = true;
+      throw;  // rethrown by run_workers after the join: reported as out of memory
     } catch (const std::exception& ex) {
       std::lock_guard<std::mutex> lock(mu);
       stop = true;
       if (first_error.empty()) first_error = ex.what();
     }
   };
-  if (jobs == 1) {
-    worker(0);
-  } else {
-    if (opt.progress) opt.progress(fmt::format("{} workers, one solver per kind each", jobs));
-    std::vector<std::thread> threads;
-    for (std::size_t w = 0; w < jobs; ++w) threads.emplace_back(worker, w);
-    for (auto& t : threads) t.join();
-  }
+  if (jobs > 1 && opt.progress) opt.progress(fmt::format("{} workers, one solver per kind each", jobs));
+  engine::run_workers(
+      jobs, worker, [&] { stop = true; }, "try fewer --jobs");
   if (!first_error.empty()) throw Error(first_error);
   for (std::size_t kk = 0; kk < K; ++kk) {
     if (!named[kk]) name_run(res[kk], smt::Solver(kinds[kk], solver_options(opt)));  // no state to close

@@ -105,6 +105,11 @@ std::string Solver::name() const { return b_->name(); }
 std::string Solver::version() const { return b_->version(); }
 std::string Solver::settings() const { return b_->settings(); }
 
+void check_solver_options(const SolverOptions& opt) {
+  if (!opt.z3_logic.empty()) Solver z3(SolverKind::Z3, opt);
+  if (!opt.cvc5_options.empty()) Solver cvc5(SolverKind::Cvc5, opt);
+}
+
 std::pair<std::string, std::string> parse_option_assignment(const std::string& s, const std::string& what) {
   const auto eq = s.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == s.size())

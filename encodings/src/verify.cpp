@@ -10,12 +10,14 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <system_error>
 #include <thread>
 
 #include "p2v/encodings/certificate.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/replay.hpp"
 #include "p2v/engine/state.hpp"
+#include "p2v/engine/workers.hpp"
 
 namespace p2v::encodings {
 
@@ -171,7 +173,18 @@ class Pool {
                      [&](std::size_t x, std::size_t y) { return jobs_[x].cost > jobs_[y].cost; });
     const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
     const std::size_t n = std::min<std::size_t>(jobs_.size(), opt.jobs > 0 ? static_cast<std::size_t>(opt.jobs) : hw);
-    for (std::size_t w = 0; w < n; ++w) threads_.emplace_back([this] { worker(); });
+    // A thread that cannot be started: the started ones are joined before the error leaves the
+    // constructor (~Pool does not run then, and a joinable std::thread must never be destroyed).
+    try {
+      for (std::size_t w = 0; w < n; ++w) threads_.emplace_back([this] { worker(); });
+    } catch (const std::system_error& e) {
+      const std::size_t started = threads_.size();
+      join();
+      throw Error(engine::thread_start_error(started, n, e.code().message(), "try fewer --jobs"));
+    } catch (...) {
+      join();
+      throw;
+    }
   }
   ~Pool() { join(); }
   Pool(const Pool&) = delete;

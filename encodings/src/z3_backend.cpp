@@ -134,12 +134,24 @@ class Z3Backend final : public Backend {
     }
     return *model_;
   }
+  // Z3_mk_solver_for_logic returns null for a logic Z3 does not know; z3::solver(ctx, logic)
+  // would then take a reference on the null solver and crash, so the C call is checked first.
+  static Z3_solver try_solver(z3::context& ctx, const std::string& logic) {
+    Z3_solver s = Z3_mk_solver_for_logic(ctx, Z3_mk_string_symbol(ctx, logic.c_str()));
+    if (Z3_get_error_code(ctx) != Z3_OK) return nullptr;
+    return s;
+  }
   static z3::solver make_solver(z3::context& ctx, const std::string& logic) {
-    try {
-      return z3::solver(ctx, logic.c_str());
-    } catch (const z3::exception& e) {
-      throw Error("--z3-logic '" + logic + "': z3 does not accept it (" + e.msg() + "); the default is QF_FD");
+    if (Z3_solver s = try_solver(ctx, logic)) return z3::solver(ctx, s);
+    // The logics that suit p2v's queries (bit-vectors, Booleans, uninterpreted functions) and that
+    // this Z3 accepts.
+    std::string known;
+    for (const char* l : {"QF_FD", "QF_BV", "QF_UFBV", "QF_ABV", "QF_AUFBV", "QF_BVFP", "BV", "UFBV", "ALL"}) {
+      z3::context probe;
+      if (try_solver(probe, l) != nullptr) known += std::string(known.empty() ? "" : ", ") + l;
     }
+    throw Error("--z3-logic '" + logic + "': Z3 does not know this logic; use one of " + known +
+                " (logic names are upper case; the default is QF_FD)");
   }
   z3::context ctx_;
   std::string logic_;

@@ -4,10 +4,34 @@
 
 #include <cctype>
 #include <cmath>
+#include <limits>
 
 #include "p2v/engine/error.hpp"
 
 namespace p2v::engine {
+
+long long parse_integer(const std::string& text, const std::string& what, long long lo, long long hi) {
+  const auto bad = [&] {
+    return Error(fmt::format("{}: expected an integer from {} to {}, got '{}'", what, lo, hi, text));
+  };
+  std::size_t i = 0;
+  const bool neg = !text.empty() && (text[0] == '-' || text[0] == '+') ? (++i, text[0] == '-') : false;
+  if (i == text.size()) throw bad();
+  // Accumulate as a negative number: its range holds every long long.
+  long long v = 0;
+  for (; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c < '0' || c > '9') throw bad();
+    if (v < (std::numeric_limits<long long>::min() + (c - '0')) / 10) throw bad();
+    v = v * 10 - (c - '0');
+  }
+  if (!neg) {
+    if (v == std::numeric_limits<long long>::min()) throw bad();
+    v = -v;
+  }
+  if (v < lo || v > hi) throw bad();
+  return v;
+}
 
 double parse_size(const std::string& text, const std::string& what, double max) {
   const std::string forms = "a size such as 1048576, 1e9, 64K, 1M, 512MiB, 8GB or 8GiB";

@@ -52,7 +52,15 @@ void write_file_atomic(const std::string& path, std::string_view content, const 
     if (S_ISDIR(st.st_mode)) fail(what, path, EISDIR);
     if (!S_ISREG(st.st_mode)) return write_in_place(path, content, what);
   }
-  const std::filesystem::path target(path);
+  // A symbolic link to a file: the file it points to is replaced (in its own directory), the
+  // link stays a link.
+  std::filesystem::path target(path);
+  struct stat lst {};
+  if (::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
+    std::error_code ec;
+    const auto real = std::filesystem::canonical(target, ec);
+    if (!ec) target = real;
+  }
   const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
   std::string tmpl = (dir / ("." + target.filename().string() + ".tmp.XXXXXX")).string();
   const int fd = ::mkstemp(tmpl.data());
@@ -66,7 +74,7 @@ void write_file_atomic(const std::string& path, std::string_view content, const 
     if (::fchmod(fd, 0666 & ~mask) != 0) err = errno;
   }
   if (::close(fd) != 0 && err == 0) err = errno;
-  if (err == 0 && ::rename(tmpl.c_str(), path.c_str()) != 0) err = errno;
+  if (err == 0 && ::rename(tmpl.c_str(), target.c_str()) != 0) err = errno;
   if (err != 0) {
     ::unlink(tmpl.c_str());
     fail(what, path, err);
@@ -82,8 +90,11 @@ void write_file_atomic(const std::string& path, std::string_view content, const 
   }
 }
 
-bool flush_stdout() {
+bool flush_stdout(int* err) {
+  errno = 0;
   const bool flushed = std::fflush(stdout) == 0;
+  const int e = flushed ? 0 : errno;
+  if (err != nullptr) *err = e;
   return flushed && !std::ferror(stdout);
 }
 

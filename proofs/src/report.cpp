@@ -11,6 +11,7 @@
 
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/placement.hpp"
+#include "p2v/engine/workers.hpp"
 #include "p2v/proofs/prove_run.hpp"
 
 namespace p2v::proofs {
@@ -103,24 +104,14 @@ ProveResult run_cases(const std::vector<SuiteCase>& cases, ProveOptions opt, con
     for (std::size_t i = 0; i < total; ++i) run_one(i);
   } else {
     // Workers take the next item; the first error other than p2v::Error (which run_one turns into
-    // an 'unknown' check) stops the others and is rethrown here.
+    // an 'unknown' check) stops the others and is rethrown here once every worker is joined.
     std::atomic<std::size_t> next{0};
-    std::exception_ptr failed;
-    std::vector<std::thread> workers;
-    for (std::size_t w = 0; w < n; ++w)
-      workers.emplace_back([&] {
-        for (std::size_t i; (i = next++) < total;) {
-          try {
-            run_one(i);
-          } catch (...) {
-            std::lock_guard<std::mutex> g(lock);
-            if (!failed) failed = std::current_exception();
-            next = total;
-          }
-        }
-      });
-    for (auto& t : workers) t.join();
-    if (failed) std::rethrow_exception(failed);
+    engine::run_workers(
+        n,
+        [&](std::size_t) {
+          for (std::size_t i; (i = next++) < total;) run_one(i);
+        },
+        [&] { next = total; });
   }
   for (auto& run : runs) {
     res.ok &= run.ok;

@@ -6,6 +6,35 @@
 
 namespace p2v::runtime {
 
+int Coordinator::agree_on(const std::string& mine, std::string* why) {
+  const std::vector<std::string> all = gather(mine);
+  int differs = size();
+  if (rank() == 0)
+    for (std::size_t r = 1; r < all.size(); ++r)
+      if (all[r] != all[0]) {
+        differs = static_cast<int>(r);
+        break;
+      }
+  // Only rank 0 knows: the minimum over ranks is its answer.
+  const int first = allreduce_min(differs);
+  if (first == size()) return -1;
+  if (why != nullptr && rank() == 0) {
+    auto lines = [](const std::string& s) {
+      std::vector<std::string> v;
+      std::size_t b = 0;
+      for (std::size_t e; (e = s.find('\n', b)) != std::string::npos; b = e + 1) v.push_back(s.substr(b, e - b));
+      if (b < s.size()) v.push_back(s.substr(b));
+      return v;
+    };
+    const auto a = lines(all[0]), b = lines(all[static_cast<std::size_t>(first)]);
+    std::size_t i = 0;
+    while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
+    *why = "rank 0: " + (i < a.size() ? a[i] : std::string("(nothing)")) + "; rank " + std::to_string(first) + ": " +
+           (i < b.size() ? b[i] : std::string("(nothing)"));
+  }
+  return first;
+}
+
 namespace {
 
 struct Team {

@@ -74,8 +74,20 @@ TEST_CASE("write_file_atomic: a failed write names the file, throws, and leaves 
     CHECK(slurp(ro / "keep") == "old");
   }
   std::size_t entries = 0;
-  for (const auto& e : fs::recursive_directory_iterator(d)) entries += e.path().filename().string().find(".tmp.") != std::string::npos;
+  for (const auto& e : fs::recursive_directory_iterator(d))
+    entries += e.path().filename().string().find(".tmp.") != std::string::npos;
   CHECK(entries == 0);
+  fs::remove_all(d);
+}
+
+TEST_CASE("write_file_atomic: through a symbolic link, the file it points to is replaced and the link kept") {
+  const fs::path d = fresh_dir("p2v-write-link");
+  fs::create_directories(d / "real");
+  write_file_atomic((d / "real" / "f.json").string(), "old");
+  fs::create_symlink(d / "real" / "f.json", d / "link.json");
+  write_file_atomic((d / "link.json").string(), "new");
+  CHECK(fs::is_symlink(d / "link.json"));
+  CHECK(slurp(d / "real" / "f.json") == "new");
   fs::remove_all(d);
 }
 

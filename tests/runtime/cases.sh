@@ -41,6 +41,34 @@ case "$case_name" in
   threads_fault_caught)
     expect 1 "after step 3 \(AllGather\): rank 7, chunk 0" \
       "$P2V" run --backend threads $FIG2A --program "$RS_AR_AG" --inject-fault 3:7 $SMALL ;;
+  fault_step_outside)
+    expect 2 "p2v: error: --inject-fault 9:0: STEP is a step from 1 to 3 of program" \
+      "$P2V" run --backend threads $FIG2A --program "$RS_AR_AG" --inject-fault 9:0 $SMALL ;;
+  fault_rank_outside)
+    expect 2 "p2v: error: --inject-fault 1:99: RANK is a rank from 0 to 15 \(the system has 16 devices\)" \
+      "$P2V" run --backend threads $FIG2A --program "$RS_AR_AG" --inject-fault 1:99 $SMALL ;;
+  fault_step_zero)
+    expect 2 "p2v: error: --inject-fault STEP: expected an integer from 1 to [0-9]+, got '0'" \
+      "$P2V" run --backend threads $FIG2A --program "$RS_AR_AG" --inject-fault 0:0 $SMALL ;;
+  fault_rank_missing)
+    expect 2 "p2v: error: --inject-fault RANK: expected an integer from 0 to [0-9]+, got ''" \
+      "$P2V" run --backend threads $FIG2A --program "$RS_AR_AG" --inject-fault 1: $SMALL ;;
+  fault_without_check)
+    expect 2 "p2v: error: --inject-fault needs the checked run" \
+      "$P2V" run --backend threads $FIG2A --program "$RS_AR_AG" --inject-fault 1:0 --no-verify $SMALL ;;
+  threads_bytes_too_large)
+    expect 2 "p2v: error: --bytes 1099511627776: 16 devices in this process x 3 buffers of 1099511627776 bytes" \
+      "$P2V" run --backend threads $FIG2A --program "$RS_AR_AG" --bytes 1T --iters 1 --warmup 0 ;;
+  ranks_disagree_program)
+    # Two halves of one MPI job given different programs (MPMD launch): before the first
+    # collective every rank compares its run with rank 0's; all stop with exit 2 instead of hanging.
+    expect 2 "p2v: error: rank 8 was started with a different program or options than rank 0 \(rank 0: program 1: ReduceScatter.*; rank 8: program 1: AllReduce@\(rack,Inside\)" \
+      $MPIRUN -np 8 "$P2V" run $FIG2A --program "$RS_AR_AG" $SMALL : -np 8 "$P2V" run $FIG2A \
+      --program "AllReduce@(rack,Inside)" $SMALL ;;
+  ranks_disagree_bytes)
+    expect 2 "p2v: error: rank 1 was started with a different program or options than rank 0 \(rank 0: --bytes 4096; rank 1: --bytes 8192" \
+      $MPIRUN -np 1 "$P2V" run $FIG2A --program "$RS_AR_AG" $SMALL : -np 15 "$P2V" run $FIG2A \
+      --program "$RS_AR_AG" --bytes 8K --iters 1 --warmup 0 ;;
   nccl_programs)
     # Every program of a 4-device system on NCCL, one rank per GPU; skipped without 4 GPUs.
     "$P2V" synth --system node=2,gpu=2 --axes 4 --reduce 0 --json >"$WORK/nccl4.json" || exit 3

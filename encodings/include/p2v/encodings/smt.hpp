@@ -105,6 +105,11 @@ struct SolverOptions {
   std::vector<std::pair<std::string, std::string>> cvc5_options;
 };
 
+// Creates a solver of each kind the options configure (a Z3 logic, cvc5 options), so that a logic
+// Z3 does not know or an option cvc5 refuses is reported (p2v::Error naming the flag and the valid
+// choices) before any search starts.
+void check_solver_options(const SolverOptions& opt);
+
 // "name=value" -> (name, value); throws p2v::Error naming `what` (e.g. "--cvc5-option") otherwise.
 std::pair<std::string, std::string> parse_option_assignment(const std::string& s, const std::string& what);
 

@@ -14,6 +14,8 @@ void write_file_atomic(const std::string& path, std::string_view content, const 
 
 // Flushes stdout and reports whether every write to it succeeded (false: e.g. stdout is /dev/full
 // or a closed pipe). The CLI calls it before exiting and turns false into an error with exit 2.
-bool flush_stdout();
+// `err`, when given, receives the errno of the failing flush (0 when the failure came from an
+// earlier write whose errno is no longer known).
+bool flush_stdout(int* err = nullptr);
 
 }  // namespace p2v::engine

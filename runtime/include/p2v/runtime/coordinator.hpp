@@ -29,6 +29,13 @@ class Coordinator {
     const int first = allreduce_min(failed ? rank() : size());
     return first == size() ? -1 : first;
   }
+
+  // Agreement on what to run (collective): every rank passes a description of its run (program,
+  // options); returns -1 when all are equal, else the lowest rank whose description differs from
+  // rank 0's. Rank 0 then gets in `*why` both descriptions, the first differing line first. Call
+  // it before the first collective that depends on the run, so that ranks started with different
+  // arguments stop together instead of waiting in different collectives.
+  int agree_on(const std::string& mine, std::string* why);
 };
 
 // `n` coordinators sharing one team: give coordinator i to thread i.

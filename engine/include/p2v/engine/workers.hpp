@@ -1,0 +1,22 @@
+#pragma once
+// Worker threads that are always joined: no std::thread is ever destroyed while joinable (which
+// would end the process with "terminate called without an active exception").
+#include <cstddef>
+#include <functional>
+#include <string>
+
+namespace p2v::engine {
+
+// Runs fn(w) for w = 0..n-1, each on its own thread (n == 1: in the caller), and returns after
+// every thread has been joined. The first exception a worker throws is rethrown here after the
+// join (std::bad_alloc stays std::bad_alloc, so the CLI reports it as out of memory); `cancel`,
+// if given, is called then so that the other workers can stop early. If a thread cannot be
+// started (no memory, a thread limit), `cancel` is called, the started workers are joined and
+// p2v::Error "cannot start worker thread k of n: <reason>; <hint>" is thrown (bad_alloc as is).
+void run_workers(std::size_t n, const std::function<void(std::size_t)>& fn, const std::function<void()>& cancel = {},
+                 const std::string& hint = "try fewer --jobs");
+
+// The message of a failed thread start, for code that keeps its threads itself.
+std::string thread_start_error(std::size_t k, std::size_t n, const std::string& reason, const std::string& hint);
+
+}  // namespace p2v::engine

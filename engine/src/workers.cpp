@@ -1,0 +1,59 @@
+#include "p2v/engine/workers.hpp"
+
+#include <fmt/core.h>
+
+#include <exception>
+#include <mutex>
+#include <new>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "p2v/engine/error.hpp"
+
+namespace p2v::engine {
+
+std::string thread_start_error(std::size_t k, std::size_t n, const std::string& reason, const std::string& hint) {
+  return fmt::format("cannot start worker thread {} of {}: {}{}{}", k + 1, n, reason, hint.empty() ? "" : "; ", hint);
+}
+
+void run_workers(std::size_t n, const std::function<void(std::size_t)>& fn, const std::function<void()>& cancel,
+                 const std::string& hint) {
+  std::mutex mu;
+  std::exception_ptr first;
+  auto record = [&](std::exception_ptr e) {
+    bool call = false;
+    {
+      std::lock_guard<std::mutex> g(mu);
+      if (!first) {
+        first = std::move(e);
+        call = true;
+      }
+    }
+    if (call && cancel) cancel();
+  };
+  auto body = [&](std::size_t w) {
+    try {
+      fn(w);
+    } catch (...) {
+      record(std::current_exception());
+    }
+  };
+  if (n <= 1) {
+    if (n == 1) body(0);
+  } else {
+    std::vector<std::thread> threads;
+    try {
+      threads.reserve(n);
+      for (std::size_t w = 0; w < n; ++w) threads.emplace_back(body, w);
+    } catch (const std::system_error& e) {
+      record(std::make_exception_ptr(Error(thread_start_error(threads.size(), n, e.code().message(), hint))));
+    } catch (...) {
+      record(std::current_exception());
+    }
+    for (auto& t : threads) t.join();
+  }
+  if (first) std::rethrow_exception(first);
+}
+
+}  // namespace p2v::engine

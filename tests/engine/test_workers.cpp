@@ -1,0 +1,61 @@
+// engine::run_workers (threads always joined, the first exception rethrown after the join) and
+// engine::parse_integer (the strict integer parser of options).
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <limits>
+#include <new>
+#include <stdexcept>
+#include <thread>
+
+#include "p2v/engine/error.hpp"
+#include "p2v/engine/units.hpp"
+#include "p2v/engine/workers.hpp"
+
+using p2v::engine::parse_integer;
+using p2v::engine::run_workers;
+
+TEST_CASE("run_workers: every worker runs and is joined; the first exception is rethrown after the join") {
+  std::atomic<int> ran{0};
+  run_workers(4, [&](std::size_t) { ++ran; });
+  CHECK(ran == 4);
+
+  // Worker 0 throws at once; the others keep running until cancelled, and all have finished (no
+  // thread left running) when the exception arrives here.
+  std::atomic<bool> cancelled{false};
+  std::atomic<int> finished{0};
+  auto slow = [&](std::size_t w) {
+    if (w == 0) throw p2v::Error("worker 0 failed");
+    while (!cancelled) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ++finished;
+  };
+  CHECK_THROWS_WITH_AS(run_workers(3, slow, [&] { cancelled = true; }), "worker 0 failed", p2v::Error);
+  CHECK(finished == 2);
+
+  // Out of memory stays std::bad_alloc (the CLI reports it as such), also with one worker.
+  CHECK_THROWS_AS(run_workers(2,
+                              [](std::size_t w) {
+                                if (w == 1) throw std::bad_alloc();
+                              }),
+                  std::bad_alloc);
+  CHECK_THROWS_AS(run_workers(1, [](std::size_t) { throw std::bad_alloc(); }), std::bad_alloc);
+  run_workers(0, [](std::size_t) { FAIL("no worker should run"); });
+}
+
+TEST_CASE("parse_integer: digits only, in range, no overflow") {
+  CHECK(parse_integer("12", "--n", 0, 100) == 12);
+  CHECK(parse_integer("-5", "--n", -10, 10) == -5);
+  CHECK(parse_integer("+7", "--n", 0, 10) == 7);
+  constexpr long long lo = std::numeric_limits<long long>::min(), hi = std::numeric_limits<long long>::max();
+  CHECK(parse_integer("9223372036854775807", "--n", lo, hi) == hi);
+  CHECK(parse_integer("-9223372036854775808", "--n", lo, hi) == lo);
+  for (const char* bad : {"", "-", "+", "1x", " 1", "1 ", "0x10", "1e3", "9223372036854775808", "-9223372036854775809",
+                          "99999999999999999999"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS(parse_integer(bad, "--n", lo, hi), p2v::Error);
+  }
+  CHECK_THROWS_WITH(parse_integer("0", "--inject-fault STEP", 1, 9),
+                    "--inject-fault STEP: expected an integer from 1 to 9, got '0'");
+  CHECK_THROWS_AS(parse_integer("10", "--n", 1, 9), p2v::Error);
+}
