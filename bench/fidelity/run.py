@@ -4,7 +4,7 @@
 For every log under bench/fidelity/data/<system>/ it runs
     p2v calibrate --system node=N,gpu=G --preset P --nccl-tests LOG --predict-only --json
 (the preset named by the file's "# preset:" line, uncalibrated) and prints predicted vs measured
-per point, per system and per size regime (<= 1 MiB, 1-64 MiB, >= 128 MiB): median ratio
+per point (unless --no-points), per system and per size regime (<= 1 MiB, 1-64 MiB, >= 128 MiB): median ratio
 predicted/measured, share within 1.25x and 2x, the worst point.
 
 --cv adds cross-validation: (a) per log, calibrate on every other size and predict the rest;
@@ -230,7 +230,7 @@ def main():
     ap.add_argument("--p2v", required=True, help="the p2v binary")
     ap.add_argument("--data", default=os.path.join(HERE, "data"))
     ap.add_argument("--fast", action="store_true", help="only check that every data file is read (CTest)")
-    ap.add_argument("--points", action="store_true", help="print every point")
+    ap.add_argument("--no-points", action="store_true", help="only the summaries, not every point")
     ap.add_argument("--cv", action="store_true", help="cross-validation (calibrate on part, predict the rest)")
     ap.add_argument("--svg", help="write the scatter plot here")
     ap.add_argument("--markdown", help="write the summary tables (markdown) here")
@@ -267,7 +267,7 @@ def main():
             print("FAIL", f, file=sys.stderr)
         return 1
 
-    if a.points:
+    if not a.no_points:
         print("predicted vs measured per point (uncalibrated presets):")
         for sysname, ps in sorted(by_system.items()):
             for p in ps:
