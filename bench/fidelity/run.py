@@ -111,8 +111,11 @@ def row_lines(path):
 
 
 def write_subset(lines, drop, path):
+    """Writes `lines` without the indices in `drop`; returns the kept original indices."""
+    kept = [i for i in range(len(lines)) if i not in drop]
     with open(path, "w", encoding="utf-8") as f:
-        f.write("\n".join(l for i, l in enumerate(lines) if i not in drop))
+        f.write("\n".join(lines[i] for i in kept))
+    return kept
 
 
 def summary(points, title):
@@ -293,7 +296,7 @@ def main():
                 meta = metas[path]
                 train, test = os.path.join(tmp, "train.txt"), os.path.join(tmp, "test.txt")
                 write_subset(lines, set(rws[1::2]), train)
-                write_subset(lines, set(rws[0::2]), test)
+                kept = write_subset(lines, set(rws[0::2]), test)
                 fitted = os.path.join(tmp, "fitted.json")
                 try:
                     calibrate(a.p2v, [train], meta, fitted)
@@ -301,10 +304,13 @@ def main():
                 except RuntimeError as e:
                     print("FAIL", e, file=sys.stderr)
                     return 1
-                for p in pts:
-                    p["origin"] = path
+                for p in pts:  # back to the data file's own line numbers
+                    p["origin"], p["line"] = path, kept[p["line"] - 1] + 1
                 half += pts
             cv_rows += summary(half, "half sizes (cv)")
+            for sysname in sorted({os.path.basename(os.path.dirname(p["origin"])) for p in half}):
+                sub = [p for p in half if os.path.basename(os.path.dirname(p["origin"])) == sysname]
+                cv_rows += [r for r in summary(sub, f"{sysname} half sizes (cv)") if r["regime"] != "all"]
             # One collective -> the others, same system kind and shape.
             groups = {}
             for path in files:
