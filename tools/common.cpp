@@ -2,6 +2,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <fstream>
 
 #include <fmt/core.h>
@@ -108,9 +114,31 @@ engine::Placement Problem::placement(const engine::ParallelismMatrix& x) const {
 }
 
 void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  if (!out) throw Error("cannot write '" + path + "'");
-  out << text;
+  // Whole or not at all: a temporary in the same directory, fsync, rename over `path`.
+  const std::string tmp = fmt::format("{}.tmp.{}", path, static_cast<long>(::getpid()));
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) throw Error(fmt::format("cannot write '{}' ({})", path, std::strerror(errno)));
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const auto n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int e = errno;
+      ::close(fd);
+      std::remove(tmp.c_str());
+      throw Error(fmt::format("cannot write '{}' ({})", path, std::strerror(e)));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  const bool synced = ::fsync(fd) == 0;
+  const int sync_errno = errno;
+  const bool closed = ::close(fd) == 0;
+  if (!synced) errno = sync_errno;
+  if (!synced || !closed || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int e = errno;
+    std::remove(tmp.c_str());
+    throw Error(fmt::format("cannot write '{}' ({})", path, std::strerror(e)));
+  }
 }
 
 }  // namespace p2v::tools
