@@ -1,5 +1,6 @@
-// p2v calibrate: fit per-link α and β to measured collective times and write a calibrated
-// system file (issue 5).
+// p2v calibrate: fit the model's parameters to measured collective times and write a calibrated
+// system file: from a CSV of measurements (issue 5: per-link α and β) or from nccl-tests logs
+// (issue 24: the system file's knobs, sim/fit.hpp); --predict-only prints predicted vs measured.
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
 
@@ -9,14 +10,17 @@
 #include "common.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/sim/calibrate.hpp"
+#include "p2v/sim/fit.hpp"
+#include "p2v/sim/nccl_tests.hpp"
 #include "p2v/sim/report.hpp"
 
 namespace p2v::tools {
 namespace {
 
 struct CalArgs {
-  std::string system, measurements, output, algo = "ring";
-  bool json = false;
+  std::string system, measurements, output, algo, preset, collective;
+  std::vector<std::string> logs;
+  bool json = false, predict_only = false;
 };
 
 struct CalResult {
@@ -27,8 +31,9 @@ struct CalResult {
 
 CalResult run(const CalArgs& a) {
   CalResult r{engine::parse_system_arg(a.system), {}, {}};
+  fill_interconnects(r.system, a.preset);
   sim::Simulator simulator(r.system);
-  const auto algo = sim::parse_algorithm(a.algo);
+  const auto algo = sim::parse_algorithm(a.algo.empty() ? "ring" : a.algo);
   const auto ms = sim::load_measurements(a.measurements, simulator.topology().num_devices());
   const auto cal = sim::calibrate(simulator, ms, algo);
   nlohmann::json calibrated = sim::calibrated_system_json(
@@ -59,16 +64,142 @@ void print_table(const CalArgs& a, const CalResult& r) {
     fmt::print("wrote {}\n", a.output);
 }
 
+// --nccl-tests: the points of every log on the system.
+std::vector<sim::FitPoint> log_points(const CalArgs& a, const engine::System& s) {
+  sim::NcclTestsOptions opt;
+  opt.ranks = sim::system_devices(s);
+  if (!a.collective.empty()) {
+    // nccl-tests' names (all_reduce, all_gather_perf, ...) or p2v's (AllReduce, ...).
+    const auto t = a.collective.ends_with("_perf") ? a.collective : a.collective + "_perf";
+    const auto c = sim::collective_of_test(t);
+    opt.collective = c ? *c : engine::parse_collective(a.collective);
+  }
+  std::vector<sim::FitPoint> ps;
+  for (const auto& path : a.logs) {
+    const auto log = sim::load_nccl_tests(path, opt);
+    const auto p = sim::fit_points(log, s);
+    ps.insert(ps.end(), p.begin(), p.end());
+  }
+  return ps;
+}
+
+std::string size_text(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  return fmt::format("{:g} {}", b, units[u]);
+}
+
+nlohmann::json points_json(const std::vector<sim::PointPrediction>& pr) {
+  auto arr = nlohmann::json::array();
+  for (const auto& p : pr)
+    arr.push_back({{"origin", p.point.origin},
+                   {"line", p.point.line},
+                   {"collective", engine::to_string(p.point.collective)},
+                   {"ranks", p.point.ranks},
+                   {"nodes", p.point.nodes},
+                   {"bytes", p.point.bytes},
+                   {"measured_s", p.point.measured_s},
+                   {"predicted_s", p.predicted_s},
+                   {"ratio", p.predicted_s / p.point.measured_s},
+                   {"algo", p.algo}});
+  return arr;
+}
+
+void print_points(const std::vector<sim::PointPrediction>& pr) {
+  fmt::print("  {:<28} {:<13} {:>10} {:>12} {:>12} {:>7}  {}\n", "log:line", "collective", "size", "measured",
+             "predicted", "ratio", "algo");
+  for (const auto& p : pr) {
+    std::string where = fmt::format("{}:{}", p.point.origin, p.point.line);
+    if (where.size() > 28) where = "..." + where.substr(where.size() - 25);
+    fmt::print("  {:<28} {:<13} {:>10} {:>12} {:>12} {:>7.3f}  {}\n", where, engine::to_string(p.point.collective),
+               size_text(p.point.bytes), sim::format_seconds(p.point.measured_s), sim::format_seconds(p.predicted_s),
+               p.predicted_s / p.point.measured_s, p.algo);
+  }
+}
+
+int run_nccl_tests(const CalArgs& a) {
+  auto sys = engine::parse_system_arg(a.system);
+  const auto note = fill_interconnects(sys, a.preset);
+  const auto algo = sim::parse_algorithm(a.algo.empty() ? "auto" : a.algo);
+  const auto ps = log_points(a, sys);
+  if (a.predict_only) {
+    const auto pr = sim::predict_points(sys, ps, algo);
+    if (a.json) {
+      fmt::print("{}\n", nlohmann::json{{"system", sys.name}, {"points", points_json(pr)}}.dump(2));
+      return 0;
+    }
+    if (!note.empty()) fmt::print("{}\n", note);
+    fmt::print("predicted vs measured ({} points, system {}, --algo {}):\n", pr.size(), sys.name, sim::to_string(algo));
+    print_points(pr);
+    return 0;
+  }
+  const auto fit = sim::fit_system(sys, ps, algo);
+  auto fitted_sys = engine::system_from_json(fit.system, "calibrated");
+  nlohmann::json out = fit.system;
+  out["description"] = fmt::format(
+      "{} calibrated by p2v calibrate from {} nccl-tests point(s) (rms |ln predicted/measured| {:.3f} -> "
+      "{:.3f})",
+      sys.name, ps.size(), fit.rms_log_before, fit.rms_log_after);
+  const std::string text = out.dump(2) + "\n";
+  if (!a.output.empty()) write_file(a.output, text);
+  const auto pr = sim::predict_points(fitted_sys, ps, algo);
+  if (a.json) {
+    auto knobs = nlohmann::json::array();
+    for (const auto& k : fit.knobs)
+      knobs.push_back({{"knob", k.name}, {"before", k.before}, {"after", k.after}, {"constrained", k.constrained}});
+    nlohmann::json j{{"points", points_json(pr)},
+                     {"knobs", knobs},
+                     {"rms_log_before", fit.rms_log_before},
+                     {"rms_log_after", fit.rms_log_after},
+                     {"evaluations", fit.evaluations},
+                     {"system", out}};
+    if (!a.output.empty()) j["output"] = a.output;
+    fmt::print("{}\n", j.dump(2));
+    return 0;
+  }
+  if (!note.empty()) fmt::print("{}\n", note);
+  fmt::print("calibrated {} from {} nccl-tests point(s) ({} model evaluations)\n", sys.name, ps.size(),
+             fit.evaluations);
+  fmt::print("  {:<44} {:>12} {:>12}\n", "knob", "before", "after");
+  for (const auto& k : fit.knobs)
+    fmt::print("  {:<44} {:>12.4g} {:>12.4g}  {}\n", k.name, k.before, k.after,
+               k.constrained ? "" : "(no point depends on it: unchanged)");
+  fmt::print("  rms |ln(predicted/measured)|: {:.3f} before, {:.3f} after\n", fit.rms_log_before, fit.rms_log_after);
+  fmt::print("residuals after the fit:\n");
+  print_points(pr);
+  if (a.output.empty())
+    fmt::print("\n{}", text);
+  else
+    fmt::print("wrote {}\n", a.output);
+  return 0;
+}
+
 Registrar reg("calibrate", [](CLI::App& sub) -> std::function<int()> {
   auto a = std::make_shared<CalArgs>();
-  sub.add_option("--system", a->system, "system file (JSON)")->required();
-  sub.add_option("--measurements", a->measurements,
-                 "CSV with a header naming collective,groups,bytes,seconds (e.g. written by p2v run --csv)")
-      ->required();
+  sub.add_option("--system", a->system, "system file (JSON) or inline hierarchy (node=2,gpu=8)")->required();
+  add_preset_option(sub, a->preset);
+  auto* m = sub.add_option("--measurements", a->measurements,
+                           "CSV with a header naming collective,groups,bytes,seconds (e.g. written by p2v run --csv)");
+  auto* l = sub.add_option("--nccl-tests", a->logs,
+                           "nccl-tests outputs (all_reduce_perf, all_gather_perf, reduce_scatter_perf, broadcast_perf, "
+                           "reduce_perf) of the whole system: one group of all its devices");
+  m->excludes(l);
+  sub.add_option("--collective", a->collective,
+                 "with --nccl-tests: the collective, for logs that do not name their test (AllReduce, AllGather, ...)");
+  sub.add_flag("--predict-only", a->predict_only, "with --nccl-tests: print predicted vs measured, fit nothing");
   sub.add_option("-o,--output", a->output, "write the calibrated system file here (default: print it)");
-  sub.add_option("--algo", a->algo, "NCCL algorithm the measurements used: ring, tree or auto")->capture_default_str();
+  sub.add_option("--algo", a->algo,
+                 "NCCL algorithm: ring, tree, nvls, collnet or auto (default: ring for --measurements, auto, NCCL's "
+                 "pick, for --nccl-tests)");
   sub.add_flag("--json", a->json, "machine-readable report (the calibrated system is in \"system\")");
   return [a] {
+    if (!a->logs.empty()) return run_nccl_tests(*a);
+    if (a->measurements.empty()) throw Error("calibrate: give --measurements CSV or --nccl-tests LOG...");
+    if (a->predict_only) throw Error("calibrate: --predict-only goes with --nccl-tests");
     const auto r = run(*a);
     if (a->json)
       fmt::print("{}\n", sim::to_json(r.report).dump(2));

@@ -145,11 +145,11 @@ System parse_system_json(const std::string& text, const std::string& origin) {
 
 System system_from_json(const json& j, const std::string& origin) {
   if (!j.is_object()) throw Error(fmt::format("{}: a system must be a JSON object", origin));
-  static const std::set<std::string> known{"name", "description", "levels", "topology", "device"};
+  static const std::set<std::string> known{"name", "description", "levels", "topology", "device", "nccl"};
   for (auto it = j.begin(); it != j.end(); ++it)
     if (!known.count(it.key()))
-      throw Error(fmt::format("{}: unknown field '{}' (expected name, description, levels, topology, device)", origin,
-                              it.key()));
+      throw Error(fmt::format("{}: unknown field '{}' (expected name, description, levels, topology, device, nccl)",
+                              origin, it.key()));
   System s;
   if (j.contains("name")) {
     if (!j["name"].is_string()) throw Error(fmt::format("{}: name: must be a string", origin));
@@ -199,6 +199,10 @@ System system_from_json(const json& j, const std::string& origin) {
   }
   check_levels(s.levels, origin);
   if (j.contains("topology")) s.topology = j["topology"];
+  if (j.contains("nccl")) {
+    if (!j["nccl"].is_object()) throw Error(fmt::format("{}: nccl: must be an object", origin));
+    s.nccl = j["nccl"];
+  }
   if (j.contains("device")) s.device = parse_device(j["device"], origin + ": device");
   if (s.name.empty()) s.name = origin;
   return s;
@@ -263,6 +267,7 @@ json system_json(const System& s) {
     j["levels"].push_back(o);
   }
   if (s.has_topology()) j["topology"] = s.topology;
+  if (!s.nccl.is_null()) j["nccl"] = s.nccl;
   if (s.device) {
     json d;
     if (!s.device->name.empty()) d["name"] = s.device->name;

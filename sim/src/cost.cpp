@@ -18,6 +18,12 @@ const char* to_string(Algorithm a) {
       return "tree";
     case Algorithm::Auto:
       return "auto";
+    case Algorithm::Nvls:
+      return "nvls";
+    case Algorithm::NvlsTree:
+      return "nvls-tree";
+    case Algorithm::CollNet:
+      return "collnet";
   }
   return "?";
 }
@@ -26,7 +32,10 @@ Algorithm parse_algorithm(const std::string& s) {
   if (s == "ring") return Algorithm::Ring;
   if (s == "tree") return Algorithm::Tree;
   if (s == "auto") return Algorithm::Auto;
-  throw Error("--algo '" + s + "': expected ring, tree or auto");
+  if (s == "nvls") return Algorithm::Nvls;
+  if (s == "nvls-tree") return Algorithm::NvlsTree;
+  if (s == "collnet" || s == "sharp") return Algorithm::CollNet;
+  throw Error("--algo '" + s + "': expected auto, ring, tree, nvls, nvls-tree or collnet");
 }
 
 double default_bytes(const System& s) {

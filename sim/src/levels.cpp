@@ -11,45 +11,155 @@ namespace p2v::sim {
 
 using namespace engine;
 
+namespace {
+
+NcclLevelParams nic_level(int nics, double nic_gbps) {
+  NcclLevelParams l;
+  l.nics = nics;
+  l.nic_gbps = nic_gbps;
+  return l;
+}
+
+NcclParams nccl_of(Arch arch, bool nvls, std::vector<NcclLevelParams> levels, int channels = 0) {
+  NcclParams p;
+  p.arch = arch;
+  p.nvls = nvls;
+  p.channels = channels;
+  p.levels = std::move(levels);
+  return p;
+}
+
+}  // namespace
+
+// Bandwidths are per direction, GB/s. An NVLink level's number is the effective per-GPU bandwidth
+// NCCL's ring reaches (below the datasheet's line rate), a network level's the node's NICs
+// together at line rate times 0.96 (IB/RoCE large-message efficiency, an assumption) unless
+// stated. NCCL hop latencies are NCCL's defaults unless a level sets them.
 const std::vector<Preset>& presets() {
-  static const std::vector<Preset> p = {
-      {"a100",
-       "A100 nodes (SPEC §8): NVSwitch 270 GB/s; one NIC per node at 8 GB/s effective",
-       {{LinkKind::Switch, 270, 1}, {LinkKind::Nic, 8, 5}}},
-      {"v100",
-       "V100 nodes (SPEC §8) as levels: NVLink ring 135 GB/s; one NIC per node at 8 GB/s effective",
-       {{LinkKind::Ring, 135, 1}, {LinkKind::Nic, 8, 5}}},
-      {"h100",
-       "DGX H100: 8 GPUs on NVLink 4 / NVSwitch, 450 GB/s per direction; 8 x 400 Gb/s NICs per node (400 GB/s); "
-       "a non-blocking fabric above the nodes",
-       {{LinkKind::Switch, 450, 1}, {LinkKind::Nic, 400, 5}}},
-      {"h100-oversub",
-       "DGX H100 nodes (NVSwitch 450 GB/s, 400 GB/s of NICs per node) in racks of up to 32 nodes whose uplinks are "
-       "4:1 oversubscribed (3,200 GB/s per rack), and pods of up to 32 racks, again 4:1 (25,600 GB/s per pod)",
-       {{LinkKind::Switch, 450, 1}, {LinkKind::Nic, 400, 5}, {LinkKind::Nic, 3200, 10}, {LinkKind::Nic, 25600, 20}}},
-  };
+  static const std::vector<Preset> p = [] {
+    std::vector<Preset> v;
+    v.push_back(
+        {"dgx-a100",
+         "NVIDIA DGX A100: 8 x A100-SXM4 on NVSwitch (NVLink 3, 300 GB/s per direction, ~240 GB/s "
+         "effective); 8 x 200 Gb/s HDR InfiniBand per node (200 GB/s)",
+         {{LinkKind::Switch, 240, 0}, {LinkKind::Nic, 192, 0}},
+         nccl_of(Arch::Ampere, false, {{}, nic_level(8, 25)}),
+         {},
+         "NVIDIA DGX A100 datasheet (https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/nvidia-"
+         "dgx-a100-datasheet.pdf): 8x A100 SXM4, 6x NVSwitch, 600 GB/s GPU-to-GPU bidirectional, 8x "
+         "ConnectX-6 200 Gb/s HDR; ~240 GB/s: nccl-tests all_reduce busbw on one DGX A100 (docs/simulator.md)"});
+    v.push_back({"dgx-h100",
+                 "NVIDIA DGX H100: 8 x H100-SXM5 on NVSwitch (NVLink 4, 450 GB/s per direction, ~370 GB/s effective "
+                 "ring; NVLS); 8 x 400 Gb/s NDR InfiniBand per node (400 GB/s)",
+                 {{LinkKind::Switch, 370, 0}, {LinkKind::Nic, 384, 0}},
+                 nccl_of(Arch::Hopper, true, {{}, nic_level(8, 50)}),
+                 {},
+                 "NVIDIA DGX H100 datasheet (https://resources.nvidia.com/en-us-dgx-systems/ai-enterprise-dgx): 8x "
+                 "H100 SXM5, 4x NVSwitch (NVLink 4, 900 GB/s bidirectional per GPU, NVLink SHARP), 8x ConnectX-7 "
+                 "400 Gb/s NDR"});
+    {
+      // GCP A3 Mega: GPUDirect-TCPXO's per-message latency is far above InfiniBand's; the network
+      // hop latencies are fitted to the published 2-node log's small sizes (bench/fidelity, a3-mega).
+      NcclLevelParams net = nic_level(8, 25);
+      net.hop_latency_us = {52.0, 55.0, 60.0};
+      v.push_back({"a3-mega",
+                   "Google Cloud A3 Mega (a3-megagpu-8g): 8 x H100-SXM5 on NVSwitch (NVLink 4, NVLS); 8 x 200 Gb/s "
+                   "GPUDirect-TCPXO NICs per node (200 GB/s)",
+                   {{LinkKind::Switch, 370, 0}, {LinkKind::Nic, 190, 0}},
+                   nccl_of(Arch::Hopper, true, {{}, net}),
+                   {},
+                   "https://cloud.google.com/compute/docs/gpus#a3-series (a3-megagpu-8g: 8x H100 80GB, 8x 200 Gbps "
+                   "GPUDirect-TCPXO, 1,800 Gbps total); network latency fitted to github.com/lessizzmore/create-"
+                   "a3mega-ztan-fork ztan-NCCL-test-result (8 B - 1 KiB)"});
+    }
+    v.push_back({"p4d",
+                 "AWS p4d.24xlarge: 8 x A100-SXM4 40 GB on NVSwitch (NVLink 3, ~240 GB/s effective); 4 x 100 Gb/s EFA "
+                 "per node (50 GB/s)",
+                 {{LinkKind::Switch, 240, 0}, {LinkKind::Nic, 45, 0}},
+                 nccl_of(Arch::Ampere, false, {{}, nic_level(4, 12.5)}),
+                 {},
+                 "https://aws.amazon.com/ec2/instance-types/p4/ (p4d.24xlarge: 8x A100 40GB, 600 GB/s NVSwitch, "
+                 "400 Gbps EFA, 4x 100 Gbps); 45 GB/s: EFA at 90% of line rate (assumption)"});
+    v.push_back({"p5",
+                 "AWS p5.48xlarge: 8 x H100-SXM5 on NVSwitch (NVLink 4, NVLS); 32 x 100 Gb/s EFA per node (400 GB/s)",
+                 {{LinkKind::Switch, 370, 0}, {LinkKind::Nic, 360, 0}},
+                 nccl_of(Arch::Hopper, true, {{}, nic_level(32, 12.5)}),
+                 {},
+                 "https://aws.amazon.com/ec2/instance-types/p5/ (p5.48xlarge: 8x H100 80GB, 900 GB/s NVSwitch, "
+                 "3200 Gbps EFAv2, 32x 100 Gbps); 360 GB/s: EFA at 90% of line rate (assumption)"});
+    v.push_back({"p2-a100",
+                 "the P2 paper's A100 cloud nodes (SPEC §8): NVSwitch 270 GB/s; one NIC per node at 8 GB/s effective",
+                 {{LinkKind::Switch, 270, 1}, {LinkKind::Nic, 8, 5}},
+                 nccl_of(Arch::Ampere, false, {}),
+                 {"a100"},
+                 "SPEC §8 (the P2 paper's measured cloud system)"});
+    v.push_back({"p2-v100",
+                 "the P2 paper's V100 nodes (SPEC §8) as levels: NVLink ring 135 GB/s; one NIC per node at 8 GB/s "
+                 "effective",
+                 {{LinkKind::Ring, 135, 1}, {LinkKind::Nic, 8, 5}},
+                 nccl_of(Arch::Volta, false, {}),
+                 {"v100"},
+                 "SPEC §8 (the P2 paper's measured cloud system)"});
+    v.push_back({"h100",
+                 "DGX H100 at line rate: 8 GPUs on NVLink 4 / NVSwitch, 450 GB/s per direction (NVLS); 8 x 400 Gb/s "
+                 "NICs per node (400 GB/s); a non-blocking fabric above the nodes",
+                 {{LinkKind::Switch, 450, 1}, {LinkKind::Nic, 400, 5}},
+                 nccl_of(Arch::Hopper, true, {}),
+                 {},
+                 "NVIDIA DGX H100 datasheet line rates (see dgx-h100)"});
+    v.push_back(
+        {"h100-oversub",
+         "DGX H100 nodes (NVSwitch 450 GB/s, 400 GB/s of NICs per node) in racks of up to 32 nodes whose "
+         "uplinks are 4:1 oversubscribed (3,200 GB/s per rack), and pods of up to 32 racks, again 4:1 "
+         "(25,600 GB/s per pod)",
+         {{LinkKind::Switch, 450, 1}, {LinkKind::Nic, 400, 5}, {LinkKind::Nic, 3200, 10}, {LinkKind::Nic, 25600, 20}},
+         nccl_of(Arch::Hopper, true, {}),
+         {},
+         "DGX H100 line rates; the oversubscription is an example, not a product"});
+    return v;
+  }();
   return p;
 }
 
 const Preset& find_preset(const std::string& name) {
   std::string names;
   for (const auto& p : presets()) {
-    if (p.name == name) return p;
+    if (p.name == name || std::find(p.aliases.begin(), p.aliases.end(), name) != p.aliases.end()) return p;
     names += (names.empty() ? "" : ", ") + p.name;
   }
-  throw Error(fmt::format("--preset '{}': unknown; presets are {}", name, names));
+  throw Error(
+      fmt::format("--preset '{}': unknown; presets are {} (old names: a100 = p2-a100, v100 = p2-v100)", name, names));
 }
 
 int apply_preset(System& s, const Preset& p) {
   int n = 0;
   const int L = static_cast<int>(s.levels.size());
+  NcclParams np = p.nccl;
+  np.levels.clear();
   for (int l = L - 1, i = 0; l >= 0; --l, ++i) {
     auto& lv = s.levels[static_cast<std::size_t>(l)];
     if (lv.cardinality == 1 || lv.interconnect) continue;
-    lv.interconnect = p.levels[std::min<std::size_t>(static_cast<std::size_t>(i), p.levels.size() - 1)];
+    const auto k = std::min<std::size_t>(static_cast<std::size_t>(i), p.levels.size() - 1);
+    lv.interconnect = p.levels[k];
+    if (k < p.nccl.levels.size()) {
+      NcclLevelParams x = p.nccl.levels[k];
+      x.level = lv.name;
+      if (x.nics > 0 || x.nic_gbps > 0 || x.hw || x.bus_bw_gbps > 0 ||
+          std::any_of(x.hop_latency_us.begin(), x.hop_latency_us.end(), [](double d) { return d >= 0; }))
+        np.levels.push_back(std::move(x));
+    }
     ++n;
   }
+  if (n > 0 && s.nccl.is_null()) s.nccl = nccl_json(np);
   return n;
+}
+
+void set_sharp(System& s, bool on) {
+  if (s.nccl.is_null()) s.nccl = nlohmann::json::object();
+  if (on)
+    s.nccl["sharp"] = true;
+  else
+    s.nccl.erase("sharp");
 }
 
 LevelSimulator::LevelSimulator(const System& s) {

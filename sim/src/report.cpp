@@ -65,8 +65,8 @@ std::vector<StepRecord> step_records(const LevelProgramCost& pc) {
 namespace {
 Algorithm algorithm_from_json(const engine::json_read::At& at) {
   const std::string name = at.string();
-  if (name != "ring" && name != "tree" && name != "auto")
-    at.fail(fmt::format("expected ring, tree or auto, got \"{}\"", name));
+  if (name != "ring" && name != "tree" && name != "auto" && name != "nvls" && name != "nvls-tree" && name != "collnet")
+    at.fail(fmt::format("expected ring, tree, auto, nvls, nvls-tree or collnet, got \"{}\"", name));
   return parse_algorithm(name);
 }
 nlohmann::json link_json(const LinkRecord& l) { return {{"link", l.link}, {"bytes", l.bytes}, {"busy_s", l.busy_s}}; }

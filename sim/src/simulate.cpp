@@ -397,8 +397,11 @@ SimulateReport simulate_report_from_json(const json& j, const std::string& origi
   r.reduce = o["reduce"].ints();
   const At algo = o["algo"];
   r.algo = algo.string();
-  if (r.algo != "ring" && r.algo != "tree" && r.algo != "auto")
-    algo.fail(fmt::format("expected ring, tree or auto, got \"{}\"", r.algo));
+  try {
+    (void)parse_algorithm(r.algo);
+  } catch (const Error&) {
+    algo.fail(fmt::format("expected ring, tree, auto, nvls, nvls-tree or collnet, got \"{}\"", r.algo));
+  }
   r.bytes = o["bytes"].number();
   o["results"].each([&](const At& m) { r.results.push_back(matrix_from_json(m, r.model)); });
   if (r.model == SimModel::Graph)

@@ -46,6 +46,9 @@ struct System {
   // null if absent.
   nlohmann::json topology;
   bool has_topology() const { return !topology.is_null(); }
+  // The optional "nccl" section as read (NCCL model parameters; its format belongs to the
+  // simulator, sim/nccl_model.hpp, which reads it strictly); null if absent.
+  nlohmann::json nccl;
   // Optional "device" section.
   std::optional<Device> device;
 

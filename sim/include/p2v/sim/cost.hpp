@@ -11,13 +11,15 @@
 
 namespace p2v::sim {
 
-// Ring: NCCL's ring (AllReduce = reduce-scatter + all-gather rings; Reduce/Broadcast pipelined
-// chains). Tree: NCCL's tree for AllReduce (chains inside a node, double binary tree across nodes;
-// the other collectives have no tree in NCCL and stay ring). Auto: per step, what NCCL's tuner
-// would pick under this model (the faster of the two for AllReduce).
-enum class Algorithm { Ring, Tree, Auto };
-const char* to_string(Algorithm a);               // "ring", "tree", "auto"
-Algorithm parse_algorithm(const std::string& s);  // throws p2v::Error
+// NCCL's algorithms (docs/simulator.md §2). Ring: AllReduce = reduce-scatter + all-gather rings;
+// Reduce/Broadcast pipelined chains. Tree: AllReduce only (chains inside a node, double binary
+// tree across nodes). Nvls: NVSwitch reduction inside a node (NVLink SHARP, H100+); NvlsTree: NVLS
+// inside nodes and a tree across them. CollNet: in-network reduction (SHARP) across nodes. Auto:
+// per step, what NCCL's tuner would pick (sim/nccl_model.hpp). `--algo nvls` asks for the NVLS
+// family (NvlsTree when the group spans nodes).
+enum class Algorithm { Ring, Tree, Auto, Nvls, NvlsTree, CollNet };
+const char* to_string(Algorithm a);               // "ring", "tree", "auto", "nvls", "nvls-tree", "collnet"
+Algorithm parse_algorithm(const std::string& s);  // ring|tree|nvls|collnet|auto; throws p2v::Error
 
 // The paper's data size: 2^29 × nodes float32 values per device, where nodes is the number of
 // instances of the level above the devices (product of all but the last level's cardinalities).

@@ -11,21 +11,32 @@
 #include "p2v/engine/shape.hpp"
 #include "p2v/engine/system.hpp"
 #include "p2v/sim/cost.hpp"
+#include "p2v/sim/nccl_model.hpp"
 
 namespace p2v::sim {
 
-// Interconnect presets for systems given without interconnects (inline `--system node=64,gpu=8`),
-// listed innermost level first; levels beyond the list reuse its last entry.
+// Presets for systems given without interconnects (inline `--system node=64,gpu=8`), listed
+// innermost level first; levels beyond the list reuse its last entry. Each carries its datasheet
+// sources and the NCCL model's parameters (sim/nccl_model.hpp): architecture, channels, launch
+// overhead, NVLS/SHARP availability, and per level (same order as `levels`) NIC count, per-NIC
+// rate and per-hop latencies where they differ from NCCL's defaults.
 struct Preset {
   std::string name, description;
   std::vector<engine::Interconnect> levels;  // [0] joins the devices of a node, [1] the nodes, ...
+  NcclParams nccl;                           // levels[i].level empty: positional, named when applied
+  std::vector<std::string> aliases;          // old names still accepted
+  std::string sources;                       // where the numbers come from
 };
 const std::vector<Preset>& presets();
-const Preset& find_preset(const std::string& name);  // throws p2v::Error listing the names
+const Preset& find_preset(const std::string& name);  // also by alias; throws p2v::Error listing the names
 // The preset used when an inline system has no interconnects and no --preset is given.
 inline constexpr const char* kDefaultPreset = "h100";
-// Fills every level of cardinality > 1 that has no interconnect from `p`; returns how many.
+// Fills every level of cardinality > 1 that has no interconnect from `p`; returns how many. When
+// it fills any and the system has no "nccl" section, writes the preset's (level parameters named
+// after the levels they were applied to).
 int apply_preset(engine::System& s, const Preset& p);
+// Turns in-network reduction (SHARP / CollNet) on or off in the system's "nccl" section.
+void set_sharp(engine::System& s, bool on);
 
 struct LevelStep {
   StepCost cost;           // bottleneck_edge = the bottleneck's user level (-1: idle)

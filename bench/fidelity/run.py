@@ -1,0 +1,356 @@
+#!/usr/bin/env python3
+"""Fidelity suite (issue 24): p2v's predictions against published nccl-tests measurements.
+
+For every log under bench/fidelity/data/<system>/ it runs
+    p2v calibrate --system node=N,gpu=G --preset P --nccl-tests LOG --predict-only --json
+(the preset named by the file's "# preset:" line, uncalibrated) and prints predicted vs measured
+per point (unless --no-points), per system and per size regime (<= 1 MiB, 1-64 MiB, >= 128 MiB): median ratio
+predicted/measured, share within 1.25x and 2x, the worst point.
+
+--cv adds cross-validation: (a) per log, calibrate on every other size and predict the rest;
+(b) per cluster shape with logs of several collectives, calibrate on one collective and predict
+the others. --svg writes the log-log scatter (predicted vs measured, one colour per system,
+y = x with 1.25x and 2x bands). --fast only checks that p2v reads every data file (CTest).
+
+Only the Python standard library is used.
+"""
+import argparse
+import json
+import math
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MiB = 1 << 20
+REGIMES = [("<= 1 MiB", lambda b: b <= MiB), ("1-64 MiB", lambda b: MiB < b < 128 * MiB),
+           (">= 128 MiB", lambda b: b >= 128 * MiB)]
+TAG = re.compile(r"^\[\d+,\d+\]<std(out|err)>:")
+RANK = re.compile(r"Rank\s+(\d+)\b.*?\bon\s+(\S+)\s+device\b")
+
+
+def read_meta(path):
+    """The file's annotations (# preset:, # nodes:, ...) and, from its Rank lines, ranks and hosts."""
+    meta, ranks, hosts = {}, set(), []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            line = TAG.sub("", line.rstrip("\n"))
+            m = re.match(r"#\s*(preset|nodes|gpus-per-node|collective|source|system):\s*(.*)", line)
+            if m:
+                meta.setdefault(m.group(1), m.group(2).strip())
+                continue
+            m = RANK.search(line)
+            if m and line.lstrip().startswith("#"):
+                ranks.add(int(m.group(1)))
+                if m.group(2) not in hosts:
+                    hosts.append(m.group(2))
+    if ranks:
+        nodes = len(hosts)
+        gpus = len(ranks) // nodes
+    else:
+        nodes, gpus = int(meta.get("nodes", 0)), int(meta.get("gpus-per-node", 0))
+    if nodes <= 0 or gpus <= 0:
+        raise SystemExit(f"fidelity: {path}: no Rank lines and no '# nodes:' / '# gpus-per-node:' lines")
+    meta["n_nodes"], meta["n_gpus"] = nodes, gpus
+    return meta
+
+
+def p2v_json(p2v, args):
+    r = subprocess.run([p2v] + args, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"p2v {' '.join(args)}: exit {r.returncode}: {r.stderr.strip() or r.stdout.strip()}")
+    return json.loads(r.stdout)
+
+
+def system_args(meta):
+    return ["--system", f"node={meta['n_nodes']},gpu={meta['n_gpus']}", "--preset", meta["preset"]]
+
+
+def coll_args(meta):
+    if "collective" not in meta:
+        return []
+    return ["--collective", "".join(w.capitalize() for w in meta["collective"].split("_"))]  # all_gather -> AllGather
+
+
+def predict(p2v, path, meta, system=None):
+    sysargs = ["--system", system] if system else system_args(meta)
+    j = p2v_json(p2v, ["calibrate"] + sysargs + ["--nccl-tests", path, "--predict-only", "--json"] + coll_args(meta))
+    return j["points"]
+
+
+def calibrate(p2v, paths, meta, out):
+    args = ["calibrate"] + system_args(meta) + ["--nccl-tests"] + paths + ["-o", out, "--json"] + coll_args(meta)
+    return p2v_json(p2v, args)
+
+
+def data_files(data):
+    out = []
+    for d in sorted(os.listdir(data)):
+        full = os.path.join(data, d)
+        if os.path.isdir(full):
+            out += [os.path.join(full, f) for f in sorted(os.listdir(full)) if f.endswith(".txt")]
+    return out
+
+
+def row_lines(path):
+    """Indices of the table rows (lines after the column header whose first word is a number)."""
+    rows, header = [], False
+    with open(path, encoding="utf-8", errors="replace") as f:
+        lines = f.read().split("\n")
+    for i, line in enumerate(lines):
+        t = TAG.sub("", line).lstrip("# \t")
+        w = t.split()
+        if w[:2] == ["size", "count"]:
+            header = True
+        elif header and w and w[0].isdigit():
+            rows.append(i)
+    return lines, rows
+
+
+def write_subset(lines, drop, path):
+    """Writes `lines` without the indices in `drop`; returns the kept original indices."""
+    kept = [i for i in range(len(lines)) if i not in drop]
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines[i] for i in kept))
+    return kept
+
+
+def summary(points, title):
+    """Per regime: n, median ratio, % within 1.25x, % within 2x, worst ratio (and where)."""
+    out = []
+    for name, sel in REGIMES + [("all", lambda b: True)]:
+        ps = [p for p in points if sel(p["bytes"])]
+        if not ps:
+            continue
+        r = [p["predicted_s"] / p["measured_s"] for p in ps]
+        worst = max(ps, key=lambda p: abs(math.log(p["predicted_s"] / p["measured_s"])))
+        out.append({"title": title, "regime": name, "n": len(ps), "median": statistics.median(r),
+                    "in125": 100.0 * sum(1 for x in r if 1 / 1.25 <= x <= 1.25) / len(r),
+                    "in2": 100.0 * sum(1 for x in r if 0.5 <= x <= 2) / len(r),
+                    "worst": worst["predicted_s"] / worst["measured_s"],
+                    "worst_at": f"{os.path.relpath(worst['origin'], HERE)}:{worst['line']}"})
+    return out
+
+
+def print_summary(rows):
+    print(f"  {'set':<26} {'regime':<11} {'n':>4} {'median':>7} {'<=1.25x':>8} {'<=2x':>6} {'worst':>8}  worst at")
+    for s in rows:
+        print(f"  {s['title']:<26} {s['regime']:<11} {s['n']:>4} {s['median']:>7.2f} {s['in125']:>7.0f}% "
+              f"{s['in2']:>5.0f}% {s['worst']:>8.2f}  {s['worst_at']}")
+
+
+def markdown(rows):
+    lines = ["| set | regime | points | median pred/meas | within 1.25x | within 2x | worst |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for s in rows:
+        lines.append(f"| {s['title']} | {s['regime']} | {s['n']} | {s['median']:.2f} | {s['in125']:.0f}% | "
+                     f"{s['in2']:.0f}% | {s['worst']:.2f} |")
+    return "\n".join(lines)
+
+
+def svg(points_by_system, path, title):
+    W, H, L, T, R, B = 640, 560, 70, 40, 170, 60
+    allp = [p for ps in points_by_system.values() for p in ps]
+    vals = [v for p in allp for v in (p["measured_s"], p["predicted_s"])]
+    lo = max(10 ** math.floor(math.log10(min(vals))), 1e-6)  # below 1 us: drawn on the edge
+    hi = 10 ** math.ceil(math.log10(max(vals)))
+    span = math.log10(hi) - math.log10(lo)
+    pw, ph = W - L - R, H - T - B
+
+    def x(v):
+        return L + pw * (math.log10(v) - math.log10(lo)) / span
+
+    def y(v):
+        return T + ph * (1 - (math.log10(v) - math.log10(lo)) / span)
+
+    def band(f, colour):
+        # region between y = x/f and y = x*f, clipped to the plot square
+        pts = []
+        n = 60
+        for i in range(n + 1):
+            v = lo * (hi / lo) ** (i / n)
+            pts.append((x(v), y(min(max(v * f, lo), hi))))
+        for i in range(n, -1, -1):
+            v = lo * (hi / lo) ** (i / n)
+            pts.append((x(v), y(min(max(v / f, lo), hi))))
+        d = " ".join(f"{a:.1f},{b:.1f}" for a, b in pts)
+        return f'<polygon points="{d}" fill="{colour}" stroke="none"/>'
+
+    colours = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
+    o = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="12">',
+         f'<rect width="{W}" height="{H}" fill="white"/>',
+         f'<text x="{L}" y="22" font-size="14">{title}</text>',
+         band(2.0, "#eeeeee"), band(1.25, "#d9d9d9"),
+         f'<line x1="{x(lo):.1f}" y1="{y(lo):.1f}" x2="{x(hi):.1f}" y2="{y(hi):.1f}" stroke="black" stroke-width="1"/>',
+         f'<rect x="{L}" y="{T}" width="{pw}" height="{ph}" fill="none" stroke="black"/>']
+    e = math.log10(lo)
+    while e <= math.log10(hi) + 1e-9:
+        v = 10 ** e
+        lab = {-6: "1 us", -5: "10 us", -4: "100 us", -3: "1 ms", -2: "10 ms", -1: "100 ms", 0: "1 s", 1: "10 s"}.get(
+            round(e), f"1e{round(e)} s")
+        o.append(f'<line x1="{x(v):.1f}" y1="{T + ph}" x2="{x(v):.1f}" y2="{T + ph + 5}" stroke="black"/>')
+        o.append(f'<text x="{x(v):.1f}" y="{T + ph + 18}" text-anchor="middle">{lab}</text>')
+        o.append(f'<line x1="{L - 5}" y1="{y(v):.1f}" x2="{L}" y2="{y(v):.1f}" stroke="black"/>')
+        o.append(f'<text x="{L - 8}" y="{y(v) + 4:.1f}" text-anchor="end">{lab}</text>')
+        e += 1
+    o.append(f'<text x="{L + pw / 2}" y="{H - 15}" text-anchor="middle">measured (nccl-tests, out-of-place)</text>')
+    o.append(f'<text x="18" y="{T + ph / 2}" text-anchor="middle" transform="rotate(-90 18 {T + ph / 2})">'
+             f'predicted (p2v, preset, uncalibrated)</text>')
+    for i, (name, ps) in enumerate(sorted(points_by_system.items())):
+        c = colours[i % len(colours)]
+        for p in ps:
+            px = x(max(p["measured_s"], lo))
+            if p["predicted_s"] < lo:  # off the plot: a triangle on the bottom edge
+                py = y(lo)
+                o.append(f'<polygon points="{px - 3:.1f},{py - 5:.1f} {px + 3:.1f},{py - 5:.1f} {px:.1f},{py:.1f}" '
+                         f'fill="{c}"/>')
+                continue
+            o.append(f'<circle cx="{px:.1f}" cy="{y(p["predicted_s"]):.1f}" r="2.6" fill="{c}" fill-opacity="0.8"/>')
+        ly = T + 10 + 18 * i
+        o.append(f'<circle cx="{L + pw + 18}" cy="{ly}" r="4" fill="{c}"/>')
+        o.append(f'<text x="{L + pw + 28}" y="{ly + 4}">{name} ({len(ps)})</text>')
+    ly = T + 10 + 18 * (len(points_by_system) + 1)
+    o.append(f'<rect x="{L + pw + 12}" y="{ly - 8}" width="12" height="12" fill="#d9d9d9"/>')
+    o.append(f'<text x="{L + pw + 28}" y="{ly + 2}">within 1.25x</text>')
+    o.append(f'<rect x="{L + pw + 12}" y="{ly + 10}" width="12" height="12" fill="#eeeeee" stroke="#cccccc"/>')
+    o.append(f'<text x="{L + pw + 28}" y="{ly + 20}">within 2x</text>')
+    o.append(f'<text x="{L + pw + 12}" y="{ly + 40}">triangles: predicted</text>')
+    o.append(f'<text x="{L + pw + 12}" y="{ly + 54}">below 1 us</text>')
+    o.append("</svg>")
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write("\n".join(o) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--p2v", required=True, help="the p2v binary")
+    ap.add_argument("--data", default=os.path.join(HERE, "data"))
+    ap.add_argument("--fast", action="store_true", help="only check that every data file is read (CTest)")
+    ap.add_argument("--no-points", action="store_true", help="only the summaries, not every point")
+    ap.add_argument("--cv", action="store_true", help="cross-validation (calibrate on part, predict the rest)")
+    ap.add_argument("--svg", help="write the scatter plot here")
+    ap.add_argument("--markdown", help="write the summary tables (markdown) here")
+    a = ap.parse_args()
+
+    files = data_files(a.data)
+    if not files:
+        raise SystemExit(f"fidelity: no data files under {a.data}")
+    by_system, failures = {}, []
+    metas = {}
+    for path in files:
+        meta = read_meta(path)
+        metas[path] = meta
+        if "preset" not in meta:
+            failures.append(f"{path}: no '# preset:' line")
+            continue
+        try:
+            pts = predict(a.p2v, path, meta)
+        except RuntimeError as e:
+            failures.append(str(e))
+            continue
+        _, rows = row_lines(path)
+        if len(pts) != len(rows):
+            failures.append(f"{path}: p2v read {len(pts)} points, the file has {len(rows)} table rows")
+        by_system.setdefault(os.path.basename(os.path.dirname(path)), []).extend(pts)
+    if a.fast:
+        for f in failures:
+            print("FAIL", f)
+        n = sum(len(v) for v in by_system.values())
+        print(f"fidelity --fast: {len(files) - len(failures)}/{len(files)} data files read, {n} points")
+        return 1 if failures else 0
+    if failures:
+        for f in failures:
+            print("FAIL", f, file=sys.stderr)
+        return 1
+
+    if not a.no_points:
+        print("predicted vs measured per point (uncalibrated presets):")
+        for sysname, ps in sorted(by_system.items()):
+            for p in ps:
+                print(f"  {sysname:<9} {os.path.relpath(p['origin'], a.data)}:{p['line']:<4} {p['collective']:<10} "
+                      f"{p['bytes']:>12.0f} B  measured {p['measured_s'] * 1e6:>10.1f} us  predicted "
+                      f"{p['predicted_s'] * 1e6:>10.1f} us  ratio {p['predicted_s'] / p['measured_s']:6.2f}  "
+                      f"{p['algo']}")
+    allpts = [p for ps in by_system.values() for p in ps]
+    rows = summary(allpts, "all systems (uncalibrated)")
+    for sysname, ps in sorted(by_system.items()):
+        rows += summary(ps, f"{sysname} (uncalibrated)")
+    print("summary: predicted / measured")
+    print_summary(rows)
+
+    cv_rows = []
+    if a.cv:
+        with tempfile.TemporaryDirectory() as tmp:
+            half = []
+            for path in files:
+                lines, rws = row_lines(path)
+                if len(rws) < 4:
+                    continue
+                meta = metas[path]
+                train, test = os.path.join(tmp, "train.txt"), os.path.join(tmp, "test.txt")
+                write_subset(lines, set(rws[1::2]), train)
+                kept = write_subset(lines, set(rws[0::2]), test)
+                fitted = os.path.join(tmp, "fitted.json")
+                try:
+                    calibrate(a.p2v, [train], meta, fitted)
+                    pts = predict(a.p2v, test, meta, system=fitted)
+                except RuntimeError as e:
+                    print("FAIL", e, file=sys.stderr)
+                    return 1
+                for p in pts:  # back to the data file's own line numbers
+                    p["origin"], p["line"] = path, kept[p["line"] - 1] + 1
+                half += pts
+            cv_rows += summary(half, "half sizes (cv)")
+            for sysname in sorted({os.path.basename(os.path.dirname(p["origin"])) for p in half}):
+                sub = [p for p in half if os.path.basename(os.path.dirname(p["origin"])) == sysname]
+                cv_rows += [r for r in summary(sub, f"{sysname} half sizes (cv)") if r["regime"] != "all"]
+            # One collective -> the others, same system kind and shape.
+            groups = {}
+            for path in files:
+                m = metas[path]
+                key = (os.path.dirname(path), m["n_nodes"], m["n_gpus"])
+                groups.setdefault(key, []).append(path)
+            other = []
+            for key, paths in sorted(groups.items()):
+                colls = {}
+                for pth in paths:
+                    c = predict(a.p2v, pth, metas[pth])[0]["collective"]
+                    colls.setdefault(c, []).append(pth)
+                if len(colls) < 2:
+                    continue
+                for c, train_paths in sorted(colls.items()):
+                    fitted = os.path.join(tmp, "fitted.json")
+                    calibrate(a.p2v, train_paths, metas[train_paths[0]], fitted)
+                    for c2, test_paths in colls.items():
+                        if c2 == c:
+                            continue
+                        for tp in test_paths:
+                            other += predict(a.p2v, tp, metas[tp], system=fitted)
+            if other:
+                cv_rows += summary(other, "other collective (cv)")
+            else:
+                print("cross-validation across collectives: no cluster shape has logs of two collectives")
+        print("cross-validation: predicted / measured on points not used to calibrate")
+        print_summary(cv_rows)
+
+    if a.svg:
+        svg(by_system, a.svg, "p2v predicted vs published nccl-tests times")
+        print(f"wrote {a.svg}")
+    if a.markdown:
+        with open(a.markdown, "w", encoding="utf-8") as f:
+            f.write(markdown(rows) + "\n")
+            if cv_rows:
+                f.write("\n" + markdown(cv_rows) + "\n")
+        print(f"wrote {a.markdown}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,72 @@
+#pragma once
+// Predicted vs measured for nccl-tests logs, and the fit of a system's model parameters to them
+// (issue 24, `p2v calibrate --nccl-tests`; docs/simulator.md "Calibration").
+//
+// A log of R ranks on N hosts is one group of all R devices of a system of R devices (the
+// system's node count must be N when the log names its hosts). Every row is one point: the
+// collective of the log, nccl-tests' size S (bytes per rank; AllGather: output, ReduceScatter:
+// input), the out-of-place time.
+//
+// The fit works on the system file itself: its knobs are numbers of the system's JSON (the
+// "nccl" section's launch_us and per-level bus_bw_gbps / hop_latency_us per protocol; when no
+// point's prediction depends on any of them - no "nccl" section, or a model that does not read it -
+// the levels' interconnect bandwidth_gbps / latency_us and the topology section's
+// step_overhead_us). Knobs no point's prediction depends on are left alone and reported as
+// unconstrained. The objective is the mean squared log ratio predicted / measured (a point 2x too
+// slow weighs as much as one 2x too fast), minimised by Nelder-Mead over log(knob) with restarts.
+#include <string>
+#include <vector>
+
+#include "p2v/engine/instruction.hpp"
+#include "p2v/engine/system.hpp"
+#include "p2v/sim/cost.hpp"
+#include "p2v/sim/nccl_tests.hpp"
+
+namespace p2v::sim {
+
+struct FitPoint {
+  std::string origin;  // log file
+  int line = 0;        // row's line in it
+  engine::Collective collective = engine::Collective::AllReduce;
+  int ranks = 0, nodes = 0;
+  double bytes = 0, measured_s = 0;
+};
+
+// Nodes of a system as the logs count them: the product of all but the innermost level's
+// cardinalities.
+int system_nodes(const engine::System& s);
+int system_devices(const engine::System& s);
+
+// Points of `log` on system `s`. Throws p2v::Error when the log's ranks differ from the
+// system's devices or its hosts from the system's nodes.
+std::vector<FitPoint> fit_points(const NcclTestsLog& log, const engine::System& s);
+
+struct PointPrediction {
+  FitPoint point;
+  double predicted_s = 0;
+  std::string algo;  // the algorithm the model used (StepCost::algo)
+};
+std::vector<PointPrediction> predict_points(const engine::System& s, const std::vector<FitPoint>& ps, Algorithm algo);
+
+struct FitKnob {
+  std::string name;  // JSON pointer into the system file, e.g. "/nccl/levels/node/bus_bw_gbps"
+  double before = 0, after = 0;
+  bool constrained = false;  // some point's prediction depends on it
+};
+
+struct SystemFit {
+  nlohmann::json system;  // the fitted system file
+  std::vector<FitKnob> knobs;
+  double rms_log_before = 0, rms_log_after = 0;  // sqrt(mean (ln predicted/measured)^2)
+  int evaluations = 0;
+};
+
+// The knobs `fit_system` would move for system `s` (before values filled).
+std::vector<FitKnob> system_knobs(const engine::System& s);
+
+// Fits the knobs of `s` to `ps`; `only` (when not empty) names the knobs that may move, the others
+// keep their values. Throws p2v::Error when `ps` is empty.
+SystemFit fit_system(const engine::System& s, const std::vector<FitPoint>& ps, Algorithm algo,
+                     const std::vector<std::string>& only = {}, int max_evaluations = 4000);
+
+}  // namespace p2v::sim

@@ -1,0 +1,120 @@
+#pragma once
+// NCCL-faithful cost of one collective call (issue 24, docs/simulator.md §2).
+//
+// Design. NCCL prices every (algorithm, protocol) pair of a call as latency + bytes / bandwidth
+// (src/graph/tuning.cc: ncclTopoTuneModel, ncclTopoGetAlgoTime) and runs the cheapest
+// (src/enqueue.cc: topoGetAlgoInfo). p2v keeps that structure but splits the two terms:
+//  - the bandwidth term comes from the simulators' own link accounting (every group of a step
+//    expanded into the flows of the algorithm - ring, tree, NVLS, CollNet - routed over the
+//    system, busiest shared link wins), so contention between the groups of a step stays; NCCL's
+//    per-algorithm/protocol efficiencies and bus-bandwidth caps (LL, LL128, tree, NVLS) are then
+//    applied to it (bandwidth_time);
+//  - the latency term is NCCL's formula: base latency per algorithm and protocol, plus per-hop
+//    hardware latencies (NVLink, PCI, network) times the hops of the algorithm (latency_us);
+//  - every call pays a launch overhead (NcclParams::launch_us).
+// The parameters live in the system file's optional "nccl" section (strictly read, written back
+// by calibration): per system the architecture, channels, launch overhead, NVLS/SHARP
+// availability; per level (by level name) the bus bandwidth and per-hop latencies per protocol.
+// Defaults are NCCL's own constants (NVIDIA/nccl v2.30.7, commit 5067397c, src/graph/tuning.cc).
+#include <array>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "p2v/engine/instruction.hpp"
+#include "p2v/engine/system.hpp"
+
+namespace p2v::sim {
+
+enum class Algorithm;  // cost.hpp: Ring, Tree, Auto, Nvls, NvlsTree, CollNet
+
+// NCCL's protocols (src/include/nccl_common.h: NCCL_PROTO_LL, _LL128, _SIMPLE).
+enum class Protocol { LL = 0, LL128 = 1, Simple = 2, Auto = 3 };
+inline constexpr int kNumProtocols = 3;
+const char* to_string(Protocol p);              // "LL", "LL128", "Simple", "auto"
+Protocol parse_protocol(const std::string& s);  // ll, ll128, simple, auto (any case); throws p2v::Error
+
+// The hardware class of a hop, selecting NCCL's hwLat row (tuning.cc: NCCL_HW_NVLINK/PCI/NET).
+enum class HwClass { NVLink = 0, PCI = 1, Net = 2 };
+const char* to_string(HwClass h);  // "nvlink", "pci", "net"
+// Default class of a level's interconnect: nic -> net, pcie -> pci, switch/ring -> nvlink.
+HwClass hw_class_of(engine::LinkKind k);
+// Class of a topology edge kind (free text of a "topology" section): nic/network/net/ib -> net,
+// pcie/pci/qpi/upi/cpu -> pci, anything else -> nvlink.
+HwClass hw_class_of(const std::string& edge_kind);
+
+// GPU generation: selects NCCL's per-architecture tables (tuning.cc compCapIndex).
+enum class Arch { Volta = 0, Ampere = 1, Hopper = 2, Blackwell = 3 };
+const char* to_string(Arch a);  // "volta", "ampere", "hopper", "blackwell"
+
+// Per level (the level whose instances the interconnect joins; keyed by level name).
+struct NcclLevelParams {
+  std::string level;          // level name (must exist in the system)
+  std::optional<HwClass> hw;  // absent: hw_class_of(interconnect kind)
+  double bus_bw_gbps = 0.0;   // effective bandwidth NCCL reaches per uplink (Simple ring),
+                              // GB/s; 0: the interconnect's bandwidth_gbps
+  std::array<double, kNumProtocols> hop_latency_us{-1, -1, -1};  // LL, LL128, Simple; < 0: NCCL's
+                                                                 // hwLat for the class and algorithm
+  int nics = 0;                                                  // informative: NICs per instance (0 = not stated)
+  double nic_gbps = 0.0;                                         // informative: per-NIC line rate, GB/s
+};
+
+// Per system ("nccl" section of a system file; presets carry one).
+struct NcclParams {
+  Arch arch = Arch::Ampere;
+  int channels = 0;               // collective channels NCCL uses at full size; 0: default_channels(arch)
+  double launch_us = -1.0;        // per-call overhead (launch, host sync) added to every call; < 0: default
+  bool nvls = false;              // NVSwitch reduction (NVLink SHARP) inside a node (H100/B200 NVSwitch)
+  double nvls_efficiency = -1.0;  // NVLS bandwidth efficiency; < 0: NCCL's nvlsEfficiency[arch]
+  bool sharp = false;             // in-network reduction on the network (CollNet / IB SHARP)
+  bool amd_cpu = false;           // multi-node LL cap uses NCCL's AMD row (llMaxBws[1])
+  double net_overhead_us = -1.0;  // per inter-node ring step host overhead; < 0: NCCL's 1 us
+  std::vector<NcclLevelParams> levels;
+
+  const NcclLevelParams* level(const std::string& name) const;
+  int effective_channels() const;
+  double effective_launch_us() const;
+  double effective_nvls_efficiency() const;
+};
+int default_channels(Arch a);
+inline constexpr double kDefaultLaunchUs = 4.0;  // assumption (docs/simulator.md), calibrated per system
+
+// Reads the system's "nccl" section (defaults when absent). Strict: unknown fields, unknown level
+// names, bad values are p2v::Error naming the path.
+NcclParams nccl_params(const engine::System& s);
+NcclParams nccl_params_from_json(const nlohmann::json& j, const engine::System& s);
+// Writes the section back (only fields that differ from the defaults). Round-trips.
+nlohmann::json nccl_json(const NcclParams& p);
+
+// The hop latencies of one group as NCCL sees it: the intra-node class and level parameters, the
+// inter-node ones (when the group spans nodes), and the net latency NCCL adds per inter hop
+// (graph->latencyInter: the outermost crossed interconnect's latency_us).
+struct GroupLevels {
+  HwClass intra_hw = HwClass::NVLink;
+  const NcclLevelParams* intra = nullptr;  // may be null
+  const NcclLevelParams* inter = nullptr;  // may be null
+  double latency_inter_us = 0.0;
+};
+
+// One group's call: collective, ranks, nodes spanned (ranks per node = ranks / nodes), nccl-tests
+// size S (bytes per rank; AllGather/ReduceScatter: the full array).
+struct CallShape {
+  engine::Collective coll = engine::Collective::AllReduce;
+  int ranks = 1, nodes = 1;
+  double bytes = 0.0;
+};
+
+// Whether NCCL offers this algorithm/protocol for the call on this system (tuning.cc's filters).
+bool available(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr);
+// NCCL's latency term, microseconds (tuning.cc latency formulas; ring AllReduce plateau factor of
+// ncclTopoGetAlgoTime included).
+double latency_us(const NcclParams& p, const CallShape& c, const GroupLevels& g, Algorithm a, Protocol pr);
+// Bandwidth term, seconds: `flow_s` is the simulator's busiest-link time for the algorithm's flows
+// (at full link bandwidth); applies NCCL's protocol/algorithm efficiencies and bus-bandwidth caps,
+// the tree correction factors, and the channels NCCL uses at this size. `nccl_estimate` = true
+// gives what NCCL's tuner assumes (all channels), used to pick.
+double bandwidth_time(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr, double flow_s,
+                      bool nccl_estimate = false);
+
+}  // namespace p2v::sim

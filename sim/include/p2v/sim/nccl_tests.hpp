@@ -1,0 +1,67 @@
+#pragma once
+// Reader of nccl-tests output (issue 24): the text all_reduce_perf, all_gather_perf,
+// reduce_scatter_perf, broadcast_perf and reduce_perf print (NVIDIA/nccl-tests, src/common.cu),
+// as users paste it into issues and logs. docs/simulator.md ("nccl-tests logs") states the format.
+//
+// What is read:
+// - the test: "# Collective test starting: all_reduce_perf" or the command line naming a
+//   *_perf binary (also *_perf_mpi); without either, the table decides (redop none and root -1:
+//   all_gather; root >= 0: broadcast / reduce; sum with count = size / element: all_reduce,
+//   count = size / (element x ranks): reduce_scatter);
+// - the ranks and hosts: "#  Rank  3 Group  0 Pid 123 on HOST device  3 [0x..] NAME" lines (also
+//   the older form without "Group"); nodes = distinct hosts;
+// - the column header ("size count type redop root time algbw busbw #wrong time ...", "root"
+//   absent and "error" for "#wrong" in old versions) and the rows below it; the out-of-place
+//   columns (the first time / algbw / busbw) are kept.
+// Lines may carry mpirun's --tag-output prefix ("[1,0]<stdout>:"; <stderr> lines are skipped) and
+// may lack the leading '#'. Other lines (NCCL INFO, warnings, shell prompts) are ignored. A row
+// that does not match the header, a second result table, a rank listed twice, or no rows at all is
+// an error "<origin>:<line>: ...".
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "p2v/engine/instruction.hpp"
+
+namespace p2v::sim {
+
+struct NcclTestsRow {
+  double bytes = 0;        // size (B): nccl-tests' S (AllGather: output, ReduceScatter: input)
+  std::int64_t count = 0;  // elements as printed
+  std::string type, redop;
+  int root = -1;       // -1 when the column is absent
+  double time_us = 0;  // out-of-place
+  double algbw_gbps = 0, busbw_gbps = 0;
+  int line = 0;
+};
+
+struct NcclTestsLog {
+  std::string origin;
+  std::string test;  // "all_reduce_perf" ... ("" when the log does not name it)
+  engine::Collective collective = engine::Collective::AllReduce;
+  int ranks = 0;                     // from the rank lines, else from NcclTestsOptions::ranks
+  int nodes = 0;                     // distinct hosts (0: the log names none)
+  std::vector<std::string> hosts;    // in order of first appearance
+  std::vector<std::string> devices;  // GPU name per rank, as printed (may be empty)
+  int nthread = 0, ngpus = 0;        // from the "nThread 1 nGpus 8 ..." line (0: absent)
+  std::vector<NcclTestsRow> rows;
+};
+
+struct NcclTestsOptions {
+  int ranks = 0;  // ranks when the log has no rank lines (0: unknown); must match them if it has
+  std::optional<engine::Collective> collective;  // when set: must match what the log names
+};
+
+// Element size in bytes of an nccl-tests type name (float, half, bfloat16, double, int8, ...);
+// 0 for an unknown name.
+int nccl_type_bytes(const std::string& type);
+// "all_reduce_perf" -> AllReduce, ... (also "_mpi" suffix); nullopt otherwise.
+std::optional<engine::Collective> collective_of_test(const std::string& test);
+
+NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin, const NcclTestsOptions& opt = {});
+// Reads at most kMaxNcclTestsBytes (larger files are an error).
+inline constexpr std::size_t kMaxNcclTestsBytes = 64u << 20;
+NcclTestsLog load_nccl_tests(const std::string& path, const NcclTestsOptions& opt = {});
+
+}  // namespace p2v::sim

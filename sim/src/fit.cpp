@@ -1,0 +1,270 @@
+#include "p2v/sim/fit.hpp"
+
+#include <fmt/core.h>
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "p2v/engine/error.hpp"
+#include "p2v/sim/nccl_model.hpp"
+
+namespace p2v::sim {
+
+using engine::System;
+using json = nlohmann::json;
+
+int system_devices(const System& s) {
+  int n = 1;
+  for (const auto& l : s.levels) n *= l.cardinality;
+  return n;
+}
+
+int system_nodes(const System& s) {
+  int n = 1;
+  for (std::size_t i = 0; i + 1 < s.levels.size(); ++i) n *= s.levels[i].cardinality;
+  return n;
+}
+
+std::vector<FitPoint> fit_points(const NcclTestsLog& log, const System& s) {
+  const int nd = system_devices(s), nn = system_nodes(s);
+  if (log.ranks != nd)
+    throw Error(fmt::format("{}: the log has {} ranks, system '{}' has {} devices (give --system with as many)",
+                            log.origin, log.ranks, s.name, nd));
+  if (log.nodes > 0 && log.nodes != nn)
+    throw Error(fmt::format("{}: the log's ranks run on {} hosts, system '{}' has {} nodes", log.origin, log.nodes,
+                            s.name, nn));
+  std::vector<FitPoint> ps;
+  for (const auto& r : log.rows)
+    ps.push_back(
+        {log.origin, r.line, log.collective, log.ranks, log.nodes > 0 ? log.nodes : nn, r.bytes, r.time_us * 1e-6});
+  return ps;
+}
+
+namespace {
+
+engine::LoweredStep whole_group(engine::Collective c, int ranks) {
+  engine::LoweredStep st;
+  st.collective = c;
+  std::vector<int> g(static_cast<std::size_t>(ranks));
+  std::iota(g.begin(), g.end(), 0);
+  st.groups = {g};
+  return st;
+}
+
+double log_error(const std::vector<PointPrediction>& pr) {
+  double s = 0;
+  for (const auto& p : pr) {
+    const double l = std::log(p.predicted_s / p.point.measured_s);
+    s += l * l;
+  }
+  return pr.empty() ? 0 : std::sqrt(s / static_cast<double>(pr.size()));
+}
+
+// A knob's value in the system JSON, or `dflt` when absent.
+double value_at(const json& j, const std::string& ptr, double dflt) {
+  const json::json_pointer p(ptr);
+  if (!j.contains(p)) return dflt;
+  const auto& v = j.at(p);
+  return v.is_number() ? v.get<double>() : dflt;
+}
+
+}  // namespace
+
+std::vector<PointPrediction> predict_points(const System& s, const std::vector<FitPoint>& ps, Algorithm algo) {
+  Simulator sim(s);
+  std::vector<PointPrediction> out;
+  out.reserve(ps.size());
+  for (const auto& p : ps) {
+    const auto c = sim.collective(whole_group(p.collective, p.ranks), p.bytes, algo);
+    out.push_back({p, c.time_s, to_string(c.algo)});
+  }
+  return out;
+}
+
+std::vector<FitKnob> system_knobs(const System& s) {
+  std::vector<FitKnob> ks;
+  const json j = engine::system_json(s);
+  if (!s.nccl.is_null()) {
+    const auto np = nccl_params(s);
+    ks.push_back({"/nccl/launch_us", np.effective_launch_us(), 0, false});
+    for (const auto& l : s.levels) {
+      if (l.cardinality <= 1 || !l.interconnect) continue;
+      const auto* lp = np.level(l.name);
+      const auto hw = lp && lp->hw ? *lp->hw : hw_class_of(l.interconnect->kind);
+      const std::string base = "/nccl/levels/" + l.name;
+      ks.push_back({base + "/bus_bw_gbps", lp && lp->bus_bw_gbps > 0 ? lp->bus_bw_gbps : l.interconnect->bandwidth_gbps,
+                    0, false});
+      // NCCL's ring hwLat row of the level's class (tuning.cc) as the starting point.
+      static constexpr double ring_lat[3][kNumProtocols] = {{0.6, 1.9, 3.4}, {1.0, 2.5, 5.7}, {2.7, 4.0, 14.0}};
+      const char* names[kNumProtocols] = {"ll", "ll128", "simple"};
+      for (int pr = 0; pr < kNumProtocols; ++pr) {
+        double v = ring_lat[static_cast<int>(hw)][pr];
+        if (lp && lp->hop_latency_us[static_cast<std::size_t>(pr)] >= 0)
+          v = lp->hop_latency_us[static_cast<std::size_t>(pr)];
+        ks.push_back({base + "/hop_latency_us/" + names[pr], v, 0, false});
+      }
+    }
+  }
+  {
+    for (std::size_t i = 0; i < s.levels.size(); ++i) {
+      const auto& l = s.levels[i];
+      if (l.cardinality <= 1 || !l.interconnect) continue;
+      const std::string base = fmt::format("/levels/{}/interconnect", i);
+      ks.push_back({base + "/bandwidth_gbps", l.interconnect->bandwidth_gbps, 0, false});
+      ks.push_back({base + "/latency_us", std::max(l.interconnect->latency_us, 1e-3), 0, false});
+    }
+    ks.push_back(
+        {"/topology/step_overhead_us", std::max(value_at(j, "/topology/step_overhead_us", 0.0), 1.0), 0, false});
+  }
+  for (auto& k : ks) k.after = k.before;
+  return ks;
+}
+
+SystemFit fit_system(const System& s, const std::vector<FitPoint>& ps, Algorithm algo,
+                     const std::vector<std::string>& only, int max_evaluations) {
+  if (ps.empty()) throw Error("calibrate: no measured points to fit");
+  SystemFit fit;
+  fit.knobs = system_knobs(s);
+  for (const auto& o : only)
+    if (std::none_of(fit.knobs.begin(), fit.knobs.end(), [&](const FitKnob& k) { return k.name == o; }))
+      throw Error(fmt::format("calibrate: '{}' is not a knob of system '{}'", o, s.name));
+  fit.rms_log_before = log_error(predict_points(s, ps, algo));
+  const json base = engine::system_json(s);
+  // Only the knob being probed or fitted is written: the others keep the system's own values (a
+  // latency of 0 stays 0, though its knob starts from a floor when it is fitted).
+  std::vector<char> written(fit.knobs.size(), 0);
+  auto with = [&](const std::vector<double>& x) {
+    json j = base;
+    for (std::size_t k = 0; k < fit.knobs.size(); ++k)
+      if (written[k]) j[json::json_pointer(fit.knobs[k].name)] = x[k];
+    return j;
+  };
+  auto objective = [&](const std::vector<double>& x) {
+    ++fit.evaluations;
+    try {
+      const auto sys = engine::system_from_json(with(x), "fit");
+      return log_error(predict_points(sys, ps, algo));
+    } catch (const p2v::Error&) {
+      return 1e30;  // a value the model refuses (e.g. a bandwidth of 0): never the optimum
+    }
+  };
+  std::vector<double> x0;
+  for (const auto& k : fit.knobs) x0.push_back(k.before);
+  const double f0 = objective(x0);
+  // Which knobs matter: x2 and /2 both leave every prediction unchanged -> unconstrained.
+  std::vector<std::size_t> free;
+  for (std::size_t k = 0; k < x0.size(); ++k) {
+    if (!only.empty() && std::find(only.begin(), only.end(), fit.knobs[k].name) == only.end()) continue;
+    auto up = x0, dn = x0;
+    up[k] *= 2;
+    dn[k] /= 2;
+    written[k] = 1;
+    if (std::fabs(objective(up) - f0) > 1e-12 * (1 + f0) || std::fabs(objective(dn) - f0) > 1e-12 * (1 + f0)) {
+      free.push_back(k);
+      fit.knobs[k].constrained = true;
+    } else {
+      written[k] = 0;
+    }
+  }
+  // With an NCCL section the model's own knobs are fitted; the interconnects' only when no NCCL
+  // knob changes any prediction (a model not reading the section).
+  const bool nccl_used =
+      std::any_of(free.begin(), free.end(), [&](std::size_t k) { return fit.knobs[k].name.rfind("/nccl/", 0) == 0; });
+  if (nccl_used) {
+    std::vector<std::size_t> keep;
+    for (const auto k : free)
+      if (fit.knobs[k].name.rfind("/nccl/", 0) == 0)
+        keep.push_back(k);
+      else
+        fit.knobs[k].constrained = false;
+    free = keep;
+  }
+  std::fill(written.begin(), written.end(), 0);
+  for (const auto k : free) written[k] = 1;
+  // Nelder-Mead over u = ln(x) of the free knobs, restarted from the best vertex.
+  const std::size_t n = free.size();
+  std::vector<double> best = x0;
+  double fbest = f0;
+  auto to_x = [&](const std::vector<double>& u) {
+    auto x = x0;
+    for (std::size_t i = 0; i < n; ++i) x[free[i]] = std::exp(std::clamp(u[i], -30.0, 30.0));
+    return x;
+  };
+  if (n > 0) {
+    std::vector<double> u0(n);
+    for (std::size_t i = 0; i < n; ++i) u0[i] = std::log(x0[free[i]]);
+    for (int restart = 0; restart < 4 && fit.evaluations < max_evaluations; ++restart) {
+      std::vector<std::vector<double>> v(n + 1, u0);
+      const double step = restart % 2 == 0 ? (restart == 0 ? 1.0 : 0.3) : -0.7;  // both directions
+      for (std::size_t i = 0; i < n; ++i) v[i + 1][i] += step;
+      std::vector<double> f(n + 1);
+      for (std::size_t i = 0; i <= n; ++i) f[i] = objective(to_x(v[i]));
+      for (int it = 0; it < 2000 && fit.evaluations < max_evaluations; ++it) {
+        std::vector<std::size_t> order(n + 1);
+        std::iota(order.begin(), order.end(), 0);
+        std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return f[a] < f[b]; });
+        const auto lo = order.front(), hi = order.back(), second = order[n - 1];
+        double diameter = 0;
+        for (std::size_t i = 0; i <= n; ++i)
+          for (std::size_t d = 0; d < n; ++d) diameter = std::max(diameter, std::fabs(v[i][d] - v[lo][d]));
+        // Flat: stop only once the simplex is small too (a step into a flat region is no optimum).
+        if (std::fabs(f[hi] - f[lo]) < 1e-10 * (1 + std::fabs(f[lo])) && diameter < 1e-3) break;
+        std::vector<double> c(n, 0.0);
+        for (std::size_t i = 0; i <= n; ++i)
+          if (i != hi)
+            for (std::size_t d = 0; d < n; ++d) c[d] += v[i][d] / static_cast<double>(n);
+        auto along = [&](double t) {
+          std::vector<double> p(n);
+          for (std::size_t d = 0; d < n; ++d) p[d] = c[d] + t * (v[hi][d] - c[d]);
+          return p;
+        };
+        const auto r = along(-1.0);
+        const double fr = objective(to_x(r));
+        if (fr < f[lo]) {
+          const auto e = along(-2.0);
+          const double fe = objective(to_x(e));
+          if (fe < fr) {
+            v[hi] = e;
+            f[hi] = fe;
+          } else {
+            v[hi] = r;
+            f[hi] = fr;
+          }
+        } else if (fr < f[second]) {
+          v[hi] = r;
+          f[hi] = fr;
+        } else {
+          const auto k = fr < f[hi] ? along(-0.5) : along(0.5);
+          const double fk = objective(to_x(k));
+          if (fk < std::min(fr, f[hi])) {
+            v[hi] = k;
+            f[hi] = fk;
+          } else {
+            for (std::size_t i = 0; i <= n; ++i) {
+              if (i == lo) continue;
+              for (std::size_t d = 0; d < n; ++d) v[i][d] = v[lo][d] + 0.5 * (v[i][d] - v[lo][d]);
+              f[i] = objective(to_x(v[i]));
+            }
+          }
+        }
+      }
+      const auto lo = static_cast<std::size_t>(std::min_element(f.begin(), f.end()) - f.begin());
+      if (f[lo] < fbest) {
+        fbest = f[lo];
+        best = to_x(v[lo]);
+      }
+      u0 = v[lo];
+    }
+  }
+  // Keep the starting point when nothing improved on it (e.g. the original system without the
+  // knobs written out, which can differ from x0 only by NCCL defaults made explicit).
+  for (std::size_t k = 0; k < fit.knobs.size(); ++k) fit.knobs[k].after = best[k];
+  json out = base;
+  for (const auto& k : fit.knobs)
+    if (k.constrained) out[json::json_pointer(k.name)] = k.after;
+  fit.system = out;
+  fit.rms_log_after = log_error(predict_points(engine::system_from_json(out, "fit"), ps, algo));
+  return fit;
+}
+
+}  // namespace p2v::sim

@@ -1,0 +1,469 @@
+#include "p2v/sim/nccl_model.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+#include "p2v/engine/error.hpp"
+#include "p2v/engine/json_reader.hpp"
+#include "p2v/sim/cost.hpp"
+
+namespace p2v::sim {
+
+using namespace engine;
+
+// Every constant below is NCCL's, from NVIDIA/nccl v2.30.7 (commit 5067397c2676d5aed50042fc39e5c8ee96eb0027),
+// src/graph/tuning.cc (ncclTunerConstantsDefaults, ncclTopoTuneModel, treeCorrectionFactor,
+// ncclTopoGetAlgoTime), src/enqueue.cc (topoGetAlgoInfo) and src/include/comm.h / device.h
+// (thread thresholds and counts). Values are restated, not copied code.
+namespace {
+
+// NCCL's algorithm rows used here.
+enum Row { kTree = 0, kRing = 1, kCollNetDirect = 2, kNvls = 3, kNvlsTree = 4, kRows = 5 };
+
+int row(Algorithm a) {
+  switch (a) {
+    case Algorithm::Tree:
+      return kTree;
+    case Algorithm::CollNet:
+      return kCollNetDirect;
+    case Algorithm::Nvls:
+      return kNvls;
+    case Algorithm::NvlsTree:
+      return kNvlsTree;
+    default:
+      return kRing;
+  }
+}
+
+// tuning.cc baseLatencies [algorithm][LL, LL128, Simple], us: Tree 6.8/14.0/8.4, Ring 6.6/14.0/8.4,
+// CollNet, NVLS, NVLS tree 0.
+constexpr double kBaseLat[kRows][kNumProtocols] = {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
+// tuning.cc hwLatencies [NVLINK, PCI, NET][algorithm][protocol], us.
+constexpr double kHwLat[3][kRows][kNumProtocols] = {
+    // NVLINK: Tree .6/1.25/4.0, Ring .6/1.9/3.4, CollNetDirect -/-/3.7, NVLS -/-/25, NVLSTree -/-/25
+    {{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 3.7}, {0, 0, 25}, {0, 0, 25}},
+    // PCI: Tree 1.0/1.9/4.0, Ring 1.0/2.5/5.7, CollNetDirect -/-/3.7, NVLS none
+    {{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 3.7}, {0, 0, 0}, {0, 0, 0}},
+    // NET: Tree 5.0/8.5/14, Ring 2.7/4.0/14.0, CollNetDirect -/-/31, NVLS -/-/18, NVLSTree -/-/20.9
+    {{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 31}, {0, 0, 18}, {0, 0, 20.9}},
+};
+// tuning.cc llMaxBws [row][nNodes 1, 2, >2], GB/s bus bandwidth; single node: row by architecture,
+// multi-node: row 0 (Intel CPU) or 1 (AMD CPU).
+constexpr double kLlMaxBw[4][3] = {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282.0, 90.0, 70.0}};
+// tuning.cc perChMaxRingLL128Bws [arch][nNodes 1,2,>2], GB/s per channel.
+constexpr double kPerChRingLL128[4][3] = {{20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 36.7}, {40, 40, 40}};
+// tuning.cc perChMaxTreeLL128Bws.
+constexpr double kPerChTreeLL128[4][3] = {{20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}};
+// tuning.cc perChMaxTreeBws.
+constexpr double kPerChTree[4][3] = {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}};
+// tuning.cc perChMaxNVLSTreeBws (Volta/Ampere rows unused: no NVLS there).
+constexpr double kPerChNvlsTree[4][3] = {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {0.0, 57.7, 45.5}, {0.0, 96.0, 80.0}};
+// tuning.cc nvlsEfficiency [arch].
+constexpr double kNvlsEfficiency[4] = {0.0, 0.0, 0.85, 0.74};
+// tuning.cc treeCorrectionFactor [protocol][log2(bytes/64)], 64 B .. 256 MiB.
+constexpr double kTreeCorrection[kNumProtocols][24] = {
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9}};
+// src/include/comm.h NCCL_{LL,LL128,SIMPLE}_THREAD_THRESHOLD (bytes per thread before adding a
+// channel; ring LL's is multiplied by nRanks in tuning.cc) and device.h max threads per channel
+// (LL 512, LL128 640, Simple 512).
+constexpr double kThreadThreshold[kNumProtocols] = {8, 8, 64};
+constexpr double kMaxThreads[kNumProtocols] = {512, 640, 512};
+
+int log2i(long long n) {
+  int l = -1;
+  while (n > 0) {
+    n >>= 1;
+    ++l;
+  }
+  return l;
+}
+
+int node_index(int nodes) { return nodes <= 2 ? nodes - 1 : 2; }  // tuning.cc index2
+
+// Steps of a ring (tuning.cc nsteps): AllReduce 2(n-1), ReduceScatter/AllGather n-1, else n.
+double ring_steps(Collective c, int n) {
+  switch (c) {
+    case Collective::AllReduce:
+      return 2.0 * (n - 1);
+    case Collective::ReduceScatter:
+    case Collective::AllGather:
+      return n - 1.0;
+    default:
+      return n;
+  }
+}
+
+double hw_lat(const NcclLevelParams* lv, HwClass hw, int r, int proto) {
+  if (lv && lv->hop_latency_us[static_cast<std::size_t>(proto)] >= 0)
+    return lv->hop_latency_us[static_cast<std::size_t>(proto)];
+  return kHwLat[static_cast<int>(hw)][r][proto];
+}
+
+std::string lower(std::string s) {
+  for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+}  // namespace
+
+const char* to_string(Protocol p) {
+  switch (p) {
+    case Protocol::LL:
+      return "LL";
+    case Protocol::LL128:
+      return "LL128";
+    case Protocol::Simple:
+      return "Simple";
+    case Protocol::Auto:
+      return "auto";
+  }
+  return "?";
+}
+
+Protocol parse_protocol(const std::string& s) {
+  const auto l = lower(s);
+  if (l == "ll") return Protocol::LL;
+  if (l == "ll128") return Protocol::LL128;
+  if (l == "simple") return Protocol::Simple;
+  if (l == "auto") return Protocol::Auto;
+  throw Error("--proto '" + s + "': expected ll, ll128, simple or auto");
+}
+
+const char* to_string(HwClass h) {
+  switch (h) {
+    case HwClass::NVLink:
+      return "nvlink";
+    case HwClass::PCI:
+      return "pci";
+    case HwClass::Net:
+      return "net";
+  }
+  return "?";
+}
+
+HwClass hw_class_of(LinkKind k) {
+  switch (k) {
+    case LinkKind::Nic:
+      return HwClass::Net;
+    case LinkKind::Pcie:
+      return HwClass::PCI;
+    default:
+      return HwClass::NVLink;
+  }
+}
+
+HwClass hw_class_of(const std::string& kind) {
+  const auto k = lower(kind);
+  if (k == "nic" || k == "network" || k == "net" || k == "ib" || k == "ethernet") return HwClass::Net;
+  if (k == "pcie" || k == "pci" || k == "qpi" || k == "upi" || k == "cpu") return HwClass::PCI;
+  return HwClass::NVLink;
+}
+
+const char* to_string(Arch a) {
+  switch (a) {
+    case Arch::Volta:
+      return "volta";
+    case Arch::Ampere:
+      return "ampere";
+    case Arch::Hopper:
+      return "hopper";
+    case Arch::Blackwell:
+      return "blackwell";
+  }
+  return "?";
+}
+
+int default_channels(Arch a) {
+  // Assumption (docs/simulator.md): what nccl-tests logs typically show as "coll channels" at full
+  // size on 8-GPU NVSwitch nodes; a system file or calibration sets the real number.
+  switch (a) {
+    case Arch::Volta:
+      return 8;
+    case Arch::Ampere:
+      return 16;
+    case Arch::Hopper:
+      return 16;
+    case Arch::Blackwell:
+      return 32;
+  }
+  return 16;
+}
+
+const NcclLevelParams* NcclParams::level(const std::string& name) const {
+  for (const auto& l : levels)
+    if (l.level == name) return &l;
+  return nullptr;
+}
+int NcclParams::effective_channels() const { return channels > 0 ? channels : default_channels(arch); }
+double NcclParams::effective_launch_us() const { return launch_us >= 0 ? launch_us : kDefaultLaunchUs; }
+double NcclParams::effective_nvls_efficiency() const {
+  return nvls_efficiency >= 0 ? nvls_efficiency : kNvlsEfficiency[static_cast<int>(arch)];
+}
+
+NcclParams nccl_params(const System& s) { return nccl_params_from_json(s.nccl, s); }
+
+NcclParams nccl_params_from_json(const nlohmann::json& j, const System& s) {
+  NcclParams p;
+  if (j.is_null()) return p;
+  const std::string origin = fmt::format("system '{}'", s.name);
+  json_read::Object o(json_read::At(j, origin, "nccl"));
+  auto non_neg = [](const json_read::At& at) {
+    const double x = at.number();
+    if (x < 0) at.fail(fmt::format("must be a non-negative number, got {}", x));
+    return x;
+  };
+  if (const auto a = o.optional("arch")) {
+    const auto v = a->string();
+    if (v == "volta")
+      p.arch = Arch::Volta;
+    else if (v == "ampere")
+      p.arch = Arch::Ampere;
+    else if (v == "hopper")
+      p.arch = Arch::Hopper;
+    else if (v == "blackwell")
+      p.arch = Arch::Blackwell;
+    else
+      a->fail("expected volta, ampere, hopper or blackwell, got \"" + v + "\"");
+  }
+  o.optional("description");
+  if (const auto c = o.optional("channels")) {
+    p.channels = c->int32();
+    if (p.channels < 1 || p.channels > 64) c->fail("must be between 1 and 64");
+  }
+  if (const auto v = o.optional("launch_us")) p.launch_us = non_neg(*v);
+  if (const auto v = o.optional("nvls")) p.nvls = v->boolean();
+  if (const auto v = o.optional("nvls_efficiency")) {
+    p.nvls_efficiency = non_neg(*v);
+    if (p.nvls_efficiency <= 0 || p.nvls_efficiency > 1) v->fail("must be in (0, 1]");
+  }
+  if (const auto v = o.optional("sharp")) p.sharp = v->boolean();
+  if (const auto v = o.optional("amd_cpu")) p.amd_cpu = v->boolean();
+  if (const auto v = o.optional("net_overhead_us")) p.net_overhead_us = non_neg(*v);
+  if (const auto lv = o.optional("levels")) {
+    json_read::Object lo(*lv);
+    for (auto it = lv->raw().begin(); it != lv->raw().end(); ++it) {
+      const std::string name = it.key();
+      const auto at = *lo.optional(name.c_str());
+      const bool known = std::any_of(s.levels.begin(), s.levels.end(), [&](const Level& l) { return l.name == name; });
+      if (!known) at.fail("not a level of the system");
+      json_read::Object x(at);
+      NcclLevelParams l;
+      l.level = name;
+      if (const auto h = x.optional("hw")) {
+        const auto v = h->string();
+        if (v == "nvlink")
+          l.hw = HwClass::NVLink;
+        else if (v == "pci")
+          l.hw = HwClass::PCI;
+        else if (v == "net")
+          l.hw = HwClass::Net;
+        else
+          h->fail("expected nvlink, pci or net, got \"" + v + "\"");
+      }
+      if (const auto v = x.optional("bus_bw_gbps")) {
+        l.bus_bw_gbps = non_neg(*v);
+        if (l.bus_bw_gbps <= 0) v->fail("must be positive");
+      }
+      if (const auto v = x.optional("hop_latency_us")) {
+        json_read::Object h(*v);
+        const char* names[kNumProtocols] = {"ll", "ll128", "simple"};
+        for (int i = 0; i < kNumProtocols; ++i)
+          if (const auto e = h.optional(names[i])) l.hop_latency_us[static_cast<std::size_t>(i)] = non_neg(*e);
+        h.finish();
+      }
+      if (const auto v = x.optional("nics")) {
+        l.nics = v->int32();
+        if (l.nics < 1) v->fail("must be at least 1");
+      }
+      if (const auto v = x.optional("nic_gbps")) l.nic_gbps = non_neg(*v);
+      x.finish();
+      p.levels.push_back(std::move(l));
+    }
+    lo.finish();
+  }
+  o.finish();
+  return p;
+}
+
+nlohmann::json nccl_json(const NcclParams& p) {
+  nlohmann::json j = nlohmann::json::object();
+  j["arch"] = to_string(p.arch);
+  if (p.channels > 0) j["channels"] = p.channels;
+  if (p.launch_us >= 0) j["launch_us"] = p.launch_us;
+  if (p.nvls) j["nvls"] = true;
+  if (p.nvls_efficiency >= 0) j["nvls_efficiency"] = p.nvls_efficiency;
+  if (p.sharp) j["sharp"] = true;
+  if (p.amd_cpu) j["amd_cpu"] = true;
+  if (p.net_overhead_us >= 0) j["net_overhead_us"] = p.net_overhead_us;
+  if (!p.levels.empty()) {
+    nlohmann::json lv = nlohmann::json::object();
+    for (const auto& l : p.levels) {
+      nlohmann::json x = nlohmann::json::object();
+      if (l.hw) x["hw"] = to_string(*l.hw);
+      if (l.bus_bw_gbps > 0) x["bus_bw_gbps"] = l.bus_bw_gbps;
+      const char* names[kNumProtocols] = {"ll", "ll128", "simple"};
+      nlohmann::json h = nlohmann::json::object();
+      for (int i = 0; i < kNumProtocols; ++i)
+        if (l.hop_latency_us[static_cast<std::size_t>(i)] >= 0)
+          h[names[i]] = l.hop_latency_us[static_cast<std::size_t>(i)];
+      if (!h.empty()) x["hop_latency_us"] = h;
+      if (l.nics > 0) x["nics"] = l.nics;
+      if (l.nic_gbps > 0) x["nic_gbps"] = l.nic_gbps;
+      lv[l.level] = x;
+    }
+    j["levels"] = lv;
+  }
+  return j;
+}
+
+bool available(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr) {
+  if (c.ranks < 2) return a == Algorithm::Ring;
+  const bool simple = pr == Protocol::Simple;
+  const int ppn = c.ranks / std::max(1, c.nodes);
+  switch (a) {
+    case Algorithm::Ring:
+      return true;
+    case Algorithm::Tree:  // tuning.cc: tree only for AllReduce (Broadcast/Reduce ring only)
+      return c.coll == Collective::AllReduce;
+    case Algorithm::Nvls:
+      // NVLS: Simple only; needs NVSwitch multicast (Hopper+); not Reduce/Broadcast; across nodes
+      // only together with CollNet (enqueue.cc updateCollCostTable); AllGather/ReduceScatter need
+      // localRanks <= NCCL_MAX_NVLS_ARITY (32) and, multi-node, CollNet heads.
+      if (!simple || !p.nvls || p.effective_nvls_efficiency() <= 0) return false;
+      if (c.coll == Collective::Reduce || c.coll == Collective::Broadcast) return false;
+      if (c.nodes > 1) return p.sharp && c.coll == Collective::AllReduce;
+      return ppn <= 32;
+    case Algorithm::NvlsTree:  // multi-node AllReduce only (tuning.cc disables it on one node)
+      return simple && p.nvls && p.effective_nvls_efficiency() > 0 && c.nodes > 1 && c.coll == Collective::AllReduce;
+    case Algorithm::CollNet:
+      // CollNet Direct: Simple only, AllReduce (AllGather/ReduceScatter need plugin support and
+      // one NIC per GPU: not modelled), at most 8 local ranks (NCCL_MAX_DIRECT_ARITY + 1), nodes > 1.
+      return simple && p.sharp && c.nodes > 1 && c.coll == Collective::AllReduce && ppn <= 8;
+    case Algorithm::Auto:
+      return false;
+  }
+  return false;
+}
+
+double latency_us(const NcclParams& p, const CallShape& c, const GroupLevels& g, Algorithm a, Protocol pr) {
+  const int r = row(a), pi = static_cast<int>(pr);
+  const int n = c.ranks, nodes = std::max(1, c.nodes), ppn = n / nodes;
+  double lat = kBaseLat[r][pi];
+  const double intra = hw_lat(g.intra, g.intra_hw, r, pi);
+  // tuning.cc: with one rank per node the tree's network latency is used for every algorithm;
+  // graph->latencyInter (the network's own latency) is added, twice for Simple (flush).
+  double inter = hw_lat(g.inter, HwClass::Net, ppn == 1 ? kTree : r, pi) + g.latency_inter_us;
+  if (pr == Protocol::Simple) inter += g.latency_inter_us;
+  switch (a) {
+    case Algorithm::Ring: {
+      const double steps = ring_steps(c.coll, n);
+      if (c.coll == Collective::Reduce || c.coll == Collective::Broadcast) {
+        // Pipelined chain: nsteps hops; Simple prices its hops with the tree's latency (tuning.cc,
+        // the !sameChannels branch).
+        const HwClass hw = nodes == 1 ? g.intra_hw : HwClass::Net;
+        const NcclLevelParams* lv = nodes == 1 ? g.intra : g.inter;
+        lat += steps * hw_lat(lv, hw, pr == Protocol::Simple ? kTree : kRing, pi);
+      } else {
+        double intra_eff = intra;
+        if (nodes > 1) {  // inter-node rings pay the host's net overhead per step (x3 for Simple)
+          double ovh = p.net_overhead_us >= 0 ? p.net_overhead_us : 1.0;
+          if (pr == Protocol::Simple) ovh *= 3;
+          intra_eff = std::max(intra_eff, ovh);
+        }
+        const double inter_steps = nodes == 1 ? 0.0 : (c.coll == Collective::AllReduce ? 2.0 : 1.0) * (nodes - 1);
+        lat += (steps - inter_steps) * intra_eff + inter_steps * inter;
+        // ncclTopoGetAlgoTime: multi-node ring Simple AllReduce plateau, x1.4 (x1.9 before Ampere)
+        // once a channel's per-rank share is at least 64 B.
+        if (nodes > 1 && pr == Protocol::Simple && c.coll == Collective::AllReduce &&
+            c.bytes / (p.effective_channels() * static_cast<double>(n)) >= 64)
+          lat *= p.arch == Arch::Volta ? 1.9 : 1.4;
+      }
+      break;
+    }
+    case Algorithm::Tree:
+      lat += 2.0 * ((ppn - 1) * intra + log2i(nodes) * inter);
+      break;
+    case Algorithm::CollNet:  // CollNet Direct: 0.4 us arity serialization per local rank
+      lat += 2.0 * (std::min(1, ppn - 1) * intra + (ppn - 1) * 0.4) + inter;
+      break;
+    case Algorithm::Nvls:
+      lat = intra + (nodes > 1 ? inter : 0.0);
+      break;
+    case Algorithm::NvlsTree:
+      lat += intra + 2.0 * log2i(nodes) * inter;
+      break;
+    case Algorithm::Auto:
+      break;
+  }
+  return lat;
+}
+
+double bandwidth_time(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr, double flow_s,
+                      bool nccl_estimate) {
+  const int n = c.ranks, nodes = std::max(1, c.nodes);
+  const int ai = static_cast<int>(p.arch), ni = node_index(nodes);
+  const double nch = p.effective_channels();
+  const double S = c.bytes;
+  const int li = nodes == 1 ? ai : (p.amd_cpu ? 1 : 0);
+  const double ll_max = kLlMaxBw[li][ni] * 1e9;
+  // Bus bytes: the bytes a bus bandwidth is measured against (NCCL's algbw/busbw ratio):
+  // ring/NVLS nsteps/nRanks * S; tree and CollNet 2 * S.
+  const double ring_bus = S * ring_steps(c.coll, n) / n;
+  double t = flow_s;
+  auto cap = [&](double bus_bytes, double bw) { t = std::max(t, bus_bytes / bw); };
+  switch (a) {
+    case Algorithm::Ring:
+      if (pr == Protocol::LL) {  // busBw = min(llMaxBw, busBw * .5)
+        t /= 0.5;
+        cap(ring_bus, ll_max);
+      } else if (pr == Protocol::LL128) {  // min(busBw * .92, nCh * perChMaxRingLL128Bw)
+        t /= 0.92;
+        cap(ring_bus, nch * kPerChRingLL128[ai][ni] * 1e9);
+      }
+      break;
+    case Algorithm::Tree: {
+      t /= 0.92;  // AllReduce tree: min(busBw * .92, nCh * perChMaxTreeBw)
+      cap(2 * S, nch * kPerChTree[ai][ni] * 1e9);
+      if (pr == Protocol::LL) {  // min(busBw / 3.8, llMaxBw)
+        t *= 3.8;
+        cap(2 * S, ll_max);
+      } else if (pr == Protocol::LL128) {  // min(busBw * (7/9 one node, 120/128 else), nCh * perChMaxTreeLL128Bw)
+        t /= nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0;
+        cap(2 * S, nch * kPerChTreeLL128[ai][ni] * 1e9);
+      }
+      const int ls = log2i(static_cast<long long>(S) >> 6);
+      if (ls >= 0 && ls < 23) t /= kTreeCorrection[static_cast<int>(pr)][ls];
+      break;
+    }
+    case Algorithm::Nvls:
+    case Algorithm::NvlsTree: {
+      // NVLS busBw per channel = bwIntra * nvlsEfficiency * (nCh-1)/nCh (one channel less)
+      const double eff = p.effective_nvls_efficiency() * (nch - 1) / nch;
+      t /= eff;
+      if (a == Algorithm::NvlsTree) cap(ring_bus, nch * kPerChNvlsTree[ai][ni] * 1e9);
+      break;
+    }
+    case Algorithm::CollNet:
+      t /= p.arch >= Arch::Hopper ? 0.85 : 0.9;  // Direct on Hopper: * .85; AllGather/RS use bwInter * .9
+      break;
+    case Algorithm::Auto:
+      break;
+  }
+  if (!nccl_estimate && a != Algorithm::Nvls && a != Algorithm::NvlsTree && a != Algorithm::CollNet) {
+    // enqueue.cc topoGetAlgoInfo: ring/tree drop channels while bytes < nc * nthreads * threshold
+    // (ring LL's threshold x nRanks); fewer channels move fewer bytes per unit time.
+    double thr = kThreadThreshold[static_cast<int>(pr)];
+    if (a == Algorithm::Ring && pr == Protocol::LL) thr *= n;
+    const double per_channel = kMaxThreads[static_cast<int>(pr)] * thr;
+    const double used = std::clamp(std::floor(S / per_channel), 1.0, nch);
+    if (used < nch) t *= nch / used;
+  }
+  return t;
+}
+
+}  // namespace p2v::sim

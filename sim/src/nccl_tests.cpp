@@ -1,0 +1,347 @@
+#include "p2v/sim/nccl_tests.hpp"
+
+#include <fmt/core.h>
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "p2v/engine/error.hpp"
+
+namespace p2v::sim {
+
+using engine::Collective;
+using p2v::Error;
+
+namespace {
+
+std::vector<std::string> tokens(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string t;
+  while (ss >> t) out.push_back(t);
+  return out;
+}
+
+bool is_int(const std::string& s) {
+  if (s.empty()) return false;
+  std::size_t i = (s[0] == '-' || s[0] == '+') ? 1 : 0;
+  if (i == s.size()) return false;
+  for (; i < s.size(); ++i)
+    if (!std::isdigit(static_cast<unsigned char>(s[i]))) return false;
+  return true;
+}
+
+// Strips mpirun's --tag-output prefix "[1,0]<stdout>:"; sets `stderr_line` for <stderr> lines.
+std::string strip_tag(const std::string& line, bool& stderr_line) {
+  stderr_line = false;
+  if (line.empty() || line[0] != '[') return line;
+  const auto close = line.find(']');
+  if (close == std::string::npos) return line;
+  for (const char* tag : {"<stdout>:", "<stderr>:"}) {
+    const auto n = std::strlen(tag);
+    if (line.compare(close + 1, n, tag) == 0) {
+      stderr_line = tag[3] == 'e';
+      return line.substr(close + 1 + n);
+    }
+  }
+  return line;
+}
+
+// Finds a *_perf / *_perf_mpi test name as a word in `s`; "" when there is none.
+std::string find_test(const std::string& s) {
+  static const char* names[] = {"all_reduce_perf", "all_gather_perf", "reduce_scatter_perf", "broadcast_perf",
+                                "reduce_perf",     "alltoall_perf",   "sendrecv_perf",       "gather_perf",
+                                "scatter_perf",    "hypercube_perf"};
+  for (const char* n : names) {
+    std::size_t pos = 0;
+    while ((pos = s.find(n, pos)) != std::string::npos) {
+      const bool left_ok = pos == 0 || !(std::isalnum(static_cast<unsigned char>(s[pos - 1])) || s[pos - 1] == '_');
+      const auto end = pos + std::strlen(n);
+      const bool right_ok = end == s.size() || !(std::isalnum(static_cast<unsigned char>(s[end])) || s[end] == '_') ||
+                            s.compare(end, 4, "_mpi") == 0;
+      if (left_ok && right_ok) return n;
+      pos = end;
+    }
+  }
+  return "";
+}
+
+double number(const std::string& s, const std::string& where, const char* what) {
+  std::size_t pos = 0;
+  double v = NAN;
+  try {
+    v = std::stod(s, &pos);
+  } catch (...) {
+    pos = 0;
+  }
+  if (s.empty() || pos != s.size() || !std::isfinite(v))
+    throw Error(fmt::format("{}: {} '{}' is not a number", where, what, s));
+  return v;
+}
+
+struct Columns {
+  int size = -1, count = -1, type = -1, redop = -1, root = -1, time = -1, algbw = -1, busbw = -1;
+  std::size_t width = 0;
+};
+
+// A column-header line: "size count type redop root time algbw busbw #wrong time ..." (the words
+// may have a leading '#'). Returns nullopt when `toks` is not one.
+std::optional<Columns> header_columns(const std::vector<std::string>& toks) {
+  Columns c;
+  c.width = toks.size();
+  for (int i = 0; i < static_cast<int>(toks.size()); ++i) {
+    const auto& t = toks[static_cast<std::size_t>(i)];
+    auto first = [&](int& slot) {
+      if (slot < 0) slot = i;
+    };
+    if (t == "size")
+      first(c.size);
+    else if (t == "count")
+      first(c.count);
+    else if (t == "type")
+      first(c.type);
+    else if (t == "redop")
+      first(c.redop);
+    else if (t == "root")
+      first(c.root);
+    else if (t == "time")
+      first(c.time);
+    else if (t == "algbw")
+      first(c.algbw);
+    else if (t == "busbw")
+      first(c.busbw);
+  }
+  if (c.size != 0 || c.count < 0 || c.type < 0 || c.time < 0 || c.algbw < 0 || c.busbw < 0) return std::nullopt;
+  return c;
+}
+
+}  // namespace
+
+int nccl_type_bytes(const std::string& type) {
+  static const std::map<std::string, int> sizes = {
+      {"int8", 1},  {"uint8", 1},   {"char", 1},     {"f8e4m3", 1}, {"f8e5m2", 1}, {"fp8_e4m3", 1}, {"fp8_e5m2", 1},
+      {"half", 2},  {"float16", 2}, {"bfloat16", 2}, {"bf16", 2},   {"int32", 4},  {"uint32", 4},   {"int", 4},
+      {"float", 4}, {"float32", 4}, {"int64", 8},    {"uint64", 8}, {"double", 8}, {"float64", 8}};
+  const auto it = sizes.find(type);
+  return it == sizes.end() ? 0 : it->second;
+}
+
+std::optional<Collective> collective_of_test(const std::string& test) {
+  std::string t = test;
+  if (t.size() > 4 && t.compare(t.size() - 4, 4, "_mpi") == 0) t.resize(t.size() - 4);
+  if (t == "all_reduce_perf") return Collective::AllReduce;
+  if (t == "all_gather_perf") return Collective::AllGather;
+  if (t == "reduce_scatter_perf") return Collective::ReduceScatter;
+  if (t == "broadcast_perf") return Collective::Broadcast;
+  if (t == "reduce_perf") return Collective::Reduce;
+  return std::nullopt;
+}
+
+NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin, const NcclTestsOptions& opt) {
+  NcclTestsLog log;
+  log.origin = origin;
+  std::optional<Columns> cols;
+  int cols_line = 0;
+  std::map<int, int> rank_line;  // rank -> line where listed
+  std::map<int, std::string> rank_host, rank_dev;
+  int test_line = 0;
+  std::stringstream ss(text);
+  std::string raw;
+  int ln = 0;
+  while (std::getline(ss, raw)) {
+    ++ln;
+    if (!raw.empty() && raw.back() == '\r') raw.pop_back();
+    bool err_line = false;
+    const std::string line = strip_tag(raw, err_line);
+    if (err_line) continue;
+    const auto where = fmt::format("{}:{}", origin, ln);
+    auto toks = tokens(line);
+    if (toks.empty()) continue;
+    // Comment words: drop a leading '#' (alone or glued to the first word).
+    if (toks[0] == "#")
+      toks.erase(toks.begin());
+    else if (toks[0][0] == '#' && toks[0].size() > 1 && toks[0] != "#wrong")
+      toks[0] = toks[0].substr(1);
+    if (toks.empty()) continue;
+
+    // The test's name.
+    if (const auto t = find_test(line); !t.empty()) {
+      const bool marker = line.find("Collective test starting") != std::string::npos;
+      if (log.test.empty() || marker) {
+        if (!log.test.empty() && log.test != t && marker && test_line > 0 && !log.rows.empty())
+          throw Error(
+              fmt::format("{}: a second test ({}) after the rows of {}; give one test per log", where, t, log.test));
+        log.test = t;
+        test_line = ln;
+      }
+      if (toks[0] != "Rank") continue;
+    }
+    // "nThread 1 nGpus 8 minBytes ..."
+    if (toks[0] == "nThread") {
+      for (std::size_t i = 0; i + 1 < toks.size(); ++i) {
+        if (toks[i] == "nThread" && is_int(toks[i + 1])) log.nthread = std::stoi(toks[i + 1]);
+        if (toks[i] == "nGpus" && is_int(toks[i + 1])) log.ngpus = std::stoi(toks[i + 1]);
+      }
+      continue;
+    }
+    // "Rank  3 Group  0 Pid 123 on HOST device  3 [0x..] NAME" (older: no Group)
+    if (toks[0] == "Rank" && toks.size() >= 2 && is_int(toks[1])) {
+      const auto on = std::find(toks.begin(), toks.end(), "on");
+      const auto dev = std::find(toks.begin(), toks.end(), "device");
+      if (on == toks.end() || on + 1 == toks.end() || dev == toks.end() || dev < on)
+        throw Error(fmt::format("{}: rank line without 'on HOST device N'", where));
+      const int r = std::stoi(toks[1]);
+      if (r < 0) throw Error(fmt::format("{}: negative rank {}", where, r));
+      if (const auto it = rank_line.find(r); it != rank_line.end())
+        throw Error(
+            fmt::format("{}: rank {} is listed twice (first at line {}); one run per log, started by one "
+                        "launcher (mpirun or a single process)",
+                        where, r, it->second));
+      rank_line[r] = ln;
+      rank_host[r] = *(on + 1);
+      // the device name: the words after the "[bus id]" word
+      std::string name;
+      for (auto it = dev + 1; it != toks.end(); ++it)
+        if (!it->empty() && it->front() == '[')
+          for (auto jt = it + 1; jt != toks.end(); ++jt) name += (name.empty() ? "" : " ") + *jt;
+      rank_dev[r] = name;
+      continue;
+    }
+    // Column header.
+    if (auto c = header_columns(toks)) {
+      if (cols && !log.rows.empty())
+        throw Error(fmt::format("{}: a second result table (the first starts at line {}); give one table per log",
+                                where, cols_line));
+      cols = c;
+      cols_line = ln;
+      continue;
+    }
+    // A data row: the first word an integer size.
+    if (!is_int(toks[0])) continue;
+    if (!cols) {
+      // A number before any column header: text we do not know (e.g. a shell listing); rows need it.
+      continue;
+    }
+    const auto& c = *cols;
+    const int need = std::max({c.size, c.count, c.type, c.redop, c.root, c.time, c.algbw, c.busbw}) + 1;
+    if (static_cast<int>(toks.size()) < need)
+      throw Error(fmt::format("{}: {} fields, the column header (line {}) needs at least {}", where, toks.size(),
+                              cols_line, need));
+    if (toks.size() > c.width)
+      throw Error(fmt::format("{}: {} fields, more than the {} of the column header (line {})", where, toks.size(),
+                              c.width, cols_line));
+    auto at = [&](int i) -> const std::string& { return toks[static_cast<std::size_t>(i)]; };
+    NcclTestsRow row;
+    row.line = ln;
+    if (!is_int(at(c.size)) || at(c.size)[0] == '-')
+      throw Error(fmt::format("{}: size '{}' is not a byte count", where, at(c.size)));
+    row.bytes = number(at(c.size), where, "size");
+    if (!is_int(at(c.count)) || at(c.count)[0] == '-')
+      throw Error(fmt::format("{}: count '{}' is not an element count", where, at(c.count)));
+    row.count = std::stoll(at(c.count));
+    row.type = at(c.type);
+    if (nccl_type_bytes(row.type) == 0) throw Error(fmt::format("{}: unknown data type '{}'", where, row.type));
+    if (c.redop >= 0) row.redop = at(c.redop);
+    if (c.root >= 0) {
+      if (!is_int(at(c.root))) throw Error(fmt::format("{}: root '{}' is not a rank", where, at(c.root)));
+      row.root = std::stoi(at(c.root));
+    }
+    row.time_us = number(at(c.time), where, "time");
+    row.algbw_gbps = number(at(c.algbw), where, "algbw");
+    row.busbw_gbps = number(at(c.busbw), where, "busbw");
+    if (row.bytes <= 0) throw Error(fmt::format("{}: size must be positive", where));
+    if (row.time_us <= 0) throw Error(fmt::format("{}: time {} us is not positive", where, at(c.time)));
+    if (row.algbw_gbps < 0 || row.busbw_gbps < 0) throw Error(fmt::format("{}: negative bandwidth", where));
+    if (!log.rows.empty() && row.bytes == log.rows.back().bytes)
+      throw Error(fmt::format("{}: size {} repeats the row of line {}", where, at(c.size), log.rows.back().line));
+    log.rows.push_back(std::move(row));
+  }
+  if (log.rows.empty())
+    throw Error(
+        fmt::format("{}: no result rows (expected the nccl-tests table: a header naming size, count, type, "
+                    "time, algbw, busbw and rows below it)",
+                    origin));
+
+  // Ranks and hosts.
+  if (!rank_line.empty()) {
+    int expect = 0;
+    for (const auto& [r, l] : rank_line) {
+      if (r != expect)
+        throw Error(
+            fmt::format("{}:{}: rank {} listed but rank {} missing (ranks must be 0..n-1)", origin, l, r, expect));
+      ++expect;
+    }
+    log.ranks = static_cast<int>(rank_line.size());
+    for (const auto& [r, h] : rank_host)
+      if (std::find(log.hosts.begin(), log.hosts.end(), h) == log.hosts.end()) log.hosts.push_back(h);
+    log.nodes = static_cast<int>(log.hosts.size());
+    for (const auto& [r, d] : rank_dev) log.devices.push_back(d);
+    if (opt.ranks > 0 && opt.ranks != log.ranks)
+      throw Error(fmt::format("{}: the log lists {} ranks, {} expected", origin, log.ranks, opt.ranks));
+  } else {
+    log.ranks = opt.ranks;
+  }
+
+  // The collective.
+  std::optional<Collective> named;
+  if (!log.test.empty()) {
+    named = collective_of_test(log.test);
+    if (!named)
+      throw Error(
+          fmt::format("{}:{}: test {} is not one p2v models (all_reduce, all_gather, reduce_scatter, "
+                      "broadcast, reduce)",
+                      origin, test_line, log.test));
+  }
+  // What the table says, when it can tell: root >= 0 means broadcast/reduce, redop none a data movement.
+  const auto& r0 = log.rows.front();
+  const int elt = nccl_type_bytes(r0.type);
+  std::optional<Collective> table;
+  if (r0.root >= 0) {
+    table = (r0.redop == "none") ? Collective::Broadcast : Collective::Reduce;
+  } else if (r0.redop == "none") {
+    table = Collective::AllGather;
+  } else if (!r0.redop.empty()) {
+    if (static_cast<double>(r0.count) * elt == r0.bytes)
+      table = Collective::AllReduce;
+    else if (log.ranks > 1 && static_cast<double>(r0.count) * elt * log.ranks == r0.bytes)
+      table = Collective::ReduceScatter;
+  }
+  if (opt.collective) {
+    if (named && *named != *opt.collective)
+      throw Error(fmt::format("{}:{}: the log runs {}, {} was asked", origin, test_line, log.test,
+                              engine::to_string(*opt.collective)));
+    log.collective = *opt.collective;
+  } else if (named) {
+    log.collective = *named;
+  } else if (table) {
+    log.collective = *table;
+  } else {
+    throw Error(
+        fmt::format("{}: the log does not name its test and the table does not tell (give the collective)", origin));
+  }
+  if (named && table && *named != *table && !(r0.redop.empty()))
+    throw Error(fmt::format("{}:{}: the rows look like {} but the log runs {}", origin, r0.line,
+                            engine::to_string(*table), log.test));
+  return log;
+}
+
+NcclTestsLog load_nccl_tests(const std::string& path, const NcclTestsOptions& opt) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(fmt::format("nccl-tests log '{}': cannot open it ({})", path, std::strerror(errno)));
+  std::string text;
+  text.resize(kMaxNcclTestsBytes + 1);
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) throw Error(fmt::format("nccl-tests log '{}': read error", path));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (text.size() > kMaxNcclTestsBytes)
+    throw Error(fmt::format("nccl-tests log '{}': larger than {} MiB; cut it to the test's output", path,
+                            kMaxNcclTestsBytes >> 20));
+  return parse_nccl_tests(text, path, opt);
+}
+
+}  // namespace p2v::sim
