@@ -189,6 +189,17 @@ int run(const ReshardArgs& a, const rs::Request& r) {
 int run_random(const ReshardArgs& a) {
   const runtime::MpiSession mpi;
   const int rank = mpi.rank();
+  // Every rank draws the same problems only from the same --random and --seed: agree first.
+  auto co = runtime::make_mpi_coordinator(MPI_COMM_WORLD);
+  std::string why;
+  if (const int f = co->agree_on(fmt::format("--random {}\n--seed {}\n", a.random, a.seed), &why); f >= 0) {
+    if (rank == 0)
+      fmt::print(stderr,
+                 "p2v: error: rank {} was started with different arguments than rank 0 ({}); give every rank the "
+                 "same arguments\n",
+                 f, why);
+    return 2;
+  }
   std::mt19937_64 rng(a.seed);
   int bad = 0;
   double sum_log = 0;

@@ -254,8 +254,8 @@ int run_threads(const RunArgs& a, const runtime::Jobs& pr, const runtime::RunOpt
   auto fabric = runtime::make_thread_fabric(n);
   std::vector<int> fails(n, 0);
   std::vector<std::thread> threads;
-  for (int i = 0; i < n; ++i)
-    threads.emplace_back([&, i] {
+  for (int i = 0; i < n; ++i) {
+    auto body = [&, i] {
       try {
         auto be = a.backend == "nccl" ? runtime::make_nccl_backend_local(i, n, i, id, opt.dtype)
                                       : runtime::make_thread_backend(fabric, i, opt.dtype);
@@ -269,7 +269,20 @@ int run_threads(const RunArgs& a, const runtime::Jobs& pr, const runtime::RunOpt
         std::fflush(stderr);
         std::_Exit(code);
       }
-    });
+    };
+    try {
+      threads.emplace_back(body);
+    } catch (const std::system_error& e) {
+      // The threads already started wait for this one in a barrier: joining them would hang.
+      std::fflush(stdout);
+      fmt::print(
+          stderr,
+          "p2v: error: cannot start device thread {} of {}: {} (use --backend mpi under mpirun for large systems)\n",
+          i + 1, n, e.code().message());
+      std::fflush(stderr);
+      std::_Exit(2);
+    }
+  }
   for (auto& t : threads) t.join();
   return fails[0] ? 1 : 0;
 }

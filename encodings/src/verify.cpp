@@ -8,6 +8,7 @@
 #include <chrono>
 #include <future>
 #include <mutex>
+#include <new>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <system_error>
@@ -202,7 +203,8 @@ class Pool {
       }
     }
     if (err.empty()) return out;
-    join();  // every run has ended: first_error_ is final
+    join();                                      // every run has ended: first_error_ is final
+    if (out_of_memory_) throw std::bad_alloc();  // reported by the CLI as out of memory, exit 2
     throw Error(first_error_.empty() ? fmt::format("matrix {}: {}", engine::format_matrix(work_[ci].c.x), err)
                                      : first_error_);
   }
@@ -228,6 +230,7 @@ class Pool {
                                       : enumerate_programs(kind, sp, opt_.synth.max_size, opt_.search));
       } catch (const std::exception& e) {
         stop_ = true;
+        if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr) out_of_memory_ = true;
         {
           std::lock_guard<std::mutex> lock(mutex_);
           if (first_error_.empty())
@@ -255,6 +258,7 @@ class Pool {
   std::atomic<bool> stop_{false};
   std::mutex mutex_;
   std::string first_error_;  // the first run that failed, named
+  std::atomic<bool> out_of_memory_{false};
   std::vector<std::thread> threads_;
 };
 

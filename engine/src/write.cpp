@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <string>
 
 #include "p2v/engine/error.hpp"
 
@@ -43,13 +45,45 @@ void write_in_place(const std::string& path, std::string_view content, const std
   if (err != 0) fail(what, path, err);
 }
 
+// The process's umask without changing it (umask(2) can only be read by setting it, which races
+// with threads creating files): Linux reports it in /proc/self/status.
+mode_t current_umask() {
+  static const mode_t mask = [] {
+    std::ifstream in("/proc/self/status");
+    std::string line;
+    while (std::getline(in, line))
+      if (line.rfind("Umask:", 0) == 0) return static_cast<mode_t>(std::stoul(line.substr(6), nullptr, 8));
+    const mode_t m = ::umask(0);
+    ::umask(m);
+    return m;
+  }();
+  return mask;
+}
+
+// The standard stream (1 or 2) that `st` is, or -1: `-o /dev/stdout` with stdout redirected to a
+// file must append to that stream, not replace the file behind it.
+int standard_stream(const struct stat& st) {
+  for (int fd : {1, 2}) {
+    struct stat s {};
+    if (::fstat(fd, &s) == 0 && s.st_dev == st.st_dev && s.st_ino == st.st_ino) return fd;
+  }
+  return -1;
+}
+
 }  // namespace
 
 void write_file_atomic(const std::string& path, std::string_view content, const std::string& what) {
   if (path.empty()) throw Error(fmt::format("cannot write {}: empty file name", what));
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0) {
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  if (exists) {
     if (S_ISDIR(st.st_mode)) fail(what, path, EISDIR);
+    if (const int fd = standard_stream(st); fd >= 0) {
+      // Keep the order of what was printed before: flush the C stream, then write behind it.
+      std::fflush(fd == 1 ? stdout : stderr);
+      if (const int err = write_all(fd, content); err != 0) fail(what, path, err);
+      return;
+    }
     if (!S_ISREG(st.st_mode)) return write_in_place(path, content, what);
   }
   // A symbolic link to a file: the file it points to is replaced (in its own directory), the
@@ -67,12 +101,9 @@ void write_file_atomic(const std::string& path, std::string_view content, const 
   if (fd < 0) fail(what, path, errno);
   int err = write_all(fd, content);
   if (err == 0 && ::fsync(fd) != 0) err = errno;
-  // mkstemp creates 0600; give the file the permissions an ordinary create would (0666 & ~umask).
-  if (err == 0) {
-    const mode_t mask = ::umask(0);
-    ::umask(mask);
-    if (::fchmod(fd, 0666 & ~mask) != 0) err = errno;
-  }
+  // mkstemp creates 0600: a replaced file keeps its permissions, a new one gets those an ordinary
+  // create would (0666 & ~umask).
+  if (err == 0 && ::fchmod(fd, exists ? (st.st_mode & 07777) : (0666 & ~current_umask())) != 0) err = errno;
   if (::close(fd) != 0 && err == 0) err = errno;
   if (err == 0 && ::rename(tmpl.c_str(), target.c_str()) != 0) err = errno;
   if (err != 0) {

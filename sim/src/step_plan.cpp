@@ -149,12 +149,18 @@ StepRun plan_step(const Model& model, const System& system, const std::vector<in
     const int batch = opt.batch > 0 ? opt.batch : model.batch;
     if (batch < 1)
       throw Error(fmt::format("model '{}' gives no \"batch\": give --batch to use --throughput", model.name));
-    co.measured_step_s = batch / (t.samples_per_s / t.gpus);
+    co.measured_step_s = t.step_s() * batch / t.batch;
     gpus = t.gpus;
     run.compute_basis =
         fmt::format("throughput {} ({} {}, {} GPU{}, batch {}{}: {} samples/s; {})", t.id, t.device, t.precision,
                     t.gpus, t.gpus > 1 ? "s" : "", t.batch,
                     t.batch != batch ? fmt::format(", rescaled to batch {}", batch) : "", t.samples_per_s, t.source);
+    // The fitted speed is one of this entry's device: an efficiency against another device's peak
+    // means little, so say so where the report shows the basis.
+    if (system.device && !system.device->name.empty() && system.device->name != t.device)
+      run.compute_basis += fmt::format(
+          "; NOTE: measured on {}, but the system's device is {} (its efficiency is against that device's peak)",
+          t.device, system.device->name);
   } else if (opt.measured_step_s > 0) {
     run.compute_basis = fmt::format("--measured-step-ms {}", opt.measured_step_s * 1e3);
   }

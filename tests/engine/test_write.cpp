@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -95,4 +96,35 @@ TEST_CASE("write_file_atomic: /dev/null is written in place and stays a device")
   if (!fs::exists("/dev/null")) return;
   write_file_atomic("/dev/null", "discarded");
   CHECK(fs::is_character_file("/dev/null"));
+}
+
+TEST_CASE("write_file_atomic: a replaced file keeps its permissions") {
+  const fs::path d = fresh_dir("p2v-write-mode");
+  const fs::path f = d / "secret";
+  write_file_atomic(f.string(), "old");
+  fs::permissions(f, fs::perms::owner_read | fs::perms::owner_write);
+  write_file_atomic(f.string(), "new");
+  CHECK(slurp(f) == "new");
+  CHECK(fs::status(f).permissions() == (fs::perms::owner_read | fs::perms::owner_write));
+  fs::remove_all(d);
+}
+
+TEST_CASE("write_file_atomic: /dev/stdout redirected to a file appends behind what was printed") {
+  if (!fs::exists("/dev/stdout")) return;
+  const fs::path d = fresh_dir("p2v-write-stdout");
+  const fs::path f = d / "out.txt";
+  std::fflush(stdout);
+  const int saved = ::dup(1);
+  REQUIRE(saved >= 0);
+  std::FILE* file = std::fopen(f.c_str(), "w");
+  REQUIRE(file != nullptr);
+  REQUIRE(::dup2(::fileno(file), 1) == 1);
+  std::printf("table\n");  // buffered in stdout; must come first
+  write_file_atomic("/dev/stdout", "rows\n");
+  std::fflush(stdout);
+  ::dup2(saved, 1);
+  ::close(saved);
+  std::fclose(file);
+  CHECK(slurp(f) == "table\nrows\n");
+  fs::remove_all(d);
 }
