@@ -73,7 +73,8 @@ fi
 
 # Run every reader; libFuzzer keeps what it finds in a scratch copy of the seeds.
 ART=$BUILD/artifacts
-rm -rf "$ART" "$BUILD/corpus" && mkdir -p "$ART"
+rm -rf "$ART" && mkdir -p "$ART"
+if [ "${KEEP_CORPUS:-0}" != 1 ]; then rm -rf "$BUILD/corpus"; fi
 status=0
 total=0
 printf '%-22s %8s %6s %7s %s\n' reader inputs seeds seconds result
@@ -83,18 +84,21 @@ for exe in "$BUILD"/tests/fuzz/fuzz_*; do
   seeds=$(find "$SEEDS/$r" -type f | wc -l)
   log=$BUILD/fuzz_$r.log
   s0=$(date +%s)
-  opts=(-runs="$RUNS" -seed=1 -timeout=20 -dict=tests/fuzz/json.dict -artifact_prefix="$ART/$r-")
-  if [ "$LIBFUZZER" = 1 ]; then
-    opts+=(-rss_limit_mb=2560 -malloc_limit_mb=2048 -max_total_time="$MAX_TIME" -print_final_stats=1)
-  fi
+  opts=(-runs="$RUNS" -seed="${SEED:-1}" -timeout=20 -max_total_time="$MAX_TIME" -dict=tests/fuzz/json.dict
+    -artifact_prefix="$ART/$r-")
+  if [ "$LIBFUZZER" = 1 ]; then opts+=(-rss_limit_mb=2560 -malloc_limit_mb=2048 -print_final_stats=1); fi
   if "$exe" "${opts[@]}" "$BUILD/corpus/$r" "$SEEDS/$r" >"$log" 2>&1; then
     result=ok
   else
     result="FAILED (log $log, input in $ART)"
     status=1
   fi
-  n=$RUNS
-  if [ "$LIBFUZZER" = 1 ]; then n=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1); fi
+  if [ "$LIBFUZZER" = 1 ]; then
+    n=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  else
+    n=$(sed -n 's/^fallback driver: \([0-9]*\) seeds and \([0-9]*\) mutants.*/\1 + \2/p' "$log" | tail -1)
+    n=$((${n:-0}))
+  fi
   total=$((total + ${n:-0}))
   printf '%-22s %8s %6s %7s %s\n' "$r" "${n:-?}" "$seeds" $(($(date +%s) - s0)) "$result"
 done

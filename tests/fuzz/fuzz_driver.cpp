@@ -2,12 +2,14 @@
 // libFuzzer is not available (e.g. GCC builds). It understands the libFuzzer options
 // scripts/fuzz.sh uses:
 //
-//   fuzz_X [-runs=N] [-seed=S] [-max_len=L] [-timeout=SECONDS] [-dict=FILE] [-artifact_prefix=P] CORPUS_DIR|FILE...
+//   fuzz_X [-runs=N] [-max_total_time=SECONDS] [-seed=S] [-max_len=L] [-timeout=SECONDS] [-dict=FILE]
+//          [-artifact_prefix=P] CORPUS_DIR|FILE...
 //
-// Every seed is run once, then N mutants (1 to 4 of: bit flip, byte set to a JSON/CSV character,
+// Every seed is run once, then N mutants (-runs=-1: until -max_total_time) (1 to 4 of: bit flip, byte set to a JSON/CSV character,
 // range deleted, range duplicated, dictionary token inserted or put in place of a number, splice
 // with another seed). A crash or a timeout writes the input to <artifact_prefix>crash-fallback
 // (or timeout-fallback) and exits non-zero, as libFuzzer does.
+#include <chrono>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -152,6 +154,7 @@ int main(int argc, char** argv) {
   std::uint64_t seed = 1;
   std::size_t max_len = 0;
   unsigned timeout = 20;
+  long long max_total_time = 0;
   std::string dict_path;
   std::vector<std::string> inputs;
   for (int i = 1; i < argc; ++i) {
@@ -203,11 +206,16 @@ int main(int argc, char** argv) {
   };
   for (const auto& s : seeds) one(s);
   Mutator m{std::mt19937_64(seed), seeds, dict, max_len};
-  for (long long r = 0; r < runs; ++r) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto out_of_time = [&] {
+    return max_total_time > 0 && std::chrono::steady_clock::now() - start > std::chrono::seconds(max_total_time);
+  };
+  long long r = 0;
+  for (; (runs < 0 || r < runs) && !out_of_time() && !(runs < 0 && max_total_time <= 0); ++r) {
     std::string s = seeds.empty() ? std::string() : seeds[m.below(seeds.size())];
     for (std::size_t k = 1 + m.below(4); k > 0; --k) m.once(s);
     one(s);
   }
-  std::fprintf(stderr, "fallback driver: %zu seeds and %lld mutants run, no crash\n", seeds.size(), runs);
+  std::fprintf(stderr, "fallback driver: %zu seeds and %lld mutants run, no crash\n", seeds.size(), r);
   return 0;
 }
