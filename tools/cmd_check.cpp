@@ -52,7 +52,7 @@ Registrar reg("check", [](CLI::App& sub) -> std::function<int()> {
       }
     }
     if (*json)
-      fmt::print("{}\n", out.dump(2));
+      fmt::print("{}\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));  // reasons quote raw input
     else
       fmt::print("{} of {} certificates accepted{}\n", files->size() - bad, files->size(),
                  bad ? fmt::format(", {} rejected", bad) : "");

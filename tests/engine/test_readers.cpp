@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "p2v/engine/error.hpp"
@@ -133,7 +134,8 @@ TEST_CASE("readers: the CLI says p2v: error and exits 2 on every kind of bad inp
       {"prove --solver none --suite " + suite_unknown, suite_unknown + ": [0].maxsize: unknown field"},
       {"step --model " + model + " --system node=2,gpu=4 --axes 8", ": layers[0].params: number 1e400 is out of range"},
       {"step --model /dev/zero --system node=2,gpu=4 --axes 8", "larger than 256 MiB"},
-      {"export --format torch --program-file " + synth + " -o /tmp/p2v_readers_never.py",
+      {"export --format torch --system node=2,gpu=4 --axes 8 --reduce 0 --program-file " + synth +
+           " -o /tmp/p2v_readers_never.py",
        ": max_size: number 1e400 is out of range"},
   };
   for (const auto& c : cases) {
@@ -146,12 +148,19 @@ TEST_CASE("readers: the CLI says p2v: error and exits 2 on every kind of bad inp
     CHECK(r.err.find("internal error") == std::string::npos);
   }
   // p2v check reports unreadable and malformed certificates as rejected (exit 1), never crashes.
-  for (const std::string f : {cert, std::string("/dev/zero"), std::string("/tmp")}) {
+  for (const std::string& f : {cert, std::string("/dev/zero"), std::string("/tmp")}) {
     CAPTURE(f);
     const Cli r = p2v_cli("check " + f);
     CHECK(r.code == 1);
     CHECK(r.out.find("REJECTED " + f) != std::string::npos);
   }
+  // A reason that quotes an ill-formed UTF-8 byte of the file is still printed as JSON.
+  const std::string utf8 = write_tmp("utf8.json", "{\"format\":\"\xff\"}");
+  const Cli j = p2v_cli("check --json " + utf8);
+  CHECK(j.code == 1);
+  CHECK(j.err.find("internal error") == std::string::npos);
+  CHECK(nlohmann::json::parse(j.out)[0]["ok"] == false);
+  std::remove(utf8.c_str());
   for (const auto& f : {big, suite, suite_big, suite_int, suite_name, suite_unknown, model, synth, cert})
     std::remove(f.c_str());
 }

@@ -5,10 +5,10 @@
 //   fuzz_X [-runs=N] [-max_total_time=SECONDS] [-seed=S] [-max_len=L] [-timeout=SECONDS] [-dict=FILE]
 //          [-artifact_prefix=P] CORPUS_DIR|FILE...
 //
-// Every seed is run once, then N mutants (-runs=-1: until -max_total_time) (1 to 4 of: bit flip, byte set to a JSON/CSV character,
-// range deleted, range duplicated, dictionary token inserted or put in place of a number, splice
-// with another seed). A crash or a timeout writes the input to <artifact_prefix>crash-fallback
-// (or timeout-fallback) and exits non-zero, as libFuzzer does.
+// Every seed is run once, then N mutants (-runs=-1: until -max_total_time) (1 to 4 of: bit flip, byte set to a JSON/CSV
+// character, range deleted, range duplicated, dictionary token inserted or put in place of a number, splice with
+// another seed). A crash or a timeout writes the input to <artifact_prefix>crash-fallback (or timeout-fallback) and
+// exits non-zero, as libFuzzer does.
 #include <chrono>
 #include <csignal>
 #include <cstdint>
