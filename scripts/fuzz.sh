@@ -77,6 +77,7 @@ rm -rf "$ART" && mkdir -p "$ART"
 if [ "${KEEP_CORPUS:-0}" != 1 ]; then rm -rf "$BUILD/corpus"; fi
 status=0
 total=0
+export LSAN_OPTIONS="suppressions=$ROOT/tests/fuzz/lsan.supp:print_suppressions=0"
 printf '%-22s %8s %6s %7s %s\n' reader inputs seeds seconds result
 for exe in "$BUILD"/tests/fuzz/fuzz_*; do
   r=${exe##*/fuzz_}
