@@ -510,7 +510,7 @@ std::string check_rule_certificate(const std::string& text, std::string* summary
     const std::string status = j.at("status").get<std::string>();
     const int N = j.at("max_devices").get<int>();
     // p2v rules prove certifies 2..256 devices (tools/cmd_rules.cpp); a larger bound would make
-    // the shape list below run for hours (found by tests/fuzz: 2000000000 hung p2v check).
+    // the shape list below run for hours (2000000000 hung p2v check).
     if (N < 2 || N > kMaxRuleDevices)
       return fmt::format("max_devices {}: a rule certificate covers 2..{} devices", N, kMaxRuleDevices);
     const auto shapes = engine::grid_shapes(rule.arity, N);

@@ -161,8 +161,8 @@ TEST_CASE("readers: the CLI says p2v: error and exits 2 on every kind of bad inp
   CHECK(j.err.find("internal error") == std::string::npos);
   CHECK(nlohmann::json::parse(j.out)[0]["ok"] == false);
   std::remove(utf8.c_str());
-  // Found by fuzz_rule_certificate: a rule certificate whose max_devices is 2000000000 made
-  // p2v check list every grid shape up to 2e9 devices (no end, growing memory).
+  // Found while fuzzing the rule-certificate reader (by reading it): a rule certificate whose max_devices is 2000000000
+  // made p2v check list every grid shape up to 2e9 devices (no end, growing memory).
   const std::string rule = write_tmp(
       "rule.json",
       R"({"format":"p2v-rule-certificate/1","rule":"adj-ag-rs","lhs":"[layout: ReduceScatter{a}] AllGather{a}",)"
