@@ -4,7 +4,7 @@
 set -euo pipefail
 PKGS=(cmake g++ make ccache libfmt-dev nlohmann-json3-dev libcli11-dev doctest-dev libboost-graph-dev
       libz3-dev libcvc5-dev libopenmpi-dev openmpi-bin libbenchmark-dev hyperfine time
-      python3-torch clang-format)
+      python3-torch clang-format clang libclang-rt-14-dev)  # clang + its sanitizer and libFuzzer runtimes: scripts/fuzz.sh
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -20,8 +20,8 @@ checker::Verdict check_file(const std::string& f) {
   std::string text;
   try {
     text = engine::read_text_file(f, "certificate");
-  } catch (const Error&) {
-    return checker::check_certificate_file(f);  // the checker's verdict names the unreadable file
+  } catch (const Error& e) {
+    return {false, e.what(), ""};  // unreadable, a directory, or larger than the input limit
   }
   if (text.find(encodings::kRuleCertificateFormat) == std::string::npos) return checker::check_certificate(text);
   checker::Verdict v;
@@ -52,7 +52,7 @@ Registrar reg("check", [](CLI::App& sub) -> std::function<int()> {
       }
     }
     if (*json)
-      fmt::print("{}\n", out.dump(2));
+      fmt::print("{}\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));  // reasons quote raw input
     else
       fmt::print("{} of {} certificates accepted{}\n", files->size() - bad, files->size(),
                  bad ? fmt::format(", {} rejected", bad) : "");

@@ -509,6 +509,10 @@ std::string check_rule_certificate(const std::string& text, std::string* summary
       return "the certificate's sides are not the catalogue's rule " + rule.id;
     const std::string status = j.at("status").get<std::string>();
     const int N = j.at("max_devices").get<int>();
+    // p2v rules prove certifies 2..256 devices (tools/cmd_rules.cpp); a larger bound would make
+    // the shape list below run for hours (2000000000 hung p2v check).
+    if (N < 2 || N > kMaxRuleDevices)
+      return fmt::format("max_devices {}: a rule certificate covers 2..{} devices", N, kMaxRuleDevices);
     const auto shapes = engine::grid_shapes(rule.arity, N);
     const auto& cs = j.at("shapes");
     if (status == "proved" && cs.size() != shapes.size())

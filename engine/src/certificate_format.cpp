@@ -267,7 +267,7 @@ std::variant<Certificate, ShapeCertificate> any_certificate_from_json(const json
   if (format.rfind("p2v-certificate/", 0) == 0) return certificate_from(top);
   At(f != j.end() ? *f : j, origin, "format")
       .fail(fmt::format("expected \"{}\" or \"{}\", got {}", kCertificateFormat, kShapeCertificateFormat,
-                        f != j.end() ? f->dump() : std::string("no format field")));
+                        f != j.end() ? json_brief(*f) : std::string("no format field")));
 }
 
 }  // namespace p2v::engine

@@ -262,7 +262,8 @@ Program synthesize(const Mesh& mesh, const Type& from, const Type& to, std::int6
     std::vector<int> owner(mesh.primes.size(), -1);
     for (int i = 0; i < nd; ++i)
       for (int a : t.dims[i].axes) owner[a] = i;
-    auto go = [&](const Type& r, bool dr, double w, const Step& s) {
+    // (copies of the structured bindings: clang 14, used for the fuzz build, cannot capture them)
+    auto go = [&, du = du, su = su, u = u](const Type& r, bool dr, double w, const Step& s) {
       relax(r, dr, du + w, su + 1, u, Edge{s, false, {}});
     };
     for (int i = 0; i < nd; ++i) {

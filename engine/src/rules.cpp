@@ -175,7 +175,7 @@ std::vector<std::vector<int>> grid_shapes(int arity, int max_devices, int min_ax
       if (prod >= 2) out.push_back(cur);
       return;
     }
-    for (int n = std::max(1, min_axis); prod * n <= max_devices; ++n) {
+    for (int n = std::max(1, min_axis); n <= max_devices / prod; ++n) {  // prod * n <= max_devices, no overflow
       cur.push_back(n);
       rec(prod * n);
       cur.pop_back();

@@ -109,11 +109,11 @@ LinkKind parse_kind(const std::string& s, const std::string& where) {
 double get_number(const json& o, const char* key, const std::string& where, bool positive) {
   if (!o.contains(key)) throw Error(fmt::format("{}.{}: missing", where, key));
   const auto& v = o.at(key);
-  if (!v.is_number()) throw Error(fmt::format("{}.{}: must be a number, got {}", where, key, v.dump()));
+  if (!v.is_number()) throw Error(fmt::format("{}.{}: must be a number, got {}", where, key, json_brief(v)));
   double d = v.get<double>();
   if (!std::isfinite(d) || (positive ? d <= 0 : d < 0))
     throw Error(fmt::format("{}.{}: must be {} number, got {}", where, key, positive ? "a positive" : "a non-negative",
-                            v.dump()));
+                            json_brief(v)));
   return d;
 }
 
@@ -171,7 +171,8 @@ System system_from_json(const json& j, const std::string& origin) {
     l.name = o["name"].get<std::string>();
     if (!o.contains("cardinality")) throw Error(where + ".cardinality: missing");
     const auto& c = o["cardinality"];
-    if (!c.is_number_integer()) throw Error(fmt::format("{}.cardinality: must be an integer, got {}", where, c.dump()));
+    if (!c.is_number_integer())
+      throw Error(fmt::format("{}.cardinality: must be an integer, got {}", where, json_brief(c)));
     auto cv = c.get<long long>();
     if (cv < 1 || cv > kMaxSystemDevices)
       throw Error(fmt::format("{}.cardinality: must be between 1 and {}, got {}", where, kMaxSystemDevices, cv));

@@ -669,11 +669,19 @@ Verdict check_certificate(const std::string& text) {
 }
 
 Verdict check_certificate_file(const std::string& path) {
-  std::ifstream f(path);
+  // Read with the same 256 MiB limit as p2v's other readers (a wrong path such as /dev/zero is
+  // refused instead of filling the memory).
+  constexpr std::size_t kMaxBytes = std::size_t{256} << 20;
+  std::ifstream f(path, std::ios::binary);
   if (!f) return {false, "cannot read " + path, ""};
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return check_certificate(ss.str());
+  std::string text;
+  char buf[1 << 16];
+  while (f.read(buf, sizeof buf) || f.gcount() > 0) {
+    text.append(buf, static_cast<std::size_t>(f.gcount()));
+    if (text.size() > kMaxBytes) return {false, path + ": larger than 256 MiB, the limit for input files", ""};
+  }
+  if (f.bad()) return {false, "cannot read " + path, ""};
+  return check_certificate(text);
 }
 
 }  // namespace p2v::checker

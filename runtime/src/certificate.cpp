@@ -6,6 +6,7 @@
 #include "p2v/engine/certificate_format.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/io.hpp"
+#include "p2v/engine/json_util.hpp"
 #ifdef P2V_HAVE_CHECKER
 #include "p2v/checker/checker.hpp"
 #endif
@@ -24,8 +25,8 @@ Certificate load_certificate(const std::string& path) {
   Certificate c;
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(text);
-  } catch (const std::exception& e) {
+    j = engine::parse_json(text, path);
+  } catch (const Error& e) {
     c.reason = fmt::format("not valid JSON: {}", e.what());
     return c;
   }

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/io.hpp"
 #include "p2v/engine/json_reader.hpp"
 #include "p2v/engine/json_util.hpp"
 #include "p2v/engine/text_util.hpp"
@@ -177,11 +178,7 @@ std::vector<Measurement> parse_measurements(const std::string& text, const std::
 }
 
 std::vector<Measurement> load_measurements(const std::string& path, int num_devices) {
-  std::ifstream in(path);
-  if (!in) throw Error(path + ": cannot open measurements file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_measurements(ss.str(), path, num_devices);
+  return parse_measurements(engine::read_text_file(path, "measurements file"), path, num_devices);
 }
 
 std::vector<Prediction> predict(const Simulator& sim, const std::vector<Measurement>& ms, Algorithm algo) {

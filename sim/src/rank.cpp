@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/io.hpp"
 #include "p2v/engine/text_util.hpp"
 
 namespace p2v::sim {
@@ -117,11 +118,7 @@ std::vector<ProgramMeasurement> parse_program_measurements(const std::string& te
 }
 
 std::vector<ProgramMeasurement> load_program_measurements(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(path + ": cannot open program measurements file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_program_measurements(ss.str(), path);
+  return parse_program_measurements(engine::read_text_file(path, "program measurements file"), path);
 }
 
 RankAccuracy rank_accuracy(const MatrixRanking& r, const std::vector<ProgramMeasurement>& ms) {

@@ -28,7 +28,7 @@ namespace {
 double number(const json& o, const char* key, const std::string& where) {
   const auto& v = o.at(key);
   if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
-    throw Error(fmt::format("{}.{}: must be a non-negative number, got {}", where, key, v.dump()));
+    throw Error(fmt::format("{}.{}: must be a non-negative number, got {}", where, key, json_brief(v)));
   return v.get<double>();
 }
 
@@ -105,7 +105,8 @@ Model parse_model_json(const std::string& text, const std::string& origin) {
     }
   }
   if (j.contains("grad_dtype")) {
-    const std::string d = j["grad_dtype"].is_string() ? j["grad_dtype"].get<std::string>() : j["grad_dtype"].dump();
+    const std::string d =
+        j["grad_dtype"].is_string() ? j["grad_dtype"].get<std::string>() : json_brief(j["grad_dtype"]);
     if (d == "fp32")
       m.grad_bytes = 4;
     else if (d == "fp16" || d == "bf16")

@@ -91,6 +91,8 @@ RuleProof prove_rule(const engine::Rule& rule, int max_devices, const std::vecto
                      unsigned timeout_ms);
 
 inline constexpr const char* kRuleCertificateFormat = "p2v-rule-certificate/1";
+// The largest max_devices of a rule certificate (p2v rules prove --max-devices, at most 256).
+inline constexpr int kMaxRuleDevices = 256;
 
 // JSON certificate text: the rule, every shape with each solver's answer, time and the query
 // hash, the SMT-LIB text of the largest (or counterexample) shape, and the counterexample.

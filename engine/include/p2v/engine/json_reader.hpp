@@ -21,6 +21,7 @@
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/hierarchy.hpp"
 #include "p2v/engine/instruction.hpp"
+#include "p2v/engine/json_util.hpp"
 
 namespace p2v::engine::json_read {
 
@@ -40,7 +41,7 @@ class At {
     throw Error(fmt::format("{}: {}: {}", origin_, path_.empty() ? "(top level)" : path_, what));
   }
   void expect(bool ok, const char* what) const {
-    if (!ok) fail(fmt::format("expected {}, got {}", what, v_.dump()));
+    if (!ok) fail(fmt::format("expected {}, got {}", what, json_brief(v_)));
   }
 
   double number() const {

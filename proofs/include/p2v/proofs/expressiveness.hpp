@@ -103,8 +103,12 @@ struct SuiteCase {
 };
 
 // Reads a suite: a JSON list of {"name", "system" (inline "a=2,b=4", a file path relative to the
-// suite, or a system object), "axes", "reduce", optional "matrix" and "max_size"}.
+// suite, or a system object), "axes", "reduce", optional "matrix", "max_size" and "expect_fail"};
+// any other field, a value of the wrong type or out of range is a p2v::Error naming the file and
+// the JSON path ("lemmas.json: [3].axes[1]: expected an integer, got \"4\"").
 std::vector<SuiteCase> load_suite(const std::string& path);
+// The same on the suite's text; `path` names it in errors and locates system files it names.
+std::vector<SuiteCase> parse_suite(const std::string& text, const std::string& path);
 
 // True when the SMT checks are compiled in.
 bool have_smt();
