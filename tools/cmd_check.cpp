@@ -75,6 +75,15 @@ Registrar reg("check", [](CLI::App& sub) -> std::function<int()> {
     };
     for (const auto& p : *paths) {
       std::error_code ec;
+      if (std::filesystem::path(p).filename() == checker::kManifestName) {
+        // `p2v check DIR/*.json` names the manifest too: check the directory's files against it.
+        const auto d = checker::check_directory(std::filesystem::path(p).parent_path().string());
+        if (!d.ok)
+          report(p, {false, d.reason, "", {}});
+        else if (!*json && !*quiet)
+          fmt::print("manifest {}: {} files, hashes match, nothing else in the directory\n", p, d.context.files.size());
+        continue;
+      }
       if (!std::filesystem::is_directory(p, ec)) {
         report(p, check_file(p, {}, *resolve));
         continue;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -578,6 +579,7 @@ std::string check_rule_certificate(const std::string& text, std::string* summary
     std::unique_ptr<SolverPool> pool;
     if (resolve) pool = std::make_unique<SolverPool>(std::vector{smt::SolverKind::Z3, smt::SolverKind::Cvc5}, 0u);
     std::string last_query;
+    std::map<std::string, std::string> versions;
     for (std::size_t i = 0; i < cs.size(); ++i) {
       const std::string at = fmt::format("shapes[{}]", i);
       only_fields(cs[i], at, {"shape", "verdict", "query_hash", "answers"}, {"counterexample"});
@@ -612,7 +614,10 @@ std::string check_rule_certificate(const std::string& text, std::string* summary
         const std::string aat = fmt::format("{}.answers[{}]", at, q);
         only_fields(ans[q], aat, {"solver", "version", "answer", "ms"}, {"witness"});
         solvers.push_back(text_of(ans[q]["solver"], aat + ".solver"));
-        text_of(ans[q]["version"], aat + ".version");
+        const std::string version = text_of(ans[q]["version"], aat + ".version");
+        if (version.empty()) return aat + ".version: empty";
+        if (!versions.emplace(solvers.back(), version).second && versions[solvers.back()] != version)
+          return aat + ".version: differs from the solver's other answers (one run per solver)";
         non_negative(ans[q]["ms"], aat + ".ms");
         if (text_of(ans[q]["answer"], aat + ".answer") != want)
           return fmt::format("shape {}: {} answered {}, not {}", shape_text(shape), solvers.back(),
@@ -661,9 +666,14 @@ std::string check_rule_certificate(const std::string& text, std::string* summary
                   "re-derived"});
     cl.push_back(
         {"shapes[].query_hash, smtlib", "each shape's query (rebuilt from the rule and the shape)", "re-derived"});
-    cl.push_back(
-        {"shapes[].answers", "z3 and cvc5 answered every query as recorded", resolve ? "re-solved" : "recorded"});
-    cl.push_back({"ms, shapes[].answers[].ms, version", "times and solver versions", "recorded"});
+    cl.push_back({"shapes[].answers[].answer", "z3 and cvc5 answered every query as recorded",
+                  resolve ? "re-solved" : "recorded"});
+    cl.push_back({"ms", "the time of the proof", "recorded"});
+    cl.push_back({"shapes[].answers[].ms", "each answer's time", "recorded"});
+    cl.push_back({"shapes[].answers[].version", "the solvers' versions", "recorded"});
+    if (status == "refuted")
+      cl.push_back(
+          {"max_devices", "the largest grid the search was asked for (the counterexample is within it)", "recorded"});
     if (summary)
       *summary = fmt::format(
           "rule {}: {} (re-derived: {} shapes up to {} devices replayed with the counting semantics; queries "

@@ -418,8 +418,12 @@ std::vector<std::string> read_system(const json& sj, const std::vector<int>& lev
         if (ic.contains(k)) number(ic[k], at + ".interconnect." + k);
     }
   }
-  cl.add("system", "the system's name, interconnects, topology and device (cost-model data, not used by the proof)",
-         "recorded");
+  cl.add("system.name", "the system's name", "recorded");
+  for (const char* k : {"description", "topology", "device"})
+    if (sj.contains(k)) cl.add("system." + std::string(k), "cost-model data (not used by the proof)", "recorded");
+  if (std::any_of(lv.begin(), lv.end(), [](const json& l) { return l.contains("interconnect"); }))
+    cl.add("system.levels[].interconnect", "the levels' interconnects (cost-model data, not used by the proof)",
+           "recorded");
   return names;
 }
 
@@ -537,7 +541,7 @@ std::string state_text(const Dev& d) {
 // ---- solver facts: each entry's query, result and conclusion text follow from its numbers (the
 // checker renders them); the answers themselves are recorded, not re-solved here ----
 struct SolverFacts {
-  std::string method;
+  std::string method, version, settings;
   bool found = false;
   std::map<int, long long> complete;  // bound -> programs of exactly that length (enumerate, confirm)
   long long closure_programs = -1;
@@ -550,13 +554,20 @@ void read_fact(const json& f, const std::string& at, const std::string& list, in
          {"seconds", "bound_seconds", "programs", "states", "steps", "conclusion"});
   const std::string solver = str(f["solver"], at + ".solver"), method = str(f["method"], at + ".method");
   if (solver != "z3" && solver != "cvc5") reject(at + ".solver: expected z3 or cvc5");
-  str(f["version"], at + ".version");
-  str(f["settings"], at + ".settings");
+  const std::string version = str(f["version"], at + ".version"), settings = str(f["settings"], at + ".settings");
+  if (version.empty() || settings.empty()) reject(at + ": empty version or settings");
   if (method != "enumerate" && method != "confirm" && method != "closure")
     reject(at + ".method: expected enumerate, confirm or closure");
   SolverFacts& sf = by[solver];
   if (!sf.method.empty() && sf.method != method) reject(at + ".method: " + solver + " has facts of two methods");
   sf.method = method;
+  // One run per solver: every fact of a solver names the same version and settings.
+  if (sf.version.empty()) {
+    sf.version = version;
+    sf.settings = settings;
+  } else if (sf.version != version || sf.settings != settings) {
+    reject(at + ": " + solver + "'s version or settings differ from its other facts (one run per solver)");
+  }
   const int bound = static_cast<int>(as_int(f["bound"], 1, kMaxSteps, at + ".bound"));
   const std::string query = str(f["query"], at + ".query"), result = str(f["result"], at + ".result");
   auto allow = [&](std::initializer_list<const char*> keys) {
@@ -565,7 +576,7 @@ void read_fact(const json& f, const std::string& at, const std::string& list, in
           std::find_if(keys.begin(), keys.end(), [&](const char* a) { return std::string(a) == k; }) == keys.end())
         reject(at + ": field '" + k + "' does not belong to a " + list + " fact of method " + method);
     for (const char* k : keys)
-      if (std::string(k) != "seconds" && !f.contains(k)) reject(at + ": missing field '" + k + "'");
+      if (!f.contains(k)) reject(at + ": missing field '" + k + "'");
   };
   auto expect = [&](const std::string& what, const std::string& got, const std::string& want) {
     if (got != want)
@@ -795,6 +806,23 @@ std::string check(const json& c, const Claims& cl) {
   if (int_list(hj["cards"], 0, kMaxDevices, "hierarchy.cards") != h.cards)
     reject("hierarchy: recorded cardinalities do not follow from the matrix and reduction axes");
   const std::vector<std::string> names = hierarchy_names(p, level_names, kind, h);
+  // Where two kinds give the same hierarchy on this placement (e.g. (a) and (d) with every axis
+  // reduced), the kind is a label the rest of the certificate cannot bind: say so.
+  for (const char* other : {"a", "b", "c", "d", "d-uncollapsed"}) {
+    if (other == kind || ((kind == "d" || kind == "d-uncollapsed") && p.reduce.empty())) continue;
+    Hierarchy o;
+    try {
+      o = derive_hierarchy(p, other);
+    } catch (const Reject&) {
+      continue;  // too large to compare: then it is not this hierarchy (which the checker replays)
+    }
+    if (o.cards == h.cards && o.coords == h.coords && o.copies == h.copies && o.goal == h.goal &&
+        hierarchy_names(p, level_names, other, o) == names)
+      cl.add(
+          "hierarchy.kind",
+          "the kind's name (" + kind + " and " + other + " give the same hierarchy here, so the claims are the same)",
+          "recorded");
+  }
   if (!hj["names"].is_array() || hj["names"].size() != names.size()) reject("hierarchy.names: one per level expected");
   for (std::size_t l = 0; l < names.size(); ++l)
     if (str(hj["names"][l], "hierarchy.names") != names[l])

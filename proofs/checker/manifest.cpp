@@ -82,11 +82,11 @@ Directory check_directory(const std::string& dir) {
         throw Bad(at + ".name: a file name in the directory expected");
       if (!listed.insert(name).second) throw Bad(at + ".name: " + name + " listed twice");
       const std::string content = read_file(root / name);
+      if (text(files[i]["sha256"], at + ".sha256") != sha256_hex(content))
+        throw Bad(name + ": SHA-256 differs from the manifest's (the file was changed after the run)");
       if (!files[i]["bytes"].is_number_unsigned() || files[i]["bytes"].get<std::uint64_t>() != content.size())
         throw Bad(name + ": " + std::to_string(content.size()) + " bytes, the manifest says " +
                   files[i]["bytes"].dump());
-      if (text(files[i]["sha256"], at + ".sha256") != sha256_hex(content))
-        throw Bad(name + ": SHA-256 differs from the manifest's (the file was changed after the run)");
       d.context.files.push_back(name);
     }
     for (const auto& e : fs::directory_iterator(root)) {

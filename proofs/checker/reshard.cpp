@@ -188,7 +188,6 @@ Replayed replay(const json& prog, const std::string& where, const std::string& f
   i64 cost = 0, peak = volume(box[0]);
   const json& steps = prog["steps"];
   if (!steps.is_array()) throw Bad(where + ".steps: not an array");
-  std::string type_before = from_text;
   for (std::size_t k_step = 0; k_step < steps.size(); ++k_step) {
     const json& s = steps[k_step];
     const std::string at = where + ".steps[" + std::to_string(k_step) + "]";
@@ -317,16 +316,9 @@ Replayed replay(const json& prog, const std::string& where, const std::string& f
         throw Bad(where_step + ": devices end with different local types");
     if (integers(s["local"], 1, INT64_MAX, at + ".local") != next[0].size)
       throw Bad(where_step + ": recorded local type differs from the replay");
-    // The recorded type after the step lays out exactly the replayed tiles.
+    // The planner's type after the step, in its own axis factors (x[0], ...) and, after a relabelling
+    // permutation, its own device numbering: shown to users, recorded; the tiles are replayed.
     const std::string type = text(s["type"], at + ".type");
-    const auto t = parse_type(type, m);
-    if (t.size() != from.size()) throw Bad(at + ".type: wrong number of dimensions");
-    for (std::size_t i = 0; i < t.size(); ++i)
-      if (t[i].global != from[i].global) throw Bad(at + ".type: global shape differs");
-    for (i64 d = 0; d < n; ++d)
-      if (!(tile(t, m, d) == next[static_cast<std::size_t>(d)]))
-        throw Bad(at + ".type: " + type + " puts " + box_str(tile(t, m, d)) + " on device " + std::to_string(d) +
-                  ", the replay " + box_str(next[static_cast<std::size_t>(d)]));
     if (op == "allpermute") rendered = "allpermute -> " + type;
     if (text(s["text"], at + ".text") != rendered)
       throw Bad(at + ".text: expected \"" + rendered + "\" (rendered from the step)");
@@ -346,7 +338,6 @@ Replayed replay(const json& prog, const std::string& where, const std::string& f
                 std::to_string(num_groups));
     cost += step_cost;
     box = std::move(next);
-    type_before = type;
     out.ops.push_back(op);
     if (op != "allpermute") out.solver_steps.push_back(k_step);
   }
@@ -360,6 +351,9 @@ Replayed replay(const json& prog, const std::string& where, const std::string& f
       integer(prog["peak"], 0, INT64_MAX, where + ".peak") != peak)
     throw Bad((base ? "baseline: " : "") + std::string("recorded cost/peak differ from the replay (") +
               std::to_string(cost) + ", " + std::to_string(peak) + ")");
+  claims.push_back({(where == "plan" ? "steps" : "baseline.steps") + std::string("[].type"),
+                    "the planner's type after each step (its axis factors and numbering; the tiles are replayed)",
+                    "recorded"});
   claims.push_back({where == "plan" ? "steps" : "baseline",
                     (base ? "the baseline " : "the program ") + from_text + " ~> " + to_text + " (cost " +
                         std::to_string(cost) + ", peak " + std::to_string(peak) + ")",
@@ -401,6 +395,8 @@ std::string check_reshard(const json& c, std::vector<Claim>& claims) {
   claims.push_back({"states", "the number of layouts the planner's search visited (a statistic)", "recorded"});
   const std::string from = text(c["from"], "from"), to = text(c["to"], "to");
   const i64 limit = integer(c["limit"], 1, INT64_MAX, "limit");
+  claims.push_back(
+      {"limit", "the memory limit the plan was asked for (the question; peak <= limit is replayed)", "recorded"});
   json plan = json::object();
   for (const char* k : {"steps", "cost", "peak", "bound", "time_s"})
     if (c.contains(k)) plan[k] = c[k];

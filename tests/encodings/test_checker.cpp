@@ -191,7 +191,7 @@ TEST_CASE("tampered certificates are rejected with a reason") {
         auto& s = c["program"]["steps"][1];
         s["collective"] = s["collective"] == "AllReduce" ? "Reduce" : "AllReduce";
       },
-      "step 2");
+      "step");  // "program.steps[1]: ..." or "state after step 2: ..."
   rejected(
       "swapped steps", [](json& c) { std::swap(c["program"]["steps"][0], c["program"]["steps"][2]); }, "step");
   rejected(
@@ -215,7 +215,7 @@ TEST_CASE("tampered certificates are rejected with a reason") {
         auto& s = c["program"]["steps"][0];
         s["slice"] = s["slice"] == 0 ? 1 : 0;
       },
-      "step 1");
+      "program.steps[0]");
   rejected(
       "changed state", [](json& c) { c["states"][2][0] = "0-3:0"; }, "state after step 2");
   rejected(
