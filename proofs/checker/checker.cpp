@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
@@ -732,15 +734,46 @@ std::string check_facts(const json& f, const Hierarchy& h, const std::string& mc
   // Re-derive by enumeration.
   std::vector<long long> cnt;
   std::string how_count = "recorded";
-  try {
-    State init(goal.size(), Dev(goal.size(), Row(goal.size(), false)));
-    for (std::size_t d = 0; d < goal.size(); ++d)
-      for (std::size_t r = 0; r < goal.size(); ++r) init[d][r][d] = true;
-    const auto ins = instruction_set(h, mc);
-    Counter counter{ins, goal, 0, {}};
-    cnt = counter.count(init, L);
+  // The counts depend only on the hierarchy, the goal, the collectives and the bound: computed
+  // once per process for the certificates of one run (a directory holds one per program).
+  static std::mutex cache_mutex;
+  static std::map<std::string, std::optional<std::vector<long long>>> cache;
+  std::string key = mc + "/" + std::to_string(L) + "/";
+  for (int x : h.cards) key += std::to_string(x) + ",";
+  for (const auto* gs : {&h.coords, &h.goal}) {
+    key += "|";
+    for (const auto& g : *gs) {
+      for (int x : g) key += std::to_string(x) + ",";
+      key += ";";
+    }
+  }
+  std::optional<std::vector<long long>> counted;
+  bool cached = false;
+  {
+    const std::lock_guard<std::mutex> lock(cache_mutex);
+    if (auto it = cache.find(key); it != cache.end()) {
+      counted = it->second;
+      cached = true;
+    }
+  }
+  if (!cached) {
+    try {
+      State init(goal.size(), Dev(goal.size(), Row(goal.size(), false)));
+      for (std::size_t d = 0; d < goal.size(); ++d)
+        for (std::size_t r = 0; r < goal.size(); ++r) init[d][r][d] = true;
+      const auto ins = instruction_set(h, mc);
+      Counter counter{ins, goal, 0, {}};
+      counted = counter.count(init, L);
+    } catch (const Budget&) {
+      counted.reset();
+    }
+    const std::lock_guard<std::mutex> lock(cache_mutex);
+    cache.emplace(key, counted);
+  }
+  if (counted) {
+    cnt = *counted;
     how_count = "re-derived";
-  } catch (const Budget&) {
+  } else {
     cnt = by_len;  // closure-only facts and a large instance: nothing to compare against but the facts
   }
   long long total = 0;
