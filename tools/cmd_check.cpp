@@ -1,8 +1,11 @@
-// p2v check: the independent certificate checker (proofs/checker) on certificate files.
+// p2v check: the independent certificate checker (proofs/checker) on certificate files and
+// certificate directories (their manifest first), with every claim's status (re-derived,
+// replayed, re-solved or recorded, not re-checked).
 #ifdef P2V_HAVE_CHECKER
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
@@ -15,46 +18,93 @@ namespace p2v::tools {
 namespace {
 
 // Dispatch on the certificate's kind: rule certificates (p2v rules prove --certificates) are
-// re-validated by the counting replay; program certificates by the independent checker.
-checker::Verdict check_file(const std::string& f) {
+// re-validated by the counting replay and their re-derived queries; program and reshard
+// certificates by the independent checker.
+checker::Verdict check_text(const std::string& text, const checker::Context& ctx, bool resolve) {
+  if (text.find(encodings::kRuleCertificateFormat) == std::string::npos) {
+    auto v = checker::check_certificate(text, ctx);
+    if (v.ok && resolve)
+      v.summary += "\n  --resolve: this kind stores no SMT-LIB queries; its solver answers stay recorded";
+    return v;
+  }
+  checker::Verdict v;
+  std::vector<std::array<std::string, 3>> claims;
+  v.reason = encodings::check_rule_certificate(text, &v.summary, &claims, resolve);
+  v.ok = v.reason.empty();
+  for (const auto& c : claims) v.claims.push_back({c[0], c[1], c[2]});
+  return v;
+}
+
+checker::Verdict check_file(const std::string& f, const checker::Context& ctx, bool resolve) {
   std::string text;
   try {
     text = engine::read_text_file(f, "certificate");
   } catch (const Error& e) {
-    return {false, e.what(), ""};  // unreadable, a directory, or larger than the input limit
+    return {false, e.what(), "", {}};
   }
-  if (text.find(encodings::kRuleCertificateFormat) == std::string::npos) return checker::check_certificate(text);
-  checker::Verdict v;
-  v.reason = encodings::check_rule_certificate(text, &v.summary);
-  v.ok = v.reason.empty();
-  return v;
+  return check_text(text, ctx, resolve);
 }
 
 Registrar reg("check", [](CLI::App& sub) -> std::function<int()> {
-  auto files = std::make_shared<std::vector<std::string>>();
+  auto paths = std::make_shared<std::vector<std::string>>();
   auto json = std::make_shared<bool>(false);
   auto quiet = std::make_shared<bool>(false);
-  sub.add_option("certificates", *files, "certificate files (JSON)")->required();
-  sub.add_flag("--json", *json, "machine-readable output");
+  auto resolve = std::make_shared<bool>(false);
+  sub.add_option("certificates", *paths,
+                 "certificate files (JSON) or certificate directories (checked against their MANIFEST.json)")
+      ->required();
+  sub.add_flag("--json", *json, "machine-readable output (every claim with how it was established)");
   sub.add_flag("--quiet", *quiet, "print only rejected certificates and the total");
-  return [files, json, quiet] {
+  sub.add_flag("--resolve", *resolve,
+               "re-run the recorded solver queries with Z3 and cvc5 and compare the answers (rule certificates)");
+  return [paths, json, quiet, resolve] {
     nlohmann::json out = nlohmann::json::array();
-    std::size_t bad = 0;
-    for (const auto& f : *files) {
-      const auto v = check_file(f);
+    std::size_t bad = 0, total = 0;
+    auto report = [&](const std::string& f, const checker::Verdict& v) {
+      ++total;
       if (!v.ok) ++bad;
       if (*json) {
-        out.push_back({{"file", f}, {"ok", v.ok}, {"reason", v.reason}, {"summary", v.summary}});
+        nlohmann::json claims = nlohmann::json::array();
+        for (const auto& c : v.claims) claims.push_back({{"path", c.path}, {"claim", c.claim}, {"how", c.how}});
+        out.push_back({{"file", f}, {"ok", v.ok}, {"reason", v.reason}, {"summary", v.summary}, {"claims", claims}});
       } else if (!v.ok) {
         fmt::print("REJECTED {}: {}\n", f, v.reason);
       } else if (!*quiet) {
         fmt::print("ok       {}: {}\n", f, v.summary);
       }
+    };
+    for (const auto& p : *paths) {
+      std::error_code ec;
+      if (std::filesystem::path(p).filename() == checker::kManifestName) {
+        // `p2v check DIR/*.json` names the manifest too: check the directory's files against it.
+        const auto d = checker::check_directory(std::filesystem::path(p).parent_path().string());
+        if (!d.ok)
+          report(p, {false, d.reason, "", {}});
+        else if (!*json && !*quiet)
+          fmt::print("manifest {}: {} files, hashes match, nothing else in the directory\n", p, d.context.files.size());
+        continue;
+      }
+      if (!std::filesystem::is_directory(p, ec)) {
+        report(p, check_file(p, {}, *resolve));
+        continue;
+      }
+      const auto d = checker::check_directory(p);
+      if (!d.ok) {
+        report(p, {false, d.reason, "", {}});
+        continue;
+      }
+      if (!*json && !*quiet)
+        fmt::print("manifest {}: {} files, hashes match, nothing else in the directory; run: {}\n", p,
+                   d.context.files.size(), d.run);
+      for (const auto& name : d.context.files)
+        if (name.size() > 5 && name.substr(name.size() - 5) == ".json")
+          report((std::filesystem::path(p) / name).string(),
+                 check_file((std::filesystem::path(p) / name).string(), d.context, *resolve));
     }
     if (*json)
       fmt::print("{}\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));  // reasons quote raw input
     else
-      fmt::print("{} of {} certificates accepted{}\n", files->size() - bad, files->size(),
+      fmt::print("{} of {} certificates accepted{}\n", total - bad, total,
                  bad ? fmt::format(", {} rejected", bad) : "");
     return bad ? 1 : 0;
   };

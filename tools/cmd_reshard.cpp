@@ -19,7 +19,9 @@
 #include "p2v/runtime/mpi/session.hpp"
 #endif
 #ifdef P2V_HAVE_CHECKER
+#include "certify_dir.hpp"
 #include "p2v/checker/checker.hpp"
+#include "p2v/engine/write.hpp"
 #endif
 #ifdef P2V_HAVE_ENCODINGS
 #include "p2v/encodings/reshard.hpp"
@@ -43,6 +45,7 @@ namespace rs = engine::reshard;
 
 struct ReshardArgs {
   std::string mesh, from, to, system, dtype = "f32", cost = "paper", memory = "auto", certify;
+  bool force = false;
   bool run = false, json = false;
   int random = 0;
   unsigned long long seed = 1;
@@ -85,8 +88,8 @@ void print_program(const char* title, const rs::Plan& p, const rs::Program& prog
 // Writes the certificate (the plan with every step's groups, slices and permutation) into `dir`
 // and has the independent checker replay it; returns the file name. Throws p2v::Error when the
 // checker rejects it.
-std::string certify(const rs::Plan& p, const std::string& dir) {
-  std::filesystem::create_directories(dir);
+std::string certify(const rs::Plan& p, const std::string& dir, bool force) {
+  prepare_certificate_dir(dir, force, "--certify");
   auto cert = rs::to_json(p, /*full=*/true);
 #ifdef P2V_HAVE_ENCODINGS
   // Per step: "every element of the new layout comes from where the rule says", unsat in both solvers.
@@ -114,9 +117,10 @@ std::string certify(const rs::Plan& p, const std::string& dir) {
   for (char& c : name)
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   const std::string file = dir + "/reshard-" + name.substr(0, 120) + ".json";
-  engine::write_file_atomic(file, text + "\n", "certificate");
   const auto v = checker::check_reshard_certificate(text);
   if (!v.ok) throw Error(fmt::format("the independent checker rejected {}: {}", file, v.reason));
+  engine::write_file_atomic(file, text + "\n", "certificate");
+  write_manifest(dir, {"z3", "cvc5"});
   return file;
 }
 #endif
@@ -241,6 +245,9 @@ Registrar reg("reshard", [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--memory", a->memory, "memory limit per device: auto (the bound) or BYTES (e.g. 64MiB)")
       ->capture_default_str();
   sub.add_option("--certify", a->certify, "write a certificate into DIR after Z3 and cvc5 check every step");
+  sub.add_flag("--force", a->force,
+               "with --certify: replace the certificate of an earlier run in DIR (the files its MANIFEST.json "
+               "lists); without it a non-empty DIR is refused");
   sub.add_flag("--run", a->run, "run the program on MPI (under mpirun) and check every element");
   sub.add_flag("--json", a->json, "machine-readable output");
   return [a] {
@@ -280,7 +287,7 @@ Registrar reg("reshard", [](CLI::App& sub) -> std::function<int()> {
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     std::string cert_note;
 #ifdef P2V_HAVE_CHECKER
-    if (!a->certify.empty()) cert_note = certify(p, a->certify);
+    if (!a->certify.empty()) cert_note = certify(p, a->certify, a->force);
 #endif
     if (a->json) {
       auto j = rs::to_json(p);

@@ -14,7 +14,11 @@
 #include "p2v/engine/derive.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/notation.hpp"
+#include "p2v/engine/write.hpp"
 #include "p2v/proofs/expressiveness.hpp"
+#ifdef P2V_HAVE_CHECKER
+#include "certify_dir.hpp"
+#endif
 
 namespace p2v::tools {
 namespace {
@@ -56,6 +60,7 @@ struct ProveArgs {
   int max_devices = 16;
   double timeout_s = 30;
   std::string certs;
+  bool force = false;
   ProblemArgs problem;
   std::string lhs, rhs;
 };
@@ -139,7 +144,12 @@ int prove_rules(const ProveArgs& a) {
     for (const auto& id : a.ids) rules.push_back(&engine::find_rule(id));
   }
   if (a.max_devices > 256) throw Error(fmt::format("--max-devices {}: at most 256", a.max_devices));
-  if (!a.certs.empty()) std::filesystem::create_directories(a.certs);
+  if (a.force && a.certs.empty()) throw Error("--force needs --certificates DIR");
+#ifdef P2V_HAVE_CHECKER
+  if (!a.certs.empty()) prepare_certificate_dir(a.certs, a.force, "--certificates");
+#else
+  if (!a.certs.empty()) throw Error("--certificates needs p2v-smt with the independent checker (not built)");
+#endif
   nlohmann::json out = nlohmann::json::array();
   int worst = 0;
   double total = 0;
@@ -162,7 +172,7 @@ int prove_rules(const ProveArgs& a) {
     std::string cert_file;
     if (!a.certs.empty()) {
       cert_file = (std::filesystem::path(a.certs) / (r->id + ".json")).string();
-      write_file(cert_file, encodings::rule_certificate_json(*r, p) + "\n", "certificate");
+      engine::write_file_atomic(cert_file, encodings::rule_certificate_json(*r, p) + "\n", "certificate");
     }
     if (a.json) {
       nlohmann::json j = rule_json(*r);
@@ -181,6 +191,9 @@ int prove_rules(const ProveArgs& a) {
       if (a.all_sizes && p.status == RuleProof::Proved) fmt::print("  {}\n", scope);
     }
   }
+#ifdef P2V_HAVE_CHECKER
+  if (!a.certs.empty()) write_manifest(a.certs, {"z3", "cvc5"});  // last: every file of this run, hashed
+#endif
   if (a.json)
     fmt::print("{}\n", out.dump(2));
   else
@@ -289,6 +302,9 @@ Registrar reg("rules", [](CLI::App& sub) -> std::function<int()> {
   prove->add_option("--timeout", a->timeout_s, "per-query solver time limit in seconds (timeout = unknown)")
       ->capture_default_str();
   prove->add_option("--certificates", a->certs, "write one rule certificate per rule into DIR (see `p2v check`)");
+  prove->add_flag("--force", a->force,
+                  "with --certificates: replace the certificates of an earlier run in DIR (the files its "
+                  "MANIFEST.json lists); without it a non-empty DIR is refused");
   prove->add_flag("--all-sizes", a->all_sizes,
                   "ask for a proof for every size (there is no parametric encoding yet: answers unknown, exit 3)");
   prove->add_option("--system", a->problem.system, "system file or inline hierarchy (with --lhs/--rhs)");

@@ -22,6 +22,9 @@
 #ifdef P2V_HAVE_ENCODINGS
 #include "p2v/encodings/certificate.hpp"
 #endif
+#ifdef P2V_HAVE_CHECKER
+#include "certify_dir.hpp"
+#endif
 
 namespace p2v::tools {
 namespace {
@@ -32,7 +35,7 @@ struct SynthArgs {
   bool json = false, lowered = false, concrete = false;
   int show = -1;
   std::string certify, solver = "both";
-  bool proofs = false;
+  bool proofs = false, force = false;
   double timeout_s = 300;
   int jobs = 0;  // --certify: solver workers in all; 0 = the machine's cores
   SolverFlags solver_flags;
@@ -198,6 +201,10 @@ int run_synth(const SynthArgs& a) {
         fmt::format("--lowered lists explicit device groups for systems of at most {} devices; this one "
                     "has {}: drop --lowered (steps are printed as level patterns) or use a smaller system",
                     engine::kMaxLoweredDevices, p.system.num_devices()));
+  if (a.force && a.certify.empty()) throw Error("--force needs --certify DIR");
+#if defined(P2V_HAVE_CHECKER) && defined(P2V_HAVE_ENCODINGS)
+  if (!a.certify.empty()) prepare_certificate_dir(a.certify, a.force, "--certify");
+#endif
   SynthRun run(a, p);
   const bool progress = !a.json && p.matrices.size() > 1 && isatty(2);
   static char outbuf[1 << 16];
@@ -217,12 +224,19 @@ int run_synth(const SynthArgs& a) {
       run.print_table(x, m);
   }
   if (progress) fmt::print(stderr, "\n");
+#if defined(P2V_HAVE_CHECKER) && defined(P2V_HAVE_ENCODINGS)
+  if (!a.certify.empty()) {  // last: the manifest lists every file of this run with its hash
+    std::vector<std::string> solvers;
+    for (auto k : encodings::smt::parse_solver_list(a.solver)) solvers.push_back(encodings::smt::to_string(k));
+    write_manifest(a.certify, solvers);
+  }
+#endif
   if (writer)
     writer->finish();
   else
     fmt::print("total: {} programs over {} matrices\n", total, p.matrices.size());
   if (!a.certify.empty() && !a.json)
-    fmt::print("{} certificates written to {} (check them with: p2v check {}/*.json)\n", run.certificates, a.certify,
+    fmt::print("{} certificates written to {} (check them with: p2v check {})\n", run.certificates, a.certify,
                a.certify);
   return 0;
 }
@@ -245,6 +259,9 @@ Registrar reg("synth", [](CLI::App& sub) -> std::function<int()> {
                  "write one JSON certificate per program into DIR, after the solvers (--solver) reproduce "
                  "the enumerator's set and prove minimality and completeness");
   sub.add_option("--solver", a->solver, "with --certify: z3, cvc5 or both")->capture_default_str();
+  sub.add_flag("--force", a->force,
+               "with --certify: replace the certificates of an earlier run in DIR (the files its MANIFEST.json "
+               "lists); without it a non-empty DIR is refused");
   sub.add_flag("--proofs", a->proofs, "with --certify: store cvc5's proofs of the unsat answers beside them");
   sub.add_option("--timeout", a->timeout_s, "with --certify: per solver check, seconds")->capture_default_str();
   sub.add_option("--jobs", a->jobs,

@@ -14,6 +14,9 @@
 #include "p2v/encodings/verify.hpp"
 #include "p2v/engine/error.hpp"
 #include "solver_flags.hpp"
+#ifdef P2V_HAVE_CHECKER
+#include "certify_dir.hpp"
+#endif
 
 namespace p2v::tools {
 namespace {
@@ -28,7 +31,7 @@ struct VerifyArgs {
   bool minimal = false;
   double timeout_s = 600;
   std::string certify;
-  bool proofs = false;
+  bool proofs = false, force = false;
   bool json = false;
   std::string encoding = "auto";
   SolverFlags solver_flags;
@@ -104,6 +107,9 @@ Registrar reg("verify", [](CLI::App& sub) -> std::function<int()> {
       ->capture_default_str();
   sub.add_option("--certify", a->certify, "write one JSON certificate per program into this directory");
   sub.add_flag("--proofs", a->proofs, "with --certify: store cvc5's proofs of the unsat answers beside them");
+  sub.add_flag("--force", a->force,
+               "with --certify: replace the certificates of an earlier run in DIR (the files its MANIFEST.json "
+               "lists); without it a non-empty DIR is refused");
   sub.add_flag("--minimal", a->minimal,
                "only the minimality query: per solver, bounds 1, 2, ... until one is sat; the shortest length "
                "must equal the enumerator's (unsat below it: no shorter program) and the program be one of its");
@@ -117,12 +123,23 @@ Registrar reg("verify", [](CLI::App& sub) -> std::function<int()> {
   return [a] {
     const Problem p = load_problem(a->problem);
     const encodings::VerifyOptions o = verify_options(*a);
+    if (a->force && a->certify.empty()) throw Error("--force needs --certify DIR");
+#ifdef P2V_HAVE_CHECKER
+    if (!a->certify.empty()) prepare_certificate_dir(a->certify, a->force, "--certify");
+#endif
     if (!a->json)
       fmt::print("{:<16} {:<18} {:>3} {:>4} | {:>14} | {}\n", "matrix", "hierarchy", "k", "ins", "enumerator",
                  "solvers (programs, seconds)");
     std::function<void(const encodings::VerifyCase&)> on_case;
     if (!a->json) on_case = [&o](const encodings::VerifyCase& c) { print_case(c, o); };
     const auto res = encodings::verify_placements(p.system, p.axes, p.reduce, p.matrices, o, on_case);
+#ifdef P2V_HAVE_CHECKER
+    if (!a->certify.empty()) {  // last: the manifest lists every file of this run with its hash
+      std::vector<std::string> solvers;
+      for (auto k : o.solvers) solvers.push_back(encodings::smt::to_string(k));
+      write_manifest(a->certify, solvers);
+    }
+#endif
     if (a->json) {
       nlohmann::json out = {{"system", p.system.name},
                             {"axes", p.axes},

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <future>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -14,6 +13,7 @@
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/replay.hpp"
 #include "p2v/engine/state.hpp"
+#include "p2v/engine/write.hpp"
 
 namespace p2v::encodings {
 
@@ -303,9 +303,7 @@ std::vector<std::string> write_proofs(const CertifyOptions& c, const CertifyResu
     for (const auto& b : run.bounds) {
       if (b.proof.empty()) continue;
       const std::string name = fmt::format("{}-{}-bound{}.proof", tag, run.solver, b.bound);
-      std::ofstream f(std::filesystem::path(c.dir) / name);
-      f << b.proof;
-      if (!f) throw Error("--certify: cannot write " + name);
+      engine::write_file_atomic((std::filesystem::path(c.dir) / name).string(), b.proof, "proof");
       proof_files.push_back(name);
     }
   return proof_files;
@@ -318,9 +316,7 @@ void make_dir(const std::string& dir) {
 }
 
 void write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path);
-  f << text << "\n";
-  if (!f) throw Error("--certify: cannot write " + path);
+  engine::write_file_atomic(path, text + "\n", "certificate");
 }
 
 }  // namespace

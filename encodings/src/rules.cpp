@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "p2v/engine/error.hpp"
 
@@ -494,61 +497,197 @@ std::string rule_certificate_json(const engine::Rule& rule, const RuleProof& pro
   return j.dump(1);
 }
 
-std::string check_rule_certificate(const std::string& text, std::string* summary) {
+namespace {
+struct BadCert : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+void only_fields(const nlohmann::json& j, const std::string& where, std::initializer_list<const char*> required,
+                 std::initializer_list<const char*> optional = {}) {
+  if (!j.is_object()) throw BadCert(where + ": not an object");
+  for (const char* k : required)
+    if (!j.contains(k)) throw BadCert(where + ": missing field '" + k + "'");
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (std::none_of(required.begin(), required.end(), [&](const char* k) { return it.key() == k; }) &&
+        std::none_of(optional.begin(), optional.end(), [&](const char* k) { return it.key() == k; }))
+      throw BadCert(where + ": unknown field '" + it.key() + "'");
+}
+const std::string& text_of(const nlohmann::json& j, const std::string& what) {
+  if (!j.is_string()) throw BadCert(what + ": not a string");
+  return j.get_ref<const std::string&>();
+}
+int int_of(const nlohmann::json& j, int lo, int hi, const std::string& what) {
+  if (!j.is_number_integer() || j.get<long long>() < lo || j.get<long long>() > hi)
+    throw BadCert(what + ": an integer in " + std::to_string(lo) + ".." + std::to_string(hi) + " expected");
+  return j.get<int>();
+}
+void non_negative(const nlohmann::json& j, const std::string& what) {
+  if (!j.is_number() || !(j.get<double>() >= 0)) throw BadCert(what + ": a non-negative number expected");
+}
+// The query of one shape, as the prover builds it (the SMT-LIB text beside the solver terms).
+std::string rule_query(const Equation& eq) {
+  smt::SolverOptions o;
+  smt::Solver s(smt::SolverKind::Z3, o);
+  Encoder enc(s, eq, true);
+  enc.encode();
+  return enc.text();
+}
+}  // namespace
+
+std::string check_rule_certificate(const std::string& text, std::string* summary,
+                                   std::vector<std::array<std::string, 3>>* claims, bool resolve) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
   } catch (const std::exception& e) {
     return std::string("not valid JSON: ") + e.what();
   }
+  std::vector<std::array<std::string, 3>> cl;
   try {
-    if (j.value("format", "") != kRuleCertificateFormat) return "format is not p2v-rule-certificate/1";
-    const engine::Rule& rule = engine::find_rule(j.at("rule").get<std::string>());
-    if (j.at("lhs").get<std::string>() != engine::rule_side_text(rule.lhs) ||
-        j.at("rhs").get<std::string>() != engine::rule_side_text(rule.rhs))
+    only_fields(j, "certificate",
+                {"format", "kind", "rule", "title", "side_conditions", "lhs", "rhs", "compare", "expected", "status",
+                 "scope", "message", "max_devices", "ms", "shapes"},
+                {"smtlib_shape", "smtlib"});
+    if (text_of(j["format"], "format") != kRuleCertificateFormat) return "format is not p2v-rule-certificate/1";
+    if (text_of(j["kind"], "kind") != "rule") return "kind: expected \"rule\"";
+    const engine::Rule& rule = engine::find_rule(text_of(j["rule"], "rule"));
+    if (text_of(j["lhs"], "lhs") != engine::rule_side_text(rule.lhs) ||
+        text_of(j["rhs"], "rhs") != engine::rule_side_text(rule.rhs))
       return "the certificate's sides are not the catalogue's rule " + rule.id;
-    const std::string status = j.at("status").get<std::string>();
-    const int N = j.at("max_devices").get<int>();
-    // p2v rules prove certifies 2..256 devices (tools/cmd_rules.cpp); a larger bound would make
-    // the shape list below run for hours (2000000000 hung p2v check).
-    if (N < 2 || N > kMaxRuleDevices)
-      return fmt::format("max_devices {}: a rule certificate covers 2..{} devices", N, kMaxRuleDevices);
+    if (text_of(j["title"], "title") != rule.title) return "title: not the catalogue's";
+    if (text_of(j["side_conditions"], "side_conditions") != rule.side_conditions)
+      return "side_conditions: not the catalogue's";
+    if (text_of(j["compare"], "compare") != (rule.compare == RuleCompare::Equal ? "equal" : "transpose"))
+      return "compare: not the catalogue's";
+    const std::string expected = rule.holds ? "holds" : "fails";
+    if (text_of(j["expected"], "expected") != expected) return "expected: the catalogue says the rule " + expected;
+    cl.push_back(
+        {"lhs, rhs, title, side_conditions, compare, expected", "the catalogue's rule " + rule.id, "re-derived"});
+    const std::string status = text_of(j["status"], "status");
+    if (status != "proved" && status != "refuted") return "status " + status + " certifies nothing";
+    if (status != (rule.holds ? "proved" : "refuted"))
+      return "status " + status + " contradicts the catalogue (the rule " + expected + ")";
+    // p2v rules prove certifies 2..kMaxRuleDevices devices (tools/cmd_rules.cpp); a larger bound
+    // would make the shape list below run for hours (2000000000 hung p2v check).
+    const int N = int_of(j["max_devices"], 2, kMaxRuleDevices, "max_devices");
+    non_negative(j["ms"], "ms");
     const auto shapes = engine::grid_shapes(rule.arity, N);
-    const auto& cs = j.at("shapes");
+    const auto& cs = j["shapes"];
+    if (!cs.is_array() || cs.empty()) return "shapes: non-empty array expected";
     if (status == "proved" && cs.size() != shapes.size())
       return fmt::format("proved, but lists {} shapes of the {} up to {} devices", cs.size(), shapes.size(), N);
-    if (status != "proved" && status != "refuted") return "status " + status + " certifies nothing";
+    std::string message, scope;
+    if (status == "proved")
+      scope = fmt::format("proved for every grid shape up to {} devices only (no all-sizes proof)", N);
+    std::unique_ptr<SolverPool> pool;
+    if (resolve) pool = std::make_unique<SolverPool>(std::vector{smt::SolverKind::Z3, smt::SolverKind::Cvc5}, 0u);
+    std::string last_query;
+    std::map<std::string, std::string> versions;
     for (std::size_t i = 0; i < cs.size(); ++i) {
-      const auto shape = cs[i].at("shape").get<std::vector<int>>();
+      const std::string at = fmt::format("shapes[{}]", i);
+      only_fields(cs[i], at, {"shape", "verdict", "query_hash", "answers"}, {"counterexample"});
+      if (!cs[i]["shape"].is_array()) return at + ".shape: not an array";
+      std::vector<int> shape;
+      for (const auto& v : cs[i]["shape"]) shape.push_back(int_of(v, 1, N, at + ".shape"));
       if (i >= shapes.size() || shape != shapes[i])
         return fmt::format("shape {} is not the {}-th shape in order", shape_text(shape), i + 1);
-      const auto& ans = cs[i].at("answers");
-      if (ans.size() < 2) return fmt::format("shape {}: fewer than two solver answers", shape_text(shape));
       const bool last = i + 1 == cs.size();
-      const std::string want = status == "refuted" && last ? "sat" : "unsat";
-      for (const auto& a : ans)
-        if (a.at("answer").get<std::string>() != want)
-          return fmt::format("shape {}: {} answered {}, not {}", shape_text(shape), a.at("solver").get<std::string>(),
-                             a.at("answer").get<std::string>(), want);
-      const auto diff =
-          engine::compare_counting(engine::run_side(rule.lhs, shape), engine::run_side(rule.rhs, shape), rule.compare);
-      if (want == "unsat" && diff)
-        return fmt::format("shape {}: the replay finds {}", shape_text(shape), diff->describe());
-      if (want == "sat") {
-        if (!diff)
-          return fmt::format("shape {}: claimed counterexample, but the replay finds the sides equal",
-                             shape_text(shape));
-        const auto& ce = cs[i].at("counterexample");
-        if (ce.at("device").get<int>() != diff->device || ce.at("chunk").get<int>() != diff->row ||
-            ce.at("source").get<int>() != diff->source)
+      const bool differ = status == "refuted" && last;
+      const std::string want = differ ? "sat" : "unsat";
+      if (text_of(cs[i]["verdict"], at + ".verdict") != (differ ? "differ" : "equal"))
+        return fmt::format("{}.verdict: expected {} (the replay and the status say so)", at,
+                           differ ? "differ" : "equal");
+      const auto a = engine::run_side(rule.lhs, shape), b = engine::run_side(rule.rhs, shape);
+      const auto diff = engine::compare_counting(a, b, rule.compare);
+      int k = 1;
+      for (int n : shape) k *= n;
+      if (!differ && diff) return fmt::format("shape {}: the replay finds {}", shape_text(shape), diff->describe());
+      if (differ && !diff)
+        return fmt::format("shape {}: claimed counterexample, but the replay finds the sides equal", shape_text(shape));
+      // The query: re-derived from the rule and the shape; its hash must be the recorded one.
+      const Equation eq = rule_equation(rule, shape);
+      const std::string query = rule_query(eq);
+      if (text_of(cs[i]["query_hash"], at + ".query_hash") != fnv1a64_hex(query))
+        return fmt::format("{}.query_hash: not the hash of the shape's query ({})", at, fnv1a64_hex(query));
+      last_query = query;
+      const auto& ans = cs[i]["answers"];
+      if (!ans.is_array() || ans.size() != 2) return at + ".answers: one answer of z3 and one of cvc5 expected";
+      std::vector<std::string> solvers;
+      for (std::size_t q = 0; q < ans.size(); ++q) {
+        const std::string aat = fmt::format("{}.answers[{}]", at, q);
+        only_fields(ans[q], aat, {"solver", "version", "answer", "ms"}, {"witness"});
+        solvers.push_back(text_of(ans[q]["solver"], aat + ".solver"));
+        const std::string version = text_of(ans[q]["version"], aat + ".version");
+        if (version.empty()) return aat + ".version: empty";
+        if (!versions.emplace(solvers.back(), version).second && versions[solvers.back()] != version)
+          return aat + ".version: differs from the solver's other answers (one run per solver)";
+        non_negative(ans[q]["ms"], aat + ".ms");
+        if (text_of(ans[q]["answer"], aat + ".answer") != want)
+          return fmt::format("shape {}: {} answered {}, not {}", shape_text(shape), solvers.back(),
+                             ans[q]["answer"].get<std::string>(), want);
+        if (ans[q].contains("witness") != differ) return aat + ".witness: present exactly with a sat answer";
+        if (differ) {
+          const auto& w = ans[q]["witness"];
+          if (!w.is_array() || w.size() != 3) return aat + ".witness: (device, chunk, source) expected";
+          const int d = int_of(w[0], 0, k - 1, aat + ".witness"), r = int_of(w[1], 0, k - 1, aat + ".witness"),
+                    src = int_of(w[2], 0, k - 1, aat + ".witness");
+          if (!differs_at(a, b, rule.compare, d, r, src))
+            return aat + ".witness: not a difference under the counting replay";
+        }
+      }
+      if (solvers != std::vector<std::string>{"z3", "cvc5"}) return at + ".answers: z3's then cvc5's expected";
+      if (resolve) {
+        const EquationResult again = solve_equation(eq, *pool);
+        for (std::size_t q = 0; q < again.runs.size(); ++q)
+          if (smt::to_string(again.runs[q].result) != want)
+            return fmt::format("shape {}: re-solved, {} answers {}, the certificate {}", shape_text(shape),
+                               again.runs[q].solver, smt::to_string(again.runs[q].result), want);
+      }
+      if (cs[i].contains("counterexample") != differ)
+        return at + ".counterexample: present exactly when the sides differ";
+      if (differ) {
+        const auto& ce = cs[i]["counterexample"];
+        only_fields(ce, at + ".counterexample", {"device", "chunk", "source", "lhs", "rhs"});
+        auto opt = [](const std::optional<std::int64_t>& v) {
+          return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+        };
+        if (ce["device"] != diff->device || ce["chunk"] != diff->row || ce["source"] != diff->source ||
+            ce["lhs"] != opt(diff->lhs) || ce["rhs"] != opt(diff->rhs))
           return fmt::format("shape {}: the counterexample is not the replay's first difference ({})",
                              shape_text(shape), diff->describe());
+        message = fmt::format("shape {} ({} devices): {}", shape_text(shape), k, diff->describe());
       }
     }
+    if (text_of(j["scope"], "scope") != scope) return "scope: expected \"" + scope + "\"";
+    if (text_of(j["message"], "message") != message) return "message: expected \"" + message + "\"";
+    if (!j.contains("smtlib") || !j.contains("smtlib_shape")) return "smtlib, smtlib_shape: missing";
+    if (j["smtlib_shape"] != cs.back()["shape"]) return "smtlib_shape: not the last shape";
+    if (text_of(j["smtlib"], "smtlib") != last_query) return "smtlib: not the last shape's query";
+    cl.push_back({"shapes[].verdict, counterexample, witness, message, scope",
+                  fmt::format("{} shapes up to {} devices: {}", cs.size(), N,
+                              status == "proved" ? "the sides are equal" : "equal, then a counterexample"),
+                  "re-derived"});
+    cl.push_back(
+        {"shapes[].query_hash, smtlib", "each shape's query (rebuilt from the rule and the shape)", "re-derived"});
+    cl.push_back({"shapes[].answers[].answer", "z3 and cvc5 answered every query as recorded",
+                  resolve ? "re-solved" : "recorded"});
+    cl.push_back({"ms", "the time of the proof", "recorded"});
+    cl.push_back({"shapes[].answers[].ms", "each answer's time", "recorded"});
+    cl.push_back({"shapes[].answers[].version", "the solvers' versions", "recorded"});
+    if (status == "refuted")
+      cl.push_back(
+          {"max_devices", "the largest grid the search was asked for (the counterexample is within it)", "recorded"});
     if (summary)
-      *summary = fmt::format("rule {} {} ({} shapes up to {} devices replayed with the counting semantics)", rule.id,
-                             status, cs.size(), N);
+      *summary = fmt::format(
+          "rule {}: {} (re-derived: {} shapes up to {} devices replayed with the counting semantics; queries "
+          "re-derived and hashed); solver answers {}",
+          rule.id,
+          status == "proved" ? "the sides are equal on every grid shape up to " + std::to_string(N) + " devices"
+                             : "refuted by the counterexample on the last shape",
+          cs.size(), N, resolve ? "re-solved by z3 and cvc5" : "recorded by z3+cvc5, not re-checked");
+    if (claims) *claims = std::move(cl);
     return "";
+  } catch (const BadCert& e) {
+    return e.what();
   } catch (const p2v::Error& e) {
     return e.what();
   } catch (const std::exception& e) {

@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
@@ -331,42 +333,7 @@ std::string apply(const std::string& c, const Group& g, State& s) {
   reject("unknown collective '" + c + "'");
 }
 
-// ---- recorded states: "rows:cols;rows:cols", ranges "0-3,5" ----
-std::vector<int> parse_ranges(const std::string& t, int k) {
-  std::vector<int> v;
-  std::stringstream ss(t);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    const auto dash = item.find('-');
-    auto num = [&](const std::string& x) {
-      if (x.empty() || x.size() > 6 || x.find_first_not_of("0123456789") != std::string::npos)
-        reject("state text: bad number '" + x + "'");
-      const int n = std::stoi(x);
-      if (n >= k) reject("state text: index " + x + " out of range");
-      return n;
-    };
-    const int a = num(item.substr(0, dash)), b = dash == std::string::npos ? a : num(item.substr(dash + 1));
-    if (b < a) reject("state text: empty range '" + item + "'");
-    for (int i = a; i <= b; ++i) v.push_back(i);
-  }
-  if (v.empty()) reject("state text: empty set");
-  return v;
-}
-Dev parse_device(const std::string& t, int k) {
-  Dev d(k, Row(k, false));
-  if (t.empty()) return d;
-  std::stringstream ss(t);
-  std::string part;
-  while (std::getline(ss, part, ';')) {
-    const auto colon = part.find(':');
-    if (colon == std::string::npos) reject("state text: missing ':' in '" + part + "'");
-    for (int r : parse_ranges(part.substr(0, colon), k)) {
-      if (!empty(d[r])) reject("state text: row " + std::to_string(r) + " given twice");
-      for (int j : parse_ranges(part.substr(colon + 1), k)) d[r][j] = true;
-    }
-  }
-  return d;
-}
+// ---- states in words, for rejections ----
 std::string describe(const Dev& d) {
   std::string s;
   for (std::size_t r = 0; r < d.size(); ++r) {
@@ -386,29 +353,534 @@ std::string describe(const Dev& d) {
   return s.empty() ? "(empty)" : s;
 }
 
-std::string check(const json& c) {
-  if (!c.is_object()) reject("not a JSON object");
-  if (str(field(c, "format"), "format") != "p2v-certificate/1") reject("format: not p2v-certificate/1");
-  const Placement p = read_placement(c);
-  const json& hj = field(c, "hierarchy");
-  const Hierarchy h = derive_hierarchy(p, str(field(hj, "kind"), "hierarchy.kind"));
-  if (int_list(field(hj, "cards"), 0, kMaxDevices, "hierarchy.cards") != h.cards)
-    reject("hierarchy: recorded cardinalities do not follow from the matrix and reduction axes");
-  const int k = static_cast<int>(h.coords.size()), n = static_cast<int>(h.cards.size());
-  if (c.contains("goal_groups") && groups_of(c.at("goal_groups"), k, "goal_groups") != h.goal)
-    reject("goal: recorded goal groups differ from the reduction groups of the placement");
-  const std::string mc = str(field(c, "master_collectives"), "master_collectives");
-  if (mc != "allreduce" && mc != "all") reject("master_collectives: expected allreduce or all");
+// ---- the schema: every object has exactly its fields (missing or unknown ones are refused) ----
+void fields(const json& j, const std::string& where, std::initializer_list<const char*> required,
+            std::initializer_list<const char*> optional = {}) {
+  if (!j.is_object()) reject(where + ": not an object");
+  for (const char* k : required)
+    if (!j.contains(k)) reject(where + ": missing field '" + k + "'");
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    bool known = false;
+    for (const char* k : required) known = known || it.key() == k;
+    for (const char* k : optional) known = known || it.key() == k;
+    if (!known) reject(where + ": unknown field '" + it.key() + "'");
+  }
+}
+bool boolean(const json& j, const std::string& what) {
+  if (!j.is_boolean()) reject(what + ": not a boolean");
+  return j.get<bool>();
+}
+double number(const json& j, const std::string& what) {
+  if (!j.is_number() || !(j.get<double>() >= 0)) reject(what + ": not a non-negative number");
+  return j.get<double>();
+}
 
-  const json& steps = field(field(c, "program"), "steps");
-  if (!steps.is_array() || steps.empty() || steps.size() > kMaxSteps) reject("program.steps: 1..64 steps expected");
-  if (as_int(field(field(c, "program"), "size"), 1, kMaxSteps, "program.size") != static_cast<long long>(steps.size()))
+// The claims a certificate makes and how the checker established each (Verdict::claims).
+struct Claims {
+  std::vector<Claim>* out;
+  std::string prefix;  // "instance." inside a shape certificate
+  const Context* ctx;
+  void add(const std::string& path, const std::string& claim, const char* how) const {
+    out->push_back({prefix + path, claim, how});
+  }
+};
+
+// ---- the system: levels must be the certificate's; the rest (interconnects, topology, device)
+// is cost-model data the proof does not use: schema-checked and reported as recorded ----
+std::vector<std::string> read_system(const json& sj, const std::vector<int>& levels, const Claims& cl,
+                                     const std::string& where) {
+  fields(sj, where, {"name", "levels"}, {"description", "topology", "device"});
+  str(sj["name"], where + ".name");
+  if (sj.contains("description")) str(sj["description"], where + ".description");
+  if (sj.contains("topology") && !sj["topology"].is_object()) reject(where + ".topology: not an object");
+  if (sj.contains("device")) {
+    fields(sj["device"], where + ".device", {}, {"name", "peak_tflops", "efficiency", "memory_gb"});
+    for (auto it = sj["device"].begin(); it != sj["device"].end(); ++it)
+      if (it.key() == "name")
+        str(it.value(), where + ".device.name");
+      else
+        number(it.value(), where + ".device." + it.key());
+  }
+  const json& lv = sj["levels"];
+  if (!lv.is_array() || lv.size() != levels.size()) reject(where + ".levels: one per entry of 'levels' expected");
+  std::vector<std::string> names;
+  for (std::size_t j = 0; j < lv.size(); ++j) {
+    const std::string at = where + ".levels[" + std::to_string(j) + "]";
+    fields(lv[j], at, {"name", "cardinality"}, {"interconnect"});
+    names.push_back(str(lv[j]["name"], at + ".name"));
+    if (names.back().empty() || std::count(names.begin(), names.end(), names.back()) > 1)
+      reject(at + ".name: empty or repeated");
+    if (as_int(lv[j]["cardinality"], 1, 1 << 20, at + ".cardinality") != levels[j])
+      reject(at + ".cardinality: differs from 'levels'");
+    if (lv[j].contains("interconnect")) {
+      const json& ic = lv[j]["interconnect"];
+      fields(ic, at + ".interconnect", {"kind", "bandwidth_gbps", "latency_us"}, {"flow_bandwidth_gbps"});
+      str(ic["kind"], at + ".interconnect.kind");
+      for (const char* k : {"bandwidth_gbps", "latency_us", "flow_bandwidth_gbps"})
+        if (ic.contains(k)) number(ic[k], at + ".interconnect." + k);
+    }
+  }
+  cl.add("system.name", "the system's name", "recorded");
+  for (const char* k : {"description", "topology", "device"})
+    if (sj.contains(k)) cl.add("system." + std::string(k), "cost-model data (not used by the proof)", "recorded");
+  if (std::any_of(lv.begin(), lv.end(), [](const json& l) { return l.contains("interconnect"); }))
+    cl.add("system.levels[].interconnect", "the levels' interconnects (cost-model data, not used by the proof)",
+           "recorded");
+  return names;
+}
+
+// The hierarchy's level names (SPEC §3): a level of one system level keeps its name, a level of
+// one (axis, level) digit is "name.axis"; "root" when the first level is not of cardinality 1.
+std::vector<std::string> hierarchy_names(const Placement& p, const std::vector<std::string>& level_names,
+                                         const std::string& kind, const Hierarchy& h) {
+  std::vector<std::string> names;
+  const auto parts = level_parts(static_cast<int>(p.axes.size()), static_cast<int>(p.levels.size()), p.reduce, kind);
+  const bool per_digit = kind == "b" || kind == "c" || kind == "d-uncollapsed";
+  if (h.cards.size() != parts.size()) names.push_back("root");
+  for (const auto& ps : parts)
+    names.push_back(per_digit ? level_names[ps[0].second] + "." + std::to_string(ps[0].first)
+                              : level_names[ps.empty() ? 0 : ps[0].second]);
+  return names;
+}
+
+// ---- the instructions the enumerator uses (SPEC §5): every (slice, form, e) whose groups are not
+// all singletons, the first of equal groupings kept (order: slice ascending; Inside, Parallel and
+// Master with e descending), times the collectives (Master: AllReduce only unless "all") ----
+const char* const kCollectives[] = {"AllReduce", "Reduce", "ReduceScatter", "AllGather", "Broadcast"};
+struct Ins {
+  std::string col;
+  int slice, e;
+  std::string form;
+  Groups g;
+};
+std::vector<Ins> instruction_set(const Hierarchy& h, const std::string& mc) {
+  std::vector<Ins> out;
+  std::vector<Groups> seen;
+  auto consider = [&](int s, const char* f, int e) {
+    Groups g = form_groups(h, s, f, e);
+    if (g.empty() || g[0].size() < 2) return;
+    if (std::find(seen.begin(), seen.end(), g) != seen.end()) return;
+    seen.push_back(g);
+    for (const char* c : kCollectives)
+      if (std::string(f) != "Master" || mc == "all" || std::string(c) == "AllReduce") out.push_back({c, s, e, f, g});
+  };
+  for (int s = 0; s + 1 < static_cast<int>(h.cards.size()); ++s) {
+    consider(s, "Inside", -1);
+    for (int e = s - 1; e >= 0; --e) consider(s, "Parallel", e);
+    for (int e = s - 1; e >= 0; --e) consider(s, "Master", e);
+  }
+  return out;
+}
+
+// Counts the valid programs from `s` to the goal by length (v[len], len <= rem), by brute force
+// with memoisation; throws Budget past kMaxApplied applications.
+struct Budget {};
+constexpr long long kMaxApplied = 400000;
+struct Counter {
+  const std::vector<Ins>& ins;
+  const State& goal;
+  long long applied = 0;
+  std::map<std::pair<State, int>, std::vector<long long>> memo;
+  std::vector<long long> count(const State& s, int rem) {
+    const auto key = std::make_pair(s, rem);
+    if (auto it = memo.find(key); it != memo.end()) return it->second;
+    std::vector<long long> v(static_cast<std::size_t>(rem) + 1, 0);
+    for (const auto& in : ins) {
+      if (++applied > kMaxApplied) throw Budget{};
+      State next = s;
+      bool ok = true;
+      for (const auto& grp : in.g)
+        if (!apply(in.col, grp, next).empty()) {
+          ok = false;
+          break;
+        }
+      if (!ok) continue;
+      if (next == goal) {
+        ++v[1];
+      } else if (rem > 1) {
+        const auto sub = count(next, rem - 1);
+        for (std::size_t l = 1; l < sub.size(); ++l) v[l + 1] += sub[l];
+      }
+    }
+    memo.emplace(key, v);
+    return v;
+  }
+};
+
+// The state text the writer records: rows with equal column sets together ("rows:cols", ranges
+// "0-3,5"), in the order of their first row, ";" between; "" for a device holding nothing.
+std::string ranges_text(const std::vector<int>& v) {
+  std::string s;
+  for (std::size_t i = 0; i < v.size();) {
+    std::size_t j = i;
+    while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
+    if (!s.empty()) s += ',';
+    s += std::to_string(v[i]);
+    if (j > i) s += '-' + std::to_string(v[j]);
+    i = j + 1;
+  }
+  return s;
+}
+std::string state_text(const Dev& d) {
+  std::vector<Row> order;
+  std::map<Row, std::vector<int>> rows;
+  for (std::size_t r = 0; r < d.size(); ++r) {
+    if (empty(d[r])) continue;
+    if (!rows.count(d[r])) order.push_back(d[r]);
+    rows[d[r]].push_back(static_cast<int>(r));
+  }
+  std::string out;
+  for (const auto& cols : order) {
+    std::vector<int> c;
+    for (std::size_t j = 0; j < cols.size(); ++j)
+      if (cols[j]) c.push_back(static_cast<int>(j));
+    if (!out.empty()) out += ';';
+    out += ranges_text(rows[cols]) + ":" + ranges_text(c);
+  }
+  return out;
+}
+
+// ---- solver facts: each entry's query, result and conclusion text follow from its numbers (the
+// checker renders them); the answers themselves are recorded, not re-solved here ----
+struct SolverFacts {
+  std::string method, version, settings;
+  bool found = false;
+  std::map<int, long long> complete;  // bound -> programs of exactly that length (enumerate, confirm)
+  long long closure_programs = -1;
+  std::vector<int> no_shorter;
+};
+
+void read_fact(const json& f, const std::string& at, const std::string& list, int n, int L,
+               std::map<std::string, SolverFacts>& by, const Claims& cl) {
+  fields(f, at, {"solver", "version", "settings", "bound", "method", "query", "result"},
+         {"seconds", "bound_seconds", "programs", "states", "steps", "conclusion"});
+  const std::string solver = str(f["solver"], at + ".solver"), method = str(f["method"], at + ".method");
+  if (solver != "z3" && solver != "cvc5") reject(at + ".solver: expected z3 or cvc5");
+  const std::string version = str(f["version"], at + ".version"), settings = str(f["settings"], at + ".settings");
+  if (version.empty() || settings.empty()) reject(at + ": empty version or settings");
+  if (method != "enumerate" && method != "confirm" && method != "closure")
+    reject(at + ".method: expected enumerate, confirm or closure");
+  SolverFacts& sf = by[solver];
+  if (!sf.method.empty() && sf.method != method) reject(at + ".method: " + solver + " has facts of two methods");
+  sf.method = method;
+  // One run per solver: every fact of a solver names the same version and settings.
+  if (sf.version.empty()) {
+    sf.version = version;
+    sf.settings = settings;
+  } else if (sf.version != version || sf.settings != settings) {
+    reject(at + ": " + solver + "'s version or settings differ from its other facts (one run per solver)");
+  }
+  const int bound = static_cast<int>(as_int(f["bound"], 1, kMaxSteps, at + ".bound"));
+  const std::string query = str(f["query"], at + ".query"), result = str(f["result"], at + ".result");
+  auto allow = [&](std::initializer_list<const char*> keys) {
+    for (const char* k : {"seconds", "bound_seconds", "programs", "states", "steps", "conclusion"})
+      if (f.contains(k) &&
+          std::find_if(keys.begin(), keys.end(), [&](const char* a) { return std::string(a) == k; }) == keys.end())
+        reject(at + ": field '" + k + "' does not belong to a " + list + " fact of method " + method);
+    for (const char* k : keys)
+      if (!f.contains(k)) reject(at + ": missing field '" + k + "'");
+  };
+  auto expect = [&](const std::string& what, const std::string& got, const std::string& want) {
+    if (got != want)
+      reject(at + "." + what + ": \"" + got + "\" does not follow from the fact (expected \"" + want + "\")");
+  };
+  const bool closure = method == "closure", confirm = method == "confirm";
+  const std::string ns = std::to_string(bound);
+  if (f.contains("seconds")) number(f["seconds"], at + ".seconds");
+  if (f.contains("bound_seconds")) number(f["bound_seconds"], at + ".bound_seconds");
+  std::string claim;
+  if (list == "found_by") {
+    if (sf.found) reject(at + ": " + solver + " accepts the program twice");
+    sf.found = true;
+    if (bound != n) reject(at + ".bound: not the program's length");
+    allow({"seconds"});
+    expect("query", query,
+           closure   ? "each step of this program from its start state, with its successor's goal status"
+           : confirm ? "this program (its choices fixed) satisfies the encoding of " + ns + " steps"
+                     : "a valid program of exactly " + ns + " steps (blocking those found before)");
+    expect("result", result, "sat");
+    claim = solver + " accepts this program (sat)";
+  } else if (list == "no_shorter") {
+    if (std::find(sf.no_shorter.begin(), sf.no_shorter.end(), bound) != sf.no_shorter.end())
+      reject(at + ": bound " + ns + " given twice for " + solver);
+    sf.no_shorter.push_back(bound);
+    if (bound >= n) reject(at + ".bound: not shorter than the program");
+    if (closure) {
+      allow({});
+      if (bound != n - 1) reject(at + ".bound: a closure's no-shorter fact is for the program's length - 1");
+      expect("query", query, "a valid program of at most " + ns + " steps");
+      expect("result", result, "none: follows from the closure fact in facts.complete");
+    } else {
+      allow({"seconds"});
+      expect("query", query, "a valid program of exactly " + ns + " steps");
+      expect("result", result, "unsat");
+    }
+    claim = solver + ": no valid program of " + (closure ? "at most " : "exactly ") + ns + " steps";
+  } else {
+    if (closure) {
+      if (sf.closure_programs >= 0) reject(at + ": two closure facts for " + solver);
+      if (bound != L) reject(at + ".bound: the closure is for max_size");
+      allow({"seconds", "programs", "states", "steps", "conclusion"});
+      const long long P = as_int(f["programs"], 0, 1LL << 40, at + ".programs");
+      const std::string S = std::to_string(as_int(f["states"], 0, 1LL << 40, at + ".states"));
+      const std::string E = std::to_string(as_int(f["steps"], 0, 1LL << 40, at + ".steps"));
+      expect("query", query,
+             "from each of the " + S + " reachable states (depth < " + ns +
+                 ", not the goal), a valid step other than the " + E +
+                 " listed ones with their successors (from states first reached at depth " + std::to_string(bound - 1) +
+                 ": a valid step to the goal other than the listed ones)");
+      expect("conclusion", str(f["conclusion"], at + ".conclusion"),
+             "by induction on the length, every valid program of at most " + ns +
+                 " steps is a path of the closed state graph, whose paths are exactly the " + std::to_string(P) +
+                 " listed programs");
+      sf.closure_programs = P;
+      claim = solver + ": the state graph of " + S + " states and " + E + " steps is closed, so the " +
+              std::to_string(P) + " programs are all up to " + ns + " steps (unsat)";
+    } else {
+      if (sf.complete.count(bound)) reject(at + ": bound " + ns + " given twice for " + solver);
+      allow({"seconds", "bound_seconds", "programs"});
+      const long long P = as_int(f["programs"], 0, 1LL << 40, at + ".programs");
+      expect("query", query,
+             "another valid program of exactly " + ns + " steps after blocking the " + std::to_string(P) +
+                 (confirm ? " listed" : " found"));
+      sf.complete[bound] = P;
+      claim =
+          solver + ": exactly " + std::to_string(P) + " valid programs of " + ns + " steps (unsat after blocking them)";
+    }
+    expect("result", result, "unsat");
+  }
+  cl.add(at.substr(at.find("facts")), claim + ", " + str(f["version"], "") + " " + str(f["settings"], ""), "recorded");
+}
+
+// The facts section: the solvers' answers are recorded; shortest, minimal, complete_up_to and the
+// enumerator's count are re-derived by the checker's own enumeration when the instance is small
+// enough (kMaxApplied), else checked against the solver facts and reported as recorded.
+std::string check_facts(const json& f, const Hierarchy& h, const std::string& mc, const State& goal, int n, int L,
+                        const std::string& notation, const Claims& cl) {
+  fields(f, "facts", {"enumerator", "found_by", "shortest", "minimal", "no_shorter", "complete_up_to", "complete"},
+         {"proofs"});
+  fields(f["enumerator"], "facts.enumerator", {"found", "programs", "nodes"});
+  if (!boolean(f["enumerator"]["found"], "facts.enumerator.found"))
+    reject("facts.enumerator.found: a certificate is only written for a program the enumerator found");
+  const long long programs = as_int(f["enumerator"]["programs"], 1, 1LL << 40, "facts.enumerator.programs");
+  as_int(f["enumerator"]["nodes"], 0, 1LL << 62, "facts.enumerator.nodes");
+  cl.add("facts.enumerator.nodes", "the enumerator's search statistic", "recorded");
+  std::map<std::string, SolverFacts> by;
+  for (const char* list : {"found_by", "no_shorter", "complete"}) {
+    const json& a = f[list];
+    if (!a.is_array()) reject(std::string("facts.") + list + ": not an array");
+    for (std::size_t i = 0; i < a.size(); ++i)
+      read_fact(a[i], cl.prefix + "facts." + list + "[" + std::to_string(i) + "]", list, n, L, by, cl);
+  }
+  if (by.empty()) reject("facts: no solver facts (not a certificate)");
+  if (cl.ctx->in_directory) {  // the run's solvers (manifest options) each answered, and no other
+    for (const auto& solver : cl.ctx->solvers)
+      if (!by.count(solver))
+        reject("facts: no facts of " + solver + ", which the run asked (manifest options.solvers)");
+    for (const auto& [solver, sf] : by)
+      if (std::find(cl.ctx->solvers.begin(), cl.ctx->solvers.end(), solver) == cl.ctx->solvers.end())
+        reject("facts: facts of " + solver + ", which the run did not ask (manifest options.solvers)");
+  }
+  if (f.contains("proofs")) {
+    if (!f["proofs"].is_array()) reject("facts.proofs: not an array");
+    for (const auto& p : f["proofs"]) {
+      if (str(p, "facts.proofs").empty() || p.get<std::string>().find('/') != std::string::npos)
+        reject("facts.proofs: a file name beside the certificate expected");
+      if (cl.ctx->in_directory &&
+          std::find(cl.ctx->files.begin(), cl.ctx->files.end(), p.get<std::string>()) == cl.ctx->files.end())
+        reject("facts.proofs: " + p.get<std::string>() + " is not in the directory's manifest");
+    }
+    cl.add("facts.proofs",
+           cl.ctx->in_directory ? "cvc5 proof files, present beside the certificate with the manifest's hashes (their "
+                                  "content is not checked)"
+                                : "cvc5 proof files beside the certificate (check the directory to see them hashed)",
+           "recorded");
+  }
+  // Each solver: accepts the program, answers for every length up to max_size, and its
+  // no-shorter facts are exactly the lengths below n where it found no program.
+  std::string solvers;
+  std::vector<long long> by_len;  // programs per length, as the solvers state them
+  for (const auto& [solver, sf] : by) {
+    solvers += (solvers.empty() ? "" : "+") + solver;
+    if (!sf.found) reject("facts.found_by: " + solver + " has facts but does not accept the program");
+    std::vector<long long> mine(static_cast<std::size_t>(L) + 1, 0);
+    std::vector<int> want_ns;
+    if (sf.method == "closure") {
+      if (sf.closure_programs < 0) reject("facts.complete: no closure fact for " + solver);
+      if (sf.closure_programs != programs)
+        reject("facts.complete: " + solver + "'s closure lists " + std::to_string(sf.closure_programs) +
+               " programs, the enumerator " + std::to_string(programs));
+      if (n > 1) want_ns.push_back(n - 1);
+    } else {
+      long long total = 0;
+      for (int b = 1; b <= L; ++b) {
+        if (!sf.complete.count(b))
+          reject("facts.complete: " + solver + " has no answer for length " + std::to_string(b));
+        mine[b] = sf.complete.at(b);
+        total += mine[b];
+        if (b < n && mine[b] == 0) want_ns.push_back(b);
+      }
+      if (sf.complete.size() != static_cast<std::size_t>(L)) reject("facts.complete: lengths beyond max_size");
+      if (total != programs)
+        reject("facts.complete: " + solver + " counts " + std::to_string(total) + " programs, the enumerator " +
+               std::to_string(programs));
+      if (!by_len.empty() && by_len != mine) reject("facts.complete: the solvers count different programs per length");
+      by_len = mine;
+    }
+    auto got = sf.no_shorter;
+    std::sort(got.begin(), got.end());
+    if (got != want_ns) reject("facts.no_shorter: " + solver + "'s lengths do not follow from its complete facts");
+  }
+  // Re-derive by enumeration.
+  std::vector<long long> cnt;
+  std::string how_count = "recorded";
+  // The counts depend only on the hierarchy, the goal, the collectives and the bound: computed
+  // once per process for the certificates of one run (a directory holds one per program).
+  static std::mutex cache_mutex;
+  static std::map<std::string, std::optional<std::vector<long long>>> cache;
+  std::string key = mc + "/" + std::to_string(L) + "/";
+  for (int x : h.cards) key += std::to_string(x) + ",";
+  for (const auto* gs : {&h.coords, &h.goal}) {
+    key += "|";
+    for (const auto& g : *gs) {
+      for (int x : g) key += std::to_string(x) + ",";
+      key += ";";
+    }
+  }
+  std::optional<std::vector<long long>> counted;
+  bool cached = false;
+  {
+    const std::lock_guard<std::mutex> lock(cache_mutex);
+    if (auto it = cache.find(key); it != cache.end()) {
+      counted = it->second;
+      cached = true;
+    }
+  }
+  if (!cached) {
+    try {
+      State init(goal.size(), Dev(goal.size(), Row(goal.size(), false)));
+      for (std::size_t d = 0; d < goal.size(); ++d)
+        for (std::size_t r = 0; r < goal.size(); ++r) init[d][r][d] = true;
+      const auto ins = instruction_set(h, mc);
+      Counter counter{ins, goal, 0, {}};
+      counted = counter.count(init, L);
+    } catch (const Budget&) {
+      counted.reset();
+    }
+    const std::lock_guard<std::mutex> lock(cache_mutex);
+    cache.emplace(key, counted);
+  }
+  if (counted) {
+    cnt = *counted;
+    how_count = "re-derived";
+  } else {
+    cnt = by_len;  // closure-only facts and a large instance: nothing to compare against but the facts
+  }
+  long long total = 0;
+  int shortest = 0;
+  for (std::size_t l = 1; l < cnt.size(); ++l) {
+    total += cnt[l];
+    if (!shortest && cnt[l]) shortest = static_cast<int>(l);
+  }
+  if (how_count == "re-derived") {
+    if (total != programs)
+      reject("facts.enumerator.programs: " + std::to_string(programs) + ", but the checker's enumeration finds " +
+             std::to_string(total) + " valid programs of at most " + std::to_string(L) + " steps");
+    if (!by_len.empty() && by_len != cnt)
+      reject("facts.complete: the solvers' programs per length differ from the checker's enumeration");
+  }
+  const long long sh = as_int(f["shortest"], 0, kMaxSteps, "facts.shortest");
+  const bool minimal = boolean(f["minimal"], "facts.minimal");
+  const long long upto = as_int(f["complete_up_to"], 0, kMaxSteps, "facts.complete_up_to");
+  if (upto != L)
+    reject("facts.complete_up_to: " + std::to_string(upto) + ", but the search bound max_size is " + std::to_string(L));
+  if (cnt.empty()) {  // closure facts only, instance too large: shortest from the no-shorter facts
+    shortest = n;
+    for (const auto& [solver, sf] : by)
+      if (std::find(sf.no_shorter.begin(), sf.no_shorter.end(), n - 1) == sf.no_shorter.end() && n > 1)
+        shortest = 0;  // unknown
+  }
+  if (shortest && sh != shortest)
+    reject("facts.shortest: " + std::to_string(sh) + ", but the shortest valid program has " +
+           std::to_string(shortest) + " steps");
+  if (!shortest) shortest = static_cast<int>(sh);
+  if (shortest > n) reject("facts.shortest: longer than this program");
+  if (minimal != (n == shortest))
+    reject(std::string("facts.minimal: ") + (minimal ? "true" : "false") + ", but the program has " +
+           std::to_string(n) + " steps and the shortest " + std::to_string(shortest));
+  const char* how = how_count == "re-derived" ? "re-derived" : "recorded";
+  cl.add("facts.enumerator.programs",
+         std::to_string(programs) + " valid programs of at most " + std::to_string(L) + " steps", how);
+  cl.add("facts.shortest", "the shortest valid program has " + std::to_string(shortest) + " steps", how);
+  cl.add("facts.minimal", std::string("this program is ") + (minimal ? "" : "not ") + "among the shortest", how);
+  cl.add("facts.complete_up_to",
+         "no valid program of at most " + std::to_string(L) + " steps besides the " + std::to_string(programs), how);
+  std::string s = std::string("facts: ") + (minimal ? "minimal" : "not minimal") + " (" + how + "), shortest " +
+                  std::to_string(shortest) + " (" + how + "), complete_up_to " + std::to_string(L) + " with " +
+                  std::to_string(programs) + " programs (" +
+                  (how_count == "re-derived" ? "re-derived by enumeration" : "not enumerated: instance too large") +
+                  "); solver answers recorded by " + solvers + ", not re-checked";
+  (void)notation;
+  return s;
+}
+
+std::string check(const json& c, const Claims& cl) {
+  if (!c.is_object()) reject("not a JSON object");
+  fields(c, cl.prefix.empty() ? "certificate" : "instance",
+         {"format", "system", "levels", "axes", "reduce", "matrix", "master_collectives", "max_size", "hierarchy",
+          "goal_groups", "program", "lowered", "states", "facts"});
+  if (str(c["format"], "format") != "p2v-certificate/1") reject("format: not p2v-certificate/1");
+  const Placement p = read_placement(c);
+  const std::vector<std::string> level_names = read_system(c["system"], p.levels, cl, "system");
+  const json& hj = c["hierarchy"];
+  fields(hj, "hierarchy", {"kind", "cards", "names"});
+  const std::string kind = str(hj["kind"], "hierarchy.kind");
+  const Hierarchy h = derive_hierarchy(p, kind);
+  if (int_list(hj["cards"], 0, kMaxDevices, "hierarchy.cards") != h.cards)
+    reject("hierarchy: recorded cardinalities do not follow from the matrix and reduction axes");
+  const std::vector<std::string> names = hierarchy_names(p, level_names, kind, h);
+  // Where two kinds give the same hierarchy on this placement (e.g. (a) and (d) with every axis
+  // reduced), the kind is a label the rest of the certificate cannot bind: say so.
+  for (const char* other : {"a", "b", "c", "d", "d-uncollapsed"}) {
+    if (other == kind || ((kind == "d" || kind == "d-uncollapsed") && p.reduce.empty())) continue;
+    Hierarchy o;
+    try {
+      o = derive_hierarchy(p, other);
+    } catch (const Reject&) {
+      continue;  // too large to compare: then it is not this hierarchy (which the checker replays)
+    }
+    if (o.cards == h.cards && o.coords == h.coords && o.copies == h.copies && o.goal == h.goal &&
+        hierarchy_names(p, level_names, other, o) == names)
+      cl.add(
+          "hierarchy.kind",
+          "the kind's name (" + kind + " and " + other + " give the same hierarchy here, so the claims are the same)",
+          "recorded");
+  }
+  if (!hj["names"].is_array() || hj["names"].size() != names.size()) reject("hierarchy.names: one per level expected");
+  for (std::size_t l = 0; l < names.size(); ++l)
+    if (str(hj["names"][l], "hierarchy.names") != names[l])
+      reject("hierarchy.names[" + std::to_string(l) + "]: expected \"" + names[l] +
+             "\" (from the system's level names)");
+  const int k = static_cast<int>(h.coords.size()), n = static_cast<int>(h.cards.size());
+  if (groups_of(c["goal_groups"], k, "goal_groups") != h.goal)
+    reject("goal: recorded goal groups differ from the reduction groups of the placement");
+  const std::string mc = str(c["master_collectives"], "master_collectives");
+  if (mc != "allreduce" && mc != "all") reject("master_collectives: expected allreduce or all");
+  const int L = static_cast<int>(as_int(c["max_size"], 1, kMaxSteps, "max_size"));
+
+  const json& prog = c["program"];
+  fields(prog, "program", {"size", "notation", "steps"});
+  const json& steps = prog["steps"];
+  if (!steps.is_array() || steps.empty() || steps.size() > static_cast<std::size_t>(L))
+    reject("program.steps: 1..max_size steps expected");
+  if (as_int(prog["size"], 1, kMaxSteps, "program.size") != static_cast<long long>(steps.size()))
     reject("program.size differs from the number of steps");
-  const json& lowered = field(c, "lowered");
-  const json& states = field(c, "states");
+  const json& lowered = c["lowered"];
+  const json& states = c["states"];
   if (!lowered.is_array() || lowered.size() != steps.size()) reject("lowered: one entry per step expected");
   if (!states.is_array() || states.size() != steps.size() + 1)
     reject("states: one entry per step plus the initial state expected");
+  const auto ins = instruction_set(h, mc);
 
   // Goal state.
   State goal(k, Dev(k, Row(k, false)));
@@ -421,36 +893,48 @@ std::string check(const json& c) {
   for (int d = 0; d < k; ++d)
     for (int r = 0; r < k; ++r) s[d][r][d] = true;
 
+  // Recorded states must be the replayed ones, in the writer's exact text.
   auto compare = [&](std::size_t t) {
     const json& st = states[t];
     if (!st.is_array() || st.size() != static_cast<std::size_t>(k))
       reject("states[" + std::to_string(t) + "]: one entry per device expected");
     for (int d = 0; d < k; ++d) {
-      const Dev rec = parse_device(str(st[d], "states"), k);
-      if (rec != s[d])
-        reject("state after step " + std::to_string(t) + ", device " + std::to_string(d) + ": recorded " +
-               describe(rec) + ", replayed " + describe(s[d]));
+      const std::string text = str(st[d], "states");
+      if (text != state_text(s[d]))
+        reject("state after step " + std::to_string(t) + ", device " + std::to_string(d) + ": recorded \"" + text +
+               "\", replayed " + describe(s[d]) + " (\"" + state_text(s[d]) + "\")");
     }
   };
   compare(0);
-  std::string summary;
+  std::string notation;
   for (std::size_t t = 0; t < steps.size(); ++t) {
-    const std::string at = "step " + std::to_string(t + 1);
+    const std::string at = "program.steps[" + std::to_string(t) + "]";
     const json& sj = steps[t];
-    const std::string col = str(field(sj, "collective"), at + ".collective");
-    const std::string form = str(field(sj, "form"), at + ".form");
-    const int slice = static_cast<int>(as_int(field(sj, "slice"), 0, n - 2, at + ".slice"));
+    fields(sj, at, {"name", "collective", "slice", "form", "e", "groups"});
+    const std::string col = str(sj["collective"], at + ".collective");
+    if (std::find(std::begin(kCollectives), std::end(kCollectives), col) == std::end(kCollectives))
+      reject(at + ".collective: unknown collective '" + col + "'");
+    const std::string form = str(sj["form"], at + ".form");
+    const int slice = static_cast<int>(as_int(sj["slice"], 0, n - 2, at + ".slice"));
     int e = -1;
     if (form == "Parallel" || form == "Master")
-      e = static_cast<int>(as_int(field(sj, "e"), 0, slice - 1, at + ".e"));
+      e = static_cast<int>(as_int(sj["e"], 0, slice - 1, at + ".e"));
     else if (form != "Inside")
       reject(at + ": unknown form '" + form + "'");
+    else if (as_int(sj["e"], -1, -1, at + ".e") != -1)
+      reject(at + ".e: -1 for Inside");
     if (form == "Master" && mc == "allreduce" && col != "AllReduce") reject(at + ": Master carries AllReduce only");
     const Groups g = form_groups(h, slice, form, e);
-    if (groups_of(field(sj, "groups"), k, at + ".groups") != g)
+    if (groups_of(sj["groups"], k, at + ".groups") != g)
       reject(at + ": recorded groups are not the groups of (slice " + std::to_string(slice) + ", " + form + ")");
-    if (std::all_of(g.begin(), g.end(), [](const Group& x) { return x.size() < 2; }))
-      reject(at + ": all groups are singletons (not an instruction)");
+    if (std::none_of(ins.begin(), ins.end(),
+                     [&](const Ins& i) { return i.col == col && i.slice == slice && i.form == form && i.e == e; }))
+      reject(at + ": not an instruction of the enumerator (all singletons, or the groups of an earlier (slice, form))");
+    // The notation, rendered here from the step.
+    const std::string name = col + "@(" + names[slice] + "," +
+                             (form == "Inside" ? std::string("Inside") : form + "(" + names[e] + ")") + ")";
+    if (str(sj["name"], at + ".name") != name) reject(at + ".name: expected \"" + name + "\" (rendered from the step)");
+    notation += (t ? " ; " : "") + name;
     // Lowered groups: the local groups in every copy, as system devices.
     Groups low;
     for (const auto& copy : h.copies)
@@ -461,30 +945,39 @@ std::string check(const json& c) {
         low.push_back(sys);
       }
     std::sort(low.begin(), low.end());
-    if (str(field(lowered[t], "collective"), "lowered.collective") != col ||
-        groups_of(field(lowered[t], "groups"), p.devices, "lowered.groups") != low)
+    fields(lowered[t], "lowered[" + std::to_string(t) + "]", {"collective", "groups"});
+    if (str(lowered[t]["collective"], "lowered.collective") != col ||
+        groups_of(lowered[t]["groups"], p.devices, "lowered.groups") != low)
       reject(at + ": lowered groups or collective do not match the step");
     if (s == goal) reject(at + ": the program continues past the goal");
     for (const auto& grp : g)
       if (auto why = apply(col, grp, s); !why.empty())
         reject(at + " (" + col + " on " + show(grp) + "): precondition fails: " + why);
     compare(t + 1);
-    if (t) summary += " ; ";
-    summary += col;
-    summary += "@(level " + std::to_string(slice) + "," + form;
-    if (e >= 0) summary += "(level " + std::to_string(e) + ")";
-    summary += ')';
   }
   if (s != goal) reject("the final state is not the goal");
-  return summary;
+  if (str(prog["notation"], "program.notation") != notation)
+    reject("program.notation: differs from the notation rendered from the steps (\"" + notation + "\")");
+  cl.add("program", "the program is valid on the placement and reaches the goal: " + notation, "replayed");
+  cl.add("program.notation", "the text shown and run is the program's", "re-derived");
+  const std::string facts = check_facts(c["facts"], h, mc, goal, static_cast<int>(steps.size()), L, notation, cl);
+  return notation + "\n  " + facts;
 }
 
 // ---- certificates at any size (docs/shape.md): the real placement is only read, never replayed;
 // its shape is re-derived here, the smallest instance is checked in full by check(), and every
 // step's level pattern is re-derived from the real matrix. ----
 constexpr long long kMaxShapeDevices = 1 << 20;
+const char* const kReliesOn0 =
+    "docs/shape.md section 3 (Theorem 1: validity, states and goal depend only on the shape; the smallest "
+    "instance's device l stands for the class of devices that are 0 exactly where l is 0)";
+const char* const kReliesOn2 =
+    "docs/shape.md section 4 (the groups of a step on any instance are the level pattern recorded in steps[])";
 
-std::string check_shape(const json& c) {
+std::string check_shape(const json& c, const Claims& cl) {
+  fields(c, "certificate",
+         {"format", "system", "axes", "reduce", "matrix", "hierarchy_kind", "shape", "program", "steps", "relies_on",
+          "instance"});
   // The real placement: sizes only (no per-device work).
   const json& sys = field(c, "system");
   const json& lv = field(sys, "levels");
@@ -495,6 +988,7 @@ std::string check_shape(const json& c) {
     levels.push_back(static_cast<int>(as_int(field(lv[j], "cardinality"), 1, kMaxShapeDevices, "system level")));
     level_names.push_back(str(field(lv[j], "name"), "system level name"));
   }
+  read_system(sys, levels, cl, "system");
   const std::vector<int> axes = int_list(field(c, "axes"), 1, kMaxShapeDevices, "axes");
   const json& xm = field(c, "matrix");
   const int m = static_cast<int>(axes.size()), L = static_cast<int>(levels.size());
@@ -541,10 +1035,16 @@ std::string check_shape(const json& c) {
     names.insert(names.begin(), "root");
     parts.insert(parts.begin(), std::vector<std::pair<int, int>>{});
   }
+  fields(c["shape"], "shape", {"signature", "levels"});
+  std::string signature = kind + ":";
+  for (std::size_t l = 0; l < names.size(); ++l) signature += " " + names[l] + (cards[l] == 1 ? ":1" : ":*");
+  if (str(c["shape"]["signature"], "shape.signature") != signature)
+    reject("shape.signature: expected \"" + signature + "\" (from the shape's levels)");
   const json& rl = field(field(c, "shape"), "levels");
   if (!rl.is_array() || rl.size() != names.size()) reject("shape.levels: do not follow from the placement");
   for (std::size_t l = 0; l < names.size(); ++l)
-    if (str(field(rl[l], "name"), "shape level") != names[l] ||
+    if ((fields(rl[l], "shape.levels[" + std::to_string(l) + "]", {"name", "cardinality"}), false) ||
+        str(field(rl[l], "name"), "shape level") != names[l] ||
         as_int(field(rl[l], "cardinality"), 1, kMaxShapeDevices, "shape level") != cards[l])
       reject("shape.levels[" + std::to_string(l) + "]: does not follow from the placement (expected " + names[l] +
              " of cardinality " + std::to_string(cards[l]) + ")");
@@ -568,7 +1068,16 @@ std::string check_shape(const json& c) {
   for (std::size_t l = 0; l < names.size(); ++l)
     if (!il.is_array() || il.size() != names.size() || str(field(il[l], "name"), "instance level") != names[l])
       reject("instance: its levels are not named as the shape's");
-  check(inst);  // the full replay of the smallest instance (states, goal, groups)
+  if (str(field(field(inst, "system"), "name"), "instance.system.name") != "smallest instance of " + signature)
+    reject("instance.system.name: expected \"smallest instance of " + signature + "\"");
+  // The full replay of the smallest instance (states, goal, groups, facts).
+  const std::string inst_summary = check(inst, Claims{cl.out, "instance.", cl.ctx});
+  const json& rel = c["relies_on"];
+  if (!rel.is_array() || rel.size() != 3) reject("relies_on: three entries expected");
+  for (std::size_t i = 0; i < 3; ++i) str(rel[i], "relies_on");
+  if (rel[0] != kReliesOn0 || rel[2] != kReliesOn2)
+    reject("relies_on: not the sections of docs/shape.md the claim rests on");
+  cl.add("relies_on[1]", "the shape theorem's basis for this program (text)", "recorded");
 
   // The program and each step's level pattern on the real placement.
   const json& isteps = field(field(inst, "program"), "steps");
@@ -581,6 +1090,7 @@ std::string check_shape(const json& c) {
     const std::string at = "steps[" + std::to_string(t) + "]";
     const json& sj = steps[t];
     const json& ij = isteps[t];
+    fields(sj, at, {"collective", "slice", "form", "vary", "master", "group_size", "num_groups"});
     if (str(field(sj, "collective"), at) != str(field(ij, "collective"), at))
       reject(at + ": collective differs from the instance's");
     const int slice = static_cast<int>(as_int(field(ij, "slice"), 0, n - 1, at + ".slice"));
@@ -603,7 +1113,8 @@ std::string check_shape(const json& c) {
     const json& rv = field(sj, "vary");
     if (!rv.is_array() || rv.size() != vary.size()) reject(at + ".vary: does not follow from the placement");
     for (std::size_t v = 0; v < vary.size(); ++v)
-      if (as_int(field(rv[v], "level"), 0, L - 1, at) != vary[v].first ||
+      if ((fields(rv[v], at + ".vary[" + std::to_string(v) + "]", {"axis", "level", "factor"}), false) ||
+          as_int(field(rv[v], "level"), 0, L - 1, at) != vary[v].first ||
           as_int(field(rv[v], "axis"), 0, m - 1, at) != vary[v].second ||
           as_int(field(rv[v], "factor"), 1, kMaxShapeDevices, at) != x[vary[v].second][vary[v].first])
         reject(at + ".vary[" + std::to_string(v) + "]: does not follow from the placement");
@@ -616,47 +1127,26 @@ std::string check_shape(const json& c) {
     if (as_int(field(sj, "num_groups"), 1, kMaxShapeDevices, at) != groups)
       reject(at + ".num_groups: expected " + std::to_string(groups));
   }
-  return "shape " + str(field(field(c, "shape"), "signature"), "shape.signature") + " on " + std::to_string(devices) +
-         " devices: " + str(field(c, "program"), "program") +
-         " (smallest instance replayed; relies on docs/shape.md sections 3-4)";
+  cl.add("steps", "each step's level pattern on the real placement", "re-derived");
+  cl.add("",
+         "the program is valid on every instance of the shape (docs/shape.md sections 3-4, a theorem the checker "
+         "relies on, not re-proved)",
+         "recorded");
+  return "shape " + signature + " on " + std::to_string(devices) + " devices: " + inst_summary +
+         "\n  (smallest instance replayed; level patterns re-derived; relies on docs/shape.md sections 3-4)";
 }
 
 }  // namespace
 
-Verdict check_certificate(const std::string& text) {
+Verdict check_certificate(const std::string& text, const Context& ctx) {
   Verdict v;
   try {
     const json c = json::parse(text);
     if (c.is_object() && c.contains("format") && c["format"] == "p2v-reshard-certificate/1")
       return check_reshard_certificate(text);
     const bool shape = c.is_object() && c.contains("format") && c["format"] == "p2v-shape-certificate/1";
-    v.summary = shape ? check_shape(c) : check(c);
-    const json& fc = shape ? c.at("instance") : c;
-    // A certificate is the solvers' word as well as the replay: without a solver's acceptance of the
-    // program and a completeness answer it certifies nothing a solver proved, and is refused.
-    const std::string where = shape ? "instance.facts" : "facts";
-    if (!fc.contains("facts") || !fc["facts"].is_object())
-      throw Reject(where + ": missing (no solver facts: not a certificate)");
-    const json& f = fc["facts"];
-    if (!f.contains("found_by") || !f["found_by"].is_array() || f["found_by"].empty())
-      throw Reject(where + ".found_by: no solver accepted this program");
-    for (const auto& e : f["found_by"])
-      if (!e.is_object() || !e.contains("result") || e["result"] != "sat")
-        throw Reject(where + ".found_by: every entry must be a solver's \"sat\" for this program");
-    if (!f.contains("complete") || !f["complete"].is_array() || f["complete"].empty())
-      throw Reject(where + ".complete: no completeness answer");
-    for (const auto& e : f["complete"])
-      if (!e.is_object() || !e.contains("result") || e["result"] != "unsat")
-        throw Reject(where + ".complete: every entry must be \"unsat\" (no program besides the listed ones)");
-    const int solvers = static_cast<int>(f["found_by"].size());
-    // Enumeration facts say a solver found the program; closure and confirm facts say it accepted
-    // the program's steps (the solver did not search for it).
-    bool found = false;
-    for (const auto& e : f["found_by"])
-      if (!e.contains("method") || e["method"] == "enumerate") found = true;
-    v.summary += std::string("  [") + (found ? "found" : "accepted") + " by " + std::to_string(solvers) + " solver(s)";
-    if (f.contains("minimal") && f["minimal"].is_boolean() && f["minimal"].get<bool>()) v.summary += ", minimal";
-    v.summary += "; solver facts recorded, not re-proved]";
+    const Claims cl{&v.claims, "", &ctx};
+    v.summary = shape ? check_shape(c, cl) : check(c, cl);
     v.ok = true;
   } catch (const Reject& e) {
     v.reason = e.what();
@@ -665,6 +1155,7 @@ Verdict check_certificate(const std::string& text) {
   } catch (const std::exception& e) {
     v.reason = std::string("malformed certificate: ") + e.what();
   }
+  if (!v.ok) v.claims.clear();
   return v;
 }
 
@@ -673,14 +1164,14 @@ Verdict check_certificate_file(const std::string& path) {
   // refused instead of filling the memory).
   constexpr std::size_t kMaxBytes = std::size_t{256} << 20;
   std::ifstream f(path, std::ios::binary);
-  if (!f) return {false, "cannot read " + path, ""};
+  if (!f) return {false, "cannot read " + path, "", {}};
   std::string text;
   char buf[1 << 16];
   while (f.read(buf, sizeof buf) || f.gcount() > 0) {
     text.append(buf, static_cast<std::size_t>(f.gcount()));
-    if (text.size() > kMaxBytes) return {false, path + ": larger than 256 MiB, the limit for input files", ""};
+    if (text.size() > kMaxBytes) return {false, path + ": larger than 256 MiB, the limit for input files", "", {}};
   }
-  if (f.bad()) return {false, "cannot read " + path, ""};
+  if (f.bad()) return {false, "cannot read " + path, "", {}};
   return check_certificate(text);
 }
 

@@ -111,11 +111,21 @@ TEST_CASE("end to end: p2v rules list/show/prove/derive, p2v rewrite, p2v check 
   CHECK(slurp(out).find("\"side_conditions\"") != std::string::npos);
   CHECK(run("rules show nope") == 2);
   CHECK(slurp(out).find("unknown rule 'nope'") != std::string::npos);
-  CHECK(run("rules prove ar-rs-ag neg-ar-ar --max-devices 4 --certificates " + dir) == 0);
+  CHECK(run("rules prove ar-rs-ag neg-ar-ar --max-devices 4 --certificates " + dir + "/certs") == 0);
   CHECK(slurp(out).find("proved up to 4 devices only") != std::string::npos);
   CHECK(slurp(out).find("counterexample: shape 2 (2 devices): device 0, chunk 0, source 0: 2 vs 1") !=
         std::string::npos);
-  CHECK(run("check " + dir + "/ar-rs-ag.json " + dir + "/neg-ar-ar.json") == 0);
+  CHECK(run("check " + dir + "/certs/ar-rs-ag.json " + dir + "/certs/neg-ar-ar.json") == 0);
+  CHECK(run("check " + dir + "/certs") == 0);  // with the manifest
+  CHECK(slurp(out).find("2 of 2 certificates accepted") != std::string::npos);
+  CHECK(slurp(out).find("not re-checked") != std::string::npos);
+  CHECK(run("check --resolve " + dir + "/certs") == 0);  // the queries answered again by z3 and cvc5
+  CHECK(slurp(out).find("re-solved by z3 and cvc5") != std::string::npos);
+  // A used directory is refused without --force.
+  CHECK(run("rules prove ar-rs-ag --max-devices 4 --certificates " + dir + "/certs") == 2);
+  CHECK(run("rules prove ar-rs-ag --max-devices 4 --certificates " + dir + "/certs --force") == 0);
+  CHECK(run("check " + dir + "/certs") == 0);
+  CHECK(slurp(out).find("1 of 1 certificates accepted") != std::string::npos);
   CHECK(run("rules prove ar-rs-ag --max-devices 4 --all-sizes") == 3);
   // User equations on a system: AllReduce twice is refuted (exit 1), the hierarchical form proved.
   const std::string prob = "--system " + sys + " --axes 2,8 --reduce 1 --matrix \"1 2;2 4\"";

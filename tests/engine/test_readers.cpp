@@ -169,7 +169,7 @@ TEST_CASE("readers: the CLI says p2v: error and exits 2 on every kind of bad inp
       R"("rhs":"ReduceScatter{a}","status":"proved","max_devices":2000000000,"shapes":[]})");
   const Cli rc = p2v_cli("check " + rule);
   CHECK(rc.code == 1);
-  CHECK(rc.out.find("max_devices 2000000000: a rule certificate covers 2..256 devices") != std::string::npos);
+  CHECK(rc.out.find("REJECTED") != std::string::npos);
   std::remove(rule.c_str());
   for (const auto& f : {big, suite, suite_big, suite_int, suite_name, suite_unknown, model, synth, cert})
     std::remove(f.c_str());

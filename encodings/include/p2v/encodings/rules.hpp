@@ -98,9 +98,14 @@ inline constexpr int kMaxRuleDevices = 256;
 // hash, the SMT-LIB text of the largest (or counterexample) shape, and the counterexample.
 std::string rule_certificate_json(const engine::Rule& rule, const RuleProof& proof);
 
-// Re-validates a rule certificate without solvers: re-runs the counting replay on every shape
-// the certificate lists (and checks they are all shapes up to its N) and compares with its
-// claims. Returns "" when valid, else the reason.
-std::string check_rule_certificate(const std::string& json_text, std::string* summary);
+// Re-validates a rule certificate: refuses unknown, missing or mistyped fields; the sides, title,
+// side conditions, comparison and expected outcome must be the catalogue's; re-runs the counting
+// replay on every shape (all shapes up to its N, in order) and checks each verdict, witness and
+// counterexample against it; re-derives every shape's query (SMT-LIB text) and checks its hash.
+// The solvers' answers are recorded, not re-checked, unless `resolve` (then z3 and cvc5 answer
+// every query again and must give the recorded answers). Returns "" when valid, else the reason;
+// `claims` (when given) gets (path, claim, how) per claim, how = re-derived / re-solved / recorded.
+std::string check_rule_certificate(const std::string& json_text, std::string* summary,
+                                   std::vector<std::array<std::string, 3>>* claims = nullptr, bool resolve = false);
 
 }  // namespace p2v::encodings

@@ -2,22 +2,58 @@
 // The independent certificate checker (the trusted core). It re-derives the synthesis hierarchy
 // from the placement, the device groups of every step from the hierarchy, the lowered groups and
 // the goal, replays the program under the five Hoare rules (SPEC §4) with its own small code, and
-// accepts only if every recorded state and the goal match. Solver facts are reported, not
-// re-proved.
+// accepts only if every recorded state and the goal match. It re-derives what it can on the
+// replayed instance (the notation, shortest, minimal, the number of valid programs up to the bound
+// by its own enumeration), refuses any field it does not know or that is missing, and reports every
+// other claim (the solvers' answers) per claim as recorded, not re-checked.
 #include <string>
+#include <vector>
 
 namespace p2v::checker {
 
-struct Verdict {
-  bool ok = false;
-  std::string reason;   // why rejected ("" when accepted)
-  std::string summary;  // when accepted: the program and the facts it records
+// One claim of an accepted certificate and how the checker established it.
+struct Claim {
+  std::string path;   // the JSON path of the field that states it ("" for the certificate as a whole)
+  std::string claim;  // in words
+  std::string how;    // "replayed", "re-derived" (by the checker's own code) or "recorded" (not re-checked)
 };
 
-Verdict check_certificate(const std::string& json_text);
+struct Verdict {
+  bool ok = false;
+  std::string reason;         // why rejected ("" when accepted)
+  std::string summary;        // when accepted: the program and the facts it records
+  std::vector<Claim> claims;  // when accepted: every claim and how it was established
+};
+
+// What a certificate directory's manifest adds to the check of each of its files: the solvers the
+// run asked (each must have answered) and the files beside it (its proofs must be among them).
+struct Context {
+  bool in_directory = false;
+  std::vector<std::string> solvers, files;
+};
+
+Verdict check_certificate(const std::string& json_text, const Context& ctx = {});
 Verdict check_certificate_file(const std::string& path);
 // Reshard certificates (format p2v-reshard-certificate/1, SPEC §10); check_certificate dispatches
 // to it by the format field.
 Verdict check_reshard_certificate(const std::string& json_text);
+
+// SHA-256 of `data`, 64 lower-case hex digits (sha256.cpp, FIPS 180-4).
+std::string sha256_hex(const std::string& data);
+
+// Certificate directories (docs/formats.md "Certificate directories"): MANIFEST.json, format
+// p2v-manifest/1, lists the run (command line), its options and every file with its SHA-256 and
+// size. check_directory refuses a missing or malformed manifest, a file not in it, a listed file
+// that is missing or whose hash or size differs, and anything in the directory that is not a
+// regular file; it does not check the certificates themselves (the caller does, with `context`).
+inline constexpr const char* kManifestName = "MANIFEST.json";
+inline constexpr const char* kManifestFormat = "p2v-manifest/1";
+struct Directory {
+  bool ok = false;
+  std::string reason;
+  std::string run;  // the recorded command line
+  Context context;  // in_directory, the options' solvers, the listed files (in manifest order)
+};
+Directory check_directory(const std::string& dir);
 
 }  // namespace p2v::checker
