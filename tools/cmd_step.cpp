@@ -21,10 +21,10 @@ namespace st = sim::step;
 struct StepArgs {
   ProblemArgs problem;
   SearchArgs search;
-  std::string model, program, mode = "ddp", algo = "ring", svg;
+  std::string model, program, mode = "ddp", algo = "auto", svg, preset;
   double bucket_mb = 25;
   int candidates = 8, units = 64;
-  bool json = false, no_choose = false;
+  bool json = false, no_choose = false, sharp = false;
 };
 
 void add_options(CLI::App& sub, StepArgs& a) {
@@ -39,7 +39,9 @@ void add_options(CLI::App& sub, StepArgs& a) {
                  "ddp (AllReduce of gradients) or zero (ZeRO/FSDP: ReduceScatter of gradients, "
                  "AllGather of parameters before the forward pass)")
       ->capture_default_str();
-  sub.add_option("--algo", a.algo, "NCCL algorithm of the simulator: ring, tree or auto")->capture_default_str();
+  sub.add_option("--algo", a.algo, "NCCL algorithm of the simulator: auto, ring, tree, nvls or collnet")
+      ->capture_default_str();
+  add_preset_option(sub, a.preset, &a.sharp);
   sub.add_option("--candidates", a.candidates,
                  "programs considered per bucket when choosing: the default and the "
                  "N fastest at the bucket cap")
@@ -69,6 +71,7 @@ StepCommand run(StepArgs& a) {
     for (std::size_t i = 0; i < n; ++i) a.problem.reduce += (i ? "," : "") + std::to_string(i);
   }
   c.problem = load_problem(a.problem);
+  (void)fill_interconnects(c.problem.system, a.preset, a.sharp);
   c.opt.synth = a.search.options();
   c.opt.zero = a.mode == "zero";
   c.opt.program = a.program;
