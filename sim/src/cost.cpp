@@ -456,7 +456,11 @@ StepCost Simulator::step(const LoweredStep& st, double n, std::vector<double>& f
   auto pick = [&](Algorithm al, Protocol pr) {
     Eval best{Algorithm::Ring, Protocol::Simple, std::numeric_limits<double>::infinity(), 0};
     for (const auto& [a, p] : nccl_candidates(nccl_, shape, al, pr)) {
-      const double f = flow_of(a);
+      // NCCL's tuner credits the tree with the ring's graph bandwidth (tuning.cc: the same
+      // bwIntra/bwInter, ratio .5 instead of nRanks/nsteps), not with the tree's own traffic:
+      // its estimate of the tree is the ring's flow time x 2S / (2(p-1)/p S).
+      const double q = shape.ranks;
+      const double f = a == Algorithm::Tree ? flow_of(Algorithm::Ring) * q / (q - 1) : flow_of(a);
       const double t = latency(a, p) + bandwidth_time(nccl_, shape, a, p, f, true);
       if (t < best.est) best = {a, p, t, f};
     }

@@ -379,7 +379,9 @@ LevelStep LevelSimulator::step(const Shape& s, Collective c, const GroupPattern&
   auto pick = [&](Algorithm al, Protocol pr) {
     Pick best;
     for (const auto& [a, q] : nccl_candidates(nccl_, cs, al, pr)) {
-      const double t = latency_us(nccl_, cs, gl, a, q) * 1e-6 + bandwidth_time(nccl_, cs, a, q, flow_of(a).first, true);
+      // NCCL's estimate of the tree: the ring's graph bandwidth (see cost.cpp).
+      const double f = a == Algorithm::Tree ? flow_of(Algorithm::Ring).first * p / (p - 1) : flow_of(a).first;
+      const double t = latency_us(nccl_, cs, gl, a, q) * 1e-6 + bandwidth_time(nccl_, cs, a, q, f, true);
       if (t < best.est) best = {a, q, t};
     }
     return best;

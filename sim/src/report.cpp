@@ -80,13 +80,13 @@ nlohmann::json to_json(const StepRecord& s, SimModel m) {
                    {"busbw_gbps", s.busbw_gbps},
                    {"proto", to_string(s.proto)},
                    {"nccl_proto", to_string(s.nccl_proto)},
-                   {"nodes", s.nodes}};
+                   {"nodes", s.nodes},
+                   {"nccl_pick", to_string(s.nccl_pick)}};
   if (m == SimModel::Levels) {
     o["bottleneck"] = s.bottleneck_level;
     o["bottleneck_bytes"] = s.bottleneck_bytes;
     return o;
   }
-  o["nccl_pick"] = to_string(s.nccl_pick);
   o["bytes_per_rank"] = s.bytes_per_rank;
   o["latency_s"] = s.latency_s;
   o["bandwidth_s"] = s.bandwidth_s;
@@ -114,11 +114,14 @@ StepRecord step_record_from_json(const engine::json_read::At& at, SimModel m) {
   if (const auto v = o.optional("proto")) s.proto = proto(*v);
   if (const auto v = o.optional("nccl_proto")) s.nccl_proto = proto(*v);
   if (const auto v = o.optional("nodes")) s.nodes = v->int32();
+  if (m == SimModel::Graph)
+    s.nccl_pick = algorithm_from_json(o["nccl_pick"]);
+  else if (const auto v = o.optional("nccl_pick"))
+    s.nccl_pick = algorithm_from_json(*v);
   if (m == SimModel::Levels) {
     s.bottleneck_level = o["bottleneck"].string();
     s.bottleneck_bytes = o["bottleneck_bytes"].number();
   } else {
-    s.nccl_pick = algorithm_from_json(o["nccl_pick"]);
     s.bytes_per_rank = o["bytes_per_rank"].number();
     s.latency_s = o["latency_s"].number();
     s.bandwidth_s = o["bandwidth_s"].number();
