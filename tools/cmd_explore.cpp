@@ -24,7 +24,8 @@ struct ExploreArgs {
   CostArgs cost;
   int top = -1;
   SearchArgs search;
-  bool json = false;
+  bool json = false, sharp = false;
+  std::string preset;
 };
 
 struct Reduction {
@@ -64,11 +65,14 @@ Registrar reg("explore", [](CLI::App& sub) -> std::function<int()> {
                  "--reduction 1@4 (data-parallel gradients once, shard reductions 4 times per step); "
                  "--reduce R adds R with weight 1");
   add_cost_options(sub, a->cost);
+  add_preset_option(sub, a->preset, &a->sharp);
   sub.add_option("--top", a->top, "placements listed (-1: all)")->capture_default_str();
   add_search_options(sub, a->search, /*with_hierarchy=*/false);
   sub.add_flag("--json", a->json, "machine-readable output");
   return [a] {
     Problem p = load_problem(a->problem);
+    if (const auto note = fill_interconnects(p.system, a->preset, a->sharp); !note.empty() && !a->json)
+      fmt::print("{}\n", note);
     std::vector<Reduction> reds;
     if (!p.reduce.empty()) reds.push_back({p.reduce, 1.0, a->problem.reduce});
     for (const auto& s : a->reductions) reds.push_back(parse_reduction(s, p.axes.size()));

@@ -27,6 +27,7 @@ struct SimArgs {
   std::string svg_topology, svg_ranking, measurements, measured_programs;
   int svg_program = 1;
   std::string preset, model = "auto";
+  bool sharp = false;
 };
 
 void add_options(CLI::App& sub, SimArgs& a) {
@@ -51,7 +52,7 @@ void add_options(CLI::App& sub, SimArgs& a) {
   sub.add_option("--measured-programs", a.measured_programs,
                  "CSV of measured program times (program,seconds[,matrix]): report where the measured-best "
                  "program ranks in the prediction, rank correlation and error; overlay on --svg-ranking");
-  add_preset_option(sub, a.preset);
+  add_preset_option(sub, a.preset, &a.sharp);
   sub.add_option("--model", a.model,
                  "graph (routes every transfer; at most 2048 devices; topology sections), levels (per-level "
                  "counts; any size) or auto (levels above 2048 devices)")
@@ -61,7 +62,8 @@ void add_options(CLI::App& sub, SimArgs& a) {
 // Loads the problem and ranks it; writes the pictures asked for.
 sim::SimulateRun run(const SimArgs& a) {
   Problem p = load_problem(a.problem);
-  if (const auto note = fill_interconnects(p.system, a.preset); !note.empty() && !a.json) fmt::print("{}\n", note);
+  if (const auto note = fill_interconnects(p.system, a.preset, a.sharp); !note.empty() && !a.json)
+    fmt::print("{}\n", note);
   sim::SimulateOptions o;
   o.model = sim::choose_model(a.model, p.system);
   if (o.model == sim::SimModel::Levels)

@@ -61,30 +61,40 @@ void add_search_options(CLI::App& sub, SearchArgs& a, bool with_hierarchy) {
                "nodes, group cache, results, device states)");
 }
 
-void add_preset_option(CLI::App& sub, std::string& preset) {
+void add_preset_option(CLI::App& sub, std::string& preset, bool* sharp) {
   std::string names;
   for (const auto& pr : sim::presets()) names += (names.empty() ? "" : ", ") + pr.name;
   sub.add_option("--preset", preset,
-                 fmt::format("interconnects for levels the system leaves without one (inline systems): {}; default {}",
+                 fmt::format("system preset for levels the system leaves without an interconnect (inline systems): "
+                             "{} (old names a100, v100); default {}",
                              names, sim::kDefaultPreset));
+  if (sharp)
+    sub.add_flag("--sharp", *sharp,
+                 "the network reduces in-switch (InfiniBand SHARP / NCCL CollNet): makes the collnet algorithm "
+                 "available");
 }
 
-std::string fill_interconnects(engine::System& s, const std::string& name) {
+std::string fill_interconnects(engine::System& s, const std::string& name, bool sharp) {
   const auto& preset = sim::find_preset(name.empty() ? std::string(sim::kDefaultPreset) : name);
+  if (sharp) sim::set_sharp(s, true);
   if (s.has_topology() || sim::apply_preset(s, preset) == 0) return "";
   return fmt::format("interconnects: preset {} ({}){}", preset.name, preset.description,
                      name.empty() ? "; choose another with --preset" : "");
 }
 
 void add_cost_options(CLI::App& sub, CostArgs& a) {
-  sub.add_option("--algo", a.algo, "NCCL algorithm: ring, tree (AllReduce only) or auto (NCCL's pick per step)")
+  sub.add_option("--algo", a.algo,
+                 "NCCL algorithm: auto (NCCL's pick per step), ring, tree (AllReduce), nvls (NVSwitch reduction; "
+                 "NVLS tree across nodes) or collnet (SHARP; needs --sharp or \"sharp\" in the system's nccl section)")
       ->capture_default_str();
+  sub.add_option("--proto", a.proto, "NCCL protocol: auto (NCCL's pick), ll, ll128 or simple")->capture_default_str();
   sub.add_option("--bytes", a.bytes, "data per device, e.g. 8GiB or 1e9 (default: the paper's 2^29 x nodes float32)");
 }
 
 sim::CostOptions CostArgs::options(const engine::System& system) const {
   sim::CostOptions opt;
   opt.algo = sim::parse_algorithm(algo);
+  opt.proto = sim::parse_protocol(proto);
   opt.bytes = bytes.empty() ? sim::default_bytes(system) : sim::parse_bytes(bytes);
   return opt;
 }

@@ -54,9 +54,11 @@ struct SearchArgs {
 
 void add_search_options(CLI::App& sub, SearchArgs& a, bool with_hierarchy);
 
-// The cost model's options of simulate and explore: --algo ring|tree|auto, --bytes SIZE.
+// The cost model's options of simulate and explore: --algo auto|ring|tree|nvls|collnet,
+// --proto auto|ll|ll128|simple, --bytes SIZE.
 struct CostArgs {
-  std::string algo = "ring";
+  std::string algo = "auto";
+  std::string proto = "auto";
   std::string bytes;                                             // empty: the paper's size for the system
   sim::CostOptions options(const engine::System& system) const;  // throws p2v::Error
 };
@@ -64,10 +66,12 @@ struct CostArgs {
 void add_cost_options(CLI::App& sub, CostArgs& a);
 
 // --preset NAME: adds the option (help lists the presets) to `sub`.
-void add_preset_option(CLI::App& sub, std::string& preset);
+// With `sharp`, also --sharp (in-network reduction, CollNet/SHARP, on the system's network).
+void add_preset_option(CLI::App& sub, std::string& preset, bool* sharp = nullptr);
 // Fills the interconnects a system leaves out (inline systems) from preset `name` (empty: the
-// default preset). Returns a line naming the preset used, or "" when nothing was filled.
-std::string fill_interconnects(engine::System& s, const std::string& name);
+// default preset); `sharp` turns SHARP on. Returns a line naming the preset used, or "" when
+// nothing was filled.
+std::string fill_interconnects(engine::System& s, const std::string& name, bool sharp = false);
 
 // Writes `text` to `path` whole or not at all (engine::write_file_atomic); throws p2v::Error
 // "cannot write <what> '<path>': <reason>" on any failure.

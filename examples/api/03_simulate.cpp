@@ -23,6 +23,9 @@ int main() {
   sim::SimulateOptions opt;
   opt.model = sim::SimModel::Levels;
   opt.cost.bytes = 1 << 30;  // 1 GiB of gradients per GPU
+  // NCCL's ring (the P2 paper's setting). Under --algo auto NCCL would run one flat AllReduce as
+  // an NVLS tree (log-depth across nodes), which this hierarchy's programs do not beat.
+  opt.cost.algo = sim::Algorithm::Ring;
   opt.list = 5;
   const auto run = sim::simulate(sys, axes, reduce, matrices, opt);
 

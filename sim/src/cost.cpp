@@ -3,8 +3,10 @@
 #include <fmt/core.h>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "p2v/engine/error.hpp"
+#include "p2v/sim/nccl_model.hpp"
 
 namespace p2v::sim {
 
@@ -75,8 +77,9 @@ namespace {
 // min(cap, its share of the bandwidth).
 struct Acc {
   const Topology& t;
-  std::vector<double> bytes;    // per edge
-  std::vector<double> maxflow;  // per edge: the largest single flow (only on capped edges)
+  const std::vector<int>* node = nullptr;  // NCCL node (NVLink domain) per device
+  std::vector<double> bytes;               // per edge
+  std::vector<double> maxflow;             // per edge: the largest single flow (only on capped edges)
   std::vector<int> touched;
   double latency = 0.0;
   explicit Acc(const Topology& topo) : t(topo), bytes(topo.edges().size(), 0.0), maxflow(topo.edges().size(), 0.0) {}
@@ -142,45 +145,92 @@ void chain(Acc& acc, const std::vector<int>& order, double b) {
   acc.latency = std::max(acc.latency, lat);
 }
 
-// NCCL-like tree AllReduce: a chain inside each node (up for the reduction, down for the
+// Members of a group split by node (NCCL node: devices joined without a network link), in order.
+// `outer`: split by the outermost level with more than one instance instead (the tree's chains,
+// as the level model shapes them).
+std::vector<std::vector<int>> segments(const Acc& acc, const std::vector<int>& m, bool outer = false) {
+  std::vector<std::vector<int>> seg;
+  auto id = [&](int d) { return outer ? acc.t.node_of(d) : (*acc.node)[static_cast<std::size_t>(d)]; };
+  for (int d : m) {
+    const int nd = id(d);
+    bool placed = false;
+    for (auto& s : seg)
+      if (id(s.front()) == nd) {
+        s.push_back(d);
+        placed = true;
+        break;
+      }
+    if (!placed) seg.push_back({d});
+  }
+  return seg;
+}
+
+// Flows of a double binary tree over the segments: tree edges between segment i and its parent,
+// both directions, `b` per tree; `spread`: the bytes split over the segments' members pairwise
+// (NVLS tree, CollNet: every GPU drives its own NIC) instead of one head per segment.
+void tree_flows(Acc& acc, const std::vector<std::vector<int>>& seg, double b, bool spread) {
+  const std::size_t k = seg.size();
+  for (int tr = 0; tr < 2; ++tr)
+    for (std::size_t i = 1; i < k; ++i) {
+      const std::size_t par = (i - 1) / 2;
+      const auto& c = seg[tr == 0 ? i : k - 1 - i];
+      const auto& p = seg[tr == 0 ? par : k - 1 - par];
+      const std::size_t w = spread ? std::min(c.size(), p.size()) : 1;
+      for (std::size_t j = 0; j < w; ++j) {
+        acc.flow(c[j], p[j], b / static_cast<double>(w));
+        acc.flow(p[j], c[j], b / static_cast<double>(w));
+      }
+    }
+}
+
+// NCCL's tree AllReduce: a chain inside each node (up for the reduction, down for the
 // broadcast), and a double binary tree across the node heads, each tree carrying half the data.
 void tree_allreduce(Acc& acc, const std::vector<int>& m, double S) {
-  std::vector<std::vector<int>> seg;
-  for (int d : m) {
-    if (seg.empty() || acc.t.node_of(seg.back().front()) != acc.t.node_of(d)) seg.push_back({});
-    seg.back().push_back(d);
-  }
-  double chain_lat = 0.0;
-  for (const auto& s : seg) {
-    double l = 0.0;
+  const auto seg = segments(acc, m, true);
+  for (const auto& s : seg)
     for (std::size_t i = 0; i + 1 < s.size(); ++i) {
       acc.flow(s[i + 1], s[i], S);  // reduce up
       acc.flow(s[i], s[i + 1], S);  // broadcast down
-      l += std::max(acc.t.route_latency(s[i + 1], s[i]), acc.t.route_latency(s[i], s[i + 1]));
     }
-    chain_lat = std::max(chain_lat, l);
-  }
-  const std::size_t k = seg.size();
-  double tree_lat = 0.0;
-  if (k > 1) {
-    int depth = 0;
-    while ((std::size_t{1} << (depth + 1)) <= k) ++depth;  // floor(log2 k)
-    double hop = 0.0;
-    for (int tr = 0; tr < 2; ++tr)
-      for (std::size_t i = 1; i < k; ++i) {
-        const std::size_t par = (i - 1) / 2;
-        const int c = seg[tr == 0 ? i : k - 1 - i].front();
-        const int p = seg[tr == 0 ? par : k - 1 - par].front();
-        acc.flow(c, p, S / 2);
-        acc.flow(p, c, S / 2);
-        hop = std::max({hop, acc.t.route_latency(c, p), acc.t.route_latency(p, c)});
-      }
-    tree_lat = depth * hop;
-  }
-  acc.latency = std::max(acc.latency, 2.0 * (chain_lat + tree_lat));
+  if (seg.size() > 1) tree_flows(acc, seg, S / 2, false);
 }
 
-// Adds every group's transfers of the step to acc; returns nothing, fills S (per rank buffer).
+// NVLS AllReduce inside a node: every GPU sends its buffer into the NVSwitch (which reduces) and
+// receives the result: S out and S in per GPU (a one-round ring of S has exactly that load on a
+// star). Across nodes: NVLS tree (tree over nodes, every GPU carrying its slice) or, with SHARP,
+// the network reduces: every node sends S and receives S (a one-round ring over nodes).
+void nvls_allreduce(Acc& acc, const std::vector<int>& m, double S, Algorithm a) {
+  const auto seg = segments(acc, m);
+  for (const auto& s : seg)
+    if (s.size() > 1) ring(acc, s, S, 1);
+  if (seg.size() < 2) return;
+  if (a == Algorithm::NvlsTree) {
+    tree_flows(acc, seg, S / 2, true);
+  } else {
+    std::size_t w = seg.front().size();
+    for (const auto& s : seg) w = std::min(w, s.size());
+    for (std::size_t i = 0; i < seg.size(); ++i)
+      for (std::size_t j = 0; j < w; ++j) acc.flow(seg[i][j], seg[(i + 1) % seg.size()][j], S / static_cast<double>(w));
+  }
+}
+
+// CollNet (SHARP) AllReduce: reduce-scatter inside the node, every GPU sends its slice into the
+// network and receives the reduced slice (node: S out, S in), all-gather inside the node.
+void collnet_allreduce(Acc& acc, const std::vector<int>& m, double S) {
+  const auto seg = segments(acc, m);
+  std::size_t w = seg.front().size();
+  for (const auto& s : seg) {
+    w = std::min(w, s.size());
+    const double q = static_cast<double>(s.size());
+    if (s.size() > 1) ring(acc, s, S / q, 2 * (static_cast<int>(s.size()) - 1));
+  }
+  if (seg.size() < 2) return;
+  for (std::size_t i = 0; i < seg.size(); ++i)
+    for (std::size_t j = 0; j < w; ++j) acc.flow(seg[i][j], seg[(i + 1) % seg.size()][j], S / static_cast<double>(w));
+}
+
+// Adds every group's transfers of the step to acc (algorithm `algo`, which the collective must
+// offer); fills S (per rank buffer of the first group).
 void add_step(Acc& acc, const LoweredStep& st, double n, const std::vector<double>& frac, Algorithm algo,
               double* S_out) {
   double S_first = 0.0;
@@ -194,10 +244,16 @@ void add_step(Acc& acc, const LoweredStep& st, double n, const std::vector<doubl
       case Collective::AllReduce:
         if (algo == Algorithm::Tree)
           tree_allreduce(acc, g, S);
+        else if (algo == Algorithm::Nvls || algo == Algorithm::NvlsTree)
+          nvls_allreduce(acc, g, S, algo);
+        else if (algo == Algorithm::CollNet)
+          collnet_allreduce(acc, g, S);
         else
           ring(acc, g, S / p, 2 * (p - 1));
         break;
       case Collective::ReduceScatter:
+        // NVLS ReduceScatter/AllGather move the ring's bytes through each GPU's link (receive
+        // side), so they share the ring's flows.
         ring(acc, g, S / p, p - 1);
         break;
       case Collective::AllGather:
@@ -253,42 +309,175 @@ void check_step(const Topology& t, const LoweredStep& st) {
         throw Error(fmt::format("simulate: device {} is out of range (the system has {} devices)", d, t.num_devices()));
 }
 
+// The hop classes and level parameters one group sees (NCCL's intra/inter hardware latencies).
+struct GroupInfo {
+  CallShape shape;
+  GroupLevels lv;
+};
+
+HwClass route_class(const Topology& t, int a, int b) {
+  HwClass h = HwClass::NVLink;
+  for (int e : t.route(a, b)) h = std::max(h, hw_class_of(t.edges()[static_cast<std::size_t>(e)].kind));
+  return h;
+}
+
+GroupInfo group_info(const Topology& t, const NcclParams& np, const std::vector<int>& node, Collective c,
+                     const std::vector<int>& g, double S) {
+  GroupInfo gi;
+  gi.shape.coll = c;
+  gi.shape.ranks = static_cast<int>(g.size());
+  gi.shape.bytes = c == Collective::AllGather ? S * static_cast<double>(g.size()) : S;
+  std::vector<int> seen;
+  for (int d : g) {
+    const int nd = node[static_cast<std::size_t>(d)];
+    if (std::find(seen.begin(), seen.end(), nd) == seen.end()) seen.push_back(nd);
+  }
+  gi.shape.nodes = static_cast<int>(seen.size());
+  bool have_intra = false;
+  for (std::size_t i = 0; i + 1 < g.size(); ++i) {
+    const int a = g[i], b = g[i + 1];
+    const auto r = t.route(a, b);
+    if (r.empty()) continue;
+    if (node[static_cast<std::size_t>(a)] == node[static_cast<std::size_t>(b)]) {
+      if (!have_intra) {
+        gi.lv.intra_hw = route_class(t, a, b);
+        gi.lv.intra = np.level(t.edges()[static_cast<std::size_t>(r.front())].cls);
+        have_intra = true;
+      }
+    } else {
+      // The network's own latency: the largest over the group's node-crossing hops; the level
+      // parameters: those of the first network link (the node's uplink).
+      double lat = 0;
+      for (int e : r) {
+        const auto& ed = t.edges()[static_cast<std::size_t>(e)];
+        if (hw_class_of(ed.kind) != HwClass::Net) continue;
+        lat += ed.latency;
+        if (!gi.lv.inter) gi.lv.inter = np.level(ed.cls);
+      }
+      gi.lv.latency_inter_us = std::max(gi.lv.latency_inter_us, lat * 1e6);
+    }
+  }
+  return gi;
+}
+
 }  // namespace
 
-StepCost Simulator::step(const LoweredStep& st, double n, std::vector<double>& frac, Algorithm algo,
-                         bool breakdown) const {
+Simulator::Simulator(Topology t, NcclParams p) : topo_(std::move(t)), nccl_(std::move(p)) { init_nodes(); }
+
+Simulator::Simulator(const System& s) : topo_(Topology::build(s)), nccl_(nccl_params(s)) {
+  for (const auto& l : nccl_.levels)
+    if (l.bus_bw_gbps > 0) {
+      const auto classes = topo_.classes();
+      if (std::find(classes.begin(), classes.end(), l.level) != classes.end())
+        topo_.set_class(l.level, l.bus_bw_gbps * 1e9, topo_.class_params(l.level).second);
+    }
+  init_nodes();
+}
+
+void Simulator::set_nccl(NcclParams p) { nccl_ = std::move(p); }
+
+void Simulator::init_nodes() {
+  // Components of the graph without its network links: union-find over the other edges.
+  const auto V = topo_.vertices().size();
+  std::vector<int> parent(V);
+  for (std::size_t v = 0; v < V; ++v) parent[v] = static_cast<int>(v);
+  auto find = [&](int x) {
+    while (parent[static_cast<std::size_t>(x)] != x)
+      x = parent[static_cast<std::size_t>(x)] = parent[static_cast<std::size_t>(parent[static_cast<std::size_t>(x)])];
+    return x;
+  };
+  for (const auto& e : topo_.edges())
+    if (hw_class_of(e.kind) != HwClass::Net) parent[static_cast<std::size_t>(find(e.from))] = find(e.to);
+  std::vector<int> id(V, -1);
+  int next = 0;
+  node_.assign(static_cast<std::size_t>(topo_.num_devices()), 0);
+  for (int d = 0; d < topo_.num_devices(); ++d) {
+    const auto r = static_cast<std::size_t>(find(topo_.device_vertex(d)));
+    if (id[r] < 0) id[r] = next++;
+    node_[static_cast<std::size_t>(d)] = id[r];
+  }
+}
+
+StepCost Simulator::step(const LoweredStep& st, double n, std::vector<double>& frac, Algorithm algo, bool breakdown,
+                         Protocol proto) const {
   check_step(topo_, st);
   StepCost sc;
   sc.collective = st.collective;
+  const std::vector<int>* first = nullptr;
   for (const auto& g : st.groups)
     if (g.size() > 1) {
       ++sc.num_groups;
+      if (static_cast<int>(g.size()) > sc.group_size) first = &g;
       sc.group_size = std::max(sc.group_size, static_cast<int>(g.size()));
     }
   Acc acc(topo_);
-  auto eval = [&](Algorithm a, double* S) {
-    acc.clear();
-    add_step(acc, st, n, frac, a, S);
-    double bw = acc.bw_time();
-    if (a == Algorithm::Tree && st.collective == Collective::AllReduce) bw /= kTreeBandwidthEfficiency;
-    return std::pair{bw + acc.latency, bw};
-  };
-  Algorithm use = algo;
-  sc.nccl_pick = Algorithm::Ring;
-  if (st.collective == Collective::AllReduce) {
-    const double tr = eval(Algorithm::Ring, nullptr).first;
-    const double tt = eval(Algorithm::Tree, nullptr).first;
-    sc.nccl_pick = tt < tr ? Algorithm::Tree : Algorithm::Ring;
-    if (algo == Algorithm::Auto) use = sc.nccl_pick;
-  } else {
-    use = Algorithm::Ring;
+  acc.node = &node_;
+  if (!first) {
+    sc.algo = sc.nccl_pick = Algorithm::Ring;
+    add_step(acc, st, n, frac, Algorithm::Ring, &sc.bytes_per_rank);
+    update_fractions(st, frac);
+    return sc;
   }
-  sc.algo = use;
-  auto [total, bwt] = eval(use, &sc.bytes_per_rank);
-  const double overhead = sc.num_groups > 0 ? topo_.step_overhead() : 0.0;
-  sc.time_s = total + overhead;
-  sc.bandwidth_s = bwt;
-  sc.latency_s = acc.latency + overhead;
+  // Group shapes: the latency term is the slowest group's; the bandwidth term is the busiest link's.
+  std::vector<GroupInfo> infos;
+  for (const auto& g : st.groups)
+    if (g.size() > 1) {
+      const GroupInfo gi =
+          group_info(topo_, nccl_, node_, st.collective, g, frac[static_cast<std::size_t>(g.front())] * n);
+      if (std::none_of(infos.begin(), infos.end(), [&](const GroupInfo& x) {
+            return x.shape.ranks == gi.shape.ranks && x.shape.nodes == gi.shape.nodes &&
+                   x.shape.bytes == gi.shape.bytes && x.lv.intra_hw == gi.lv.intra_hw && x.lv.intra == gi.lv.intra &&
+                   x.lv.inter == gi.lv.inter && x.lv.latency_inter_us == gi.lv.latency_inter_us;
+          }))
+        infos.push_back(gi);
+    }
+  const CallShape& shape = infos.front().shape;  // the largest group's call prices the bandwidth
+  for (const auto& gi : infos) sc.nodes = std::max(sc.nodes, gi.shape.nodes);
+  auto latency = [&](Algorithm a, Protocol p) {
+    double l = 0;
+    for (const auto& gi : infos) l = std::max(l, latency_us(nccl_, gi.shape, gi.lv, a, p));
+    return l * 1e-6;
+  };
+  struct Eval {
+    Algorithm a;
+    Protocol p;
+    double est, flow;
+  };
+  std::vector<Eval> evals;
+  std::vector<std::pair<Algorithm, double>> flows;  // flow time per algorithm (computed once)
+  auto flow_of = [&](Algorithm a) {
+    for (const auto& [x, f] : flows)
+      if (x == a) return f;
+    acc.clear();
+    add_step(acc, st, n, frac, a, nullptr);
+    flows.emplace_back(a, acc.bw_time());
+    return flows.back().second;
+  };
+  auto pick = [&](Algorithm al, Protocol pr) {
+    Eval best{Algorithm::Ring, Protocol::Simple, std::numeric_limits<double>::infinity(), 0};
+    for (const auto& [a, p] : nccl_candidates(nccl_, shape, al, pr)) {
+      // NCCL's tuner credits the tree with the ring's graph bandwidth (tuning.cc: the same
+      // bwIntra/bwInter, ratio .5 instead of nRanks/nsteps), not with the tree's own traffic:
+      // its estimate of the tree is the ring's flow time x 2S / (2(p-1)/p S).
+      const double q = shape.ranks;
+      const double f = a == Algorithm::Tree ? flow_of(Algorithm::Ring) * q / (q - 1) : flow_of(a);
+      const double t = latency(a, p) + bandwidth_time(nccl_, shape, a, p, f, true);
+      if (t < best.est) best = {a, p, t, f};
+    }
+    return best;
+  };
+  const Eval nccl = pick(Algorithm::Auto, Protocol::Auto);
+  sc.nccl_pick = nccl.a;
+  sc.nccl_proto = nccl.p;
+  const Eval use = (algo == Algorithm::Auto && proto == Protocol::Auto) ? nccl : pick(algo, proto);
+  sc.algo = use.a;
+  sc.proto = use.p;
+  acc.clear();
+  add_step(acc, st, n, frac, use.a, &sc.bytes_per_rank);
+  const double launch = nccl_.effective_launch_us() * 1e-6 + topo_.step_overhead();
+  sc.bandwidth_s = bandwidth_time(nccl_, shape, use.a, use.p, acc.bw_time(), false);
+  sc.latency_s = latency(use.a, use.p) + launch;
+  sc.time_s = sc.latency_s + sc.bandwidth_s;
   acc.bw_time(&sc.bottleneck_edge, &sc.bottleneck_bytes);
   if (sc.time_s > 0 && sc.group_size > 1) {
     sc.algbw_gbps = sc.bytes_per_rank / sc.time_s / 1e9;
@@ -313,7 +502,7 @@ ProgramCost Simulator::simulate(const LoweredProgram& prog, const CostOptions& o
   std::vector<double> frac(static_cast<std::size_t>(topo_.num_devices()), 1.0);
   ProgramCost pc;
   for (const auto& st : prog) {
-    pc.steps.push_back(step(st, n, frac, opt.algo, opt.breakdown));
+    pc.steps.push_back(step(st, n, frac, opt.algo, opt.breakdown, opt.proto));
     pc.time_s += pc.steps.back().time_s;
   }
   return pc;
@@ -323,38 +512,18 @@ double Simulator::time(const LoweredProgram& prog, const CostOptions& opt) const
   const double n = opt.bytes;
   if (!(n > 0)) throw Error("simulate: the data size must be positive (set CostOptions::bytes)");
   std::vector<double> frac(static_cast<std::size_t>(topo_.num_devices()), 1.0);
-  Acc acc(topo_);
   double total = 0.0;
-  for (const auto& st : prog) {
-    check_step(topo_, st);
-    Algorithm use = opt.algo;
-    if (st.collective != Collective::AllReduce) use = Algorithm::Ring;
-    double t;
-    if (use == Algorithm::Auto) {
-      acc.clear();
-      add_step(acc, st, n, frac, Algorithm::Ring, nullptr);
-      const double tr = acc.bw_time() + acc.latency;
-      acc.clear();
-      add_step(acc, st, n, frac, Algorithm::Tree, nullptr);
-      t = std::min(tr, acc.bw_time() / kTreeBandwidthEfficiency + acc.latency);
-    } else {
-      acc.clear();
-      add_step(acc, st, n, frac, use, nullptr);
-      t = (use == Algorithm::Tree ? acc.bw_time() / kTreeBandwidthEfficiency : acc.bw_time()) + acc.latency;
-    }
-    if (!acc.touched.empty()) t += topo_.step_overhead();
-    total += t;
-    update_fractions(st, frac);
-  }
+  for (const auto& st : prog) total += step(st, n, frac, opt.algo, false, opt.proto).time_s;
   return total;
 }
 
-StepCost Simulator::collective(const LoweredStep& st, double bytes, Algorithm algo, bool breakdown) const {
+StepCost Simulator::collective(const LoweredStep& st, double bytes, Algorithm algo, bool breakdown,
+                               Protocol proto) const {
   std::vector<double> frac(static_cast<std::size_t>(topo_.num_devices()), 1.0);
   if (st.collective == Collective::AllGather)
     for (const auto& g : st.groups)
       for (int d : g) frac[static_cast<std::size_t>(d)] = 1.0 / static_cast<double>(g.size());
-  return step(st, bytes, frac, algo, breakdown);
+  return step(st, bytes, frac, algo, breakdown, proto);
 }
 
 }  // namespace p2v::sim

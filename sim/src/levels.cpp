@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "p2v/engine/error.hpp"
 
@@ -180,9 +181,16 @@ LevelSimulator::LevelSimulator(const System& s) {
     names_.push_back(l.name);
     links_.push_back(l.interconnect.value_or(Interconnect{}));
   }
+  nccl_ = nccl_params(s);
+  for (std::size_t l = 0; l < links_.size(); ++l) {
+    const auto* lp = nccl_.level(names_[l]);
+    if (lp && lp->bus_bw_gbps > 0) links_[l].bandwidth_gbps = lp->bus_bw_gbps;
+    hw_.push_back(lp && lp->hw ? *lp->hw : hw_class_of(links_[l].kind));
+  }
 }
 
-LevelStep LevelSimulator::step(const Shape& s, Collective c, const GroupPattern& g, double S, Algorithm algo) const {
+LevelStep LevelSimulator::step(const Shape& s, Collective c, const GroupPattern& g, double S, Algorithm algo,
+                               Protocol proto) const {
   const int L = static_cast<int>(cards_.size());
   const double p = static_cast<double>(g.group_size);
   LevelStep out;
@@ -192,8 +200,8 @@ LevelStep LevelSimulator::step(const Shape& s, Collective c, const GroupPattern&
   sc.group_size = static_cast<int>(g.group_size);
   sc.bytes_per_rank = c == Collective::AllGather ? S * p : S;
   if (g.group_size < 2) return out;
-  // Per user level: instances (prefix product), devices per instance, route latency from there down.
-  std::vector<double> inst(L), below(L), lam(L + 1, 0.0), blocks(L), Y(L, 1.0);
+  // Per user level: instances (prefix product), devices per instance.
+  std::vector<double> inst(L), below(L), blocks(L), Y(L, 1.0);
   double n = 1;
   for (int l = 0; l < L; ++l) n *= cards_[l];
   double acc = 1;
@@ -202,7 +210,6 @@ LevelStep LevelSimulator::step(const Shape& s, Collective c, const GroupPattern&
     inst[l] = acc;
     below[l] = n / acc;
   }
-  for (int l = L - 1; l >= 0; --l) lam[l] = lam[l + 1] + (cards_[l] > 1 ? links_[l].latency_us * 1e-6 : 0.0);
   for (int l = 0; l < L; ++l) {
     blocks[l] = 1;
     for (const auto& d : g.vary)
@@ -219,29 +226,52 @@ LevelStep LevelSimulator::step(const Shape& s, Collective c, const GroupPattern&
   // Groups with members inside one (busiest) level-l instance.
   auto groups_in = [&](int l) { return below[l] / Y[l] * blocks[l] / p; };
   const int top = g.vary.front().level;
-  // Latency of a chain through the members in order (hops weighted by the level they cross).
-  auto chain_latency = [&](int from_digit) {
-    double lat = 0, prod = 1;
-    for (std::size_t t = static_cast<std::size_t>(from_digit); t < g.vary.size(); ++t) {
-      lat += (g.vary[t].factor - 1) * prod * lam[g.vary[t].level];
-      prod *= g.vary[t].factor;
-    }
-    return lat;
+  // NCCL nodes: the innermost level whose interconnect is a network joins them (nl; -1: one node).
+  int nl = -1;
+  for (int l = 0; l < L; ++l)
+    if (cards_[l] > 1 && hw_[l] == HwClass::Net) nl = l;
+  double K_net = 1;  // nodes a group spans
+  for (const auto& d : g.vary)
+    if (d.level <= nl) K_net *= d.factor;
+  // Nodes of one group inside one instance of level l (l <= nl).
+  auto nodes_in = [&](int l) {
+    double k = 1;
+    for (const auto& d : g.vary)
+      if (d.level > l && d.level <= nl) k *= d.factor;
+    return k;
+  };
+  // The largest degree of a head in NCCL's double binary tree over k heads (both trees).
+  auto tree_maxdeg = [](long long k) {
+    int maxdeg = 0;
+    auto deg = [&](long long i) { return (i > 0) + (2 * i + 1 < k) + (2 * i + 2 < k); };
+    auto consider = [&](long long i) {
+      if (i >= 0 && i < k) maxdeg = std::max(maxdeg, static_cast<int>(deg(i) + deg(k - 1 - i)));
+    };
+    if (k > 1)
+      for (long long d = 0; d < 8; ++d) {
+        consider(d);
+        consider(k - 1 - d);
+        consider(k / 2 - 4 + d);
+      }
+    return maxdeg;
   };
   std::vector<double> load(L, 0.0), flow(L, 0.0);  // per level: bytes on the busiest uplink, largest flow
-  double latency = 0;
+  // Busiest-link time of algorithm a's flows (full link bandwidth) and its level.
   auto evaluate = [&](Algorithm a) {
     std::fill(load.begin(), load.end(), 0.0);
     std::fill(flow.begin(), flow.end(), 0.0);
-    latency = 0;
-    auto ring = [&](double b, double reps) {
+    // A ring on the levels `pick` selects: every group crosses a spanned level-l instance's uplink
+    // once per round with b bytes.
+    auto ring_if = [&](double b, double reps, auto&& pick) {
       for (int l = 0; l < L; ++l)
-        if (cards_[l] > 1 && blocks[l] > 1) {
+        if (cards_[l] > 1 && blocks[l] > 1 && pick(l)) {
           load[l] += groups_in(l) * b * reps;
-          flow[l] = b * reps;
+          flow[l] = std::max(flow[l], b * reps);
         }
-      latency = lam[top] * reps;
     };
+    auto ring = [&](double b, double reps) { ring_if(b, reps, [](int) { return true; }); };
+    auto intra = [&](int l) { return l > nl; };
+    const double ppn = p / K_net;
     switch (c) {
       case Collective::AllReduce:
         if (a == Algorithm::Tree) {
@@ -252,19 +282,8 @@ LevelStep LevelSimulator::step(const Shape& s, Collective c, const GroupPattern&
           double K = 1;
           std::size_t first_inner = 0;
           while (first_inner < g.vary.size() && g.vary[first_inner].level <= outer) K *= g.vary[first_inner++].factor;
-          int maxdeg = 0;
           const auto k = static_cast<long long>(K);
-          auto deg = [&](long long i) { return (i > 0) + (2 * i + 1 < k) + (2 * i + 2 < k); };
-          // A head's degree in both trees: only the ends and the middle differ from the rest.
-          auto consider = [&](long long i) {
-            if (i >= 0 && i < k) maxdeg = std::max(maxdeg, static_cast<int>(deg(i) + deg(k - 1 - i)));
-          };
-          if (k > 1)
-            for (long long d = 0; d < 8; ++d) {
-              consider(d);
-              consider(k - 1 - d);
-              consider(k / 2 - 4 + d);
-            }
+          const int maxdeg = tree_maxdeg(k);
           for (int l = outer; l < L; ++l) {
             if (cards_[l] == 1) continue;
             double inner_blocks = 1, rest = 1;
@@ -283,9 +302,20 @@ LevelStep LevelSimulator::step(const Shape& s, Collective c, const GroupPattern&
             load[l] = std::max(G * first + tree_out, G * middle);
             if (inner_blocks > 1) flow[l] = S;
           }
-          int depth = 0;
-          while ((1LL << (depth + 1)) <= k) ++depth;
-          latency = 2.0 * (chain_latency(static_cast<int>(first_inner)) + (k > 1 ? depth * lam[outer] : 0.0));
+        } else if (a == Algorithm::Nvls || a == Algorithm::NvlsTree || a == Algorithm::CollNet) {
+          // Inside nodes: NVLS (S out, S in per GPU) or, for CollNet, reduce-scatter + all-gather.
+          if (a == Algorithm::CollNet)
+            ring_if(S / ppn, 2 * (ppn - 1), intra);
+          else
+            ring_if(S, 1, intra);
+          // Across nodes: the NVLS tree's double binary tree (every GPU its slice), or the network
+          // reduces (SHARP): S out and S in per node.
+          const double per_node = a == Algorithm::NvlsTree ? tree_maxdeg(static_cast<long long>(K_net)) * S / 2 : S;
+          for (int l = 0; l <= nl; ++l)
+            if (cards_[l] > 1 && blocks[l] > 1) {
+              load[l] += groups_in(l) * nodes_in(l) * per_node;
+              flow[l] = std::max(flow[l], per_node / std::max(1.0, ppn));
+            }
         } else {
           ring(S / p, 2 * (p - 1));
         }
@@ -303,7 +333,6 @@ LevelStep LevelSimulator::step(const Shape& s, Collective c, const GroupPattern&
             load[l] += groups_in(l) * S;
             flow[l] = S;
           }
-        latency = chain_latency(0);
         break;
     }
     double worst = 0;
@@ -317,23 +346,58 @@ LevelStep LevelSimulator::step(const Shape& s, Collective c, const GroupPattern&
         wl = l;
       }
     }
-    if (a == Algorithm::Tree && c == Collective::AllReduce) worst /= kTreeBandwidthEfficiency;
-    return std::tuple{worst + latency, worst, wl};
+    return std::pair{worst, wl};
   };
-  Algorithm use = c == Collective::AllReduce ? algo : Algorithm::Ring;
-  sc.nccl_pick = Algorithm::Ring;
-  if (c == Collective::AllReduce) {
-    const double tr = std::get<0>(evaluate(Algorithm::Ring)), tt = std::get<0>(evaluate(Algorithm::Tree));
-    sc.nccl_pick = tt < tr ? Algorithm::Tree : Algorithm::Ring;
-    if (algo == Algorithm::Auto) use = sc.nccl_pick;
-  }
-  sc.algo = use;
-  const auto [total, bw, wl] = evaluate(use);
-  sc.time_s = total;
-  sc.bandwidth_s = bw;
-  sc.latency_s = latency;
+  // NCCL's view of one group: ranks, nodes, hop classes and level parameters.
+  CallShape cs;
+  cs.coll = c;
+  cs.ranks = static_cast<int>(std::min<std::int64_t>(g.group_size, 1 << 30));
+  cs.nodes = static_cast<int>(K_net);
+  cs.bytes = sc.bytes_per_rank;
+  sc.nodes = cs.nodes;
+  GroupLevels gl;
+  for (const auto& d : g.vary)
+    if (d.level > nl) {  // the innermost spanned level inside a node (the graph model's first intra hop)
+      gl.intra_hw = hw_[d.level];
+      gl.intra = nccl_.level(names_[d.level]);
+    }
+  if (K_net > 1) gl.inter = nccl_.level(names_[nl]);  // the nodes' uplinks
+  for (int l = top; l <= nl; ++l)
+    if (cards_[l] > 1 && hw_[l] == HwClass::Net) gl.latency_inter_us += links_[l].latency_us;
+  std::vector<std::pair<Algorithm, std::pair<double, int>>> flows;
+  auto flow_of = [&](Algorithm a) {
+    for (const auto& [x, f] : flows)
+      if (x == a) return f;
+    flows.emplace_back(a, evaluate(a));
+    return flows.back().second;
+  };
+  struct Pick {
+    Algorithm a = Algorithm::Ring;
+    Protocol p = Protocol::Simple;
+    double est = std::numeric_limits<double>::infinity();
+  };
+  auto pick = [&](Algorithm al, Protocol pr) {
+    Pick best;
+    for (const auto& [a, q] : nccl_candidates(nccl_, cs, al, pr)) {
+      // NCCL's estimate of the tree: the ring's graph bandwidth (see cost.cpp).
+      const double f = a == Algorithm::Tree ? flow_of(Algorithm::Ring).first * p / (p - 1) : flow_of(a).first;
+      const double t = latency_us(nccl_, cs, gl, a, q) * 1e-6 + bandwidth_time(nccl_, cs, a, q, f, true);
+      if (t < best.est) best = {a, q, t};
+    }
+    return best;
+  };
+  const Pick nccl = pick(Algorithm::Auto, Protocol::Auto);
+  sc.nccl_pick = nccl.a;
+  sc.nccl_proto = nccl.p;
+  const Pick use = (algo == Algorithm::Auto && proto == Protocol::Auto) ? nccl : pick(algo, proto);
+  sc.algo = use.a;
+  sc.proto = use.p;
+  const auto [bw, wl] = evaluate(use.a);
+  sc.bandwidth_s = bandwidth_time(nccl_, cs, use.a, use.p, bw, false);
+  sc.latency_s = latency_us(nccl_, cs, gl, use.a, use.p) * 1e-6 + nccl_.effective_launch_us() * 1e-6;
+  sc.time_s = sc.latency_s + sc.bandwidth_s;
   sc.bottleneck_edge = wl;
-  sc.bottleneck_bytes = wl >= 0 ? load[wl] : 0.0;
+  sc.bottleneck_bytes = wl >= 0 ? load[static_cast<std::size_t>(wl)] : 0.0;
   if (wl >= 0) out.bottleneck = fmt::format("{} uplink ({})", names_[wl], to_string(links_[wl].kind));
   if (sc.time_s > 0) {
     sc.algbw_gbps = sc.bytes_per_rank / sc.time_s / 1e9;
@@ -350,7 +414,7 @@ LevelProgramCost LevelSimulator::simulate(const Shape& s, const std::vector<Coll
   double S = opt.bytes;
   LevelProgramCost pc;
   for (std::size_t i = 0; i < cs.size(); ++i) {
-    pc.steps.push_back(step(s, cs[i], gs[i], S, opt.algo));
+    pc.steps.push_back(step(s, cs[i], gs[i], S, opt.algo, opt.proto));
     pc.time_s += pc.steps.back().cost.time_s;
     const double p = static_cast<double>(gs[i].group_size);
     if (cs[i] == Collective::ReduceScatter) S /= p;

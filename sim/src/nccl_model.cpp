@@ -466,4 +466,29 @@ double bandwidth_time(const NcclParams& p, const CallShape& c, Algorithm a, Prot
   return t;
 }
 
+static constexpr Algorithm kAlgos[] = {Algorithm::Ring, Algorithm::Tree, Algorithm::Nvls, Algorithm::NvlsTree,
+                                       Algorithm::CollNet};
+static constexpr Protocol kProtos[] = {Protocol::LL, Protocol::LL128, Protocol::Simple};
+
+// Candidate (algorithm, protocol) pairs for a call under the user's choice: everything NCCL offers
+// (auto), or the forced algorithm (nvls: NVLS or NVLS tree) and/or protocol where offered;
+// a forced algorithm the call does not offer falls back to ring (as NCCL's fallback does).
+std::vector<std::pair<Algorithm, Protocol>> nccl_candidates(const NcclParams& np, const CallShape& cs, Algorithm algo,
+                                                            Protocol proto) {
+  std::vector<std::pair<Algorithm, Protocol>> out;
+  auto want_algo = [&](Algorithm a) {
+    if (algo == Algorithm::Auto) return true;
+    if (algo == Algorithm::Nvls || algo == Algorithm::NvlsTree) return a == Algorithm::Nvls || a == Algorithm::NvlsTree;
+    return a == algo;
+  };
+  for (int pass = 0; pass < 3 && out.empty(); ++pass)
+    for (Algorithm a : kAlgos) {
+      if (pass < 2 ? !want_algo(a) : a != Algorithm::Ring) continue;
+      for (Protocol p : kProtos)
+        if ((pass == 0 ? (proto == Protocol::Auto || p == proto) : true) && available(np, cs, a, p))
+          out.emplace_back(a, p);
+    }
+  return out;
+}
+
 }  // namespace p2v::sim

@@ -18,21 +18,10 @@ const char* to_string(SimModel m) { return m == SimModel::Graph ? "graph" : "lev
 std::vector<StepRecord> step_records(const Topology& t, const ProgramCost& pc, int max_links) {
   std::vector<StepRecord> out;
   for (const auto& s : pc.steps) {
-    StepRecord r{s.collective,
-                 s.num_groups,
-                 s.group_size,
-                 s.algo,
-                 s.time_s,
-                 s.busbw_gbps,
-                 s.nccl_pick,
-                 s.bytes_per_rank,
-                 s.latency_s,
-                 s.bandwidth_s,
-                 s.algbw_gbps,
-                 std::nullopt,
-                 {},
-                 "",
-                 0};
+    StepRecord r{
+        s.collective, s.num_groups,  s.group_size, s.algo,       s.time_s, s.busbw_gbps, s.nccl_pick, s.bytes_per_rank,
+        s.latency_s,  s.bandwidth_s, s.algbw_gbps, std::nullopt, {},       "",           0,           s.proto,
+        s.nccl_proto, s.nodes};
     if (s.bottleneck_edge >= 0)
       r.bottleneck = LinkRecord{t.edge_name(s.bottleneck_edge), s.bottleneck_bytes,
                                 s.bottleneck_bytes / t.edges()[static_cast<std::size_t>(s.bottleneck_edge)].bandwidth};
@@ -57,6 +46,10 @@ std::vector<StepRecord> step_records(const LevelProgramCost& pc) {
     r.busbw_gbps = st.cost.busbw_gbps;
     r.bottleneck_level = st.bottleneck;
     r.bottleneck_bytes = st.cost.bottleneck_bytes;
+    r.nccl_pick = st.cost.nccl_pick;
+    r.proto = st.cost.proto;
+    r.nccl_proto = st.cost.nccl_proto;
+    r.nodes = st.cost.nodes;
     out.push_back(std::move(r));
   }
   return out;
@@ -84,13 +77,16 @@ nlohmann::json to_json(const StepRecord& s, SimModel m) {
                    {"group_size", s.group_size},
                    {"algo", to_string(s.algo)},
                    {"time_s", s.time_s},
-                   {"busbw_gbps", s.busbw_gbps}};
+                   {"busbw_gbps", s.busbw_gbps},
+                   {"proto", to_string(s.proto)},
+                   {"nccl_proto", to_string(s.nccl_proto)},
+                   {"nodes", s.nodes},
+                   {"nccl_pick", to_string(s.nccl_pick)}};
   if (m == SimModel::Levels) {
     o["bottleneck"] = s.bottleneck_level;
     o["bottleneck_bytes"] = s.bottleneck_bytes;
     return o;
   }
-  o["nccl_pick"] = to_string(s.nccl_pick);
   o["bytes_per_rank"] = s.bytes_per_rank;
   o["latency_s"] = s.latency_s;
   o["bandwidth_s"] = s.bandwidth_s;
@@ -110,11 +106,22 @@ StepRecord step_record_from_json(const engine::json_read::At& at, SimModel m) {
   s.algo = algorithm_from_json(o["algo"]);
   s.time_s = o["time_s"].number();
   s.busbw_gbps = o["busbw_gbps"].number();
+  auto proto = [](const engine::json_read::At& a) {
+    const auto v = a.string();
+    if (v != "LL" && v != "LL128" && v != "Simple") a.fail("expected LL, LL128 or Simple, got \"" + v + "\"");
+    return parse_protocol(v);
+  };
+  if (const auto v = o.optional("proto")) s.proto = proto(*v);
+  if (const auto v = o.optional("nccl_proto")) s.nccl_proto = proto(*v);
+  if (const auto v = o.optional("nodes")) s.nodes = v->int32();
+  if (m == SimModel::Graph)
+    s.nccl_pick = algorithm_from_json(o["nccl_pick"]);
+  else if (const auto v = o.optional("nccl_pick"))
+    s.nccl_pick = algorithm_from_json(*v);
   if (m == SimModel::Levels) {
     s.bottleneck_level = o["bottleneck"].string();
     s.bottleneck_bytes = o["bottleneck_bytes"].number();
   } else {
-    s.nccl_pick = algorithm_from_json(o["nccl_pick"]);
     s.bytes_per_rank = o["bytes_per_rank"].number();
     s.latency_s = o["latency_s"].number();
     s.bandwidth_s = o["bandwidth_s"].number();
@@ -137,14 +144,15 @@ std::string format_bytes(double b) {
 double parse_bytes(const std::string& s) { return parse_size(s, "--bytes"); }
 
 std::string steps_table(const std::vector<StepRecord>& steps, const std::string& indent) {
-  std::string out = fmt::format("{}{:>4}  {:<13} {:>9}  {:<11} {:>11} {:>9}  {}\n", indent, "step", "collective",
-                                "groups", "algo(nccl)", "time", "busbw", "bottleneck link (bytes)");
+  std::string out = fmt::format("{}{:>4}  {:<13} {:>9}  {:<30} {:>11} {:>9}  {}\n", indent, "step", "collective",
+                                "groups", "algo/proto (nccl)", "time", "busbw", "bottleneck link (bytes)");
   int i = 0;
   for (const auto& s : steps) {
-    out += fmt::format("{}{:>4}  {:<13} {:>9}  {:<11} {:>11} {:>9}  {}\n", indent, i++, to_string(s.collective),
+    out += fmt::format("{}{:>4}  {:<13} {:>9}  {:<30} {:>11} {:>9}  {}\n", indent, i++, to_string(s.collective),
                        fmt::format("{}x{}", s.groups, s.group_size),
-                       fmt::format("{}({})", to_string(s.algo), to_string(s.nccl_pick)), format_seconds(s.time_s),
-                       fmt::format("{:.1f}GB/s", s.busbw_gbps),
+                       fmt::format("{}/{}({}/{})", to_string(s.algo), to_string(s.proto), to_string(s.nccl_pick),
+                                   to_string(s.nccl_proto)),
+                       format_seconds(s.time_s), fmt::format("{:.1f}GB/s", s.busbw_gbps),
                        s.bottleneck ? fmt::format("{} ({})", s.bottleneck->link, format_bytes(s.bottleneck->bytes))
                                     : std::string("-"));
   }

@@ -68,31 +68,45 @@ TEST_CASE("topology: errors") {
   CHECK_THROWS_AS(Topology::build(s), p2v::Error);
 }
 
-TEST_CASE("cost: one ring in one switch (hand-computed)") {
-  // 4 GPUs on one 100 GB/s switch with 2 us latency; AllReduce of 1e9 bytes.
+TEST_CASE("cost: one ring in one switch: the alpha-beta limit of ring/Simple (hand-computed)") {
+  // 4 GPUs on one 100 GB/s switch; AllReduce of 1e9 bytes, NCCL's ring with the Simple protocol,
+  // per-hop latency 2 us (the section's hop_latency_us), no launch overhead.
   System s;
   s.name = "one-switch";
   s.levels.push_back({"gpu", 4, Interconnect{LinkKind::Switch, 100, 2}});
+  s.nccl = nlohmann::json::parse(R"({"launch_us": 0, "levels": {"gpu": {"hop_latency_us": {"simple": 2}}}})");
   Simulator sim(s);
   CostOptions o;
   o.bytes = 1e9;
+  o.algo = Algorithm::Ring;
+  o.proto = Protocol::Simple;
   const LoweredProgram prog{{Collective::AllReduce, {{0, 1, 2, 3}}}};
   const auto pc = sim.simulate(prog, o);
-  // ring: 2(p-1) = 6 rounds of n/p = 250 MB over 100 GB/s, plus 6 latencies of 2 us.
-  CHECK(pc.time_s == doctest::Approx(6 * 2.5e-3 + 6 * 2e-6).epsilon(1e-12));
+  // NCCL's ring Simple base latency (8.4 us) + 2(p-1) = 6 hops of 2 us + 6 rounds of n/p = 250 MB
+  // over 100 GB/s: the alpha-beta formula of SPEC §8 with alpha = 2 us, beta = 1/100 GB/s, plus
+  // NCCL's fixed base latency.
+  const double base = 8.4e-6;
+  CHECK(pc.time_s == doctest::Approx(base + 2 * 3 * 2e-6 + 2.0 * 3 / 4 * 1e9 / 100e9).epsilon(1e-12));
   REQUIRE(pc.steps.size() == 1);
+  CHECK(pc.steps[0].algo == Algorithm::Ring);
+  CHECK(pc.steps[0].proto == Protocol::Simple);
+  CHECK(pc.steps[0].bandwidth_s == doctest::Approx(1.5e9 / 100e9));
   CHECK(pc.steps[0].bottleneck_bytes == doctest::Approx(1.5e9));
   CHECK(pc.steps[0].busbw_gbps == doctest::Approx(1.5e9 / pc.time_s / 1e9).epsilon(1e-9));
-  // α-β formula of SPEC §8 with α = 2 us and β = 1/100 GB/s.
-  CHECK(pc.time_s == doctest::Approx(2 * 3 * 2e-6 + 2.0 * 3 / 4 * 1e9 / 100e9));
-  // ReduceScatter then AllGather costs the same as the AllReduce.
+  // At this size auto picks the same (ring, Simple): the model reduces to alpha-beta there.
+  CostOptions a;
+  a.bytes = 1e9;
+  CHECK(sim.time(prog, a) == doctest::Approx(pc.time_s));
+  // ReduceScatter then AllGather: the AllReduce's bandwidth and hops, but two calls (two base latencies).
   const LoweredProgram rsag{{Collective::ReduceScatter, {{0, 1, 2, 3}}}, {Collective::AllGather, {{0, 1, 2, 3}}}};
-  CHECK(sim.time(rsag, o) == doctest::Approx(pc.time_s));
-  // Reduce and Broadcast: pipelined chains, n bytes per hop, 3 hops of latency.
+  CHECK(sim.time(rsag, o) == doctest::Approx(pc.time_s + base));
+  // Reduce and Broadcast: pipelined chains, n bytes per hop, nsteps = p = 4 hops (tuning.cc).
   const LoweredProgram rb{{Collective::Reduce, {{0, 1, 2, 3}}}, {Collective::Broadcast, {{0, 1, 2, 3}}}};
-  CHECK(sim.time(rb, o) == doctest::Approx(2 * (1e9 / 100e9 + 3 * 2e-6)));
-  // After Reduce only the root holds data: a Broadcast from it moves n bytes; a second Reduce-only
-  // program keeps sizes right.
+  CHECK(sim.time(rb, o) == doctest::Approx(2 * (1e9 / 100e9 + base + 4 * 2e-6)));
+  // The launch overhead is paid per call.
+  s.nccl["launch_us"] = 5;
+  CHECK(Simulator(s).time(rsag, o) == doctest::Approx(sim.time(rsag, o) + 2 * 5e-6));
+  // After ReduceScatter each device holds a quarter.
   std::vector<double> frac(4, 1.0);
   sim.step({Collective::ReduceScatter, {{0, 1, 2, 3}}}, 1e9, frac, Algorithm::Ring, false);
   CHECK(frac[2] == doctest::Approx(0.25));
@@ -100,20 +114,26 @@ TEST_CASE("cost: one ring in one switch (hand-computed)") {
 
 TEST_CASE("cost: 16 parallel groups through one NIC (hand-computed)") {
   auto s = simtest::two_level(4, 16, 8, 5, 270, 1);
+  s.nccl = nlohmann::json::parse(R"({"launch_us": 0})");
   Simulator sim(s);
   Groups g;
   for (int i = 0; i < 16; ++i) g.push_back({i, 16 + i, 32 + i, 48 + i});
   CostOptions o;
   o.bytes = 1e9;
+  o.algo = Algorithm::Ring;
+  o.proto = Protocol::Simple;
   const auto pc = sim.simulate({{Collective::AllReduce, g}}, o);
   // Each node's NIC carries one flow of every group in every round: 16 * n/4 per round, 6 rounds,
-  // 8 GB/s; path latency 0.5 + 2.5 + 2.5 + 0.5 us.
-  CHECK(pc.time_s == doctest::Approx(6 * 16 * 0.25e9 / 8e9 + 6 * 6e-6).epsilon(1e-12));
+  // 8 GB/s. Latency (NCCL, one rank per node): 6 network steps of the tree's Simple net latency
+  // (14 us) + the network's 5 us twice (Simple flush), base 8.4 us, x 1.4 (multi-node ring plateau).
+  CHECK(pc.steps[0].bandwidth_s == doctest::Approx(6 * 16 * 0.25e9 / 8e9).epsilon(1e-12));
+  CHECK(pc.steps[0].latency_s == doctest::Approx((8.4 + 6 * (14 + 2 * 5)) * 1.4 * 1e-6));
+  CHECK(pc.steps[0].nodes == 4);
   CHECK(pc.steps[0].bottleneck_bytes == doctest::Approx(24e9));
   CHECK(sim.topology().edge_name(pc.steps[0].bottleneck_edge).find("root:nic") != std::string::npos);
   // One group alone is 16 times less bandwidth-bound.
   const auto one = sim.time({{Collective::AllReduce, {{0, 16, 32, 48}}}}, o);
-  CHECK(one == doctest::Approx(6 * 0.25e9 / 8e9 + 6 * 6e-6));
+  CHECK(one == doctest::Approx(6 * 0.25e9 / 8e9 + pc.steps[0].latency_s));
   // The default bytes: 2^29 x 4 nodes float32 = 8 GiB.
   CHECK(default_bytes(s) == doctest::Approx(8.0 * 1024 * 1024 * 1024));
 }
@@ -124,12 +144,14 @@ TEST_CASE("cost: tree AllReduce and NCCL's pick") {
   Groups all{{}};
   for (int d = 0; d < 64; ++d) all[0].push_back(d);
   std::vector<double> frac(64, 1.0);
-  // Large message: ring; tiny message: tree (fewer latencies).
+  // Large message: ring, Simple; tiny message: tree with LL (fewer, cheaper latencies).
   auto big = sim.step({Collective::AllReduce, all}, 1e9, frac, Algorithm::Auto, false);
   auto small = sim.step({Collective::AllReduce, all}, 1e3, frac, Algorithm::Auto, false);
   CHECK(small.nccl_pick == Algorithm::Tree);
   CHECK(small.algo == Algorithm::Tree);
-  CHECK(big.time_s > 0);
+  CHECK(small.proto == Protocol::LL);
+  CHECK(big.algo == Algorithm::Ring);  // NCCL credits the tree with the ring's bandwidth x .92
+  CHECK(big.proto == Protocol::Simple);
   auto tr = sim.step({Collective::AllReduce, all}, 1e9, frac, Algorithm::Tree, false);
   CHECK(tr.algo == Algorithm::Tree);
   // Non-AllReduce collectives have no tree in NCCL.
@@ -208,10 +230,19 @@ TEST_CASE("topology: a whole-system section (scope root) and a ring of 4") {
   Simulator sim(s);
   CostOptions o;
   o.bytes = 1e9;
-  CHECK(sim.time({{Collective::AllReduce, {{0, 1, 2, 3}}}}, o) == doctest::Approx(6 * 0.25e9 / 100e9 + 6 * 1e-6));
+  o.algo = Algorithm::Ring;
+  o.proto = Protocol::Simple;
+  const auto ring = sim.simulate({{Collective::AllReduce, {{0, 1, 2, 3}}}}, o);
+  CHECK(ring.steps[0].bandwidth_s == doctest::Approx(6 * 0.25e9 / 100e9));
   // {0,2} and {1,3} are not neighbours: over the 10 GB/s host links, both groups at once.
   // Each GPU's host link carries its own ring traffic only: 2 rounds x 0.5 GB each way.
-  CHECK(sim.time({{Collective::AllReduce, {{0, 2}, {1, 3}}}}, o) == doctest::Approx(2 * 0.5e9 / 10e9 + 2 * 2e-6));
+  const auto far = sim.simulate({{Collective::AllReduce, {{0, 2}, {1, 3}}}}, o);
+  CHECK(far.steps[0].bandwidth_s == doctest::Approx(2 * 0.5e9 / 10e9));
+  // NCCL's hop latency follows the route's hardware: NVLink neighbours (ring Simple 3.4 us per
+  // hop) vs PCIe (5.7 us per hop), base 8.4 us, plus the launch overhead.
+  const double launch = kDefaultLaunchUs * 1e-6;
+  CHECK(ring.steps[0].latency_s == doctest::Approx((8.4 + 6 * 3.4) * 1e-6 + launch));
+  CHECK(far.steps[0].latency_s == doctest::Approx((8.4 + 2 * 5.7) * 1e-6 + launch));
   CHECK(sim.topology().classes() == std::vector<std::string>{"nvlink", "pcie"});
 }
 
@@ -252,10 +283,12 @@ TEST_CASE("cost: tree AllReduce across 4 single-GPU nodes (hand-computed)") {
   std::vector<double> frac(4, 1.0);
   const auto st = sim.step({Collective::AllReduce, {{0, 1, 2, 3}}}, 1e9, frac, Algorithm::Tree, true);
   // Tree 1 (0; 1,2 under 0; 3 under 1) and its mirror each carry n/2 up and down: the busiest
-  // uplink carries 1.5 n. Bandwidth term 1.5 n / 10 GB/s / 0.9 (tree efficiency); latency
-  // 2 x depth 2 x 4 us.
+  // uplink carries 1.5 n. Bandwidth term 1.5 n / 10 GB/s / 0.92 (NCCL's tree efficiency); latency
+  // (NCCL): base 8.4 + 2 x log2(4) x (14 us tree Simple net hop + 2 x the network's 4 us), plus launch.
   CHECK(st.bottleneck_bytes == doctest::Approx(1.5e9));
-  CHECK(st.time_s == doctest::Approx(1.5e9 / 10e9 / 0.9 + 2 * 2 * 4e-6));
+  CHECK(st.proto == Protocol::Simple);
+  CHECK(st.bandwidth_s == doctest::Approx(1.5e9 / 10e9 / 0.92));
+  CHECK(st.latency_s == doctest::Approx((8.4 + 2 * 2 * (14 + 2 * 4)) * 1e-6 + kDefaultLaunchUs * 1e-6));
   // The ring moves the same 1.5 n per uplink, without the tree's efficiency loss: NCCL's pick.
   CHECK(st.nccl_pick == Algorithm::Ring);
 }

@@ -99,7 +99,7 @@ TEST_CASE("formats: the simulate reader refuses unknown, missing and mistyped fi
   e = simulate_error(j, [](json& x) { x["format"] = "p2v-step/1"; });
   CHECK(e.find("format: expected \"p2v-simulate/1\"") != std::string::npos);
   e = simulate_error(j, [](json& x) { x["algo"] = "bogus"; });
-  CHECK(e.find("algo: expected ring, tree or auto") != std::string::npos);
+  CHECK(e.find("algo: expected ring, tree, auto, nvls, nvls-tree or collnet") != std::string::npos);
   // A level-model field in a graph-model report is unknown.
   e = simulate_error(j, [](json& x) { x["results"][0]["shape"] = "x"; });
   CHECK(e.find("results[0].shape: unknown field") != std::string::npos);

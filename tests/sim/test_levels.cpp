@@ -18,7 +18,13 @@ namespace sim = p2v::sim;
 namespace {
 
 void compare_models(System sys, const std::vector<int>& axes, const std::vector<int>& reduce) {
-  if (sys.levels.back().interconnect == std::nullopt) sim::apply_preset(sys, sim::find_preset("h100-oversub"));
+  if (sys.levels.back().interconnect == std::nullopt) {
+    sim::apply_preset(sys, sim::find_preset("h100-oversub"));
+    // With network levels above the nodes (racks, pods) the level model charges the NVLS tree's
+    // inter-node traffic to every upper uplink it could cross (an upper bound; docs/simulator.md),
+    // the graph model only to those its tree edges cross: compare without NVLS there.
+    if (sys.levels.size() > 2) sys.nccl["nvls"] = false;
+  }
   const sim::Simulator graph(sys);
   const sim::LevelSimulator levels(sys);
   const auto names = sys.level_names();
@@ -27,12 +33,13 @@ void compare_models(System sys, const std::vector<int>& axes, const std::vector<
     const Placement p(sys.cardinalities(), axes, x, reduce);
     const Shape s = make_shape(sys.cardinalities(), names, x, p.reduce(), HierarchyKind::ReductionAxes);
     const SynthResult r = synthesize_shape(s, SynthOptions{});
-    for (auto algo : {sim::Algorithm::Ring, sim::Algorithm::Tree, sim::Algorithm::Auto}) {
+    for (auto algo : {sim::Algorithm::Ring, sim::Algorithm::Tree, sim::Algorithm::Auto, sim::Algorithm::Nvls}) {
       sim::CostOptions o;
       o.algo = algo;
       o.bytes = 1 << 26;
       CAPTURE(format_matrix(x));
-      CAPTURE(sim::to_string(algo));
+      const std::string algo_name = sim::to_string(algo);
+      CAPTURE(algo_name);
       const double g0 = graph.time(sim::single_allreduce(p.reduction_groups()), o);
       CHECK(levels.allreduce_time(s, o) == doctest::Approx(g0).epsilon(1e-9));
       for (const auto& prog : r.programs) {
@@ -55,6 +62,11 @@ TEST_CASE("level model = graph model: bundled A100 systems, every placement and 
   for (int red : {0, 1})
     compare_models(load_system_file(P2V_SOURCE_DIR "/examples/systems/a100-4node.json"), {4, 16}, {red});
   compare_models(load_system_file(P2V_SOURCE_DIR "/examples/systems/a100-2node.json"), {2, 16}, {0});
+  // NVLS, NVLS tree (and their pick) on H100 nodes.
+  System h = parse_system_arg("node=4,gpu=4");
+  sim::apply_preset(h, sim::find_preset("dgx-h100"));
+  compare_models(h, {4, 4}, {0});
+  compare_models(h, {4, 4}, {1});
 }
 
 TEST_CASE("level model = graph model: three- and four-level systems with oversubscribed uplinks") {

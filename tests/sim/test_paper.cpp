@@ -96,7 +96,7 @@ TEST_CASE("calibration recovers perturbed link parameters") {
                                                                {"AllReduce", "0-31"},       {"ReduceScatter", "0-15"},
                                                                {"AllGather", "0-7"},        {"Broadcast", "0 16|1 17"}};
   for (const auto& [c, g] : cases)
-    for (double b : {1e3, 1e5, 1e7, 1e9}) {
+    for (double b : {1e7, 3e7, 1e8, 1e9}) {
       Measurement m;
       m.step.collective = parse_collective(c);
       m.groups_text = g;
@@ -108,19 +108,22 @@ TEST_CASE("calibration recovers perturbed link parameters") {
   CHECK(ms.size() == 24);
   Simulator sim(truth_sys);
   const auto cal = calibrate(sim, ms, Algorithm::Ring);
+  // Since the NCCL model (issue 24) a call's latency is mostly NCCL's per-protocol tables, which
+  // this alpha-beta fit does not touch (their calibration is the "nccl" section's, not done here):
+  // the measurements are bandwidth-dominated (>= 10 MB), and the bandwidths are what is
+  // recovered, within 5% (the fit assumes time is homogeneous in (alpha, beta), which NCCL's fixed
+  // latencies break: before the NCCL model it recovered them within 1%; a fit of the NCCL
+  // parameters themselves is not done here).
   CHECK(cal.error_before > 0.1);
-  CHECK(cal.error_after < 0.01);
+  CHECK(cal.error_after < cal.error_before / 2);
   auto [nic_bw, nic_lat] = sim.topology().class_params("node");
-  CHECK(nic_bw == doctest::Approx(6e9).epsilon(0.01));
-  CHECK(nic_lat == doctest::Approx(20e-6).epsilon(0.05));
+  CHECK(nic_bw == doctest::Approx(6e9).epsilon(0.05));
   auto [sw_bw, sw_lat] = sim.topology().class_params("gpu");
-  CHECK(sw_bw == doctest::Approx(200e9).epsilon(0.01));
-  CHECK(cal.overhead_after == doctest::Approx(15e-6).epsilon(0.05));
+  CHECK(sw_bw == doctest::Approx(200e9).epsilon(0.05));
   // The calibrated system file round-trips through the parser with the new numbers.
   const auto text = calibrated_system_json(truth_sys, sim.topology(), "calibrated");
   const auto back = system_from_json(text, "calibrated");
-  CHECK(back.levels[0].interconnect->bandwidth_gbps == doctest::Approx(6).epsilon(0.01));
-  CHECK(Topology::build(back).step_overhead() == doctest::Approx(15e-6).epsilon(0.05));
+  CHECK(back.levels[0].interconnect->bandwidth_gbps == doctest::Approx(6).epsilon(0.05));
 }
 
 TEST_CASE("measurements CSV: errors name the line") {
@@ -193,8 +196,9 @@ TEST_CASE("CLI: simulate --json, explore, calibrate, errors") {
   const auto inl = run("simulate --system node=4,gpu=16 --axes 4,16 --reduce 0 --top 1");
   CHECK(inl.code == 0);
   CHECK(inl.out.find("interconnects: preset h100") != std::string::npos);
-  CHECK(run("simulate --system node=4,gpu=16 --axes 4,16 --reduce 0 --preset a100 --top 1").out.find("preset a100") !=
-        std::string::npos);
+  CHECK(
+      run("simulate --system node=4,gpu=16 --axes 4,16 --reduce 0 --preset a100 --top 1").out.find("preset p2-a100") !=
+      std::string::npos);
   CHECK(run("simulate --system node=4,gpu=16 --axes 4,16 --reduce 0 --preset b200").code == 2);  // unknown preset
   CHECK(run("simulate --system node=4,gpu=16 --axes 4,16 --reduce 0 --model bogus").code == 2);
   // Above 2048 devices the level model ranks; options that need the graph are refused by name.

@@ -7,6 +7,7 @@
 
 #include "p2v/engine/instruction.hpp"
 #include "p2v/engine/system.hpp"
+#include "p2v/sim/nccl_model.hpp"
 #include "p2v/sim/topology.hpp"
 
 namespace p2v::sim {
@@ -25,20 +26,15 @@ Algorithm parse_algorithm(const std::string& s);  // ring|tree|nvls|collnet|auto
 // instances of the level above the devices (product of all but the last level's cardinalities).
 double default_bytes(const engine::System& s);
 
-// NCCL's tree pipelines through every rank (receive, reduce, send): its tuner credits the tree
-// with less bandwidth than the ring for large messages. Both simulators charge the tree's
-// bandwidth term 1/0.9 (an assumption; docs/simulator.md), so the tree wins only where latency
-// matters.
-inline constexpr double kTreeBandwidthEfficiency = 0.9;
-
 // nccl-tests' bus bandwidth factor (SPEC §8) of a collective over p ranks.
 double bus_factor(engine::Collective c, double p);
 
 struct CostOptions {
-  Algorithm algo = Algorithm::Ring;
-  double bytes = 0.0;     // per device at the start of the program; must be positive
-                          // (default_bytes(system) gives the paper's size)
-  bool breakdown = true;  // per-link loads in StepCost::links
+  Algorithm algo = Algorithm::Auto;  // NCCL's pick per step (sim/nccl_model.hpp); or forced
+  Protocol proto = Protocol::Auto;   // NCCL's pick, or forced (where the algorithm offers it)
+  double bytes = 0.0;                // per device at the start of the program; must be positive
+                                     // (default_bytes(system) gives the paper's size)
+  bool breakdown = true;             // per-link loads in StepCost::links
 };
 
 struct LinkLoad {
@@ -50,11 +46,14 @@ struct LinkLoad {
 struct StepCost {
   engine::Collective collective = engine::Collective::AllReduce;
   int num_groups = 0, group_size = 0;
-  Algorithm algo = Algorithm::Ring;       // the algorithm used for this step
-  Algorithm nccl_pick = Algorithm::Ring;  // what NCCL's tuner would pick (model-based)
-  double bytes_per_rank = 0.0;            // S of nccl-tests: the buffer (for ReduceScatter/AllGather: full array)
+  Algorithm algo = Algorithm::Ring;        // the algorithm used for this step
+  Algorithm nccl_pick = Algorithm::Ring;   // what NCCL's tuner would pick (model-based)
+  Protocol proto = Protocol::Simple;       // the protocol used for this step
+  Protocol nccl_proto = Protocol::Simple;  // what NCCL's tuner would pick with nccl_pick
+  int nodes = 1;                           // nodes (NVLink domains) the largest group spans
+  double bytes_per_rank = 0.0;             // S of nccl-tests: the buffer (for ReduceScatter/AllGather: full array)
   double time_s = 0.0;
-  double latency_s = 0.0;                     // α part
+  double latency_s = 0.0;                     // α part (NCCL latency + launch overhead)
   double bandwidth_s = 0.0;                   // β part (with link sharing)
   double algbw_gbps = 0.0, busbw_gbps = 0.0;  // nccl-tests definitions, GB/s
   int bottleneck_edge = -1;                   // the link busiest in the step (-1 for an idle step)
@@ -69,11 +68,17 @@ struct ProgramCost {
 
 class Simulator {
  public:
-  explicit Simulator(Topology t) : topo_(std::move(t)) {}
-  explicit Simulator(const engine::System& s) : topo_(Topology::build(s)) {}
+  // NCCL parameters: NCCL's defaults (Topology only) or the system's "nccl" section, whose
+  // per-level bus_bw_gbps replaces the level's link bandwidth.
+  explicit Simulator(Topology t, NcclParams p = {});
+  explicit Simulator(const engine::System& s);
 
   const Topology& topology() const { return topo_; }
   Topology& topology() { return topo_; }
+  const NcclParams& nccl() const { return nccl_; }
+  void set_nccl(NcclParams p);
+  // The node (NVLink domain: devices joined without a network link) of each device.
+  int nccl_node(int device) const { return node_[static_cast<std::size_t>(device)]; }
 
   // Cost of a lowered program starting from full buffers of `bytes` on every device.
   ProgramCost simulate(const engine::LoweredProgram& prog, const CostOptions& opt) const;
@@ -82,14 +87,18 @@ class Simulator {
 
   // One collective measured as nccl-tests does: buffer S = `bytes` per rank (for AllGather the
   // full output, for ReduceScatter the full input). Used by calibration.
-  StepCost collective(const engine::LoweredStep& step, double bytes, Algorithm algo, bool breakdown = false) const;
+  StepCost collective(const engine::LoweredStep& step, double bytes, Algorithm algo, bool breakdown = false,
+                      Protocol proto = Protocol::Auto) const;
 
   // One step, given each device's held fraction of the buffer (updated in place).
   StepCost step(const engine::LoweredStep& st, double bytes, std::vector<double>& fraction, Algorithm algo,
-                bool breakdown) const;
+                bool breakdown, Protocol proto = Protocol::Auto) const;
 
  private:
+  void init_nodes();
   Topology topo_;
+  NcclParams nccl_;
+  std::vector<int> node_;
 };
 
 // The default single AllReduce over the given reduction groups.

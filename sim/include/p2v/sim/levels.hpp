@@ -53,6 +53,7 @@ class LevelSimulator {
   // Throws p2v::Error when the system has a "topology" section or a level of cardinality > 1
   // without an interconnect (naming it and the --preset way out).
   explicit LevelSimulator(const engine::System& s);
+  const NcclParams& nccl() const { return nccl_; }
 
   // One program of shape `s`: collectives and their level patterns, starting from `bytes` per device.
   LevelProgramCost simulate(const engine::Shape& s, const std::vector<engine::Collective>& cs,
@@ -61,8 +62,10 @@ class LevelSimulator {
   double allreduce_time(const engine::Shape& s, const CostOptions& opt) const;
 
  private:
-  LevelStep step(const engine::Shape& s, engine::Collective c, const engine::GroupPattern& g, double S,
-                 Algorithm algo) const;
+  LevelStep step(const engine::Shape& s, engine::Collective c, const engine::GroupPattern& g, double S, Algorithm algo,
+                 Protocol proto) const;
+  NcclParams nccl_;
+  std::vector<HwClass> hw_;  // per user level: the hop class of its interconnect
   std::vector<int> cards_;
   std::vector<std::string> names_;
   std::vector<engine::Interconnect> links_;  // per user level (unused where cardinality is 1)

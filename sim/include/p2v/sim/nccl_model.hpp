@@ -17,9 +17,10 @@
 // availability; per level (by level name) the bus bandwidth and per-hop latencies per protocol.
 // Defaults are NCCL's own constants (NVIDIA/nccl v2.30.7, commit 5067397c, src/graph/tuning.cc).
 #include <array>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "p2v/engine/instruction.hpp"
@@ -107,6 +108,10 @@ struct CallShape {
 
 // Whether NCCL offers this algorithm/protocol for the call on this system (tuning.cc's filters).
 bool available(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr);
+// Candidate (algorithm, protocol) pairs for a call under the user's choice (Auto: all NCCL offers;
+// a forced algorithm/protocol where offered, else ring).
+std::vector<std::pair<Algorithm, Protocol>> nccl_candidates(const NcclParams& p, const CallShape& c, Algorithm algo,
+                                                            Protocol proto);
 // NCCL's latency term, microseconds (tuning.cc latency formulas; ring AllReduce plateau factor of
 // ncclTopoGetAlgoTime included).
 double latency_us(const NcclParams& p, const CallShape& c, const GroupLevels& g, Algorithm a, Protocol pr);

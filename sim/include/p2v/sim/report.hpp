@@ -27,9 +27,9 @@ struct LinkRecord {
 };
 
 // One step of a simulated program. Both models: collective, groups, group_size, algo, time_s,
-// busbw_gbps. Graph model: nccl_pick, bytes_per_rank, latency_s, bandwidth_s, algbw_gbps,
-// bottleneck (the busiest link, none for an idle step) and links (busiest first). Level model:
-// bottleneck_level ("node uplink (nic)", "" when idle) and bottleneck_bytes.
+// busbw_gbps, proto, nccl_proto, nodes (NCCL model: protocol used, NCCL's protocol, nodes spanned). Graph model:
+// nccl_pick, bytes_per_rank, latency_s, bandwidth_s, algbw_gbps, bottleneck (the busiest link, none for an idle step)
+// and links (busiest first). Level model: bottleneck_level ("node uplink (nic)", "" when idle) and bottleneck_bytes.
 struct StepRecord {
   engine::Collective collective = engine::Collective::AllReduce;
   int groups = 0, group_size = 0;
@@ -41,6 +41,9 @@ struct StepRecord {
   std::vector<LinkRecord> links;
   std::string bottleneck_level;
   double bottleneck_bytes = 0;
+  // Both models (JSON "proto", "nccl_proto", "nodes"; optional when read, for older files).
+  Protocol proto = Protocol::Simple, nccl_proto = Protocol::Simple;
+  int nodes = 1;
   bool operator==(const StepRecord&) const = default;
 };
 

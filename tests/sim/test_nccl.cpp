@@ -1,0 +1,228 @@
+// The NCCL-faithful collective model (issue 24): NCCL's algorithm/protocol choice on known cases,
+// protocol order by size, forced algorithms, presets and the system file's "nccl" section.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "helpers.hpp"
+#include "p2v/engine/error.hpp"
+#include "p2v/engine/system.hpp"
+#include "p2v/sim/cost.hpp"
+#include "p2v/sim/levels.hpp"
+#include "p2v/sim/nccl_model.hpp"
+
+using namespace p2v::engine;
+using namespace p2v::sim;
+
+namespace {
+
+System preset_system(const std::string& spec, const std::string& preset) {
+  System s = parse_system_inline(spec);
+  apply_preset(s, find_preset(preset));
+  return s;
+}
+
+Groups all_devices(int n) {
+  Groups g{{}};
+  for (int d = 0; d < n; ++d) g[0].push_back(d);
+  return g;
+}
+
+StepCost call(const Simulator& sim, Collective c, int n, double bytes, Algorithm a = Algorithm::Auto,
+              Protocol p = Protocol::Auto) {
+  return sim.collective({c, all_devices(n)}, bytes, a, false, p);
+}
+
+}  // namespace
+
+TEST_CASE("nccl: auto picks what NCCL picks on known cases") {
+  // Small multi-node AllReduce: tree with LL (log-depth network latency, LL's low latency).
+  const Simulator h2(preset_system("node=2,gpu=8", "dgx-h100"));
+  auto st = call(h2, Collective::AllReduce, 16, 1024);
+  CHECK(st.algo == Algorithm::Tree);
+  CHECK(st.proto == Protocol::LL);
+  CHECK(st.nodes == 2);
+  // Large single-node H100 AllReduce: NVLS (NVSwitch reduction halves each GPU's NVLink traffic).
+  const Simulator h1(preset_system("gpu=8", "dgx-h100"));
+  st = call(h1, Collective::AllReduce, 8, 1 << 30);
+  CHECK(st.algo == Algorithm::Nvls);
+  CHECK(st.proto == Protocol::Simple);
+  // ... but not on A100 (no NVLS): ring, Simple.
+  const Simulator a1(preset_system("gpu=8", "dgx-a100"));
+  st = call(a1, Collective::AllReduce, 8, 1 << 30);
+  CHECK(st.algo == Algorithm::Ring);
+  CHECK(st.proto == Protocol::Simple);
+  // Large multi-node AllReduce without NVLS: ring, Simple.
+  const Simulator a4(preset_system("node=4,gpu=8", "dgx-a100"));
+  st = call(a4, Collective::AllReduce, 32, 1 << 30);
+  CHECK(st.algo == Algorithm::Ring);
+  CHECK(st.proto == Protocol::Simple);
+  // Large multi-node H100 AllReduce: NVLS inside nodes, tree across (NVLS tree).
+  st = call(h2, Collective::AllReduce, 16, 1 << 30);
+  CHECK(st.algo == Algorithm::NvlsTree);
+  // AllGather has no tree: ring (NVLS AllGather moves the ring's bytes at NVLS efficiency).
+  st = call(a4, Collective::AllGather, 32, 1 << 30);
+  CHECK(st.algo == Algorithm::Ring);
+}
+
+TEST_CASE("nccl: protocol by size goes LL -> LL128 -> Simple, and time grows with size") {
+  for (const char* preset : {"dgx-a100", "dgx-h100"}) {
+    CAPTURE(preset);
+    const Simulator sim(preset_system("node=2,gpu=8", preset));
+    int last = -1;
+    bool seen_ll128 = false;
+    double last_t = 0;  // Simple ring time
+    for (double b = 1024; b <= double(1 << 30); b *= 4) {
+      CAPTURE(b);
+      // Ring only: the protocol choice alone.
+      const auto st = call(sim, Collective::AllReduce, 16, b, Algorithm::Ring);
+      const int p = static_cast<int>(st.proto);
+      CHECK(p >= last);
+      last = p;
+      seen_ll128 |= st.proto == Protocol::LL128;
+      if (b == 1024) CHECK(st.proto == Protocol::LL);
+      const auto simple = call(sim, Collective::AllReduce, 16, b, Algorithm::Ring, Protocol::Simple);
+      CHECK(simple.time_s >= last_t);  // flat while NCCL still adds channels (bandwidth term constant)
+      last_t = simple.time_s;
+    }
+    CHECK(last == static_cast<int>(Protocol::Simple));
+    CHECK(seen_ll128);
+  }
+}
+
+TEST_CASE("nccl: per-call latency matches NCCL's formulas (in-node LL ring, hand-computed)") {
+  // 8 GPUs on one NVLink switch, ring LL: base 6.6 us + 2(p-1) = 14 hops of 0.6 us, plus the launch.
+  const Simulator sim(preset_system("gpu=8", "dgx-a100"));
+  const auto st = call(sim, Collective::AllReduce, 8, 8, Algorithm::Ring, Protocol::LL);
+  CHECK(st.latency_s == doctest::Approx((6.6 + 14 * 0.6 + kDefaultLaunchUs) * 1e-6));
+  // The tree LL in one node: base 6.8 + 2 (ppn-1) x 0.6.
+  const auto tr = call(sim, Collective::AllReduce, 8, 8, Algorithm::Tree, Protocol::LL);
+  CHECK(tr.latency_s == doctest::Approx((6.8 + 2 * 7 * 0.6 + kDefaultLaunchUs) * 1e-6));
+  // NVLS on H100: latency 25 us (NVLink NVLS Simple), no base.
+  const Simulator h(preset_system("gpu=8", "dgx-h100"));
+  const auto nv = call(h, Collective::AllReduce, 8, 8, Algorithm::Nvls);
+  CHECK(nv.algo == Algorithm::Nvls);
+  CHECK(nv.latency_s == doctest::Approx((25 + kDefaultLaunchUs) * 1e-6));
+}
+
+TEST_CASE("nccl: forced algorithms, and fall-backs where NCCL has none") {
+  System s = preset_system("node=4,gpu=8", "dgx-a100");
+  const Simulator a(s);
+  // No tree for AllGather, no NVLS on A100, no CollNet without SHARP: ring.
+  CHECK(call(a, Collective::AllGather, 32, 1e6, Algorithm::Tree).algo == Algorithm::Ring);
+  CHECK(call(a, Collective::AllReduce, 32, 1e6, Algorithm::Nvls).algo == Algorithm::Ring);
+  CHECK(call(a, Collective::AllReduce, 32, 1e6, Algorithm::CollNet).algo == Algorithm::Ring);
+  // With SHARP: CollNet; it moves S per node each way instead of the ring's 2(n-1)/n S, so it is
+  // faster at large sizes and auto takes it there.
+  set_sharp(s, true);
+  const Simulator sharp(s);
+  const auto cn = call(sharp, Collective::AllReduce, 32, 1 << 30, Algorithm::CollNet);
+  CHECK(cn.algo == Algorithm::CollNet);
+  CHECK(cn.proto == Protocol::Simple);
+  CHECK(cn.time_s < call(a, Collective::AllReduce, 32, 1 << 30, Algorithm::Ring).time_s);
+  // --algo nvls across nodes means the NVLS tree; forcing LL on NVLS keeps NVLS's only protocol.
+  const Simulator h(preset_system("node=2,gpu=8", "dgx-h100"));
+  const auto nt = call(h, Collective::AllReduce, 16, 1 << 26, Algorithm::Nvls, Protocol::LL);
+  CHECK(nt.algo == Algorithm::NvlsTree);
+  CHECK(nt.proto == Protocol::Simple);
+  CHECK(parse_algorithm("collnet") == Algorithm::CollNet);
+  CHECK(parse_protocol("LL128") == Protocol::LL128);
+  CHECK_THROWS_AS(parse_protocol("ll64"), p2v::Error);
+  CHECK_THROWS_AS(parse_algorithm("pat"), p2v::Error);
+}
+
+TEST_CASE("nccl: contention between the groups of a step stays (8 GPUs behind the node's NICs)") {
+  const Simulator sim(preset_system("node=2,gpu=8", "dgx-a100"));
+  Groups eight, one{{0, 8}};
+  for (int i = 0; i < 8; ++i) eight.push_back({i, 8 + i});
+  const double b = 1 << 28;
+  const auto st8 = sim.collective({Collective::AllReduce, eight}, b, Algorithm::Ring, false, Protocol::Simple);
+  const auto st1 = sim.collective({Collective::AllReduce, one}, b, Algorithm::Ring, false, Protocol::Simple);
+  CHECK(st8.bandwidth_s == doctest::Approx(8 * st1.bandwidth_s));
+  CHECK(st8.latency_s == doctest::Approx(st1.latency_s));
+}
+
+TEST_CASE("presets: names, aliases, sources, the nccl section they write") {
+  for (const char* n : {"dgx-a100", "dgx-h100", "a3-mega", "p4d", "p5", "p2-a100", "p2-v100", "h100", "h100-oversub"}) {
+    CAPTURE(n);
+    const auto& p = find_preset(n);
+    CHECK(p.name == n);
+    CHECK(!p.sources.empty());
+    CHECK(!p.levels.empty());
+  }
+  CHECK(find_preset("a100").name == "p2-a100");
+  CHECK(find_preset("v100").name == "p2-v100");
+  CHECK_THROWS_WITH_AS(find_preset("b200"), doctest::Contains("dgx-h100"), p2v::Error);
+  // dgx-h100 on node=2,gpu=8: interconnects and an nccl section (Hopper, NVLS, 8 NICs of 50 GB/s).
+  System s = preset_system("node=2,gpu=8", "dgx-h100");
+  const NcclParams np = nccl_params(s);
+  CHECK(np.arch == Arch::Hopper);
+  CHECK(np.nvls);
+  CHECK_FALSE(np.sharp);
+  REQUIRE(np.level("node") != nullptr);
+  CHECK(np.level("node")->nics == 8);
+  CHECK(np.level("node")->nic_gbps == doctest::Approx(50));
+  // Round trip through the system file.
+  const System back = parse_system_json(system_to_json(s), "back");
+  CHECK(back.nccl == s.nccl);
+  CHECK(nccl_json(nccl_params(back)) == nccl_json(np));
+  // A system with a section keeps it when a preset fills its interconnects.
+  System t = parse_system_inline("node=2,gpu=8");
+  t.nccl = nlohmann::json::parse(R"({"arch": "volta", "launch_us": 9})");
+  apply_preset(t, find_preset("dgx-h100"));
+  CHECK(nccl_params(t).arch == Arch::Volta);
+  CHECK(nccl_params(t).effective_launch_us() == doctest::Approx(9));
+}
+
+TEST_CASE("nccl section: strict reader") {
+  System s = parse_system_inline("node=2,gpu=8");
+  auto bad = [&](const char* text, const char* what) {
+    CAPTURE(text);
+    s.nccl = nlohmann::json::parse(text);
+    CHECK_THROWS_WITH_AS(nccl_params(s), doctest::Contains(what), p2v::Error);
+  };
+  bad(R"({"arch": "kepler"})", "nccl.arch");
+  bad(R"({"chanels": 8})", "nccl.chanels");
+  bad(R"({"channels": 0})", "between 1 and 64");
+  bad(R"({"levels": {"rack": {}}})", "not a level");
+  bad(R"({"levels": {"node": {"hop_latency_us": {"ll": 1, "ll256": 2}}}})", "ll256");
+  bad(R"({"levels": {"node": {"bus_bw_gbps": 0}}})", "positive");
+  bad(R"({"nvls_efficiency": 1.5})", "(0, 1]");
+  s.nccl = nlohmann::json::parse(
+      R"({"arch": "hopper", "channels": 24, "launch_us": 6, "nvls": true, "sharp": true,
+          "levels": {"node": {"hw": "net", "bus_bw_gbps": 350, "hop_latency_us": {"ll": 5, "simple": 20}, "nics": 8}}})");
+  const NcclParams p = nccl_params(s);
+  CHECK(p.effective_channels() == 24);
+  CHECK(p.sharp);
+  CHECK(p.level("node")->hop_latency_us[0] == doctest::Approx(5));
+  CHECK(p.level("node")->hop_latency_us[1] < 0);
+  CHECK(nccl_json(p)["levels"]["node"]["bus_bw_gbps"] == 350);
+  // The engine's system reader refuses a non-object section and accepts the field.
+  CHECK_THROWS_AS(parse_system_json(R"({"levels": [{"name": "gpu", "cardinality": 2}], "nccl": 3})", "t"), p2v::Error);
+  // bus_bw_gbps replaces the level's bandwidth in the model.
+  System a = preset_system("node=2,gpu=8", "dgx-a100");
+  const auto slow_before = call(Simulator(a), Collective::AllReduce, 16, 1 << 30, Algorithm::Ring, Protocol::Simple);
+  a.nccl["levels"]["node"]["bus_bw_gbps"] = 96;  // half the preset's 192
+  const auto slow_after = call(Simulator(a), Collective::AllReduce, 16, 1 << 30, Algorithm::Ring, Protocol::Simple);
+  CHECK(slow_after.bandwidth_s == doctest::Approx(2 * slow_before.bandwidth_s).epsilon(1e-6));
+}
+
+TEST_CASE("p2v simulate: presets, --algo auto says which algorithm and protocol, --sharp, bad --proto") {
+  auto r = simtest::run(
+      "simulate --system node=2,gpu=8 --preset dgx-h100 --axes 16 --reduce 0 --bytes 1KiB --steps --max-size 1");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("tree/LL") != std::string::npos);
+  CHECK(r.out.find("dgx-h100") != std::string::npos);
+  r = simtest::run("simulate --system node=2,gpu=8 --preset a100 --axes 16 --reduce 0 --json --max-size 1");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("\"proto\"") != std::string::npos);
+  CHECK(r.out.find("\"nccl_proto\"") != std::string::npos);
+  r = simtest::run(
+      "simulate --system node=4,gpu=8 --preset dgx-a100 --sharp --algo collnet --axes 32 --reduce 0 --steps "
+      "--max-size 1");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("collnet/Simple") != std::string::npos);
+  r = simtest::run("simulate --system node=2,gpu=8 --preset dgx-h100 --axes 16 --reduce 0 --proto ll64");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("p2v: error: --proto 'll64'") != std::string::npos);
+}
