@@ -85,7 +85,7 @@ for exe in "$BUILD"/tests/fuzz/fuzz_*; do
   seeds=$(find "$SEEDS/$r" -type f | wc -l)
   log=$BUILD/fuzz_$r.log
   s0=$(date +%s)
-  opts=(-runs="$RUNS" -seed="${SEED:-1}" -timeout=20 -max_total_time="$MAX_TIME" -dict=tests/fuzz/json.dict
+  opts=(-runs="$RUNS" -seed="${SEED:-1}" -timeout=60 -max_total_time="$MAX_TIME" -dict=tests/fuzz/json.dict
     -artifact_prefix="$ART/$r-")
   if [ "$LIBFUZZER" = 1 ]; then opts+=(-rss_limit_mb=2560 -malloc_limit_mb=2048 -print_final_stats=1); fi
   if "$exe" "${opts[@]}" "$BUILD/corpus/$r" "$SEEDS/$r" >"$log" 2>&1; then

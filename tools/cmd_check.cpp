@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "command.hpp"
 #include "p2v/checker/checker.hpp"
@@ -21,7 +22,11 @@ namespace {
 // re-validated by the counting replay and their re-derived queries; program and reshard
 // certificates by the independent checker.
 checker::Verdict check_text(const std::string& text, const checker::Context& ctx, bool resolve) {
-  if (text.find(encodings::kRuleCertificateFormat) == std::string::npos) {
+  // Dispatch on the format field itself (the rule format's name may appear in any text field).
+  const auto doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  const bool rule = doc.is_object() && doc.contains("format") && doc["format"].is_string() &&
+                    doc["format"].get_ref<const std::string&>() == encodings::kRuleCertificateFormat;
+  if (!rule) {
     auto v = checker::check_certificate(text, ctx);
     if (v.ok && resolve)
       v.summary += "\n  --resolve: this kind stores no SMT-LIB queries; its solver answers stay recorded";
@@ -73,34 +78,49 @@ Registrar reg("check", [](CLI::App& sub) -> std::function<int()> {
         fmt::print("ok       {}: {}\n", f, v.summary);
       }
     };
+    // Every argument must exist before anything is checked: a wrong path is the user's error
+    // (exit 2), not a rejected certificate. `DIR/MANIFEST.json` among the arguments (the
+    // `p2v check DIR/*` form) stands for its directory: the files it lists are checked once, with
+    // the directory's rules, and skipped where they are named again.
+    std::vector<std::string> dirs, files;
+    std::set<std::string> in_dirs;
     for (const auto& p : *paths) {
       std::error_code ec;
-      if (std::filesystem::path(p).filename() == checker::kManifestName) {
-        // `p2v check DIR/*.json` names the manifest too: check the directory's files against it.
-        const auto d = checker::check_directory(std::filesystem::path(p).parent_path().string());
-        if (!d.ok)
-          report(p, {false, d.reason, "", {}});
-        else if (!*json && !*quiet)
-          fmt::print("manifest {}: {} files, hashes match, nothing else in the directory\n", p, d.context.files.size());
-        continue;
-      }
-      if (!std::filesystem::is_directory(p, ec)) {
-        report(p, check_file(p, {}, *resolve));
-        continue;
-      }
-      const auto d = checker::check_directory(p);
+      if (!std::filesystem::exists(p, ec)) throw Error(fmt::format("certificate '{}': no such file or directory", p));
+      const std::filesystem::path fp(p);
+      if (std::filesystem::is_directory(fp, ec))
+        dirs.push_back(p);
+      else if (fp.filename() == checker::kManifestName)
+        dirs.push_back(fp.has_parent_path() ? fp.parent_path().string() : ".");
+      else
+        files.push_back(p);
+    }
+    for (const auto& dir : dirs) {
+      const auto d = checker::check_directory(dir);
       if (!d.ok) {
-        report(p, {false, d.reason, "", {}});
+        report(dir, {false, d.reason, "", {}});
+        continue;
+      }
+      std::size_t certs = 0;
+      for (const auto& name : d.context.files) {
+        const auto f = std::filesystem::path(dir) / name;
+        in_dirs.insert(std::filesystem::weakly_canonical(f).string());
+        certs += name.size() > 5 && name.substr(name.size() - 5) == ".json";
+      }
+      if (certs == 0) {
+        report(dir, {false, "the manifest lists no certificate: nothing to check", "", {}});
         continue;
       }
       if (!*json && !*quiet)
-        fmt::print("manifest {}: {} files, hashes match, nothing else in the directory; run: {}\n", p,
+        fmt::print("manifest {}: {} files, hashes match, nothing else in the directory; run: {}\n", dir,
                    d.context.files.size(), d.run);
       for (const auto& name : d.context.files)
         if (name.size() > 5 && name.substr(name.size() - 5) == ".json")
-          report((std::filesystem::path(p) / name).string(),
-                 check_file((std::filesystem::path(p) / name).string(), d.context, *resolve));
+          report((std::filesystem::path(dir) / name).string(),
+                 check_file((std::filesystem::path(dir) / name).string(), d.context, *resolve));
     }
+    for (const auto& f : files)
+      if (!in_dirs.count(std::filesystem::weakly_canonical(f).string())) report(f, check_file(f, {}, *resolve));
     if (*json)
       fmt::print("{}\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));  // reasons quote raw input
     else

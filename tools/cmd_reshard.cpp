@@ -149,15 +149,7 @@ int run(const ReshardArgs& a, const rs::Request& r) {
       fmt::format("mesh {}\nfrom {}\nto {}\n--dtype {}\n--cost {}\n--memory {}\n--system {}\n", a.mesh,
                   rs::to_string(p.from, p.mesh), rs::to_string(p.to, p.mesh), a.dtype, a.cost, a.memory, a.system);
   for (const auto& ps : p.program.steps) d += "step " + rs::step_to_string(ps.step, p.mesh) + "\n";
-  std::string why;
-  if (const int f = co->agree_on(d, &why); f >= 0) {
-    if (rank == 0)
-      fmt::print(stderr,
-                 "p2v: error: rank {} was started with different arguments than rank 0 ({}); give every rank the "
-                 "same arguments\n",
-                 f, why);
-    return 2;
-  }
+  if (!co->agree_or_report(d, "different arguments")) return 2;
   const auto mine = runtime::run_reshard(p, p.program);
   const auto base = runtime::run_reshard(p, p.baseline);
   for (const auto* x : {&mine, &base})
@@ -195,15 +187,7 @@ int run_random(const ReshardArgs& a) {
   const int rank = mpi.rank();
   // Every rank draws the same problems only from the same --random and --seed: agree first.
   auto co = runtime::make_mpi_coordinator(MPI_COMM_WORLD);
-  std::string why;
-  if (const int f = co->agree_on(fmt::format("--random {}\n--seed {}\n", a.random, a.seed), &why); f >= 0) {
-    if (rank == 0)
-      fmt::print(stderr,
-                 "p2v: error: rank {} was started with different arguments than rank 0 ({}); give every rank the "
-                 "same arguments\n",
-                 f, why);
-    return 2;
-  }
+  if (!co->agree_or_report(fmt::format("--random {}\n--seed {}\n", a.random, a.seed), "different arguments")) return 2;
   std::mt19937_64 rng(a.seed);
   int bad = 0;
   double sum_log = 0;

@@ -426,17 +426,8 @@ int run_command(const RunArgs& a, const runtime::JobRequest& req) {
     return 2;
   // Every rank must run the same programs with the same options, or they would wait in different
   // collectives forever (e.g. one rank splitting a communicator while another is in a barrier).
-  if (!threads) {
-    std::string why;
-    if (const int r = co->agree_on(describe_run(a, opt, jobs), &why); r >= 0) {
-      if (rank == 0)
-        fmt::print(stderr,
-                   "p2v: error: rank {} was started with a different program or options than rank 0 ({}); give "
-                   "every rank the same arguments and files\n",
-                   r, why);
-      return 2;
-    }
-  }
+  if (!threads && !co->agree_or_report(describe_run(a, opt, jobs), "a different program or options", " and files"))
+    return 2;
   if (threads) {
     try {
       return run_threads(a, jobs, opt);

@@ -473,20 +473,24 @@ std::vector<Ins> instruction_set(const Hierarchy& h, const std::string& mc) {
 }
 
 // Counts the valid programs from `s` to the goal by length (v[len], len <= rem), by brute force
-// with memoisation; throws Budget past kMaxApplied applications.
+// with memoisation; throws Budget past kMaxApplied applications of an 8-device state. An
+// application copies a k x k x k state (and the memo keeps it), so a larger instance spends its
+// budget faster: the work and the memory stay bounded whatever k is.
 struct Budget {};
 constexpr long long kMaxApplied = 400000;
 struct Counter {
+  Counter(const std::vector<Ins>& i, const State& g) : ins(i), goal(g) {}
   const std::vector<Ins>& ins;
   const State& goal;
   long long applied = 0;
+  long long unit = std::max<long long>(1, static_cast<long long>(goal.size() * goal.size() * goal.size()) / 512);
   std::map<std::pair<State, int>, std::vector<long long>> memo;
   std::vector<long long> count(const State& s, int rem) {
     const auto key = std::make_pair(s, rem);
     if (auto it = memo.find(key); it != memo.end()) return it->second;
     std::vector<long long> v(static_cast<std::size_t>(rem) + 1, 0);
     for (const auto& in : ins) {
-      if (++applied > kMaxApplied) throw Budget{};
+      if ((applied += unit) > kMaxApplied) throw Budget{};
       State next = s;
       bool ok = true;
       for (const auto& grp : in.g)
@@ -762,7 +766,7 @@ std::string check_facts(const json& f, const Hierarchy& h, const std::string& mc
       for (std::size_t d = 0; d < goal.size(); ++d)
         for (std::size_t r = 0; r < goal.size(); ++r) init[d][r][d] = true;
       const auto ins = instruction_set(h, mc);
-      Counter counter{ins, goal, 0, {}};
+      Counter counter{ins, goal};
       counted = counter.count(init, L);
     } catch (const Budget&) {
       counted.reset();

@@ -1,5 +1,7 @@
 #include "p2v/runtime/coordinator.hpp"
 
+#include <fmt/core.h>
+
 #include <barrier>
 #include <chrono>
 #include <cstdint>
@@ -52,6 +54,17 @@ int Coordinator::agree_on(const std::string& mine, std::string* why) {
            (i < b.size() ? b[i] : std::string("(nothing)"));
   }
   return first;
+}
+
+bool Coordinator::agree_or_report(const std::string& mine, const std::string& what, const std::string& hint) {
+  std::string why;
+  const int r = agree_on(mine, &why);
+  if (r < 0) return true;
+  if (rank() == 0)
+    fmt::print(stderr,
+               "p2v: error: rank {} was started with {} than rank 0 ({}); give every rank the same arguments{}\n", r,
+               what, why, hint);
+  return false;
 }
 
 namespace {

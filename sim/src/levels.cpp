@@ -352,7 +352,7 @@ LevelStep LevelSimulator::step(const Shape& s, Collective c, const GroupPattern&
   CallShape cs;
   cs.coll = c;
   cs.ranks = static_cast<int>(std::min<std::int64_t>(g.group_size, 1 << 30));
-  cs.nodes = static_cast<int>(K_net);
+  cs.nodes = static_cast<int>(std::min<double>(K_net, 1 << 30));
   cs.bytes = sc.bytes_per_rank;
   sc.nodes = cs.nodes;
   GroupLevels gl;

@@ -371,7 +371,7 @@ double latency_us(const NcclParams& p, const CallShape& c, const GroupLevels& g,
       } else {
         double intra_eff = intra;
         if (nodes > 1) {  // inter-node rings pay the host's net overhead per step (x3 for Simple)
-          double ovh = p.net_overhead_us >= 0 ? p.net_overhead_us : 1.0;
+          double ovh = p.net_overhead_us >= 0 ? p.net_overhead_us : (p.amd_cpu ? 2.0 : 1.0);  // getNetOverhead
           if (pr == Protocol::Simple) ovh *= 3;
           intra_eff = std::max(intra_eff, ovh);
         }

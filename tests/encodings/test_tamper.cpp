@@ -8,6 +8,7 @@
 // all be accepted. The numbers per kind are printed.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <fmt/core.h>
 
@@ -35,6 +36,8 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
+// Per-process directory names: concurrent runs of this test must not remove each other's files.
+std::string unique() { return "." + std::to_string(::getpid()); }
 
 std::string slurp(const std::string& path) {
   std::ifstream f(path);
@@ -249,7 +252,7 @@ std::vector<std::string> program_certificates(const std::string& tag) {
     engine::Placement p(sys.cardinalities(), axes, x, {0});
     const auto r = engine::synthesize(p, sys.level_names(), kind, opt);
     encodings::CertifyOptions c;
-    c.dir = (fs::temp_directory_path() / ("p2v-tamper-" + tag + std::to_string(out.size()))).string();
+    c.dir = (fs::temp_directory_path() / ("p2v-tamper-" + tag + std::to_string(out.size()) + unique())).string();
     fs::remove_all(c.dir);
     const auto files = encodings::certify_programs(sys, p, r, opt, c).files;
     REQUIRE(files.size() >= 2);
@@ -268,7 +271,7 @@ std::vector<std::string> shape_certificates() {
   opt.max_size = 3;
   const auto r = engine::synthesize_shape(shape, opt);
   encodings::CertifyOptions c;
-  c.dir = (fs::temp_directory_path() / "p2v-tamper-shape").string();
+  c.dir = (fs::temp_directory_path() / ("p2v-tamper-shape" + unique())).string();
   fs::remove_all(c.dir);
   for (const auto& f : encodings::certify_shape_programs(sys, shape, r, opt, c).files) out.push_back(slurp(f));
   return out;
@@ -320,7 +323,8 @@ TEST_CASE("tamper suite: reshard certificates (p2v-reshard-certificate/1), writt
   int i = 0;
   for (const char* problem : {"--mesh x=2,y=2 --from '[4{x}8,8]' --to '[8,4{y}8]'",
                               "--mesh x=2,y=2 --from '[2{x,y}8,8]' --to '[8,2{y,x}8]'"}) {
-    const std::string dir = (fs::temp_directory_path() / ("p2v-tamper-reshard" + std::to_string(i++))).string();
+    const std::string dir =
+        (fs::temp_directory_path() / ("p2v-tamper-reshard" + std::to_string(i++) + unique())).string();
     fs::remove_all(dir);
     std::string out;
     REQUIRE(sh(std::string(P2V_BIN) + " reshard " + problem + " --certify " + dir, &out) == 0);
@@ -333,7 +337,7 @@ TEST_CASE("tamper suite: reshard certificates (p2v-reshard-certificate/1), writt
 }
 
 TEST_CASE("certificate directories: the manifest, --force, and p2v check DIR") {
-  const std::string dir = (fs::temp_directory_path() / "p2v-tamper-dir").string();
+  const std::string dir = (fs::temp_directory_path() / ("p2v-tamper-dir" + unique())).string();
   fs::remove_all(dir);
   const std::string synth = std::string(P2V_BIN) + " synth --system node=2,gpu=2 --axes 4 --reduce 0 --max-size 3 ";
   std::string out;

@@ -1,6 +1,8 @@
 // End-to-end tests of the p2v binary, run as a user would.
 #include <doctest/doctest.h>
 
+#include "cli_run.hpp"
+
 #include <sys/wait.h>
 #include <array>
 #include <cstdio>
@@ -19,20 +21,8 @@ struct Run {
 };
 
 Run run(const std::string& args) {
-  const std::string errf = std::string("/tmp/p2v_cli_test_err_") + std::to_string(::getpid());
-  const std::string cmd = std::string(P2V_BIN) + " " + args + " 2>" + errf;
-  Run r{-1, {}, {}};
-  FILE* p = ::popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::array<char, 4096> buf{};
-  std::size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int st = ::pclose(p);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  std::ifstream e(errf);
-  r.err.assign(std::istreambuf_iterator<char>(e), {});
-  std::remove(errf.c_str());
-  return r;
+  const auto c = p2v_test::run_cli(args);
+  return Run{c.code, c.out, c.err};
 }
 
 // The rest of the line that starts (after spaces) with `key`, trimmed.

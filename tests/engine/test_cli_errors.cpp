@@ -3,8 +3,10 @@
 // that cannot be written is an error, solver options are checked before use, and running out of
 // memory is reported, not a crash.
 #include <doctest/doctest.h>
+
 #include <sys/wait.h>
 #include <unistd.h>
+#include "cli_run.hpp"
 
 #include <array>
 #include <cstdio>
@@ -22,20 +24,8 @@ struct Run {
 
 // Runs `sh -c "<prefix> p2v <args> 2>ERR"`, capturing stdout (unless args redirect it).
 Run p2v(const std::string& args, const std::string& prefix = "") {
-  const std::string errf = "/tmp/p2v_cli_errors_" + std::to_string(::getpid());
-  const std::string cmd = prefix + " " + std::string(P2V_BIN) + " " + args + " 2>" + errf;
-  Run r{-1, {}, {}};
-  FILE* p = ::popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::array<char, 4096> buf{};
-  std::size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int st = ::pclose(p);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-  std::ifstream e(errf);
-  r.err.assign(std::istreambuf_iterator<char>(e), {});
-  std::remove(errf.c_str());
-  return r;
+  const auto c = p2v_test::run_cli(args, prefix);
+  return Run{c.code, c.out, c.err};
 }
 
 bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }

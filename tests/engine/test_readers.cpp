@@ -3,8 +3,10 @@
 // that never end (/dev/zero), directories. Inputs found by the fuzz targets (tests/fuzz) that
 // crashed or said "internal error" are kept here as regression tests.
 #include <doctest/doctest.h>
+
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include "cli_run.hpp"
 
 #include <array>
 #include <cstdio>
@@ -38,19 +40,8 @@ struct Cli {
 };
 
 Cli p2v_cli(const std::string& args) {
-  const std::string errf = "/tmp/p2v_readers_test_err_" + std::to_string(::getpid());
-  FILE* p = ::popen((std::string(P2V_BIN) + " " + args + " 2>" + errf).c_str(), "r");
-  REQUIRE(p != nullptr);
-  Cli r{-1, {}, {}};
-  std::array<char, 4096> buf{};
-  std::size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int st = ::pclose(p);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  std::ifstream e(errf);
-  r.err.assign(std::istreambuf_iterator<char>(e), {});
-  std::remove(errf.c_str());
-  return r;
+  const auto c = p2v_test::run_cli(args);
+  return Cli{c.code, c.out, c.err};
 }
 
 std::string write_tmp(const std::string& name, const std::string& text) {
@@ -153,6 +144,14 @@ TEST_CASE("readers: the CLI says p2v: error and exits 2 on every kind of bad inp
     const Cli r = p2v_cli("check " + f);
     CHECK(r.code == 1);
     CHECK(r.out.find("REJECTED " + f) != std::string::npos);
+  }
+  // A path that does not exist is the user's error (exit 2), named before anything is checked.
+  {
+    const Cli r = p2v_cli("check " + cert + " /no/such/certificate.json");
+    CHECK(r.code == 2);
+    CHECK(r.err.find("p2v: error: certificate '/no/such/certificate.json': no such file or directory") !=
+          std::string::npos);
+    CHECK(r.out.find("REJECTED") == std::string::npos);
   }
   // A reason that quotes an ill-formed UTF-8 byte of the file is still printed as JSON.
   const std::string utf8 = write_tmp("utf8.json", "{\"format\":\"\xff\"}");

@@ -36,6 +36,10 @@ class Coordinator {
   // it before the first collective that depends on the run, so that ranks started with different
   // arguments stop together instead of waiting in different collectives.
   int agree_on(const std::string& mine, std::string* why);
+  // agree_on, and when a rank differs, rank 0 prints "p2v: error: rank R was started with
+  // <what> than rank 0 (<both lines>); give every rank the same arguments<hint>". Returns
+  // whether all agreed (collective: every rank gets the same answer).
+  bool agree_or_report(const std::string& mine, const std::string& what, const std::string& hint = "");
 };
 
 // `n` coordinators sharing one team: give coordinator i to thread i.
