@@ -202,6 +202,15 @@ int run_synth(const SynthArgs& a) {
                     "has {}: drop --lowered (steps are printed as level patterns) or use a smaller system",
                     engine::kMaxLoweredDevices, p.system.num_devices()));
   if (a.force && a.certify.empty()) throw Error("--force needs --certify DIR");
+#ifdef P2V_HAVE_ENCODINGS
+  // Solver list and settings checked before the first result is printed (with --json a partial
+  // p2v-synth/2 stream would otherwise precede the error).
+  if (!a.certify.empty()) {
+    (void)encodings::smt::parse_solver_list(a.solver);
+    encodings::SearchOptions probe;
+    apply_solver_flags(a.solver_flags, probe);
+  }
+#endif
 #if defined(P2V_HAVE_CHECKER) && defined(P2V_HAVE_ENCODINGS)
   if (!a.certify.empty()) prepare_certificate_dir(a.certify, a.force, "--certify");
 #endif

@@ -119,6 +119,14 @@ TEST_CASE("cli errors: solver options are checked before any solver runs") {
           "--cvc5-option no-such-option=1");
   CHECK(bad.code == 2);
   CHECK(has(bad.err, "p2v: error: --cvc5-option no-such-option=1: cvc5 does not accept it"));
+  // synth --certify --json over several placements: refused before the first result is printed.
+  const std::string dir = "/tmp/p2v_cli_errors_certs_" + std::to_string(::getpid());
+  const Run s =
+      p2v("synth --system node=2,gpu=4 --axes 2,4 --reduce 1 --json --certify " + dir + " --z3-logic NOTALOGIC");
+  CHECK(s.code == 2);
+  CHECK(has(s.err, "p2v: error: --z3-logic 'NOTALOGIC'"));
+  CHECK(s.out.empty());
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("cli errors: out of memory with worker threads is exit 2 with a message, never an abort") {
