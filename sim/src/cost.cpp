@@ -438,12 +438,6 @@ StepCost Simulator::step(const LoweredStep& st, double n, std::vector<double>& f
     for (const auto& gi : infos) l = std::max(l, latency_us(nccl_, gi.shape, gi.lv, a, p));
     return l * 1e-6;
   };
-  struct Eval {
-    Algorithm a;
-    Protocol p;
-    double est, flow;
-  };
-  std::vector<Eval> evals;
   std::vector<std::pair<Algorithm, double>> flows;  // flow time per algorithm (computed once)
   auto flow_of = [&](Algorithm a) {
     for (const auto& [x, f] : flows)
@@ -453,30 +447,16 @@ StepCost Simulator::step(const LoweredStep& st, double n, std::vector<double>& f
     flows.emplace_back(a, acc.bw_time());
     return flows.back().second;
   };
-  auto pick = [&](Algorithm al, Protocol pr) {
-    Eval best{Algorithm::Ring, Protocol::Simple, std::numeric_limits<double>::infinity(), 0};
-    for (const auto& [a, p] : nccl_candidates(nccl_, shape, al, pr)) {
-      // NCCL's tuner credits the tree with the ring's graph bandwidth (tuning.cc: the same
-      // bwIntra/bwInter, ratio .5 instead of nRanks/nsteps), not with the tree's own traffic:
-      // its estimate of the tree is the ring's flow time x 2S / (2(p-1)/p S).
-      const double q = shape.ranks;
-      const double f = a == Algorithm::Tree ? flow_of(Algorithm::Ring) * q / (q - 1) : flow_of(a);
-      const double t = latency(a, p) + bandwidth_time(nccl_, shape, a, p, f, true);
-      if (t < best.est) best = {a, p, t, f};
-    }
-    return best;
-  };
-  const Eval nccl = pick(Algorithm::Auto, Protocol::Auto);
-  sc.nccl_pick = nccl.a;
-  sc.nccl_proto = nccl.p;
-  const Eval use = (algo == Algorithm::Auto && proto == Protocol::Auto) ? nccl : pick(algo, proto);
-  sc.algo = use.a;
-  sc.proto = use.p;
+  const NcclChoice use = choose(nccl_, shape, algo, proto, flow_of, latency);
+  sc.nccl_pick = use.nccl_algo;
+  sc.nccl_proto = use.nccl_proto;
+  sc.algo = use.algo;
+  sc.proto = use.proto;
   acc.clear();
-  add_step(acc, st, n, frac, use.a, &sc.bytes_per_rank);
+  add_step(acc, st, n, frac, use.algo, &sc.bytes_per_rank);
   const double launch = nccl_.effective_launch_us() * 1e-6 + topo_.step_overhead();
-  sc.bandwidth_s = bandwidth_time(nccl_, shape, use.a, use.p, acc.bw_time(), false);
-  sc.latency_s = latency(use.a, use.p) + launch;
+  sc.bandwidth_s = bandwidth_time(nccl_, shape, use.algo, use.proto, acc.bw_time(), false);
+  sc.latency_s = latency(use.algo, use.proto) + launch;
   sc.time_s = sc.latency_s + sc.bandwidth_s;
   acc.bw_time(&sc.bottleneck_edge, &sc.bottleneck_bytes);
   if (sc.time_s > 0 && sc.group_size > 1) {

@@ -371,30 +371,16 @@ LevelStep LevelSimulator::step(const Shape& s, Collective c, const GroupPattern&
     flows.emplace_back(a, evaluate(a));
     return flows.back().second;
   };
-  struct Pick {
-    Algorithm a = Algorithm::Ring;
-    Protocol p = Protocol::Simple;
-    double est = std::numeric_limits<double>::infinity();
-  };
-  auto pick = [&](Algorithm al, Protocol pr) {
-    Pick best;
-    for (const auto& [a, q] : nccl_candidates(nccl_, cs, al, pr)) {
-      // NCCL's estimate of the tree: the ring's graph bandwidth (see cost.cpp).
-      const double f = a == Algorithm::Tree ? flow_of(Algorithm::Ring).first * p / (p - 1) : flow_of(a).first;
-      const double t = latency_us(nccl_, cs, gl, a, q) * 1e-6 + bandwidth_time(nccl_, cs, a, q, f, true);
-      if (t < best.est) best = {a, q, t};
-    }
-    return best;
-  };
-  const Pick nccl = pick(Algorithm::Auto, Protocol::Auto);
-  sc.nccl_pick = nccl.a;
-  sc.nccl_proto = nccl.p;
-  const Pick use = (algo == Algorithm::Auto && proto == Protocol::Auto) ? nccl : pick(algo, proto);
-  sc.algo = use.a;
-  sc.proto = use.p;
-  const auto [bw, wl] = evaluate(use.a);
-  sc.bandwidth_s = bandwidth_time(nccl_, cs, use.a, use.p, bw, false);
-  sc.latency_s = latency_us(nccl_, cs, gl, use.a, use.p) * 1e-6 + nccl_.effective_launch_us() * 1e-6;
+  const NcclChoice use = choose(
+      nccl_, cs, algo, proto, [&](Algorithm a) { return flow_of(a).first; },
+      [&](Algorithm a, Protocol q) { return latency_us(nccl_, cs, gl, a, q) * 1e-6; });
+  sc.nccl_pick = use.nccl_algo;
+  sc.nccl_proto = use.nccl_proto;
+  sc.algo = use.algo;
+  sc.proto = use.proto;
+  const auto [bw, wl] = flow_of(use.algo);  // computed while choosing
+  sc.bandwidth_s = bandwidth_time(nccl_, cs, use.algo, use.proto, bw, false);
+  sc.latency_s = latency_us(nccl_, cs, gl, use.algo, use.proto) * 1e-6 + nccl_.effective_launch_us() * 1e-6;
   sc.time_s = sc.latency_s + sc.bandwidth_s;
   sc.bottleneck_edge = wl;
   sc.bottleneck_bytes = wl >= 0 ? load[static_cast<std::size_t>(wl)] : 0.0;

@@ -2,7 +2,10 @@
 // The simulator's cost model (issue 5, SPEC §8): every group's collective of a lowered step,
 // expanded into NCCL-like point-to-point transfers, routed over the topology graph; all groups of
 // a step run at once and share links. docs/simulator.md states the model and its assumptions.
+#include <limits>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "p2v/engine/instruction.hpp"
@@ -21,6 +24,45 @@ namespace p2v::sim {
 enum class Algorithm { Ring, Tree, Auto, Nvls, NvlsTree, CollNet };
 const char* to_string(Algorithm a);               // "ring", "tree", "auto", "nvls", "nvls-tree", "collnet"
 Algorithm parse_algorithm(const std::string& s);  // ring|tree|nvls|collnet|auto; throws p2v::Error
+
+// What NCCL's tuner picks for a call (`nccl_*`) and what the step uses under the user's choice
+// (`algo`, `proto`: the same pick when both are auto), each the candidate of least estimated time
+// latency_s(a, p) + bandwidth_time(..., nccl_estimate = true). `flow_s(a)` is the simulator's
+// busiest-link time for algorithm a's flows. NCCL's tuner credits the tree with the ring's graph
+// bandwidth (tuning.cc: the same bwIntra/bwInter, ratio .5 instead of nRanks/nsteps), not with the
+// tree's own traffic: its estimate of the tree is the ring's flow time x 2S / (2(p-1)/p S). Both
+// simulators choose through this; each then prices the chosen pair with its own flows.
+struct NcclChoice {
+  Algorithm nccl_algo = Algorithm::Ring, algo = Algorithm::Ring;
+  Protocol nccl_proto = Protocol::Simple, proto = Protocol::Simple;
+};
+template <class FlowS, class LatencyS>
+NcclChoice choose(const NcclParams& np, const CallShape& c, Algorithm algo, Protocol proto, FlowS&& flow_s,
+                  LatencyS&& latency_s) {
+  const double q = c.ranks;
+  auto pick = [&](Algorithm al, Protocol pr) {
+    std::pair<Algorithm, Protocol> best{Algorithm::Ring, Protocol::Simple};
+    double best_t = std::numeric_limits<double>::infinity();
+    for (const auto& [a, p] : nccl_candidates(np, c, al, pr)) {
+      const double f = a == Algorithm::Tree ? flow_s(Algorithm::Ring) * q / (q - 1) : flow_s(a);
+      const double t = latency_s(a, p) + bandwidth_time(np, c, a, p, f, true);
+      if (t < best_t) {
+        best = {a, p};
+        best_t = t;
+      }
+    }
+    return best;
+  };
+  NcclChoice ch;
+  std::tie(ch.nccl_algo, ch.nccl_proto) = pick(Algorithm::Auto, Protocol::Auto);
+  if (algo == Algorithm::Auto && proto == Protocol::Auto) {
+    ch.algo = ch.nccl_algo;
+    ch.proto = ch.nccl_proto;
+  } else {
+    std::tie(ch.algo, ch.proto) = pick(algo, proto);
+  }
+  return ch;
+}
 
 // The paper's data size: 2^29 × nodes float32 values per device, where nodes is the number of
 // instances of the level above the devices (product of all but the last level's cardinalities).
