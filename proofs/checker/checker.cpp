@@ -4,13 +4,13 @@
 // groups of the DSL (§5), lowering (§6).
 #include "p2v/checker/checker.hpp"
 
+#include "read_capped.hpp"
+
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 #include <stdexcept>
 #include <vector>
 
@@ -1166,16 +1166,15 @@ Verdict check_certificate(const std::string& text, const Context& ctx) {
 Verdict check_certificate_file(const std::string& path) {
   // Read with the same 256 MiB limit as p2v's other readers (a wrong path such as /dev/zero is
   // refused instead of filling the memory).
-  constexpr std::size_t kMaxBytes = std::size_t{256} << 20;
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return {false, "cannot read " + path, "", {}};
   std::string text;
-  char buf[1 << 16];
-  while (f.read(buf, sizeof buf) || f.gcount() > 0) {
-    text.append(buf, static_cast<std::size_t>(f.gcount()));
-    if (text.size() > kMaxBytes) return {false, path + ": larger than 256 MiB, the limit for input files", "", {}};
+  switch (detail::read_capped(path, text)) {
+    case detail::Read::CannotRead:
+      return {false, "cannot read " + path, "", {}};
+    case detail::Read::TooLarge:
+      return {false, path + ": larger than 256 MiB, the limit for input files", "", {}};
+    case detail::Read::Ok:
+      break;
   }
-  if (f.bad()) return {false, "cannot read " + path, "", {}};
   return check_certificate(text);
 }
 

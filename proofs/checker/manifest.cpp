@@ -2,13 +2,12 @@
 // reading, like the rest of the checker.
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 #include <stdexcept>
 
 #include "p2v/checker/checker.hpp"
+#include "read_capped.hpp"
 
 namespace p2v::checker {
 namespace {
@@ -20,17 +19,19 @@ struct Bad : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-constexpr std::uintmax_t kMaxFile = 256u << 20;  // bytes of one file the check reads
-
 std::string read_file(const fs::path& p) {
   std::error_code ec;
   if (!fs::is_regular_file(p, ec)) throw Bad(p.filename().string() + ": not a regular file");
-  if (fs::file_size(p, ec) > kMaxFile) throw Bad(p.filename().string() + ": larger than 256 MiB");
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  if (!f) throw Bad("cannot read " + p.string());
-  return ss.str();
+  std::string text;
+  switch (detail::read_capped(p.string(), text)) {
+    case detail::Read::CannotRead:
+      throw Bad("cannot read " + p.string());
+    case detail::Read::TooLarge:
+      throw Bad(p.filename().string() + ": larger than 256 MiB");
+    case detail::Read::Ok:
+      break;
+  }
+  return text;
 }
 
 void only(const json& j, const std::string& where, std::initializer_list<const char*> keys) {
