@@ -167,7 +167,7 @@ int prove_rules(const ProveArgs& a) {
     const auto& as = p.all_sizes;
     std::string all_line;
     if (p.status == RuleProof::Proved) {
-      status = fmt::format("proved up to {} devices", a.max_devices);
+      status = fmt::format("proved up to {} devices only", a.max_devices);
       if (a.all_sizes && as.status == "proved") {
         status = fmt::format("proved for all sizes, and up to {}", a.max_devices);
         ++all_proved;
