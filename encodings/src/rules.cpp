@@ -875,6 +875,11 @@ std::string check_rule_certificate(const std::string& text, std::string* summary
                     all_sizes_proved ? "z3 and cvc5 answered unsat: the closed forms are equal for every size"
                                      : "the all-sizes query was not proved (" + st + ")",
                     resolve ? "re-solved" : "recorded"});
+      cl.push_back({"all_sizes.ms", "the time of the all-sizes proof", "recorded"});
+      if (can) {
+        cl.push_back({"all_sizes.answers[].ms", "each all-sizes answer's time", "recorded"});
+        cl.push_back({"all_sizes.answers[].version", "the solvers' versions (all-sizes query)", "recorded"});
+      }
       cl.push_back({"all_sizes (per-digit semantics)",
                     "each collective's rule on the closed forms, for every size: by hand in docs/rules.md, checked "
                     "here only on the listed shapes",
