@@ -59,7 +59,7 @@ struct ProveArgs {
   bool all = false, all_sizes = false, json = false;
   int max_devices = 16;
   double timeout_s = 30;
-  std::string certs;
+  std::string certs, encoding = "auto";
   bool force = false;
   ProblemArgs problem;
   std::string lhs, rhs;
@@ -150,21 +150,34 @@ int prove_rules(const ProveArgs& a) {
 #else
   if (!a.certs.empty()) throw Error("--certificates needs p2v-smt with the independent checker (not built)");
 #endif
+  const encodings::RuleEncoding enc = encodings::parse_rule_encoding(a.encoding);
   nlohmann::json out = nlohmann::json::array();
   int worst = 0;
   double total = 0;
+  int all_proved = 0;
   for (const auto* r : rules) {
-    const RuleProof p = encodings::prove_rule(*r, a.max_devices, kBoth, static_cast<unsigned>(a.timeout_s * 1000));
+    const RuleProof p =
+        encodings::prove_rule(*r, a.max_devices, kBoth, static_cast<unsigned>(a.timeout_s * 1000), enc, a.all_sizes);
     total += p.ms;
     std::string status = to_string(p.status);
     int code = p.status == RuleProof::Proved || p.status == RuleProof::Refuted ? 0
                : p.status == RuleProof::Unknown                                ? 3
                                                                                : 1;
     std::string scope = p.scope;
+    const auto& as = p.all_sizes;
+    std::string all_line;
     if (p.status == RuleProof::Proved) {
       status = fmt::format("proved up to {} devices only", a.max_devices);
-      if (a.all_sizes) {
-        scope = "all sizes: unknown (no parametric encoding); " + p.scope;
+      if (a.all_sizes && as.status == "proved") {
+        status = fmt::format("proved for all sizes, and up to {}", a.max_devices);
+        ++all_proved;
+        all_line = "all sizes: proved (per-digit closed forms, radix order " + p.radix_order + "): ";
+        for (std::size_t i = 0; i < as.runs.size(); ++i)
+          all_line += fmt::format("{}{} {} ({:.0f} ms)", i ? ", " : "", as.runs[i].solver,
+                                  encodings::smt::to_string(as.runs[i].result), as.runs[i].ms);
+      } else if (a.all_sizes) {
+        all_line = "all sizes: unknown: " + as.reason;
+        scope = "all sizes: unknown (" + as.reason + "); " + p.scope;
         code = 3;
       }
     }
@@ -181,6 +194,15 @@ int prove_rules(const ProveArgs& a) {
       j["message"] = p.message;
       j["shapes"] = p.shapes.size();
       j["ms"] = p.ms;
+      j["encoding"] = p.encoding;
+      if (as.asked) {
+        nlohmann::json aj{{"status", as.status}, {"reason", as.reason}, {"ms", as.ms}, {"closed_forms", as.forms}};
+        aj["answers"] = nlohmann::json::array();
+        for (const auto& x : as.runs)
+          aj["answers"].push_back(
+              {{"solver", x.solver}, {"answer", encodings::smt::to_string(x.result)}, {"ms", x.ms}});
+        j["all_sizes"] = std::move(aj);
+      }
       if (!cert_file.empty()) j["certificate"] = cert_file;
       out.push_back(std::move(j));
     } else {
@@ -188,7 +210,7 @@ int prove_rules(const ProveArgs& a) {
       if (!p.message.empty())
         fmt::print("  {}{}\n", p.status == RuleProof::Refuted ? "counterexample: " : "", p.message);
       if (p.status == RuleProof::Refuted) fmt::print("  solvers: {}\n", answers_text(p.shapes.back().result));
-      if (a.all_sizes && p.status == RuleProof::Proved) fmt::print("  {}\n", scope);
+      if (!all_line.empty()) fmt::print("  {}\n", all_line);
     }
   }
 #ifdef P2V_HAVE_CHECKER
@@ -197,8 +219,8 @@ int prove_rules(const ProveArgs& a) {
   if (a.json)
     fmt::print("{}\n", out.dump(2));
   else
-    fmt::print("{} rules in {:.1f} s (Z3 and cvc5 on every grid shape up to {} devices)\n", rules.size(), total / 1000,
-               a.max_devices);
+    fmt::print("{} rules in {:.1f} s (Z3 and cvc5 on every grid shape up to {} devices{})\n", rules.size(),
+               total / 1000, a.max_devices, a.all_sizes ? fmt::format("; {} proved for all sizes", all_proved) : "");
   return worst;
 }
 
@@ -306,7 +328,12 @@ Registrar reg("rules", [](CLI::App& sub) -> std::function<int()> {
                   "with --certificates: replace the certificates of an earlier run in DIR (the files its "
                   "MANIFEST.json lists); without it a non-empty DIR is refused");
   prove->add_flag("--all-sizes", a->all_sizes,
-                  "ask for a proof for every size (there is no parametric encoding yet: answers unknown, exit 3)");
+                  "also prove each positive rule for every size (per-digit closed forms, Z3 and cvc5; rules outside "
+                  "the per-digit fragment answer unknown with the reason, exit 3)");
+  prove
+      ->add_option("--encoding", a->encoding,
+                   "bounded queries: auto (per-digit where the rule is in its fragment), concrete or per-digit")
+      ->capture_default_str();
   prove->add_option("--system", a->problem.system, "system file or inline hierarchy (with --lhs/--rhs)");
   prove->add_option("--axes", a->problem.axes, "parallelism axis sizes, e.g. 4,16");
   prove->add_option("--reduce", a->problem.reduce, "reduction axis indices (0-based)");

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "p2v/encodings/rules.hpp"
+#include "p2v/encodings/rules_digits.hpp"
 #include "p2v/engine/error.hpp"
 
 using namespace p2v;
@@ -79,6 +80,139 @@ TEST_CASE("rules: certificates are re-validated by the counting replay, tamperin
   CHECK(check_rule_certificate(c, nullptr) != "");
 }
 
+TEST_CASE("rules: the per-digit closed forms agree with the counting replay on every shape up to 24 devices") {
+  int in_fragment = 0;
+  for (const auto& rule : engine::rule_catalog()) {
+    CAPTURE(rule.id);
+    const DigitRule dr(rule);
+    if (rule.holds) CHECK_MESSAGE(dr.ok(), dr.reason());  // every positive rule of the catalogue
+    if (!dr.ok()) {
+      CHECK(dr.reason().find("outside the per-digit fragment") != std::string::npos);
+      continue;
+    }
+    ++in_fragment;
+    CHECK(dr.forms_text().find("radix order") == 0);
+    for (const auto& shape : engine::grid_shapes(rule.arity, 24)) {
+      CAPTURE(shape);
+      CHECK(dr.replay_check(shape) == "");
+    }
+  }
+  CHECK(in_fragment == 23);  // all but neg-hier-wrong-block (its member order is rotated)
+  CHECK(DigitRule(engine::find_rule("neg-hier-wrong-block")).reason().find("rotated") != std::string::npos);
+  // Size-dependent multiplicities (n_a) are found and kept out of the all-sizes query.
+  CHECK(DigitRule(engine::find_rule("neg-ar-ar")).size_dependent());
+  CHECK_FALSE(DigitRule(engine::find_rule("ar-hier-4")).size_dependent());
+}
+
+TEST_CASE("rules: every positive rule proved for every size by z3 and by cvc5") {
+  for (const auto& rule : engine::rule_catalog()) {
+    if (!rule.holds) continue;
+    CAPTURE(rule.id);
+    const RuleProof p = prove_rule(rule, 4, kBoth, 60000, RuleEncoding::Auto, true);
+    REQUIRE(p.status == RuleProof::Proved);
+    CHECK(p.encoding == "per-digit");
+    CHECK_MESSAGE(p.all_sizes.status == "proved", p.all_sizes.reason);
+    REQUIRE(p.all_sizes.runs.size() == 2);
+    for (const auto& r : p.all_sizes.runs) CHECK(r.result == smt::Result::unsat);
+    CHECK(p.all_sizes.hash == fnv1a64_hex(p.all_sizes.smtlib));
+    CHECK(p.scope.find("proved for every size") == 0);
+  }
+}
+
+namespace {
+engine::Rule custom(int arity, engine::RuleSide l, engine::RuleSide r) {
+  engine::Rule x;
+  x.id = "custom";
+  x.arity = arity;
+  x.lhs = std::move(l);
+  x.rhs = std::move(r);
+  return x;
+}
+smt::Result all_sizes_answer(const DigitRule& dr, smt::SolverKind k) {
+  smt::SolverOptions o;
+  o.incremental = false;
+  smt::Solver s(k, o);
+  dr.query(&s, nullptr);
+  return s.check();
+}
+}  // namespace
+
+TEST_CASE("rules: the all-sizes query refutes false equations of the fragment (it is not vacuous)") {
+  using C = engine::Collective;
+  auto st = [](C c, std::vector<int> axes) { return engine::GridStep{c, std::move(axes), -1, -1, 0}; };
+  auto only = [](C c, std::vector<int> axes, int axis, int v) {
+    return engine::GridStep{c, std::move(axes), -1, axis, v};
+  };
+  const engine::RuleSide id{};
+  std::vector<engine::Rule> wrong = {
+      // Broadcast is not the identity (for n_a >= 2).
+      custom(1, {{}, {st(C::Broadcast, {0})}}, id),
+      // AllReduce is not Reduce (ownership differs on non-roots).
+      custom(1, {{}, {st(C::AllReduce, {0})}}, {{}, {st(C::Reduce, {0})}}),
+      // A step on the slice a=1 is not a no-op: it differs only when n_a >= 2 (element 1 exists).
+      custom(2, {{}, {only(C::AllReduce, {1}, 0, 0), only(C::AllReduce, {1}, 0, 1)}},
+             {{}, {only(C::AllReduce, {1}, 0, 0)}}),
+      // AllGather from the layout of RS{a,b} in the wrong order of steps and layout.
+      custom(2, {{st(C::ReduceScatter, {0, 1})}, {st(C::AllGather, {1})}},
+             {{st(C::ReduceScatter, {0, 1})}, {st(C::AllGather, {0})}}),
+  };
+  for (const auto& rule : wrong) {
+    CAPTURE(engine::rule_side_text(rule.lhs));
+    const DigitRule dr(rule);
+    REQUIRE_MESSAGE(dr.ok(), dr.reason());
+    REQUIRE_FALSE(dr.size_dependent());
+    CHECK(all_sizes_answer(dr, smt::SolverKind::Z3) == smt::Result::sat);
+    CHECK(all_sizes_answer(dr, smt::SolverKind::Cvc5) == smt::Result::sat);
+  }
+  // ... and proves a true one outside the catalogue: a slice step on a=1 commutes with one on a=0.
+  const engine::Rule comm = custom(2, {{}, {only(C::Reduce, {1}, 0, 1), only(C::Broadcast, {1}, 0, 0)}},
+                                   {{}, {only(C::Broadcast, {1}, 0, 0), only(C::Reduce, {1}, 0, 1)}});
+  const DigitRule dc(comm);
+  REQUIRE(dc.ok());
+  CHECK(all_sizes_answer(dc, smt::SolverKind::Z3) == smt::Result::unsat);
+  CHECK(all_sizes_answer(dc, smt::SolverKind::Cvc5) == smt::Result::unsat);
+}
+
+TEST_CASE("rules: per-digit and concrete bounded encodings agree; all-sizes certificates checked, tampering refused") {
+  for (const auto& rule : engine::rule_catalog()) {
+    CAPTURE(rule.id);
+    const RuleProof a = prove_rule(rule, 5, kBoth, 60000, RuleEncoding::Concrete);
+    const RuleProof b = prove_rule(rule, 5, kBoth, 60000, RuleEncoding::Auto);
+    CHECK(a.encoding == "concrete");
+    CHECK(a.status == b.status);
+    CHECK(a.shapes.size() == b.shapes.size());
+    if (a.status == RuleProof::Refuted) CHECK(a.message == b.message);
+  }
+  const auto& rule = engine::find_rule("commute-reduce-ag");
+  const std::string cert = rule_certificate_json(rule, prove_rule(rule, 6, kBoth, 60000, RuleEncoding::Auto, true));
+  std::string summary;
+  std::vector<std::array<std::string, 3>> claims;
+  REQUIRE(check_rule_certificate(cert, &summary, &claims) == "");
+  CHECK(summary.find("for every size") != std::string::npos);
+  bool replayed = false, recorded_answers = false;
+  for (const auto& c : claims) {
+    if (c[0] == "all_sizes.closed_forms" && c[2] == "replayed") replayed = true;
+    if (c[0] == "all_sizes.answers[].answer" && c[2] == "recorded") recorded_answers = true;
+    CHECK(c[2] != "proved");
+  }
+  CHECK(replayed);
+  CHECK(recorded_answers);
+  CHECK(check_rule_certificate(cert, nullptr, &claims, true) == "");  // re-solved
+  auto tamper = [&](const std::string& from, const std::string& to) {
+    std::string bad = cert;
+    const auto p = bad.find(from);  // keys are sorted: all_sizes comes first
+    REQUIRE(p != std::string::npos);
+    bad.replace(p, from.size(), to);
+    return check_rule_certificate(bad, nullptr);
+  };
+  CHECK(tamper("\"encoding\": \"per-digit\"", "\"encoding\": \"concrete\"") != "");
+  CHECK(tamper("\"radix_order\": \"a,b\"", "\"radix_order\": \"b,a\"") != "");
+  CHECK(tamper("\"status\": \"proved\"", "\"status\": \"unknown\"") != "");  // the all-sizes status (first)
+  CHECK(tamper("\"answer\": \"unsat\"", "\"answer\": \"sat\"") != "");       // cvc5's all-sizes answer
+  CHECK(tamper("m = ", "m = 2*") != "");                                     // closed forms
+  CHECK(tamper("proved for every size", "proved for every sizes") != "");    // scope
+}
+
 TEST_CASE("equations: AllReduce twice differs from AllReduce; RS ; AG equals it") {
   Equation eq;
   eq.k = 4;
@@ -126,7 +260,15 @@ TEST_CASE("end to end: p2v rules list/show/prove/derive, p2v rewrite, p2v check 
   CHECK(run("rules prove ar-rs-ag --max-devices 4 --certificates " + dir + "/certs --force") == 0);
   CHECK(run("check " + dir + "/certs") == 0);
   CHECK(slurp(out).find("1 of 1 certificates accepted") != std::string::npos);
-  CHECK(run("rules prove ar-rs-ag --max-devices 4 --all-sizes") == 3);
+  CHECK(run("rules prove ar-rs-ag neg-ar-ar --max-devices 4 --all-sizes --certificates " + dir + "/all") == 0);
+  CHECK(slurp(out).find("proved for all sizes, and up to 4") != std::string::npos);
+  CHECK(slurp(out).find("z3 unsat") != std::string::npos);
+  CHECK(slurp(out).find("cvc5 unsat") != std::string::npos);
+  CHECK(run("check " + dir + "/all") == 0);
+  CHECK(slurp(out).find("for every size") != std::string::npos);
+  CHECK(run("rules prove neg-hier-wrong-block --max-devices 4 --encoding per-digit") == 3);  // outside the fragment
+  CHECK(slurp(out).find("rotated") != std::string::npos);
+  CHECK(run("rules prove ar-rs-ag --encoding sideways") == 2);
   // User equations on a system: AllReduce twice is refuted (exit 1), the hierarchical form proved.
   const std::string prob = "--system " + sys + " --axes 2,8 --reduce 1 --matrix \"1 2;2 4\"";
   CHECK(run("rules prove " + prob +

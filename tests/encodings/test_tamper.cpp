@@ -310,8 +310,8 @@ TEST_CASE("tamper suite: rule certificates (p2v-rule-certificate/1)") {
   for (const char* id : {"ar-hier", "neg-rs-ag-id", "ar-2d-rows-cols"}) {
     const auto& rule = engine::find_rule(id);
     certs.push_back(encodings::rule_certificate_json(
-        rule,
-        encodings::prove_rule(rule, 4, {encodings::smt::SolverKind::Z3, encodings::smt::SolverKind::Cvc5}, 60000)));
+        rule, encodings::prove_rule(rule, 4, {encodings::smt::SolverKind::Z3, encodings::smt::SolverKind::Cvc5}, 60000,
+                                    encodings::RuleEncoding::Auto, std::string(id) == "ar-hier")));  // with all_sizes
   }
   const Tally t = tamper_suite("p2v-rule-certificate/1", certs, rule_check);
   CHECK(t.false_refusals == 0);

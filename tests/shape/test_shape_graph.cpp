@@ -393,6 +393,9 @@ TEST_CASE("Lemma 2(a) on the smallest instances of depth 1-4 (default setting)")
       const Graph& G = graph(smallest(depth, leaf), MasterCollectives::AllReduceOnly);
       INFO("depth ", depth, leaf ? " with a trivial leaf" : "", ": ", G.states.size(), " states");
       CHECK(outside_class(G, G.gp).first == 0);
+      // The growth per depth (docs/shape.md "Depth 6"): printed with --success or -s.
+      MESSAGE("depth ", depth, std::string(leaf ? " with a trivial leaf" : ""), ": ", G.states.size(), " states, ",
+              std::count(G.live.begin(), G.live.end(), 1), " live");
     }
 }
 

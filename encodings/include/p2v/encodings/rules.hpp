@@ -78,8 +78,22 @@ struct RuleProof {
   std::vector<ShapeRecord> shapes;  // in order; for refuted rules the last one is the counterexample
   std::string message;              // for Unknown/Error; for Refuted the counterexample text
   double ms = 0;
-  // "proved up to N devices only": no parametric (all sizes) proof.
+  // "proved up to N devices only", or with an all-sizes proof "proved for every size".
   std::string scope;
+  // The bounded queries' encoding: "per-digit" (rules_digits.hpp: closed forms per shape, checked
+  // against the counting replay) or "concrete" (one term per device).
+  std::string encoding = "concrete";
+  std::string radix_order;  // per-digit: the row digits' axes, e.g. "c,b,a"
+  // The all-sizes proof (asked with --all-sizes; positive rules only).
+  struct AllSizes {
+    bool asked = false;
+    std::string status;  // "proved" (both solvers unsat) or "unknown"
+    std::string reason;  // why unknown
+    std::string forms;   // the closed forms (DigitRule::forms_text)
+    std::string smtlib, hash;
+    std::vector<SolverRun> runs;
+    double ms = 0;
+  } all_sizes;
 };
 
 const char* to_string(RuleProof::Status s);  // "proved", "refuted", "unknown", "error"
@@ -87,8 +101,10 @@ const char* to_string(RuleProof::Status s);  // "proved", "refuted", "unknown", 
 // Positive rules: Proved when every shape is Equal under every solver. Negative rules: Refuted at
 // the first (smallest) shape that is Differ; shapes before it must be Equal. A rule whose outcome
 // contradicts its catalogue entry (a positive rule refuted, a negative one never refuted) is Error.
+enum class RuleEncoding { Auto, Concrete, PerDigit };    // Auto: per-digit where the rule is in its fragment
+RuleEncoding parse_rule_encoding(const std::string& s);  // "auto", "concrete", "per-digit"; throws p2v::Error
 RuleProof prove_rule(const engine::Rule& rule, int max_devices, const std::vector<smt::SolverKind>& solvers,
-                     unsigned timeout_ms);
+                     unsigned timeout_ms, RuleEncoding encoding = RuleEncoding::Auto, bool all_sizes = false);
 
 inline constexpr const char* kRuleCertificateFormat = "p2v-rule-certificate/1";
 // The largest max_devices of a rule certificate (p2v rules prove --max-devices, at most 256).
