@@ -176,7 +176,10 @@ Registrar reg("export", [](CLI::App& sub) -> std::function<int()> {
     fmt::print(
         "note: on gloo, ReduceScatter runs as all_reduce + keep own block (gloo has no reduce_scatter in "
         "torch 1.13)\n");
-    fmt::print("check: /usr/bin/python3 {} --check --nproc {}\n", a->output, n);
+    fmt::print(
+        "check: /usr/bin/python3 {} --check --nproc {}   (or --nproc N, N dividing {}: N processes simulate "
+        "{}/N ranks each)\n",
+        a->output, n, n, n);
     return 0;
   };
 });
