@@ -17,7 +17,8 @@ inline constexpr const char* kTorchTemplate = R"PY(
 #     python3 this_file.py --check --nproc N       # N divides WORLD: N processes simulate WORLD/N
 #         ranks each; the steps' groups, rows and blocks are checked, each collective's result is
 #         computed from its members' data (exchanged with all_gather_object), not by a per-group call.
-#     With RANK and WORLD_SIZE set (torchrun or your own launcher), --check joins that job instead.
+#     With RANK and WORLD_SIZE set (torchrun or your own launcher), --check joins that job instead
+#     (simulated ranks when WORLD_SIZE is a proper divisor of WORLD).
 #
 # Chunk layout (the semantics of p2v, as runtime/src/plan.cpp lays it out): the tensor is viewed
 # as WORLD rows of equal size (zero-padded when its length is not a multiple). ROWS[p][s][r] lists
@@ -344,6 +345,20 @@ def main(argv):
     print("note: ReduceScatter runs on gloo as all_reduce + keep own block (gloo has no reduce_scatter in torch 1.13)")
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
         dist.init_process_group(os.environ.get("P2V_BACKEND", "gloo"), init_method="env://")
+        ws = dist.get_world_size()
+        if ws != WORLD:  # a job with fewer processes: simulated ranks, as with --nproc
+            if WORLD % ws != 0:
+                print(f"error: the job has {ws} processes; this program needs {WORLD} or a divisor of it",
+                      file=sys.stderr)
+                return 2
+            total = torch.tensor([check_virtual(dist.get_rank(), ws)])
+            dist.all_reduce(total)
+            if dist.get_rank() == 0:
+                print(f"simulated ranks: {ws} processes run {WORLD // ws} ranks each")
+                print("check: every simulated rank of every program matches all_reduce" if int(total.item()) == 0
+                      else f"check: {int(total.item())} mismatches")
+            dist.destroy_process_group()
+            return 0 if int(total.item()) == 0 else 1
         bad = check(dist.get_rank())
         total = torch.tensor([bad])
         dist.all_reduce(total)

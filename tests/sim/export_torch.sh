@@ -40,6 +40,13 @@ grep -q "(simulated): program" "$T/simbad.out"
 "$P2V" export --format torch --system node=2,gpu=4 --axes 8 --reduce 0 --program-file "$T/synth.json" \
   --program "AllReduce@(node,Inside) ; AllReduce@(node,Parallel(root))" -o "$T/one.py"
 grep -q '"AllReduce@(node,Inside) ; AllReduce@(node,Parallel(root))"' "$T/one.py"
+# Joining a job of 2 processes (RANK/WORLD_SIZE set, as torchrun does): simulated ranks.
+PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+for r in 0 1; do
+  MASTER_ADDR=127.0.0.1 MASTER_PORT=$PORT RANK=$r WORLD_SIZE=2 "$PY" "$T/one.py" --check > "$T/env$r.out" 2>&1 &
+done
+wait
+grep -q "check: every simulated rank of every program matches all_reduce" "$T/env0.out"
 sed 's/            x\[before\] = buf$/            x[before] = buf * 0/' "$T/one.py" > "$T/bad.py"
 ! cmp -s "$T/one.py" "$T/bad.py"
 if "$PY" "$T/bad.py" --check --nproc 8 > "$T/bad.out" 2>&1; then
