@@ -1,5 +1,6 @@
 // p2v export --format torch: a reduction program as a Python module for torch.distributed, with a
-// self-check against a plain all_reduce (issue 15).
+// self-check against a plain all_reduce (issue 15); --format msccl: an MSCCL algorithm (XML) for
+// one reduction group's communicator (issue 26).
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
 
@@ -7,6 +8,7 @@
 
 #include "command.hpp"
 #include "common.hpp"
+#include "export_msccl.hpp"
 #include "export_torch_template.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/io.hpp"
@@ -88,15 +90,19 @@ std::vector<Named> programs_from_file(const std::string& path, const std::string
 
 Registrar reg("export", [](CLI::App& sub) -> std::function<int()> {
   auto a = std::make_shared<ExportArgs>();
-  sub.add_option("--format", a->format, "output format (torch)")->capture_default_str();
+  sub.add_option("--format", a->format, "output format: torch (a Python module) or msccl (an MSCCL algorithm XML)")
+      ->capture_default_str();
   add_problem_options(sub, a->problem);
   add_search_options(sub, a->search, /*with_hierarchy=*/true);
   sub.add_option("--program", a->program, "the program, in p2v's notation (as synth/simulate print it)");
   sub.add_option("--program-file", a->program_file, "take the program(s) from `p2v synth --json` output");
   sub.add_flag("--all-programs", a->all, "export every program of the placement (reduce_(t, program=i))");
-  sub.add_option("-o,--output", a->output, "the Python file to write")->required();
+  sub.add_option("-o,--output", a->output, "the file to write (.py for torch, .xml for msccl)")->required();
   return [a] {
-    if (a->format != "torch") throw Error(fmt::format("--format '{}': only torch is supported", a->format));
+    if (a->format != "torch" && a->format != "msccl")
+      throw Error(fmt::format("--format '{}': expected torch or msccl", a->format));
+    if (a->format == "msccl" && a->all)
+      throw Error("--format msccl writes one algorithm per file: pick the program with --program \"...\"");
     if (a->program.empty() && a->program_file.empty() && !a->all)
       throw Error("give --program \"...\", --program-file FILE (from synth --json) or --all-programs");
     if (!a->program.empty() && a->all) throw Error("--program and --all-programs exclude each other");
@@ -124,6 +130,28 @@ Registrar reg("export", [](CLI::App& sub) -> std::function<int()> {
                         a->program, engine::format_matrix_brackets(x), a->search.hierarchy, a->search.max_size));
     }
     const auto reduction = pl.reduction_groups();
+    if (a->format == "msccl") {
+      if (progs.size() != 1)
+        throw Error(
+            fmt::format("--format msccl writes one algorithm per file; {} programs were selected", progs.size()));
+      // The state semantics first (a program that does not reach the goal is refused as for torch).
+      rows_per_state(progs.front().steps, n, reduction, progs.front().name);
+      bool refined = true;
+      const std::string xml = msccl_xml(n, reduction, progs.front().steps, progs.front().name, &refined);
+      write_file(a->output, xml);
+      fmt::print(
+          "wrote {}: MSCCL algorithm '{}' for one reduction group's communicator ({} ranks; {} group(s) of "
+          "{} on {}), in-place allreduce, protocol Simple\n",
+          a->output, progs.front().name, reduction.front().size(), reduction.size(), reduction.front().size(),
+          p.system.name);
+      if (!refined)
+        fmt::print(
+            "note: AllReduce steps keep the program's coarse chunks (one block per member would exceed MSCCL's 256 "
+            "steps per thread block): correct, but not the ring's bandwidth-optimal cut\n");
+      fmt::print("load: MSCCL_XML_FILES={} (MSCCL executor); validate: /usr/bin/python3 scripts/msccl-check.py {}\n",
+                 a->output, a->output);
+      return 0;
+    }
     nlohmann::json pj = nlohmann::json::array();
     for (const auto& pr : progs) {
       nlohmann::json steps = nlohmann::json::array();
@@ -148,7 +176,10 @@ Registrar reg("export", [](CLI::App& sub) -> std::function<int()> {
     fmt::print(
         "note: on gloo, ReduceScatter runs as all_reduce + keep own block (gloo has no reduce_scatter in "
         "torch 1.13)\n");
-    fmt::print("check: /usr/bin/python3 {} --check --nproc {}\n", a->output, n);
+    fmt::print(
+        "check: /usr/bin/python3 {} --check --nproc {}   (or --nproc N, N dividing {}: N processes simulate "
+        "{}/N ranks each)\n",
+        a->output, n, n, n);
     return 0;
   };
 });

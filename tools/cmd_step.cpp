@@ -107,10 +107,9 @@ StepCommand run(StepArgs& a) {
   c.run = st::plan_step(c.model, p.system, p.axes, p.reduce, p.matrices, c.opt);
   const auto& br = c.run.placements[c.run.best];
   if (!a.svg.empty())
-    write_file(a.svg, st::step_svg(
-                          br.has_chosen ? br.chosen : br.fixed, br.names,
-                          fmt::format("{} on {} ({}), matrix {}, {} schedule", c.model.name, p.system.name, a.mode,
-                                      engine::format_matrix_brackets(br.matrix), br.has_chosen ? "chosen" : "fixed")));
+    write_file(a.svg, st::step_svg(br.has_chosen ? br.chosen : br.fixed, br.has_chosen ? &br.fixed : nullptr, br.names,
+                                   fmt::format("{} on {} ({}), matrix {}", c.model.name, p.system.name, a.mode,
+                                               engine::format_matrix_brackets(br.matrix))));
   return c;
 }
 

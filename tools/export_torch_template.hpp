@@ -6,13 +6,19 @@ inline constexpr const char* kTorchTemplate = R"PY(
 #
 # Usage as a module (every rank of an initialised torch.distributed job, world size = WORLD):
 #     import this_module as m
-#     m.make_groups()          # every rank calls new_group for every group, in the same order
+#     m.make_groups()          # every rank creates every step's process groups, in the same order:
+#                              # a DeviceMesh (groups x members) per step where torch has DeviceMesh
+#                              # (2.0+), else dist.new_group per group (torch 1.13)
 #     m.reduce_(tensor)        # in place: the reduction program (PROGRAMS[0]; program=i for others)
 # As a script:
 #     python3 this_file.py --check --nproc WORLD   # spawns WORLD gloo processes on 127.0.0.1,
 #         runs every program on random data and compares every rank with a plain all_reduce over
 #         the reduction groups; exits 1 on any difference.
-#     With RANK and WORLD_SIZE set (torchrun or your own launcher), --check joins that job instead.
+#     python3 this_file.py --check --nproc N       # N divides WORLD: N processes simulate WORLD/N
+#         ranks each; the steps' groups, rows and blocks are checked, each collective's result is
+#         computed from its members' data (exchanged with all_gather_object), not by a per-group call.
+#     With RANK and WORLD_SIZE set (torchrun or your own launcher), --check joins that job instead
+#     (simulated ranks when WORLD_SIZE is a proper divisor of WORLD).
 #
 # Chunk layout (the semantics of p2v, as runtime/src/plan.cpp lays it out): the tensor is viewed
 # as WORLD rows of equal size (zero-padded when its length is not a multiple). ROWS[p][s][r] lists
@@ -35,31 +41,87 @@ MATRIX = @MATRIX@
 REDUCTION_GROUPS = @REDUCTION@
 PROGRAMS = @PROGRAMS@
 
-_groups = {}
+_groups = {}  # (set index, group) -> process group, for this rank's groups
+_meshes = []  # the DeviceMesh objects (kept alive), one per step grouping that forms a mesh
+GROUPS_FORM = None
 
 
-def _all_groups():
-    seen, order = set(), []
+def _group_sets():
+    """The distinct groupings (a step's list of groups), in order of first use, then the reduction groups."""
+    sets, index = [], {}
+    step_set = []
     for p in PROGRAMS:
+        per = []
         for _, gs in p["steps"]:
-            for g in gs:
-                if len(g) > 1 and tuple(g) not in seen:
-                    seen.add(tuple(g))
-                    order.append(tuple(g))
-    for g in REDUCTION_GROUPS:
-        if len(g) > 1 and tuple(g) not in seen:
-            seen.add(tuple(g))
-            order.append(tuple(g))
-    return order
+            key = tuple(tuple(g) for g in gs)
+            if key not in index:
+                index[key] = len(sets)
+                sets.append(key)
+            per.append(index[key])
+        step_set.append(per)
+    key = tuple(tuple(g) for g in REDUCTION_GROUPS)
+    if key not in index:
+        index[key] = len(sets)
+        sets.append(key)
+    return sets, step_set, index[key]
+
+
+SETS, STEP_SET, REDUCTION_SET = _group_sets()
+
+
+def _device_mesh_class():
+    """torch's DeviceMesh where this torch has it (2.2+: torch.distributed.device_mesh; 2.0-2.1:
+    torch.distributed._tensor), else None: the groups are then made with dist.new_group."""
+    import importlib
+    for mod in ("torch.distributed.device_mesh", "torch.distributed._tensor"):
+        try:
+            return importlib.import_module(mod).DeviceMesh, mod
+        except (ImportError, AttributeError):
+            pass
+    return None, None
+
+
+def _is_mesh(gs):
+    """A grouping is a 2-D mesh (groups x members) when its groups have one size and cover every rank once."""
+    return len({len(g) for g in gs}) == 1 and len(gs[0]) > 1 and sorted(d for g in gs for d in g) == list(range(WORLD))
 
 
 def make_groups():
-    """Creates one process group per distinct group; every rank calls new_group for all of them."""
+    """Creates the process groups of every step (every rank creates all of them, in the same order).
+
+    Where torch has DeviceMesh, a step whose groups partition the ranks into equal groups becomes a
+    DeviceMesh of shape (groups, members) and the step runs on its "member" dimension; other steps,
+    and every step on a torch without DeviceMesh (1.13), use dist.new_group, one per distinct group."""
+    global GROUPS_FORM
     if dist.get_world_size() != WORLD:
         raise RuntimeError(f"this program is for {WORLD} ranks, the job has {dist.get_world_size()}")
-    if not _groups:
-        for g in _all_groups():
-            _groups[g] = dist.new_group(list(g))
+    if _groups:
+        return _groups
+    rank = dist.get_rank()
+    DM, where = _device_mesh_class()
+    device = "cuda" if dist.get_backend() == "nccl" else "cpu"
+    plain = {}
+    meshes = 0
+    for i, gs in enumerate(SETS):
+        if DM is not None and _is_mesh(gs):
+            mesh = DM(device, torch.tensor(gs, dtype=torch.int64))
+            pg = mesh.get_group(1) if hasattr(mesh, "get_group") else mesh.get_dim_groups()[1]
+            _meshes.append(mesh)
+            meshes += 1
+            for g in gs:
+                if rank in g:
+                    _groups[(i, g)] = pg
+            continue
+        for g in gs:
+            if len(g) > 1:
+                if g not in plain:
+                    plain[g] = dist.new_group(list(g))
+                if rank in g:
+                    _groups[(i, g)] = plain[g]
+    if DM is None:
+        GROUPS_FORM = f"dist.new_group ({len(plain)} groups; this torch {torch.__version__} has no DeviceMesh)"
+    else:
+        GROUPS_FORM = f"DeviceMesh from {where} for {meshes} of {len(SETS)} groupings, dist.new_group for the rest"
     return _groups
 
 
@@ -92,7 +154,7 @@ def reduce_(tensor, program=0):
         g = _mine(gs, rank)
         if g is None or len(g) < 2:
             continue
-        pg = _groups[tuple(g)]
+        pg = _groups[(STEP_SET[program][s], tuple(g))]
         before = _rows(rows[s][rank])
         after = _rows(rows[s + 1][rank])
         if coll == "AllReduce":
@@ -145,7 +207,7 @@ def check(rank, length=1000, seed=1234):
                 data = torch.randn(length, generator=gen)
             ref = data.clone()
             if mine is not None and len(mine) > 1:
-                dist.all_reduce(ref, group=_groups[tuple(mine)])
+                dist.all_reduce(ref, group=_groups[(REDUCTION_SET, tuple(mine))])
             got = reduce_(data.clone(), program=p)
             same = torch.equal(got, ref) if dtype == torch.int64 else torch.allclose(got, ref, rtol=1e-5, atol=1e-4)
             if not same:
@@ -154,12 +216,109 @@ def check(rank, length=1000, seed=1234):
     return bad
 
 
+def _reduce_virtual(xs, program, gather):
+    """The program on simulated ranks: `xs` maps each rank this process runs to its tensor viewed as
+    WORLD rows. Per step, what every member contributes is exchanged with `gather` (one
+    all_gather_object over the real processes) and each collective's result is computed here from
+    the members' contributions: the same groups, rows and blocks as reduce_, without calling
+    torch.distributed's per-group collectives."""
+    prog = PROGRAMS[program]
+    rows = prog["rows"]
+    for s, (coll, gs) in enumerate(prog["steps"]):
+        sent = {}
+        for r in xs:
+            g = _mine(gs, r)
+            if g is None or len(g) < 2:
+                continue
+            if coll == "Broadcast":
+                if r == g[0]:
+                    sent[r] = xs[r][_rows(rows[s][r])].clone()
+            else:
+                sent[r] = xs[r][_rows(rows[s][r])].clone()
+        bufs = gather(sent)
+        for r, x in xs.items():
+            g = _mine(gs, r)
+            if g is None or len(g) < 2:
+                continue
+            before, after = _rows(rows[s][r]), _rows(rows[s + 1][r])
+            if coll in ("AllReduce", "ReduceScatter", "Reduce"):
+                total = bufs[g[0]].clone()
+                for d in g[1:]:
+                    total += bufs[d]
+                if coll == "AllReduce":
+                    x[before] = total
+                elif coll == "ReduceScatter":
+                    x[after] = total.chunk(len(g))[g.index(r)]
+                elif r == g[0]:
+                    x[before] = total
+            elif coll == "AllGather":
+                for d in g:
+                    x[_rows(rows[s][d])] = bufs[d]
+            elif coll == "Broadcast":
+                x[_rows(rows[s][g[0]])] = bufs[g[0]]
+            else:
+                raise RuntimeError("unknown collective " + coll)
+
+
+def check_virtual(proc, nproc, length=1000, seed=1234):
+    """--check with nproc < WORLD processes: process `proc` runs ranks [proc*V, (proc+1)*V), V = WORLD/nproc,
+    on the same data as check(); the reference is the sum over each reduction group."""
+    per = WORLD // nproc
+    mine = list(range(proc * per, (proc + 1) * per))
+
+    def gather(d):
+        out = [None] * nproc
+        dist.all_gather_object(out, d)
+        merged = {}
+        for o in out:
+            merged.update(o)
+        return merged
+
+    bad = 0
+    for p in range(len(PROGRAMS)):
+        for dtype in (torch.int64, torch.float32):
+            data = {}
+            for rank in mine:
+                gen = torch.Generator().manual_seed(seed + 7919 * rank + p)
+                if dtype == torch.int64:
+                    data[rank] = torch.randint(-1000, 1000, (length,), generator=gen, dtype=torch.int64)
+                else:
+                    data[rank] = torch.randn(length, generator=gen)
+            everyone = gather(data)
+            pad = (-length) % WORLD
+            xs = {r: torch.cat([data[r], data[r].new_zeros(pad)]).view(WORLD, -1) for r in mine}
+            _reduce_virtual(xs, p, gather)
+            for r in mine:
+                g = _mine(REDUCTION_GROUPS, r) or [r]
+                ref = everyone[g[0]].clone()
+                for d in g[1:]:
+                    ref += everyone[d]
+                got = xs[r].reshape(-1)[:length]
+                same = torch.equal(got, ref) if dtype == torch.int64 else torch.allclose(got, ref, rtol=1e-5, atol=1e-4)
+                if not same:
+                    bad += 1
+                    print(f"rank {r} (simulated): program {p} ({PROGRAMS[p]['name']}) {dtype}: differs from all_reduce",
+                          flush=True)
+    return bad
+
+
+def _worker_virtual(proc, nproc, port, result):
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=proc, world_size=nproc)
+    bad = check_virtual(proc, nproc)
+    total = torch.tensor([bad])
+    dist.all_reduce(total)
+    if proc == 0:
+        result.put(int(total.item()))
+    dist.destroy_process_group()
+
+
 def _worker(rank, world, port, result):
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     bad = check(rank)
     total = torch.tensor([bad])
     dist.all_reduce(total)
     if rank == 0:
+        print(f"process groups: {GROUPS_FORM}", flush=True)
         result.put(int(total.item()))
     dist.destroy_process_group()
 
@@ -175,7 +334,9 @@ def main(argv):
     import argparse
     ap = argparse.ArgumentParser(description="p2v-exported reduction program(s) for torch.distributed")
     ap.add_argument("--check", action="store_true", help="compare every program with a plain all_reduce")
-    ap.add_argument("--nproc", type=int, default=WORLD, help="processes to spawn (must be %d)" % WORLD)
+    ap.add_argument("--nproc", type=int, default=WORLD,
+                    help="processes to spawn: %d (one per rank), or a divisor of it (each process simulates "
+                         "WORLD/nproc ranks)" % WORLD)
     a = ap.parse_args(argv)
     if not a.check:
         ap.print_help()
@@ -184,23 +345,48 @@ def main(argv):
     print("note: ReduceScatter runs on gloo as all_reduce + keep own block (gloo has no reduce_scatter in torch 1.13)")
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
         dist.init_process_group(os.environ.get("P2V_BACKEND", "gloo"), init_method="env://")
+        ws = dist.get_world_size()
+        if ws != WORLD:  # a job with fewer processes: simulated ranks, as with --nproc
+            if WORLD % ws != 0:
+                print(f"error: the job has {ws} processes; this program needs {WORLD} or a divisor of it",
+                      file=sys.stderr)
+                return 2
+            total = torch.tensor([check_virtual(dist.get_rank(), ws)])
+            dist.all_reduce(total)
+            if dist.get_rank() == 0:
+                print(f"simulated ranks: {ws} processes run {WORLD // ws} ranks each")
+                print("check: every simulated rank of every program matches all_reduce" if int(total.item()) == 0
+                      else f"check: {int(total.item())} mismatches")
+            dist.destroy_process_group()
+            return 0 if int(total.item()) == 0 else 1
         bad = check(dist.get_rank())
         total = torch.tensor([bad])
         dist.all_reduce(total)
         ok = int(total.item()) == 0
         if dist.get_rank() == 0:
+            print(f"process groups: {GROUPS_FORM}")
             print("check: all programs match all_reduce" if ok else f"check: {int(total.item())} mismatches")
         dist.destroy_process_group()
         return 0 if ok else 1
-    if a.nproc != WORLD:
-        print(f"error: --nproc {a.nproc}: this program is for {WORLD} ranks", file=sys.stderr)
-        return 2
     import torch.multiprocessing as mp
     ctx = mp.get_context("spawn")
     result = ctx.SimpleQueue()
-    mp.spawn(_worker, args=(WORLD, _free_port(), result), nprocs=WORLD, join=True)
+    if a.nproc == WORLD:
+        mp.spawn(_worker, args=(WORLD, _free_port(), result), nprocs=WORLD, join=True)
+        bad = result.get()
+        print("check: every rank of every program matches all_reduce" if bad == 0 else f"check: {bad} mismatches")
+        return 0 if bad == 0 else 1
+    if a.nproc < 1 or WORLD % a.nproc != 0:
+        print(f"error: --nproc {a.nproc}: must be {WORLD} (one process per rank) or divide it (simulated ranks)",
+              file=sys.stderr)
+        return 2
+    print(f"simulated ranks: {a.nproc} processes run {WORLD // a.nproc} ranks each; every step's groups, rows and "
+          f"blocks are checked, the collectives are computed from the members' data (all_gather_object), "
+          f"not run as torch.distributed calls per group")
+    mp.spawn(_worker_virtual, args=(a.nproc, _free_port(), result), nprocs=a.nproc, join=True)
     bad = result.get()
-    print("check: every rank of every program matches all_reduce" if bad == 0 else f"check: {bad} mismatches")
+    print("check: every simulated rank of every program matches all_reduce" if bad == 0 else
+          f"check: {bad} mismatches")
     return 0 if bad == 0 else 1
 
 

@@ -16,14 +16,44 @@ namespace {
 
 std::string esc(const std::string& s) { return text::xml_escape(s); }
 
-// A palette of distinguishable fills (cycled when a step has more groups).
-const char* kPalette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
-                          "#9c755f", "#bab0ac", "#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#17becf"};
+// Group colours: hues stepped by the golden angle (137.5 degrees), so neighbouring groups differ
+// and no two of the first few hundred groups share a colour; lightness alternates in three
+// levels so that hues that come close again still differ.
+std::string group_fill(int g) {
+  const double hue = std::fmod(210.0 + static_cast<double>(g) * 137.50776405, 360.0);  // group 0 blue, not link red
+  static constexpr int kLight[] = {62, 48, 74};
+  return fmt::format("hsl({:.1f},65%,{}%)", hue, kLight[g % 3]);
+}
 
 }  // namespace
 
+std::vector<double> nice_ticks(double hi, int target) {
+  std::vector<double> out;
+  if (!(hi > 0) || target < 1) return out;
+  const double raw = hi / target;
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  double step = mag;
+  for (double m : {1.0, 2.0, 2.5, 5.0, 10.0})
+    if (m * mag >= raw) {
+      step = m * mag;
+      break;
+    }
+  for (int k = 0; k * step <= hi * (1 + 1e-9); ++k) out.push_back(k * step);
+  return out;
+}
+
+std::string tick_label(double seconds, double span) {
+  if (seconds == 0) return "0";
+  if (span >= 1) return fmt::format("{:g} s", seconds);
+  if (span >= 1e-3) return fmt::format("{:g} ms", std::round(seconds * 1e9) / 1e6);
+  return fmt::format("{:g} us", std::round(seconds * 1e12) / 1e6);
+}
+
 std::string topology_svg(const Topology& t, const LoweredProgram& prog, const ProgramCost* cost,
                          const std::string& title, const std::vector<std::string>& step_labels) {
+  // Switch/NIC labels: the name's last 14 characters, in a box that fits them at 11 px.
+  auto short_name = [](const std::string& nm) { return nm.size() > 14 ? nm.substr(nm.size() - 14) : nm; };
+  const double box_w = 14 * 6.6 + 8;
   const auto& V = t.vertices();
   const auto& E = t.edges();
   const int nv = static_cast<int>(V.size());
@@ -52,7 +82,7 @@ std::string topology_svg(const Topology& t, const LoweredProgram& prog, const Pr
     max_layer = std::max(max_layer, layer[static_cast<std::size_t>(v)]);
   }
   // x: devices in order with a gap between nodes; others at the mean x of lower neighbours.
-  const double dx = 22, gap = 14, margin = 40;
+  const double dx = 34, gap = 18, margin = 40;
   std::vector<double> x(static_cast<std::size_t>(nv), 0.0);
   double cx = margin;
   for (int d = 0; d < t.num_devices(); ++d) {
@@ -79,22 +109,24 @@ std::string topology_svg(const Topology& t, const LoweredProgram& prog, const Pr
                      [&](int a, int b) { return x[static_cast<std::size_t>(a)] < x[static_cast<std::size_t>(b)]; });
     for (std::size_t i = 1; i < vs.size(); ++i)
       x[static_cast<std::size_t>(vs[i])] =
-          std::max(x[static_cast<std::size_t>(vs[i])], x[static_cast<std::size_t>(vs[i - 1])] + 70);
+          std::max(x[static_cast<std::size_t>(vs[i])], x[static_cast<std::size_t>(vs[i - 1])] + box_w + 10);
   }
-  const double layer_h = 60, panel_top = 30;
+  const double layer_h = 70, panel_top = 36;
   const double panel_h = panel_top + max_layer * layer_h + 70;
   const std::size_t panels = std::max<std::size_t>(prog.size(), 1);
   double wmax = width;
   for (int v = 0; v < nv; ++v) wmax = std::max(wmax, x[static_cast<std::size_t>(v)] + margin + 40);
-  wmax = std::max(wmax, 20 + 7.5 * static_cast<double>(title.size()));
+  wmax = std::max(wmax, 20 + 8.5 * static_cast<double>(title.size()));
   const double H = 40 + static_cast<double>(panels) * panel_h;
   std::string o = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" font-family=\"sans-serif\" "
-      "font-size=\"10\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      "<text x=\"10\" y=\"20\" font-size=\"13\" font-weight=\"bold\">{}</text>\n",
-      wmax, H, esc(title));
+      "font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      "<text x=\"10\" y=\"20\" font-size=\"14\" font-weight=\"bold\">{}</text>\n"
+      "<text x=\"10\" y=\"36\" font-size=\"12\" fill=\"#555\">device colour: its group in the step (grey: in none); "
+      "links: thicker and redder = busier, bright red = the step's bottleneck; hover for names and loads</text>\n",
+      wmax, H + 16, esc(title));
   for (std::size_t p = 0; p < panels; ++p) {
-    const double y0 = 40 + static_cast<double>(p) * panel_h;
+    const double y0 = 56 + static_cast<double>(p) * panel_h;
     auto y = [&](int v) { return y0 + panel_top + (max_layer - layer[static_cast<std::size_t>(v)]) * layer_h; };
     const StepCost* sc = (cost && p < cost->steps.size()) ? &cost->steps[p] : nullptr;
     std::string label;
@@ -107,7 +139,7 @@ std::string topology_svg(const Topology& t, const LoweredProgram& prog, const Pr
     } else {
       label = "topology";
     }
-    o += fmt::format("<text x=\"10\" y=\"{:.0f}\" font-size=\"11\">{}</text>\n", y0 + 12, esc(label));
+    o += fmt::format("<text x=\"10\" y=\"{:.0f}\" font-size=\"13\">{}</text>\n", y0 + 14, esc(label));
     // Link loads of this step, by physical link (max of the two directions).
     std::vector<double> busy(E.size(), 0.0);
     double maxbusy = 0;
@@ -135,7 +167,7 @@ std::string topology_svg(const Topology& t, const LoweredProgram& prog, const Pr
         o += fmt::format(
             "<path d=\"M{:.1f},{:.1f} Q{:.1f},{:.1f} {:.1f},{:.1f}\" fill=\"none\" stroke=\"{}\" "
             "stroke-width=\"{:.1f}\">{}</path>\n",
-            x1, y1 + 7, (x1 + x2) / 2, y1 + 7 + dip, x2, y2 + 7, color, wdt, tip);
+            x1, y1 + 9, (x1 + x2) / 2, y1 + 9 + dip, x2, y2 + 9, color, wdt, tip);
       } else {
         o += fmt::format(
             "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" "
@@ -158,22 +190,20 @@ std::string topology_svg(const Topology& t, const LoweredProgram& prog, const Pr
       const double X = x[static_cast<std::size_t>(v)], Y = y(v);
       if (vx.is_device()) {
         const int g = grp[static_cast<std::size_t>(vx.device)];
-        const std::string fill = g >= 0 ? kPalette[static_cast<std::size_t>(g) % std::size(kPalette)] : "#eeeeee";
+        const std::string fill = g >= 0 ? group_fill(g) : "#eeeeee";
         o += fmt::format(
-            "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"16\" height=\"14\" rx=\"2\" fill=\"{}\" stroke=\"#333\"><title>{} "
+            "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"30\" height=\"18\" rx=\"3\" fill=\"{}\" stroke=\"#333\"><title>{} "
             "(device {}){}</title></rect>\n",
-            X - 8, Y - 7, fill, esc(vx.name), vx.device, g >= 0 ? fmt::format(", group {}", g) : "");
-        o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" font-size=\"7\">{}</text>\n", X, Y + 3,
-                         vx.device);
+            X - 15, Y - 9, fill, esc(vx.name), vx.device, g >= 0 ? fmt::format(", group {}", g) : "");
+        o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" font-size=\"11\">{}</text>\n", X,
+                         Y + 4, vx.device);
       } else {
         o += fmt::format(
-            "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"60\" height=\"16\" rx=\"4\" fill=\"#f7f7f7\" "
+            "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.0f}\" height=\"20\" rx=\"4\" fill=\"#f7f7f7\" "
             "stroke=\"#555\"><title>{} ({})</title></rect>\n",
-            X - 30, Y - 8, esc(vx.name), esc(vx.kind));
-        std::string nm = vx.name;
-        if (nm.size() > 12) nm = nm.substr(nm.size() - 12);
-        o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" font-size=\"8\">{}</text>\n", X, Y + 3,
-                         esc(nm));
+            X - box_w / 2, Y - 10, box_w, esc(vx.name), esc(vx.kind));
+        o += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" font-size=\"11\">{}</text>\n", X,
+                         Y + 4, esc(short_name(vx.name)));
       }
     }
   }
@@ -185,7 +215,7 @@ std::string ranking_svg(const std::vector<RankPoint>& pts, double allreduce_s, c
                         int label_top) {
   const double W = 900, plot_h = 360, left = 80, right = 20, top = 40;
   const int nlab = std::min<int>(label_top, static_cast<int>(pts.size()));
-  const double H = top + plot_h + 50 + 14.0 * (nlab + 2);
+  const double H = top + plot_h + 50 + 16.0 * (nlab + 2);
   double lo = std::numeric_limits<double>::max(), hi = 0;
   auto upd = [&](double v) {
     if (v > 0) {
@@ -206,6 +236,10 @@ std::string ranking_svg(const std::vector<RankPoint>& pts, double allreduce_s, c
   double ylo = logy ? std::pow(10, std::floor(std::log10(lo))) : 0.0;
   double yhi = logy ? std::pow(10, std::ceil(std::log10(hi))) : hi * 1.1;
   if (logy && yhi <= ylo) yhi = ylo * 10;
+  if (!logy) {  // round the top up to a tick
+    const auto tk = nice_ticks(yhi, 5);
+    if (tk.size() > 1) yhi = std::ceil(yhi / tk[1] - 1e-9) * tk[1];
+  }
   auto Y = [&](double v) {
     const double f = logy ? (std::log10(v) - std::log10(ylo)) / (std::log10(yhi) - std::log10(ylo)) : v / yhi;
     return top + plot_h * (1 - f);
@@ -215,7 +249,7 @@ std::string ranking_svg(const std::vector<RankPoint>& pts, double allreduce_s, c
   auto X = [&](std::size_t i) { return left + pw * (static_cast<double>(i) + 0.5) / static_cast<double>(n); };
   std::string o = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" font-family=\"sans-serif\" "
-      "font-size=\"10\">\n"
+      "font-size=\"12\">\n"
       "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"10\" y=\"20\" font-size=\"13\" "
       "font-weight=\"bold\">{}</text>\n",
       W, H, esc(title));
@@ -230,12 +264,12 @@ std::string ranking_svg(const std::vector<RankPoint>& pts, double allreduce_s, c
                        format_seconds(v));
     }
   } else {
-    for (int k = 0; k <= 5; ++k) {
-      const double v = yhi * k / 5;
+    for (double v : nice_ticks(yhi, 5)) {
+      const bool zero = v == 0;
       o += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>\n", left, left + pw,
                        Y(v), Y(v));
       o += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", left - 4, Y(v) + 3,
-                       k == 0 ? std::string("0") : format_seconds(v));
+                       zero ? std::string("0") : tick_label(v, yhi));
     }
   }
   // x ticks: ranks 1, and about ten more.
@@ -270,13 +304,14 @@ std::string ranking_svg(const std::vector<RankPoint>& pts, double allreduce_s, c
           X(i) - 2.5, Y(pts[i].measured_s) - 2.5, i + 1, format_seconds(pts[i].measured_s));
   }
   double ly = top + plot_h + 50;
-  o += fmt::format(
-      "<text x=\"10\" y=\"{:.0f}\"><tspan fill=\"#4e79a7\">● predicted</tspan>  <tspan fill=\"#f28e2b\">■ "
-      "measured</tspan>  "
-      "<tspan fill=\"#d62728\">- - single AllReduce</tspan></text>\n",
-      ly);
+  // The legend names only what is drawn.
+  const bool measured = std::any_of(pts.begin(), pts.end(), [](const RankPoint& p) { return p.measured_s > 0; });
+  const bool ar_line = allreduce_s > 0 && (!logy || allreduce_s >= ylo);
+  o += fmt::format("<text x=\"10\" y=\"{:.0f}\"><tspan fill=\"#4e79a7\">● predicted</tspan>{}{}</text>\n", ly,
+                   measured ? "  <tspan fill=\"#f28e2b\">■ measured</tspan>" : "",
+                   ar_line ? "  <tspan fill=\"#d62728\">- - single AllReduce</tspan>" : "");
   for (int i = 0; i < nlab; ++i) {
-    ly += 14;
+    ly += 16;
     o += fmt::format("<text x=\"10\" y=\"{:.0f}\">#{} {}  {}</text>\n", ly, i + 1,
                      format_seconds(pts[static_cast<std::size_t>(i)].predicted_s),
                      esc(pts[static_cast<std::size_t>(i)].label));

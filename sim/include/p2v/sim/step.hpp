@@ -178,7 +178,11 @@ struct Choice {
 // boundaries and programs (ZeRO: it optimises the backward pass; the gathers follow the buckets).
 Choice choose(const std::vector<LayerCost>& lc, SyncCosts& costs, double ddp_cap_bytes, const ChooseOptions& opt);
 
-// Gantt chart of a step: compute lane, sync lane (and, ZeRO, gather lane).
+// Gantt chart of a step: compute lanes, sync lane (and, ZeRO, gather lane) on a time axis with
+// ticks, buckets labelled b0, b1, ... and listed in a table; with `ddp` non-null, DDP's default
+// schedule is drawn above the chosen one on the same axis.
+std::string step_svg(const StepResult& chosen, const StepResult* ddp, const std::vector<std::string>& program_names,
+                     const std::string& title);
 std::string step_svg(const StepResult& r, const std::vector<std::string>& program_names, const std::string& title);
 
 }  // namespace p2v::sim::step

@@ -15,6 +15,13 @@ namespace p2v::sim {
 std::string topology_svg(const Topology& t, const engine::LoweredProgram& prog, const ProgramCost* cost,
                          const std::string& title, const std::vector<std::string>& step_labels = {});
 
+// Axis ticks 0, s, 2s, ... up to `hi` with s = 1, 2, 2.5 or 5 times a power of ten, about `target`
+// intervals (the labels then read 0, 10 ms, 20 ms, ... instead of 0, 14.032 ms, ...).
+std::vector<double> nice_ticks(double hi, int target);
+
+// A time tick's label in the unit that suits the axis's span: "0", "10 ms", "2.5 us", "1.2 s".
+std::string tick_label(double seconds, double span);
+
 struct RankPoint {
   std::string label;
   double predicted_s = 0.0;
