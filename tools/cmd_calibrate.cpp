@@ -105,7 +105,8 @@ nlohmann::json points_json(const std::vector<sim::PointPrediction>& pr) {
                    {"measured_s", p.point.measured_s},
                    {"predicted_s", p.predicted_s},
                    {"ratio", p.predicted_s / p.point.measured_s},
-                   {"algo", p.algo}});
+                   {"algo", p.algo},
+                   {"proto", p.proto}});
   return arr;
 }
 

@@ -277,7 +277,7 @@ def main():
                 print(f"  {sysname:<9} {os.path.relpath(p['origin'], a.data)}:{p['line']:<4} {p['collective']:<10} "
                       f"{p['bytes']:>12.0f} B  measured {p['measured_s'] * 1e6:>10.1f} us  predicted "
                       f"{p['predicted_s'] * 1e6:>10.1f} us  ratio {p['predicted_s'] / p['measured_s']:6.2f}  "
-                      f"{p['algo']}")
+                      f"{p['algo']}/{p.get('proto', '?')}")
     allpts = [p for ps in by_system.values() for p in ps]
     rows = summary(allpts, "all systems (uncalibrated)")
     for sysname, ps in sorted(by_system.items()):

@@ -76,7 +76,7 @@ std::vector<PointPrediction> predict_points(const System& s, const std::vector<F
   out.reserve(ps.size());
   for (const auto& p : ps) {
     const auto c = sim.collective(whole_group(p.collective, p.ranks), p.bytes, algo);
-    out.push_back({p, c.time_s, to_string(c.algo)});
+    out.push_back({p, c.time_s, to_string(c.algo), to_string(c.proto)});
   }
   return out;
 }
@@ -87,6 +87,7 @@ std::vector<FitKnob> system_knobs(const System& s) {
   if (!s.nccl.is_null()) {
     const auto np = nccl_params(s);
     ks.push_back({"/nccl/launch_us", np.effective_launch_us(), 0, false});
+    ks.push_back({"/nccl/fill_stage", np.effective_fill_stage(), 0, false});
     for (const auto& l : s.levels) {
       if (l.cardinality <= 1 || !l.interconnect) continue;
       const auto* lp = np.level(l.name);

@@ -244,6 +244,7 @@ NcclParams nccl_params_from_json(const nlohmann::json& j, const System& s) {
   if (const auto v = o.optional("sharp")) p.sharp = v->boolean();
   if (const auto v = o.optional("amd_cpu")) p.amd_cpu = v->boolean();
   if (const auto v = o.optional("net_overhead_us")) p.net_overhead_us = non_neg(*v);
+  if (const auto v = o.optional("fill_stage")) p.fill_stage = non_neg(*v);
   if (const auto lv = o.optional("levels")) {
     json_read::Object lo(*lv);
     for (auto it = lv->raw().begin(); it != lv->raw().end(); ++it) {
@@ -300,6 +301,7 @@ nlohmann::json nccl_json(const NcclParams& p) {
   if (p.sharp) j["sharp"] = true;
   if (p.amd_cpu) j["amd_cpu"] = true;
   if (p.net_overhead_us >= 0) j["net_overhead_us"] = p.net_overhead_us;
+  if (p.fill_stage >= 0) j["fill_stage"] = p.fill_stage;
   if (!p.levels.empty()) {
     nlohmann::json lv = nlohmann::json::object();
     for (const auto& l : p.levels) {
@@ -436,8 +438,11 @@ double bandwidth_time(const NcclParams& p, const CallShape& c, Algorithm a, Prot
         t /= nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0;
         cap(2 * S, nch * kPerChTreeLL128[ai][ni] * 1e9);
       }
+      // NCCL's static correction for trees at medium sizes: in its estimate always; in p2v's time
+      // only for LL/LL128 (for Simple the pipeline fill below models the same effect).
       const int ls = log2i(static_cast<long long>(S) >> 6);
-      if (ls >= 0 && ls < 23) t /= kTreeCorrection[static_cast<int>(pr)][ls];
+      if (ls >= 0 && ls < 23 && (nccl_estimate || pr != Protocol::Simple))
+        t /= kTreeCorrection[static_cast<int>(pr)][ls];
       break;
     }
     case Algorithm::Nvls:
@@ -449,7 +454,9 @@ double bandwidth_time(const NcclParams& p, const CallShape& c, Algorithm a, Prot
       break;
     }
     case Algorithm::CollNet:
-      t /= p.arch >= Arch::Hopper ? 0.85 : 0.9;  // Direct on Hopper: * .85; AllGather/RS use bwInter * .9
+      // tuning.cc, CollNet Direct AllReduce: busBw * .85 from Hopper on (the .9 factor is for
+      // AllGather/ReduceScatter, which this model does not offer on CollNet).
+      if (p.arch >= Arch::Hopper) t /= 0.85;
       break;
     case Algorithm::Auto:
       break;
@@ -463,7 +470,98 @@ double bandwidth_time(const NcclParams& p, const CallShape& c, Algorithm a, Prot
     const double used = std::clamp(std::floor(S / per_channel), 1.0, nch);
     if (used < nch) t *= nch / used;
   }
+  if (!nccl_estimate) t += pipeline_fill_s(p, c, a, pr, t);
   return t;
+}
+
+double nccl_estimate_factor(const NcclParams& p, const CallShape& c, Algorithm a) {
+  const double n = c.ranks;
+  const int nodes = std::max(1, c.nodes);
+  const double ppn = std::max(1.0, n / nodes);
+  switch (a) {
+    case Algorithm::Nvls:
+      if (nodes > 1) return 1.0;
+      // tuning.cc: NVLS busBw = bwIntra * nvlsEfficiency * (nCh-1)/nCh, x2 for AllReduce
+      // ("pipelines two operations"), x(ppn-1)/ppn for AllGather/ReduceScatter; AllReduce converts
+      // to algbw by nRanks/nsteps, AllGather/ReduceScatter use the bus bandwidth as is. This
+      // model's NVLS flows move S per GPU link (AllReduce) and (p-1)/p S (the ring's bytes, AG/RS),
+      // so NCCL's estimate is the model's x (p-1)/p (AllReduce) and x (p/(p-1))^2 (AG/RS).
+      if (c.coll == Collective::AllReduce) return (ppn - 1) / ppn;
+      if (c.coll == Collective::AllGather || c.coll == Collective::ReduceScatter) return (n / (n - 1)) * (n / (n - 1));
+      return 1.0;
+    case Algorithm::CollNet: {
+      // tuning.cc: CollNet Direct AllReduce busBw / factor, factor = ppn / nChannels (GPU/NIC ratio)
+      // less half its excess over 1.
+      double f = ppn / p.effective_channels();
+      f -= (f - 1) / 2;
+      return f;
+    }
+    default:
+      return 1.0;
+  }
+}
+
+PipelineShape pipeline_shape(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr) {
+  PipelineShape ps;
+  // LL and LL128 forward at line granularity (8 and 120 data bytes per flag): no store-and-forward
+  // per chunk. Ring: every rank sends step k after receiving step k-1 (lockstep), which the flow
+  // and latency terms already price. CollNet and multi-node NVLS: not modelled (stages = 1).
+  if (pr != Protocol::Simple || c.coll != Collective::AllReduce || c.ranks < 2) return ps;
+  const int nodes = std::max(1, c.nodes), ppn = std::max(1, c.ranks / nodes);
+  const double nch = p.effective_channels();
+  const double per_channel = c.bytes / nch;  // enqueue.cc: calcCollChunking(nChannels = 1, per-channel bytes)
+  constexpr double kSimpleStep = 4.0 * 1024 * 1024 / 8;  // init.cc DEFAULT_BUFFSIZE 4 MiB / NCCL_STEPS 8
+  constexpr double kNvlsChunk = 128.0 * 1024;            // transport/nvls.cc NCCL_NVLS_CHUNKSIZE default
+  switch (a) {
+    case Algorithm::Tree:
+      // device/all_reduce.h runTreeSplit: reduce up the intra-node chain and the inter-node tree,
+      // broadcast back down; every hop receives a whole step before forwarding it (Simple). Across
+      // nodes the stages at the network's pace are counted: the node head's reduction feeding the
+      // NIC, one per tree level up and down, the broadcast fed by it (the NVLink chain hops run
+      // faster and overlap); inside one node, every chain hop up and down.
+      ps.stages = nodes > 1 ? 2 + 2 * log2i(nodes) : 2 * (ppn - 1);
+      ps.chunk = kSimpleStep;  // Simple tree: stepSize x chunkSteps (1)
+      ps.heads = 1;
+      break;
+    case Algorithm::Nvls:
+    case Algorithm::NvlsTree: {
+      if (a == Algorithm::Nvls && nodes > 1) return ps;
+      // device/all_reduce.h NVLS: scatter -> reduce+multicast -> gather warp groups, each handing
+      // a chunk to the next through a buffer, all at NVLink pace (3 stages). NVLS tree: the stages
+      // at the network's pace, as for the tree: the NVLS reduction feeding the NIC, one network
+      // hop per tree level up and down, the multicast fed by it (scatter/gather copies overlap).
+      ps.stages = a == Algorithm::Nvls ? 3 : 2 + 2 * log2i(nodes);
+      ps.heads = ppn;
+      double chunk = kNvlsChunk;
+      const double ops = ps.heads;  // concurrentOps = nChannels (1) x nvls.nHeads
+      if (a == Algorithm::Nvls) {   // enqueue.cc calcCollChunking, NVLS branch
+        if (per_channel < 64 * ops * chunk && chunk > 65536) chunk = 65536;
+        if (per_channel < 8 * ops * chunk && chunk > 32768) chunk = 32768;
+        if (per_channel < 2 * ops * chunk && chunk > 16384) chunk = 16384;
+      } else {  // NVLS tree branch; nvls.cc: tree max chunk 64 KiB from 4 nodes on (Hopper)
+        chunk = std::min(chunk, nodes >= 4 ? 65536.0 : chunk);
+        if (per_channel < 32 * ops * chunk && chunk > 262144) chunk = 262144;
+        if (per_channel < 16 * ops * chunk && chunk > 131072) chunk = 131072;
+        if (per_channel < 4 * ops * chunk && chunk > 65536) chunk = 65536;
+        if (per_channel < 1 * ops * chunk && chunk > 32768) chunk = 32768;
+      }
+      ps.chunk = chunk;
+      break;
+    }
+    default:
+      return ps;
+  }
+  const double loop = ps.chunk * ps.heads;  // bytes per channel per pipeline step
+  ps.chunks = std::max(1.0, std::ceil(per_channel / loop));
+  return ps;
+}
+
+double pipeline_fill_s(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr, double bw_s) {
+  const PipelineShape ps = pipeline_shape(p, c, a, pr);
+  if (ps.stages <= 1) return 0.0;
+  // A pipeline of `stages` store-and-forward stages moving `chunks` chunks per channel takes
+  // (chunks + stages - 1) chunk times; the bandwidth term is chunks x chunk time.
+  return bw_s / ps.chunks * (ps.stages - 1) * p.effective_fill_stage();
 }
 
 static constexpr Algorithm kAlgos[] = {Algorithm::Ring, Algorithm::Tree, Algorithm::Nvls, Algorithm::NvlsTree,

@@ -131,6 +131,74 @@ TEST_CASE("nccl: forced algorithms, and fall-backs where NCCL has none") {
   CHECK_THROWS_AS(parse_algorithm("pat"), p2v::Error);
 }
 
+TEST_CASE("nccl: pipeline fill of store-and-forward algorithms follows NCCL's chunk sizes") {
+  // H100, 8 GPUs, 16 channels: NVLS AllReduce chunks per enqueue.cc calcCollChunking on the
+  // per-channel bytes with 8 heads: 128 KiB from 64 MiB per channel, 64 KiB below, 32 KiB below
+  // 4 MiB, 16 KiB below 512 KiB.
+  const System h = preset_system("gpu=8", "dgx-h100");
+  const NcclParams np = nccl_params(h);
+  REQUIRE(np.effective_channels() == 16);
+  auto shape = [&](double bytes, Algorithm a, Protocol p = Protocol::Simple, int ranks = 8, int nodes = 1) {
+    return pipeline_shape(np, CallShape{Collective::AllReduce, ranks, nodes, bytes}, a, p);
+  };
+  auto ps = shape(double(1 << 30), Algorithm::Nvls);  // 64 MiB per channel
+  CHECK(ps.stages == 3);
+  CHECK(ps.chunk == 131072);
+  CHECK(ps.chunks == 64);  // 64 MiB / (8 heads x 128 KiB)
+  ps = shape(double(1 << 29), Algorithm::Nvls);
+  CHECK(ps.chunk == 65536);
+  ps = shape(double(8 << 20), Algorithm::Nvls);  // 512 KiB per channel
+  CHECK(ps.chunk == 32768);
+  CHECK(ps.chunks == 2);
+  ps = shape(double(1 << 20), Algorithm::Nvls);
+  CHECK(ps.chunk == 16384);
+  CHECK(ps.chunks == 1);
+  // NVLS tree: 128 KiB chunks up to 4 nodes, 64 KiB from 4 nodes on; stages 2 + 2 log2(nodes).
+  ps = shape(double(1 << 30), Algorithm::NvlsTree, Protocol::Simple, 16, 2);
+  CHECK(ps.chunk == 131072);
+  CHECK(ps.stages == 4);
+  ps = shape(double(1 << 30), Algorithm::NvlsTree, Protocol::Simple, 32, 4);
+  CHECK(ps.chunk == 65536);
+  CHECK(ps.stages == 6);
+  // Simple tree: one 512 KiB step per chunk; one node: every chain hop up and down.
+  ps = shape(double(1 << 30), Algorithm::Tree);
+  CHECK(ps.chunk == 524288);
+  CHECK(ps.stages == 14);
+  // Nothing to fill: ring (lockstep), LL/LL128 (line-granular forwarding), other collectives.
+  CHECK(shape(double(1 << 30), Algorithm::Ring).stages == 1);
+  CHECK(shape(double(1 << 30), Algorithm::Tree, Protocol::LL128).stages == 1);
+  CHECK(pipeline_fill_s(np, CallShape{Collective::AllGather, 8, 1, double(1 << 30)}, Algorithm::Nvls, Protocol::Simple,
+                        1.0) == 0.0);
+  // Fill = (stages - 1) chunk times: 2 of 2 chunks -> the bandwidth term once more; 2 of 64.
+  const CallShape c8{Collective::AllReduce, 8, 1, double(8 << 20)};
+  CHECK(pipeline_fill_s(np, c8, Algorithm::Nvls, Protocol::Simple, 1e-3) == doctest::Approx(1e-3));
+  const CallShape c1g{Collective::AllReduce, 8, 1, double(1 << 30)};
+  CHECK(pipeline_fill_s(np, c1g, Algorithm::Nvls, Protocol::Simple, 1e-3) == doctest::Approx(2e-3 / 64));
+  // The time includes it, NCCL's estimate (the pick) does not.
+  CHECK(bandwidth_time(np, c8, Algorithm::Nvls, Protocol::Simple, 1e-3, false) >
+        bandwidth_time(np, c8, Algorithm::Nvls, Protocol::Simple, 1e-3, true));
+  const Simulator sim(h);
+  const auto st = call(sim, Collective::AllReduce, 8, double(8 << 20), Algorithm::Nvls);
+  const auto big = call(sim, Collective::AllReduce, 8, double(1 << 30), Algorithm::Nvls);
+  // Mid size pays relatively more: the bandwidth term per byte is larger at 8 MiB than at 1 GiB.
+  CHECK(st.bandwidth_s / double(8 << 20) > 1.5 * big.bandwidth_s / double(1 << 30));
+}
+
+TEST_CASE("nccl: the pick uses NCCL's NVLS and CollNet busBw formulas") {
+  const NcclParams np = nccl_params(preset_system("gpu=8", "dgx-h100"));
+  // NVLS AllReduce: 2 x bwIntra x nRanks / nsteps against this model's S per GPU link: (p-1)/p.
+  CHECK(nccl_estimate_factor(np, {Collective::AllReduce, 8, 1, 1e9}, Algorithm::Nvls) == doctest::Approx(7.0 / 8));
+  // NVLS AllGather: bwIntra x (ppn-1)/ppn as algbw against the ring's (p-1)/p S: (p/(p-1))^2.
+  CHECK(nccl_estimate_factor(np, {Collective::AllGather, 8, 1, 1e9}, Algorithm::Nvls) == doctest::Approx(64.0 / 49));
+  // CollNet Direct: busBw / (f - (f-1)/2), f = ppn / channels = 0.5 -> 0.75.
+  CHECK(nccl_estimate_factor(np, {Collective::AllReduce, 16, 2, 1e9}, Algorithm::CollNet) == doctest::Approx(0.75));
+  CHECK(nccl_estimate_factor(np, {Collective::AllReduce, 16, 2, 1e9}, Algorithm::Ring) == 1.0);
+  // So NCCL keeps the ring for a large single-node AllGather on H100 and takes NVLS for AllReduce.
+  const Simulator h1(preset_system("gpu=8", "dgx-h100"));
+  CHECK(call(h1, Collective::AllGather, 8, double(1 << 30)).algo == Algorithm::Ring);
+  CHECK(call(h1, Collective::AllReduce, 8, double(1 << 30)).algo == Algorithm::Nvls);
+}
+
 TEST_CASE("nccl: contention between the groups of a step stays (8 GPUs behind the node's NICs)") {
   const Simulator sim(preset_system("node=2,gpu=8", "dgx-a100"));
   Groups eight, one{{0, 8}};

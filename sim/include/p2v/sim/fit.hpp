@@ -44,7 +44,8 @@ std::vector<FitPoint> fit_points(const NcclTestsLog& log, const engine::System& 
 struct PointPrediction {
   FitPoint point;
   double predicted_s = 0;
-  std::string algo;  // the algorithm the model used (StepCost::algo)
+  std::string algo;   // the algorithm the model used (StepCost::algo)
+  std::string proto;  // and its protocol (StepCost::proto)
 };
 std::vector<PointPrediction> predict_points(const engine::System& s, const std::vector<FitPoint>& ps, Algorithm algo);
 

@@ -71,12 +71,15 @@ struct NcclParams {
   bool sharp = false;             // in-network reduction on the network (CollNet / IB SHARP)
   bool amd_cpu = false;           // multi-node LL cap uses NCCL's AMD row (llMaxBws[1])
   double net_overhead_us = -1.0;  // per inter-node ring step host overhead; < 0: NCCL's 1 us
+  double fill_stage = -1.0;       // a pipeline stage's time in chunk times of the bottleneck stage
+                                  // (pipeline_fill_s); < 0: 1 (every counted stage as slow)
   std::vector<NcclLevelParams> levels;
 
   const NcclLevelParams* level(const std::string& name) const;
   int effective_channels() const;
   double effective_launch_us() const;
   double effective_nvls_efficiency() const;
+  double effective_fill_stage() const { return fill_stage >= 0 ? fill_stage : 1.0; }
 };
 int default_channels(Arch a);
 inline constexpr double kDefaultLaunchUs = 4.0;  // assumption (docs/simulator.md), calibrated per system
@@ -121,5 +124,26 @@ double latency_us(const NcclParams& p, const CallShape& c, const GroupLevels& g,
 // gives what NCCL's tuner assumes (all channels), used to pick.
 double bandwidth_time(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr, double flow_s,
                       bool nccl_estimate = false);
+
+// Where NCCL's tuner estimate of an algorithm's bandwidth term differs from this model's flows
+// (tuning.cc busBw formulas for NVLS and CollNet Direct): the factor that turns the model's flow
+// time into NCCL's estimate, used only to pick (choose()). 1 for ring, tree, NVLS tree.
+double nccl_estimate_factor(const NcclParams& p, const CallShape& c, Algorithm a);
+
+// How NCCL pipelines a call whose hops store and forward (Simple protocol: a receiver waits for a
+// whole step before it forwards it): `stages` the pipeline's depth, `chunk` the chunk size NCCL
+// chooses at this size (enqueue.cc calcCollChunking), `heads` chunks moved side by side per
+// channel and step, `chunks` pipeline steps per channel. stages <= 1: nothing to fill (ring,
+// LL/LL128, CollNet, multi-node NVLS).
+struct PipelineShape {
+  int stages = 1;
+  double chunk = 0.0;
+  int heads = 1;
+  double chunks = 1.0;
+};
+PipelineShape pipeline_shape(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr);
+// The pipeline's fill and drain, seconds: (stages - 1) x fill_stage chunk times, a chunk time
+// being the bandwidth term `bw_s` over `chunks`. Included in bandwidth_time (not in NCCL's estimate).
+double pipeline_fill_s(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr, double bw_s);
 
 }  // namespace p2v::sim
