@@ -110,8 +110,8 @@ std::map<std::string, DoneRun> from_programs_csv(const std::string& path) {
     if (!split_csv_line(line, f)) throw Error(where + ": malformed CSV line");
     if (col.empty()) {
       for (std::size_t i = 0; i < f.size(); ++i) col[f[i]] = i;
-      for (const char* c :
-           {"program", "seconds", "matrix", "baseline_seconds", "bytes", "system", "ranks", "backend", "dtype", "iters"})
+      for (const char* c : {"program", "seconds", "matrix", "baseline_seconds", "bytes", "system", "ranks", "backend",
+                            "dtype", "iters"})
         if (!col.count(c)) throw Error(fmt::format("{}: the header has no column '{}'", where, c));
       continue;
     }

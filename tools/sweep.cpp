@@ -63,8 +63,7 @@ std::string speedups(double lo, double hi) {
 }
 }  // namespace
 
-std::string crossover_table(const std::vector<SweepPoint>& points, const std::string& what,
-                            const std::string& versus) {
+std::string crossover_table(const std::vector<SweepPoint>& points, const std::string& what, const std::string& versus) {
   std::vector<double> sizes;
   std::vector<std::string> winners;
   for (const auto& p : points) {
@@ -102,8 +101,8 @@ nlohmann::json crossover_json(const std::vector<SweepPoint>& points) {
       lo = std::min(lo, points[i].speedup);
       hi = std::max(hi, points[i].speedup);
     }
-    out.push_back({{"from_bytes", r.from}, {"to_bytes", r.to}, {"best", r.winner}, {"speedup_min", lo},
-                   {"speedup_max", hi}});
+    out.push_back(
+        {{"from_bytes", r.from}, {"to_bytes", r.to}, {"best", r.winner}, {"speedup_min", lo}, {"speedup_max", hi}});
   }
   return out;
 }

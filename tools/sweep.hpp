@@ -41,8 +41,7 @@ struct SweepPoint {
   double speedup = 1;
 };
 // The crossover table: "best <what> per size range", one line per range with its speedup range.
-std::string crossover_table(const std::vector<SweepPoint>& points, const std::string& what,
-                            const std::string& versus);
+std::string crossover_table(const std::vector<SweepPoint>& points, const std::string& what, const std::string& versus);
 // The same as JSON: [{"from_bytes","to_bytes","best","speedup_min","speedup_max"}].
 nlohmann::json crossover_json(const std::vector<SweepPoint>& points);
 

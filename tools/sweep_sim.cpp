@@ -111,7 +111,8 @@ int simulate_sweep(const engine::System& system, const std::vector<int>& axes, c
                algbw_GBps(l.bytes, l.allreduce_s) * bus, sim::format_seconds(l.best_s), algbw_GBps(l.bytes, l.best_s),
                algbw_GBps(l.bytes, l.best_s) * bus, l.allreduce_s / l.best_s, matrix_col(l.matrix), l.program);
   fmt::print("\n");
-  if (!points.empty()) fmt::print("{}", crossover_table(points, several ? "placement and program" : "program", "AllReduce"));
+  if (!points.empty())
+    fmt::print("{}", crossover_table(points, several ? "placement and program" : "program", "AllReduce"));
   return 0;
 }
 
@@ -172,15 +173,19 @@ int explore_sweep(const engine::System& system, const std::vector<int>& axes,
   if (out.json) {
     nlohmann::json reds = nlohmann::json::array();
     for (const auto& [red, w] : reductions) reds.push_back({{"reduce", red}, {"weight", w}});
-    const nlohmann::json j{{"format", "p2v-explore-sweep"}, {"version", 1},
-                           {"system", engine::system_json(system)}, {"axes", axes},
-                           {"algo", algo},          {"reductions", std::move(reds)},
-                           {"sizes", std::move(rows)}, {"crossover", crossover_json(points)}};
+    const nlohmann::json j{{"format", "p2v-explore-sweep"},
+                           {"version", 1},
+                           {"system", engine::system_json(system)},
+                           {"axes", axes},
+                           {"algo", algo},
+                           {"reductions", std::move(reds)},
+                           {"sizes", std::move(rows)},
+                           {"crossover", crossover_json(points)}};
     fmt::print("{}\n", j.dump(2));
     return 0;
   }
-  fmt::print("system {}: {} devices; axes [{}]; algo {}; {} per device\nreductions:", system.name,
-             system.num_devices(), fmt::join(axes, " "), algo, sizes_text(sizes));
+  fmt::print("system {}: {} devices; axes [{}]; algo {}; {} per device\nreductions:", system.name, system.num_devices(),
+             fmt::join(axes, " "), algo, sizes_text(sizes));
   for (const auto& [red, w] : reductions) fmt::print("  [{}] x {}", fmt::join(red, ","), w);
   fmt::print("\n\n  {:>8}  {:<{}} {:>11} {:>13} {:>8}  {}\n", "size", "best matrix", mw, "total", "all-AllReduce",
              "speedup", "best program per reduction");
@@ -237,7 +242,8 @@ int step_sweep(const std::vector<double>& caps, const std::function<StepSweepRow
                i == fastest && rows.size() > 1 ? "   <- fastest fixed schedule" : "");
   }
   fmt::print("\n");
-  if (!points.empty()) fmt::print("{}", crossover_table(points, info.several ? "placement and programs" : "programs", "fixed"));
+  if (!points.empty())
+    fmt::print("{}", crossover_table(points, info.several ? "placement and programs" : "programs", "fixed"));
   return 0;
 }
 

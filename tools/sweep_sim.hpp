@@ -38,9 +38,9 @@ namespace p2v::tools {
 struct StepSweepRow {
   std::string matrix;
   double fixed_s = 0, chosen_s = 0, exposed_s = 0;  // exposed: of the reported (chosen, else fixed) schedule
-  std::size_t buckets = 0;                           // of the fixed schedule
-  std::string programs;                              // the chosen schedule's programs, in order of first use
-  nlohmann::json json;                               // the row's JSON (bucket cap added by step_sweep)
+  std::size_t buckets = 0;                          // of the fixed schedule
+  std::string programs;                             // the chosen schedule's programs, in order of first use
+  nlohmann::json json;                              // the row's JSON (bucket cap added by step_sweep)
 };
 
 // What `one` fills in while it runs: the table's first lines, whether several placements are

@@ -77,7 +77,7 @@ void Progress::note(const std::string& s) {
 void Progress::draw(bool final) {
   std::lock_guard<std::mutex> g(mu_);
   if (finished_ || !out_) return;
-  if (final && tty_ && !drawn_) return;
+  if (final && !drawn_ && (tty_ || done_.load() == 0)) return;  // a quick run, or nothing counted: no line
   drawn_ = true;
   const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   std::string line = format_progress(label_, done_.load(), total_.load(), el, final ? "" : note_);

@@ -46,8 +46,8 @@ std::vector<double> size_range(double min, double max, double factor, double ste
   std::vector<double> out;
   for (double v = min; v <= max * (1 + 1e-12);) {
     if (out.size() == kMaxSweepSizes)
-      throw Error(fmt::format("{}: the range has more than {} sizes; use a larger factor or step", what,
-                              kMaxSweepSizes));
+      throw Error(
+          fmt::format("{}: the range has more than {} sizes; use a larger factor or step", what, kMaxSweepSizes));
     out.push_back(whole ? std::floor(v) : v);
     const double next = step > 0 ? v + step : v * factor;
     if (!(next > v)) break;

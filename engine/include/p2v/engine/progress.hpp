@@ -30,11 +30,12 @@ class Progress {
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
 
-  void add(std::uint64_t n = 1);   // thread-safe
+  void add(std::uint64_t n = 1);    // thread-safe
   void set_total(std::uint64_t t);  // thread-safe
   void note(const std::string& s);  // thread-safe: a short text after the counts (the current item)
-  // The final line (counts, elapsed time) and a newline, when a line was drawn before or the output
-  // is not a terminal (a run under 0.25 s leaves a terminal untouched); later calls do nothing.
+  // The final line (counts, elapsed time) and a newline, when a line was drawn before, or when the
+  // output is not a terminal and something was counted (a run under 0.25 s leaves a terminal
+  // untouched; a Progress that counted nothing prints nothing); later calls do nothing.
   void finish();
   std::uint64_t done() const { return done_.load(); }
   bool enabled() const { return enabled_; }

@@ -26,7 +26,7 @@ std::vector<double> size_range(double min, double max, double factor, double ste
 
 // A run of consecutive sweep sizes with the same winner.
 struct SizeRange {
-  double from = 0, to = 0;        // the first and last size of the run
+  double from = 0, to = 0;          // the first and last size of the run
   std::size_t first = 0, last = 0;  // their indices in the sweep
   std::string winner;
 };
