@@ -27,9 +27,11 @@ std::string read_all(const fs::path& p) {
 }
 }  // namespace
 
-void prepare_certificate_dir(const std::string& dir, bool force, const std::string& option) {
+void prepare_certificate_dir(const std::string& dir, bool force, const std::string& option, bool resume) {
   std::error_code ec;
   if (dir.empty()) throw Error(option + ": give a directory");
+  if (resume && force)
+    throw Error("give --resume (go on with an interrupted run) or --force (replace a run), not both");
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
     throw Error(fmt::format("{} {}: not a directory", option, dir));
   if (!fs::exists(dir, ec)) {
@@ -38,6 +40,18 @@ void prepare_certificate_dir(const std::string& dir, bool force, const std::stri
     return;
   }
   if (fs::is_empty(dir, ec)) return;
+  if (resume) {
+    if (fs::exists(fs::path(dir) / checker::kManifestName, ec))
+      throw Error(
+          fmt::format("{} {} --resume: the run is complete (its {} exists); nothing to resume (check it with "
+                      "p2v check {}, or give --force to redo it)",
+                      option, dir, checker::kManifestName, dir));
+    for (const auto& e : fs::directory_iterator(dir))
+      if (!e.is_regular_file())
+        throw Error(fmt::format("{} {} --resume: {} is not a regular file (p2v writes only files)", option, dir,
+                                e.path().filename().string()));
+    return;  // certificates kept where the checker accepts them (certificate_reuse), the rest redone
+  }
   if (!force)
     throw Error(
         fmt::format("{} {}: the directory is not empty (an earlier run's certificates?); give --force to "
@@ -68,6 +82,32 @@ void prepare_certificate_dir(const std::string& dir, bool force, const std::stri
                     "what it wrote: remove them yourself or use an empty directory",
                     option, dir, left.size(), left.front()));
   }
+}
+
+CertificateReuse certificate_reuse(const std::string& dir, const std::vector<std::string>& solvers,
+                                   const nlohmann::json& system, int max_size, const std::string& master) {
+  checker::Context ctx;
+  ctx.in_directory = true;
+  ctx.solvers = solvers;
+  for (const auto& e : fs::directory_iterator(dir)) ctx.files.push_back(e.path().filename().string());
+  std::sort(ctx.files.begin(), ctx.files.end());
+  return [ctx, system, max_size, master](const std::string& path, const std::string& program,
+                                         const std::vector<std::vector<int>>& matrix) {
+    try {
+      const std::string text = read_all(path);
+      if (!checker::check_certificate(text, ctx).ok) return false;
+      const auto j = nlohmann::json::parse(text);
+      // A shape certificate holds its smallest instance's certificate; a concrete one is that.
+      const bool shape = j.at("format").get<std::string>().rfind("p2v-shape-certificate/", 0) == 0;
+      const auto& inst = shape ? j.at("instance") : j;
+      const std::string notation =
+          shape ? j.at("program").get<std::string>() : j.at("program").at("notation").get<std::string>();
+      return notation == program && j.at("matrix") == nlohmann::json(matrix) && j.at("system") == system &&
+             inst.at("max_size") == max_size && inst.at("master_collectives") == master;
+    } catch (const std::exception&) {
+      return false;  // unreadable or not ours: written again
+    }
+  };
 }
 
 void write_manifest(const std::string& dir, const std::vector<std::string>& solvers) {

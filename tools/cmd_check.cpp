@@ -14,6 +14,7 @@
 #include "p2v/encodings/rules.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/io.hpp"
+#include "p2v/engine/progress.hpp"
 
 namespace p2v::tools {
 namespace {
@@ -55,18 +56,24 @@ Registrar reg("check", [](CLI::App& sub) -> std::function<int()> {
   auto json = std::make_shared<bool>(false);
   auto quiet = std::make_shared<bool>(false);
   auto resolve = std::make_shared<bool>(false);
+  auto progress_flag = std::make_shared<bool>(false);
   sub.add_option("certificates", *paths,
                  "certificate files (JSON) or certificate directories (checked against their MANIFEST.json)")
       ->required();
   sub.add_flag("--json", *json, "machine-readable output (every claim with how it was established)");
   sub.add_flag("--quiet", *quiet, "print only rejected certificates and the total");
+  sub.add_flag("--progress", *progress_flag,
+               "progress on stderr (certificates checked, rate, ETA) even when stderr is not a terminal; --quiet: "
+               "none");
   sub.add_flag("--resolve", *resolve,
                "re-run the recorded solver queries with Z3 and cvc5 and compare the answers (rule certificates)");
-  return [paths, json, quiet, resolve] {
+  return [paths, json, quiet, resolve, progress_flag] {
     nlohmann::json out = nlohmann::json::array();
     std::size_t bad = 0, total = 0;
+    engine::Progress progress("check: certificates", 0, engine::progress_wanted(*quiet, *progress_flag));
     auto report = [&](const std::string& f, const checker::Verdict& v) {
       ++total;
+      progress.add();
       if (!v.ok) ++bad;
       if (*json) {
         nlohmann::json claims = nlohmann::json::array();
@@ -95,7 +102,9 @@ Registrar reg("check", [](CLI::App& sub) -> std::function<int()> {
       else
         files.push_back(p);
     }
-    for (const auto& dir : dirs) {
+    progress.set_total(files.size() + dirs.size());
+    for (std::size_t di = 0; di < dirs.size(); ++di) {
+      const auto& dir = dirs[di];
       const auto d = checker::check_directory(dir);
       if (!d.ok) {
         report(dir, {false, d.reason, "", {}});
@@ -107,6 +116,8 @@ Registrar reg("check", [](CLI::App& sub) -> std::function<int()> {
         in_dirs.insert(std::filesystem::weakly_canonical(f).string());
         certs += name.size() > 5 && name.substr(name.size() - 5) == ".json";
       }
+      // Known now: this directory's certificates; each later directory counts one until it is read.
+      progress.set_total(progress.done() + certs + (dirs.size() - di - 1) + files.size());
       if (certs == 0) {
         report(dir, {false, "the manifest lists no certificate: nothing to check", "", {}});
         continue;
@@ -121,6 +132,7 @@ Registrar reg("check", [](CLI::App& sub) -> std::function<int()> {
     }
     for (const auto& f : files)
       if (!in_dirs.count(std::filesystem::weakly_canonical(f).string())) report(f, check_file(f, {}, *resolve));
+    progress.finish();
     if (*json)
       fmt::print("{}\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));  // reasons quote raw input
     else

@@ -12,8 +12,10 @@
 #include "command.hpp"
 #include "common.hpp"
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/progress.hpp"
 #include "p2v/sim/rank.hpp"
 #include "p2v/sim/report.hpp"
+#include "sweep_sim.hpp"
 
 namespace p2v::tools {
 namespace {
@@ -26,6 +28,8 @@ struct ExploreArgs {
   SearchArgs search;
   bool json = false, sharp = false;
   std::string preset;
+  SweepArgs sweep;  // --bytes LIST|RANGE, -b/-e/-f/-i (sweep_sim.cpp)
+  ProgressArgs progress;
 };
 
 struct Reduction {
@@ -69,7 +73,12 @@ Registrar reg("explore", [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--top", a->top, "placements listed (-1: all)")->capture_default_str();
   add_search_options(sub, a->search, /*with_hierarchy=*/false);
   sub.add_flag("--json", a->json, "machine-readable output");
+  add_sweep_options(sub, a->sweep);
+  add_progress_options(sub, a->progress);
   return [a] {
+    const auto sizes = sweep_sizes(a->cost.bytes, a->sweep);
+    const bool sweeping = sizes.size() > 1 || a->sweep.given();
+    if (sweeping) a->cost.bytes.clear();
     Problem p = load_problem(a->problem);
     if (const auto note = fill_interconnects(p.system, a->preset, a->sharp); !note.empty() && !a->json)
       fmt::print("{}\n", note);
@@ -78,9 +87,14 @@ Registrar reg("explore", [](CLI::App& sub) -> std::function<int()> {
     for (const auto& s : a->reductions) reds.push_back(parse_reduction(s, p.axes.size()));
     if (reds.empty())
       throw Error("explore: give at least one reduction, e.g. --reduction 0@1 --reduction 1@2 (or --reduce 0)");
-    sim::Simulator simulator(p.system);
     const sim::CostOptions copt = a->cost.options(p.system);
     engine::SynthOptions sopt = a->search.options();
+    if (sweeping) {
+      std::vector<std::pair<std::vector<int>, double>> rs;
+      for (const auto& r : reds) rs.emplace_back(r.axes, r.weight);
+      return explore_sweep(p.system, p.axes, rs, p.matrices, sopt, copt, a->cost.algo, sizes, {a->json, a->progress});
+    }
+    sim::Simulator simulator(p.system);
     const std::vector<std::string> names = p.system.level_names();
 
     struct Row {
@@ -89,6 +103,7 @@ Registrar reg("explore", [](CLI::App& sub) -> std::function<int()> {
       double total = 0, total_ar = 0;
     };
     std::vector<Row> rows;
+    engine::Progress progress("explore: placements", p.matrices.size(), a->progress.wanted());
     for (const auto& x : p.matrices) {
       Row r;
       r.x = x;
@@ -101,7 +116,9 @@ Registrar reg("explore", [](CLI::App& sub) -> std::function<int()> {
         r.per.push_back(std::move(mr));
       }
       rows.push_back(std::move(r));
+      progress.add();
     }
+    progress.finish();
     std::vector<std::size_t> order(rows.size());
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(),

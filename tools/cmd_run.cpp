@@ -31,6 +31,13 @@
 #include "command.hpp"
 #include "common.hpp"
 #include "p2v/runtime/jobs.hpp"
+#include "sweep.hpp"
+#ifdef P2V_HAVE_RUNTIME
+#include <map>
+
+#include "p2v/engine/progress.hpp"
+#include "run_resume.hpp"
+#endif
 
 namespace p2v::tools {
 namespace {
@@ -39,14 +46,28 @@ struct RunArgs {
   std::string bytes = "1M", dtype = "int32", backend = "mpi", csv, csv_programs, fault;
   int iters = 20, warmup = 5;
   bool no_verify = false, no_baseline = false, show_plan = false, check_plan = false;
+  SweepArgs sweep;  // --bytes LIST|RANGE, -b/-e/-f/-i: every program at every size
+  ProgressArgs progress;
+  bool resume = false;  // skip the runs the --csv / --csv-programs files already hold
+  int limit = 0;        // run at most this many (program, size) pairs, then stop (0: all)
 };
 
 #ifdef P2V_HAVE_RUNTIME
 
-std::int64_t parse_bytes(const std::string& s) {
-  const double v = engine::parse_size(s, "--bytes", static_cast<double>(1LL << 40));
-  if (v != std::floor(v)) throw Error("--bytes '" + s + "': not a whole number of bytes");
-  return static_cast<std::int64_t>(v);
+// The sizes of the run: --bytes (one size, a list or a range) or -b/-e/-f/-i; whole bytes.
+std::vector<std::int64_t> run_sizes(const RunArgs& a) {
+  std::vector<std::int64_t> out;
+  for (double v : sweep_sizes(a.bytes, a.sweep, static_cast<double>(1LL << 40), /*whole=*/true))
+    out.push_back(static_cast<std::int64_t>(v));
+  return out;
+}
+
+// The runs already done (--resume), from the --csv / --csv-programs files.
+using Done = std::map<std::string, DoneRun>;
+
+std::string key_of(const RunArgs& a, const runtime::Jobs& pr, const runtime::Job& job, int ranks, std::int64_t bytes) {
+  return run_key(pr.system.name, ranks, a.backend, a.dtype, a.iters, engine::format_matrix(job.matrix), job.notation,
+                 runtime::buffer_bytes(bytes, job.program->num_ranks()));
 }
 
 std::string format_list(const std::vector<int>& v) {
@@ -88,8 +109,11 @@ void append_csv(const std::string& path, const runtime::Jobs& pr, const runtime:
   // single collective, so it is written as a comment.
   for (std::size_t s = 0; s < rep.steps.size(); ++s) row(std::to_string(s + 1), rep.steps[s]);
   if (!a.no_baseline) row("baseline", rep.baseline);
-  out << fmt::format("# total,{},{},{:.9g},{}\n", csv_quote(rep.total.groups_list), rep.total.bytes, rep.total.t.median,
-                     csv_quote(job.notation));
+  // The program's total, and what identifies the run for --resume (run_resume.hpp).
+  out << fmt::format("# total,{},{},{:.9g},{},{},{},{},{},{},{},{:.9g}\n", csv_quote(rep.total.groups_list),
+                     rep.total.bytes, rep.total.t.median, csv_quote(job.notation),
+                     csv_quote(engine::format_matrix(job.matrix)), csv_quote(pr.system.name), ranks, backend, a.dtype,
+                     a.iters, a.no_baseline ? 0.0 : rep.baseline.t.median);
   append_file(path,
               "collective,groups,bytes,seconds,seconds_min,seconds_max,algbw_GBps,busbw_GBps,"
               "description,system,ranks,backend,dtype,matrix,program,step,group_size,num_groups,"
@@ -163,59 +187,145 @@ void print_report(const RunArgs& a, const runtime::Jobs& pr, const runtime::Job&
   if (!a.csv_programs.empty()) append_program_csv(a.csv_programs, pr, job, rep, a, size, be.name());
 }
 
-// Runs every job on this rank (rank 0 prints); returns the number of programs that failed the
-// check. Each rank plans its own part of each program.
-int run_jobs(const RunArgs& a, const runtime::Jobs& pr, const runtime::RunOptions& opt, runtime::Backend& be,
-             runtime::Coordinator& co) {
+// A measured (or, with --resume, recorded) program total at one size, for the sweep summary.
+struct Measured {
+  std::string program, matrix;
+  double median_s = 0, baseline_s = 0;
+  int group_size = 0;
+};
+
+// --bytes with several sizes: per size the fastest program, algbw/busbw as nccl-tests define them,
+// and the crossover table (rank 0).
+void print_sweep(const std::vector<std::int64_t>& sizes, const std::vector<std::vector<Measured>>& by_size,
+                 bool several_matrices) {
+  std::vector<SweepPoint> points;
+  fmt::print(
+      "\nsweep: per size the fastest program by median total (algbw = bytes / time; busbw = algbw x 2(n-1)/n, "
+      "nccl-tests' AllReduce over the reduction groups of n; GB/s)\n");
+  fmt::print("  {:>8}  {:>11} {:>8} {:>8}  {:>11} {:>8}  {}\n", "size", "median", "algbw", "busbw", "baseline",
+             "speedup", "program");
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const auto& v = by_size[i];
+    if (v.empty()) continue;
+    const auto best = std::min_element(v.begin(), v.end(),
+                                       [](const Measured& x, const Measured& y) { return x.median_s < y.median_s; });
+    const double S = static_cast<double>(sizes[i]);
+    const double alg = algbw_GBps(S, best->median_s);
+    const double speedup = best->baseline_s > 0 ? best->baseline_s / best->median_s : 1.0;
+    const std::string label = several_matrices ? "[" + best->matrix + "] " + best->program : best->program;
+    points.push_back({S, label, speedup});
+    fmt::print("  {:>8}  {:>11} {:>8.3f} {:>8.3f}  {:>11} {:>7.2f}x  {}\n", engine::format_size(S),
+               fmt::format("{:.1f} us", best->median_s * 1e6), alg, alg * allreduce_bus_factor(best->group_size),
+               best->baseline_s > 0 ? fmt::format("{:.1f} us", best->baseline_s * 1e6) : std::string("-"), speedup,
+               label);
+  }
+  if (!points.empty()) fmt::print("\n{}", crossover_table(points, "program", "baseline"));
+}
+
+// Runs every job at every size on this rank (rank 0 prints); returns the number of programs that
+// failed the check. Each rank plans its own part of each program. Runs in `done` (--resume) are
+// skipped; with --limit, at most that many runs happen.
+int run_jobs(const RunArgs& a, const runtime::Jobs& pr, runtime::RunOptions opt, runtime::Backend& be,
+             runtime::Coordinator& co, const std::vector<std::int64_t>& sizes, const Done& done) {
   const int rank = co.rank(), size = co.size();
   if (rank == 0) {
     if (!pr.warning.empty()) fmt::print(stderr, "{}", pr.warning);
     fmt::print(
         "p2v run: system {} {} on {} ranks, backend {}, axes {}, reduce {}, dtype {}, {} warmup + {} "
-        "timed iterations\n",
+        "timed iterations{}\n",
         pr.system.name, format_list(pr.system.cardinalities()), size, be.name(), format_list(pr.axes),
-        format_list(pr.reduce), a.dtype, opt.warmup, opt.iters);
+        format_list(pr.reduce), a.dtype, opt.warmup, opt.iters,
+        sizes.size() > 1 ? fmt::format(", {} sizes from {} to {}", sizes.size(), engine::format_size(sizes.front()),
+                                       engine::format_size(sizes.back()))
+                         : "");
   }
-  int failures = 0;
-  for (std::size_t i = 0; i < pr.jobs.size(); ++i) {
-    const runtime::Job& job = pr.jobs[i];
-    const runtime::RankPlan plan = runtime::make_rank_plan(job.program, rank, opt.verify);
-    if (a.check_plan) {
-      const std::string diff = runtime::check_against_global(job.program, rank);
-      if (const int first = co.agree(!diff.empty()); first >= 0) {
-        if (rank == first)
-          fmt::print(stderr,
-                     "p2v run: --check-plan: for program '{}', rank {}'s own plan differs from its part of the "
-                     "global plan: {}\n",
-                     job.notation, rank, diff);
-        ++failures;
+  // Progress (rank 0): iterations in all, the checked run counted as one.
+  const std::uint64_t per_run = static_cast<std::uint64_t>((opt.verify ? 1 : 0) + opt.warmup + opt.iters);
+  std::uint64_t todo = 0;
+  for (const auto b : sizes)
+    for (const auto& job : pr.jobs) todo += done.count(key_of(a, pr, job, size, b)) ? 0 : per_run;
+  if (a.limit > 0) todo = std::min<std::uint64_t>(todo, per_run * static_cast<std::uint64_t>(a.limit));
+  engine::Progress progress("run: iterations", todo, rank == 0 && a.progress.wanted());
+  if (rank == 0) opt.on_iteration = [&progress] { progress.add(); };
+  int failures = 0, ran = 0;
+  std::vector<std::vector<Measured>> by_size(sizes.size());
+  bool several_matrices = false;
+  for (const auto& job : pr.jobs) several_matrices |= job.matrix != pr.jobs.front().matrix;
+  const int gmax = [&] {
+    std::int64_t n = 1;
+    for (int r : pr.reduce) n *= pr.axes[static_cast<std::size_t>(r)];
+    return static_cast<int>(n);
+  }();
+  for (std::size_t si = 0; si < sizes.size(); ++si) {
+    opt.bytes = sizes[si];
+    for (std::size_t i = 0; i < pr.jobs.size(); ++i) {
+      const runtime::Job& job = pr.jobs[i];
+      const std::string where = sizes.size() > 1 ? fmt::format(", {} per rank", engine::format_size(sizes[si])) : "";
+      if (const auto it = done.find(key_of(a, pr, job, size, sizes[si])); it != done.end()) {
+        if (rank == 0) {
+          fmt::print("\nprogram {}/{} on matrix {}{}: {}\n  already measured (--resume): median {:.1f} us; skipped\n",
+                     i + 1, pr.jobs.size(), engine::format_matrix_brackets(job.matrix), where, job.notation,
+                     it->second.median_s * 1e6);
+          by_size[si].push_back(
+              {job.notation, engine::format_matrix(job.matrix), it->second.median_s, it->second.baseline_s, gmax});
+        }
         continue;
       }
-    }
-    if (rank == 0) {
-      fmt::print("\nprogram {}/{} on matrix {}: {}\n", i + 1, pr.jobs.size(),
-                 engine::format_matrix_brackets(job.matrix), job.notation);
-      if (a.check_plan) fmt::print("  --check-plan: every rank's own plan equals its part of the global plan\n");
-      if (a.show_plan) show_plan(job, plan);
+      if (a.limit > 0 && ran >= a.limit) {
+        if (rank == 0) fmt::print("\n--limit {}: stopped; rerun with --resume to go on\n", a.limit);
+        return failures;
+      }
+      ++ran;
+      const runtime::RankPlan plan = runtime::make_rank_plan(job.program, rank, opt.verify);
+      if (a.check_plan) {
+        const std::string diff = runtime::check_against_global(job.program, rank);
+        if (const int first = co.agree(!diff.empty()); first >= 0) {
+          if (rank == first)
+            fmt::print(stderr,
+                       "p2v run: --check-plan: for program '{}', rank {}'s own plan differs from its part of the "
+                       "global plan: {}\n",
+                       job.notation, rank, diff);
+          ++failures;
+          continue;
+        }
+      }
+      if (rank == 0) {
+        progress.note(fmt::format("program {}/{}{}", i + 1, pr.jobs.size(),
+                                  sizes.size() > 1 ? " at " + engine::format_size(sizes[si]) : ""));
+        fmt::print("\nprogram {}/{} on matrix {}{}: {}\n", i + 1, pr.jobs.size(),
+                   engine::format_matrix_brackets(job.matrix), where, job.notation);
+        if (a.check_plan) fmt::print("  --check-plan: every rank's own plan equals its part of the global plan\n");
+        if (a.show_plan) show_plan(job, plan);
+        std::fflush(stdout);
+      }
+      const auto rep = runtime::run_program(plan, be, opt, co);
+      if (!rep.ok) {
+        ++failures;
+        if (rank == 0) {
+          std::fflush(stdout);
+          fmt::print(stderr, "p2v run: RESULT MISMATCH for program '{}':\n{}\n", job.notation, rep.failure);
+        }
+        continue;
+      }
+      if (rank == 0) {
+        print_report(a, pr, job, rep, opt, be, size);
+        by_size[si].push_back({job.notation, engine::format_matrix(job.matrix), rep.total.t.median,
+                               opt.baseline ? rep.baseline.t.median : 0.0, gmax});
+      }
       std::fflush(stdout);
     }
-    const auto rep = runtime::run_program(plan, be, opt, co);
-    if (!rep.ok) {
-      ++failures;
-      if (rank == 0) {
-        std::fflush(stdout);
-        fmt::print(stderr, "p2v run: RESULT MISMATCH for program '{}':\n{}\n", job.notation, rep.failure);
-      }
-      continue;
-    }
-    if (rank == 0) print_report(a, pr, job, rep, opt, be, size);
-    std::fflush(stdout);
   }
+  progress.finish();
   if (rank == 0) {
+    const std::size_t runs = pr.jobs.size() * sizes.size();
+    if (sizes.size() > 1) print_sweep(sizes, by_size, several_matrices);
+    const std::string what = sizes.size() == 1
+                                 ? fmt::format("{} programs", runs)
+                                 : fmt::format("{} runs ({} programs x {} sizes)", runs, pr.jobs.size(), sizes.size());
     if (failures)
-      fmt::print(stderr, "p2v run: {} of {} programs FAILED the result check\n", failures, pr.jobs.size());
-    else if (pr.jobs.size() > 1)
-      fmt::print("\nall {} programs verified\n", pr.jobs.size());
+      fmt::print(stderr, "p2v run: {} of {} FAILED the result check\n", failures, what);
+    else if (runs > 1)
+      fmt::print("\nall {} verified{}\n", what, done.empty() ? "" : " (skipped ones: in an earlier run)");
   }
   return failures;
 }
@@ -232,7 +342,8 @@ std::pair<int, std::string> classify(const std::exception& e) {
 }
 
 // One process, one thread per device: --backend threads, or --backend nccl without mpirun.
-int run_threads(const RunArgs& a, const runtime::Jobs& pr, const runtime::RunOptions& opt) {
+int run_threads(const RunArgs& a, const runtime::Jobs& pr, const runtime::RunOptions& opt,
+                const std::vector<std::int64_t>& sizes, const Done& done) {
   const int n = static_cast<int>(pr.system.num_devices());
   std::string id;
   if (a.backend == "nccl") {
@@ -259,7 +370,7 @@ int run_threads(const RunArgs& a, const runtime::Jobs& pr, const runtime::RunOpt
       try {
         auto be = a.backend == "nccl" ? runtime::make_nccl_backend_local(i, n, i, id, opt.dtype)
                                       : runtime::make_thread_backend(fabric, i, opt.dtype);
-        fails[i] = run_jobs(a, pr, opt, *be, *team[i]);
+        fails[i] = run_jobs(a, pr, opt, *be, *team[i], sizes, done);
       } catch (const std::exception& e) {
         // The other threads may wait for this one in a barrier: end the process, keeping the
         // error contract (exit 2 for a user's error, 3 for a bug).
@@ -287,9 +398,10 @@ int run_threads(const RunArgs& a, const runtime::Jobs& pr, const runtime::RunOpt
   return fails[0] ? 1 : 0;
 }
 
-runtime::RunOptions run_options(const RunArgs& a) {
+runtime::RunOptions run_options(const RunArgs& a, std::vector<std::int64_t>& sizes) {
   runtime::RunOptions opt;
-  opt.bytes = parse_bytes(a.bytes);
+  sizes = run_sizes(a);
+  opt.bytes = sizes.back();  // the largest: what check_memory must fit
   opt.dtype = runtime::parse_dtype(a.dtype);
   opt.iters = a.iters;
   opt.warmup = a.warmup;
@@ -361,12 +473,16 @@ void check_memory(const runtime::RunOptions& opt, const runtime::Jobs& jobs, boo
 // What every rank must agree on before the first collective: the resolved programs (after reading
 // any files) and the options that shape the collectives; one item per line. The CSV paths are
 // left out: only rank 0 writes them.
-std::string describe_run(const RunArgs& a, const runtime::RunOptions& opt, const runtime::Jobs& jobs) {
+std::string describe_run(const RunArgs& a, const runtime::RunOptions& opt, const runtime::Jobs& jobs,
+                         const std::vector<std::int64_t>& sizes, const Done& done) {
   std::string d =
       fmt::format("system {} {}\naxes {}\nreduce {}\n", jobs.system.name, format_list(jobs.system.cardinalities()),
                   format_list(jobs.axes), format_list(jobs.reduce));
-  d += fmt::format("--backend {}\n--bytes {}\n--dtype {}\n--iters {}\n--warmup {}\n", a.backend, opt.bytes, a.dtype,
+  std::string list;
+  for (const auto b : sizes) list += (list.empty() ? "" : ",") + std::to_string(b);
+  d += fmt::format("--backend {}\n--bytes {}\n--dtype {}\n--iters {}\n--warmup {}\n", a.backend, list, a.dtype,
                    opt.iters, opt.warmup);
+  d += fmt::format("--limit {}\n--resume: {} runs done\n", a.limit, done.size());
   d += fmt::format("--no-verify {}\n--no-baseline {}\n--check-plan {}\n--show-plan {}\n--inject-fault {}\n",
                    a.no_verify, a.no_baseline, a.check_plan, a.show_plan, a.fault.empty() ? "none" : a.fault);
   d += fmt::format("{} programs\n", jobs.jobs.size());
@@ -410,8 +526,16 @@ int run_command(const RunArgs& a, const runtime::JobRequest& req) {
   // Phase 1, local: parse, resolve, validate. Then agree, so that no rank enters a collective alone.
   runtime::Jobs jobs;
   runtime::RunOptions opt;
+  std::vector<std::int64_t> sizes;
+  Done done;
   if (!agreed(*co, [&] {
-        opt = run_options(a);
+        opt = run_options(a, sizes);
+        if (a.resume) {
+          if (a.csv.empty() && a.csv_programs.empty())
+            throw Error("--resume reads what is done from --csv or --csv-programs: give one of them");
+          done = completed_runs(a.csv, a.csv_programs);
+        }
+        if (a.limit < 0) throw Error(fmt::format("--limit {}: must be 0 (no limit) or positive", a.limit));
         if (a.backend == "threads" && size != 1)
           throw Error("--backend threads runs every device as a thread of one process: launch it without mpirun");
         jobs = runtime::resolve_jobs(req, threads ? -1 : size);
@@ -426,11 +550,12 @@ int run_command(const RunArgs& a, const runtime::JobRequest& req) {
     return 2;
   // Every rank must run the same programs with the same options, or they would wait in different
   // collectives forever (e.g. one rank splitting a communicator while another is in a barrier).
-  if (!threads && !co->agree_or_report(describe_run(a, opt, jobs), "a different program or options", " and files"))
+  if (!threads &&
+      !co->agree_or_report(describe_run(a, opt, jobs, sizes, done), "a different program or options", " and files"))
     return 2;
   if (threads) {
     try {
-      return run_threads(a, jobs, opt);
+      return run_threads(a, jobs, opt, sizes, done);
     } catch (const Error& e) {
       fmt::print(stderr, "p2v: error: {}\n", e.what());
       return 2;
@@ -445,7 +570,7 @@ int run_command(const RunArgs& a, const runtime::JobRequest& req) {
     return 2;
   int failures = 0;
   try {
-    failures = run_jobs(a, jobs, opt, *be, *co);
+    failures = run_jobs(a, jobs, opt, *be, *co, sizes, done);
   } catch (const std::exception& e) {
     // A failure inside the collective phase may leave other ranks waiting: abort them all, with
     // exit code 2 for a user's error (a --csv file that cannot be written, no memory).
@@ -481,7 +606,16 @@ Registrar reg("run", [](CLI::App& sub) -> std::function<int()> {
                  "run only if this certificate passes the independent checker (its program if none is given)");
   sub.add_flag("--unchecked", r->unchecked,
                "run even if the certificate fails or the program misses the goal (loudly)");
-  sub.add_option("--bytes", a->bytes, "buffer size per rank, e.g. 1048576, 64K, 1M, 64M")->capture_default_str();
+  sub.add_option("--bytes", a->bytes,
+                 "buffer size per rank, e.g. 1048576, 64K, 1M, 64M; a list (1K,1M) or a range (1K:64M:x4) runs every "
+                 "program at every size and ends with the crossover table")
+      ->capture_default_str();
+  add_sweep_options(sub, a->sweep);
+  add_progress_options(sub, a->progress);
+  sub.add_flag("--resume", a->resume,
+               "skip the (program, matrix, size) runs the --csv / --csv-programs files already hold (an interrupted "
+               "sweep goes on where it stopped)");
+  sub.add_option("--limit", a->limit, "run at most N (program, size) pairs, then stop (batches with --resume)");
   sub.add_option("--iters", a->iters, "timed iterations")->capture_default_str();
   sub.add_option("--warmup", a->warmup, "untimed warmup iterations")->capture_default_str();
   sub.add_option("--dtype", a->dtype, "int32 or float32")->capture_default_str();
@@ -504,7 +638,9 @@ Registrar reg("run", [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--inject-fault", a->fault,
                  "testing: corrupt one element on RANK (0-based, one rank per device) after STEP (1-based step of each "
                  "program), e.g. 2:5; the checked run must then report the mismatch (exit 1)");
-  return [a, r]() -> int {
+  const CLI::Option* bytes = sub.get_option("--bytes");
+  return [a, r, bytes]() -> int {
+    if (a->sweep.given() && bytes->count() == 0) a->bytes.clear();  // -b/-e/-f instead of the default --bytes
 #ifdef P2V_HAVE_RUNTIME
     return run_command(*a, *r);
 #else

@@ -11,6 +11,7 @@
 #include "common.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/sim/simulate.hpp"
+#include "sweep_sim.hpp"
 
 namespace p2v::tools {
 namespace {
@@ -28,6 +29,8 @@ struct SimArgs {
   int svg_program = 1;
   std::string preset, model = "auto";
   bool sharp = false;
+  SweepArgs sweep;  // --bytes LIST|RANGE, -b/-e/-f/-i: one row per size (sweep_sim.cpp)
+  ProgressArgs progress;
 };
 
 void add_options(CLI::App& sub, SimArgs& a) {
@@ -57,10 +60,12 @@ void add_options(CLI::App& sub, SimArgs& a) {
                  "graph (routes every transfer; at most 2048 devices; topology sections), levels (per-level "
                  "counts; any size) or auto (levels above 2048 devices)")
       ->capture_default_str();
+  add_sweep_options(sub, a.sweep);
+  add_progress_options(sub, a.progress);
 }
 
-// Loads the problem and ranks it; writes the pictures asked for.
-sim::SimulateRun run(const SimArgs& a) {
+// The problem and the simulation's options.
+std::pair<Problem, sim::SimulateOptions> prepare(const SimArgs& a) {
   Problem p = load_problem(a.problem);
   if (const auto note = fill_interconnects(p.system, a.preset, a.sharp); !note.empty() && !a.json)
     fmt::print("{}\n", note);
@@ -88,6 +93,12 @@ sim::SimulateRun run(const SimArgs& a) {
   o.svg_topology = !a.svg_topology.empty();
   o.svg_ranking = !a.svg_ranking.empty();
   o.svg_program = a.svg_program;
+  return {std::move(p), std::move(o)};
+}
+
+// Loads the problem and ranks it; writes the pictures asked for.
+sim::SimulateRun run(const SimArgs& a) {
+  const auto [p, o] = prepare(a);
   auto r = sim::simulate(p.system, p.axes, p.reduce, p.matrices, o);
   if (o.svg_topology && !r.topology_svg.empty()) write_file(a.svg_topology, r.topology_svg);
   if (o.svg_ranking && !r.ranking_svg.empty()) write_file(a.svg_ranking, r.ranking_svg);
@@ -187,12 +198,27 @@ void print_table(const SimArgs& a, const sim::SimulateReport& r) {
   if (r.measurements) print_measurements(*r.measurements);
 }
 
+// Several sizes (--bytes 1K,1M / 1K:8G:x2 / -b -e -f): one row per size and the crossover table.
+int sweep(SimArgs a, const std::vector<double>& sizes) {
+  for (const auto& [given, name] : {std::pair{!a.svg_topology.empty(), "--svg-topology"},
+                                    {!a.svg_ranking.empty(), "--svg-ranking"},
+                                    {!a.measurements.empty(), "--measurements"},
+                                    {!a.measured_programs.empty(), "--measured-programs"},
+                                    {a.steps, "--steps"}})
+    if (given) throw Error(fmt::format("{} shows one size: give a single --bytes with it, not a sweep", name));
+  a.cost.bytes.clear();  // each size in turn, below
+  auto [p, o] = prepare(a);
+  return simulate_sweep(p.system, p.axes, p.reduce, p.matrices, o, sizes, {a.json, a.progress});
+}
+
 Registrar reg("simulate", [](CLI::App& sub) -> std::function<int()> {
   auto a = std::make_shared<SimArgs>();
   add_options(sub, *a);
   const CLI::Option* top = sub.get_option("--top");
   return [a, top] {
     a->top_given = top->count() > 0;
+    if (const auto sizes = sweep_sizes(a->cost.bytes, a->sweep); sizes.size() > 1 || a->sweep.given())
+      return sweep(*a, sizes);
     const auto r = run(*a);
     if (a->json)
       fmt::print("{}\n", sim::to_json(r.report).dump(2));

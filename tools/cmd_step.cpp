@@ -13,6 +13,7 @@
 #include "p2v/engine/error.hpp"
 #include "p2v/sim/report.hpp"
 #include "p2v/sim/step_plan.hpp"
+#include "sweep_sim.hpp"
 
 namespace p2v::tools {
 namespace {
@@ -27,6 +28,8 @@ struct StepArgs {
   std::string throughput;
   int candidates = 8, units = 64, batch = 0, measured_gpus = 1;
   bool json = false, no_choose = false, sharp = false;
+  std::string buckets;  // --buckets SIZES: a sweep of the bucket cap (sweep_sim.cpp)
+  ProgressArgs progress;
 };
 
 void add_options(CLI::App& sub, StepArgs& a) {
@@ -63,6 +66,10 @@ void add_options(CLI::App& sub, StepArgs& a) {
   sub.add_flag("--no-choose", a.no_choose, "only the fixed schedule (no bucket/program choice)");
   sub.add_flag("--json", a.json, "machine-readable output");
   sub.add_option("--svg", a.svg, "write a Gantt chart of the reported placement's step");
+  sub.add_option("--buckets", a.buckets,
+                 "sweep the bucket cap instead of --bucket-mb: sizes per device, a list (5MB,25MB,100MB) or a range "
+                 "(1M:256M:x2); one row per cap and the crossover of the chosen programs");
+  add_progress_options(sub, a.progress);
 }
 
 struct StepCommand {
@@ -172,10 +179,62 @@ void print_table(const StepArgs& a, const StepCommand& c) {
         br.chosen, br.names, c.model);
 }
 
+// --buckets: the step at each bucket cap (the best placement's fixed and chosen schedules).
+int sweep(StepArgs& a, bool bucket_mb_given) {
+  if (bucket_mb_given) throw Error("give --bucket-mb (one cap) or --buckets (a sweep), not both");
+  if (!a.svg.empty()) throw Error("--svg draws one step: give one --bucket-mb with it, not --buckets");
+  const std::vector<double> caps = engine::parse_sizes(a.buckets, "--buckets", 1e13);
+  const auto model = st::load_model_file(a.model);
+  StepSweepInfo info;
+  const auto one = [&](double cap) {
+    a.bucket_mb = cap / 1e6;
+    const auto c = run(a);
+    info.several = c.run.placements.size() > 1;
+    if (info.head.is_null())
+      info.head = {{"model", c.model.name},  {"system", engine::system_json(c.problem.system)},
+                   {"axes", c.problem.axes}, {"reduce", c.problem.reduce},
+                   {"mode", a.mode},         {"algo", a.algo}};
+    const auto& br = c.run.placements[c.run.best];
+    const auto& rep = br.has_chosen ? br.chosen : br.fixed;
+    StepSweepRow row;
+    row.matrix = engine::format_matrix_brackets(br.matrix);
+    row.fixed_s = br.fixed.step_s;
+    row.chosen_s = rep.step_s;
+    row.exposed_s = rep.exposed_comm_s;
+    row.buckets = br.fixed.buckets.size();
+    std::vector<std::string> used;
+    for (const auto& b : rep.buckets) {
+      const auto& name = br.names[static_cast<std::size_t>(b.program)];
+      if (std::find(used.begin(), used.end(), name) == used.end()) used.push_back(name);
+    }
+    row.programs = fmt::format("{}", fmt::join(used, " | "));
+    row.json = {{"best_matrix", br.matrix},
+                {"fixed_step_s", row.fixed_s},
+                {"chosen_step_s", row.chosen_s},
+                {"exposed_comm_s", row.exposed_s},
+                {"compute_s", rep.compute_s},
+                {"fixed_buckets", row.buckets},
+                {"chosen_buckets", rep.buckets.size()},
+                {"chosen_programs", used}};
+    return row;
+  };
+  info.header = fmt::format(
+      "model {} on {}: mode {}, algo {}; bucket cap per device: {}; per cap the best placement's fixed "
+      "schedule ({}) and chosen schedule\n\n",
+      model.name, a.problem.system, a.mode, a.algo,
+      caps.size() == 1 ? engine::format_size(caps.front())
+                       : fmt::format("{} caps from {} to {}", caps.size(), engine::format_size(caps.front()),
+                                     engine::format_size(caps.back())),
+      a.program.empty() ? (a.mode == "zero" ? "ZeRO default" : "DDP default") : "--program");
+  return step_sweep(caps, one, info, {a.json, a.progress});
+}
+
 Registrar reg("step", [](CLI::App& sub) -> std::function<int()> {
   auto a = std::make_shared<StepArgs>();
   add_options(sub, *a);
-  return [a] {
+  const CLI::Option* bucket_mb = sub.get_option("--bucket-mb");
+  return [a, bucket_mb] {
+    if (!a->buckets.empty()) return sweep(*a, bucket_mb->count() > 0);
     const auto c = run(*a);
     if (a->json)
       fmt::print("{}\n",

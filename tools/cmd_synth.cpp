@@ -2,7 +2,6 @@
 // The JSON it writes is engine/synth_format ("p2v-synth/2", docs/formats.md).
 #include <fmt/core.h>
 #include <fmt/ranges.h>
-#include <unistd.h>
 #include <CLI/CLI.hpp>
 
 #include <chrono>
@@ -14,11 +13,13 @@
 #include "command.hpp"
 #include "common.hpp"
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/progress.hpp"
 #include "p2v/engine/shape.hpp"
 #include "p2v/engine/state.hpp"
 #include "p2v/engine/synth.hpp"
 #include "p2v/engine/synth_format.hpp"
 #include "solver_flags.hpp"
+#include "sweep.hpp"
 #ifdef P2V_HAVE_ENCODINGS
 #include "p2v/encodings/certificate.hpp"
 #endif
@@ -35,7 +36,8 @@ struct SynthArgs {
   bool json = false, lowered = false, concrete = false;
   int show = -1;
   std::string certify, solver = "both";
-  bool proofs = false, force = false;
+  bool proofs = false, force = false, resume = false;
+  ProgressArgs progress;
   double timeout_s = 300;
   int jobs = 0;  // --certify: solver workers in all; 0 = the machine's cores
   SolverFlags solver_flags;
@@ -143,7 +145,9 @@ class SynthRun {
     }
   }
 
-  std::size_t certificates = 0;
+  std::size_t certificates = 0, kept = 0;
+  // --resume: whether an existing certificate file can stay (certify_dir.hpp certificate_reuse).
+  std::function<bool(const std::string&, const std::string&, const engine::ParallelismMatrix&)> reuse;
 
  private:
   std::shared_ptr<const Synthesized> make(engine::SynthResult r) const {
@@ -164,18 +168,32 @@ class SynthRun {
     co.search.bury_solver = true;  // a command-line run: the process exits soon after
     co.search.jobs = a_.jobs;      // 0: one per hardware thread
     apply_solver_flags(a_.solver_flags, co.search);
+    co.reuse = reuse;
+    // Progress: the reachable states the solvers close (the long part), per placement.
+    engine::Progress progress(fmt::format("certify {}: states closed", engine::format_matrix_brackets(x)), 0,
+                              a_.progress.wanted());
+    co.search.state_closed = [&progress](std::size_t total) {
+      progress.set_total(total);
+      progress.add();
+    };
+    bool reused = false;
     if (m.shape) {
       // The solvers run once per shape, on its smallest instance.
       const auto sig = m.shape->signature();
       const auto it = shape_runs_.find(sig);
       auto res = encodings::certify_shape_programs(p_.system, *m.shape, m.s->r, opt_, co,
                                                    it == shape_runs_.end() ? nullptr : &it->second);
-      if (it == shape_runs_.end()) shape_runs_.emplace(sig, res.runs);
+      if (it == shape_runs_.end() && !res.reused) shape_runs_.emplace(sig, res.runs);
+      reused = res.reused;
       m.certificates = std::move(res.files);
     } else {
-      m.certificates = encodings::certify_programs(p_.system, p_.placement(x), m.s->r, opt_, co).files;
+      auto res = encodings::certify_programs(p_.system, p_.placement(x), m.s->r, opt_, co);
+      reused = res.reused;
+      m.certificates = std::move(res.files);
     }
+    progress.finish();
     certificates += m.certificates.size();
+    if (reused) kept += m.certificates.size();
 #else
     throw Error("--certify needs the SMT encodings (p2v was built without Z3/cvc5)");
 #endif
@@ -202,6 +220,7 @@ int run_synth(const SynthArgs& a) {
                     "has {}: drop --lowered (steps are printed as level patterns) or use a smaller system",
                     engine::kMaxLoweredDevices, p.system.num_devices()));
   if (a.force && a.certify.empty()) throw Error("--force needs --certify DIR");
+  if (a.resume && a.certify.empty()) throw Error("--resume needs --certify DIR (the interrupted run's directory)");
 #ifdef P2V_HAVE_ENCODINGS
   // Solver list and settings checked before the first result is printed (with --json a partial
   // p2v-synth/2 stream would otherwise precede the error).
@@ -212,10 +231,18 @@ int run_synth(const SynthArgs& a) {
   }
 #endif
 #if defined(P2V_HAVE_CHECKER) && defined(P2V_HAVE_ENCODINGS)
-  if (!a.certify.empty()) prepare_certificate_dir(a.certify, a.force, "--certify");
+  if (!a.certify.empty()) prepare_certificate_dir(a.certify, a.force, "--certify", a.resume);
 #endif
   SynthRun run(a, p);
-  const bool progress = !a.json && p.matrices.size() > 1 && isatty(2);
+#if defined(P2V_HAVE_CHECKER) && defined(P2V_HAVE_ENCODINGS)
+  if (a.resume) {
+    std::vector<std::string> solvers;
+    for (auto k : encodings::smt::parse_solver_list(a.solver)) solvers.push_back(encodings::smt::to_string(k));
+    run.reuse =
+        certificate_reuse(a.certify, solvers, engine::system_json(p.system), a.search.max_size, a.search.master);
+  }
+#endif
+  engine::Progress progress("synth: placements", p.matrices.size(), p.matrices.size() > 1 && a.progress.wanted());
   static char outbuf[1 << 16];
   std::setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
   // Streamed: one result at a time (a system's placements can have millions of programs).
@@ -224,15 +251,16 @@ int run_synth(const SynthArgs& a) {
   std::size_t total = 0;
   for (std::size_t mi = 0; mi < p.matrices.size(); ++mi) {
     const auto& x = p.matrices[mi];
-    if (progress) fmt::print(stderr, "[{}/{}] {}\r", mi + 1, p.matrices.size(), engine::format_matrix(x));
+    progress.note(engine::format_matrix_brackets(x));
     const MatrixResult m = run.synthesize(x);
+    progress.add();
     total += m.s->r.programs.size();
     if (writer)
       writer->result(run.record(x, m), m.s->programs_json);
     else
       run.print_table(x, m);
   }
-  if (progress) fmt::print(stderr, "\n");
+  progress.finish();
 #if defined(P2V_HAVE_CHECKER) && defined(P2V_HAVE_ENCODINGS)
   if (!a.certify.empty()) {  // last: the manifest lists every file of this run with its hash
     std::vector<std::string> solvers;
@@ -245,8 +273,11 @@ int run_synth(const SynthArgs& a) {
   else
     fmt::print("total: {} programs over {} matrices\n", total, p.matrices.size());
   if (!a.certify.empty() && !a.json)
-    fmt::print("{} certificates written to {} (check them with: p2v check {})\n", run.certificates, a.certify,
-               a.certify);
+    fmt::print(
+        "{} certificates written to {}{} (check them with: p2v check {})\n", run.certificates - run.kept, a.certify,
+        run.kept ? fmt::format(", {} kept from the interrupted run (re-checked by the independent checker)", run.kept)
+                 : "",
+        a.certify);
   return 0;
 }
 
@@ -272,6 +303,10 @@ Registrar reg("synth", [](CLI::App& sub) -> std::function<int()> {
                "with --certify: replace the certificates of an earlier run in DIR (the files its MANIFEST.json "
                "lists); without it a non-empty DIR is refused");
   sub.add_flag("--proofs", a->proofs, "with --certify: store cvc5's proofs of the unsat answers beside them");
+  sub.add_flag("--resume", a->resume,
+               "with --certify: go on with an interrupted run in DIR (no MANIFEST.json yet): a placement whose "
+               "certificates are all there and pass the independent checker is not solved again");
+  add_progress_options(sub, a->progress);
   sub.add_option("--timeout", a->timeout_s, "with --certify: per solver check, seconds")->capture_default_str();
   sub.add_option("--jobs", a->jobs,
                  "with --certify: solver workers in all, each closing its share of the reachable states with a "

@@ -319,19 +319,39 @@ void write_file(const std::string& path, const std::string& text) {
   engine::write_file_atomic(path, text + "\n", "certificate");
 }
 
+// --resume: every file there and accepted by c.reuse.
+bool reusable(const CertifyOptions& c, const std::vector<std::string>& paths, const engine::SynthResult& r,
+              const engine::ParallelismMatrix& x) {
+  if (!c.reuse) return false;
+  std::error_code ec;
+  for (const auto& p : paths)
+    if (!std::filesystem::is_regular_file(p, ec)) return false;
+  for (std::size_t i = 0; i < paths.size(); ++i)
+    if (!c.reuse(paths[i], engine::program_name(r, r.programs[i]), x)) return false;
+  return true;
+}
+
 }  // namespace
 
 CertifyResult certify_programs(const engine::System& sys, const engine::Placement& p, const engine::SynthResult& r,
                                const engine::SynthOptions& opt, const CertifyOptions& c,
                                const std::vector<EnumerationResult>* runs) {
+  const std::string tag = fmt::format("m{}-{}", matrix_tag(p.matrix()), engine::to_string(r.hierarchy.kind));
+  std::vector<std::string> paths;
+  for (std::size_t i = 0; i < r.programs.size(); ++i)
+    paths.push_back((std::filesystem::path(c.dir) / fmt::format("{}-p{:04}.json", tag, i)).string());
+  if (reusable(c, paths, r, p.matrix())) {
+    CertifyResult kept;
+    kept.files = paths;
+    kept.reused = true;
+    return kept;
+  }
   CertifyResult out = solve_and_compare(p, r, opt, c, runs);
   make_dir(c.dir);
-  const std::string tag = fmt::format("m{}-{}", matrix_tag(p.matrix()), engine::to_string(r.hierarchy.kind));
   const auto proof_files = write_proofs(c, out, tag);
   for (std::size_t i = 0; i < r.programs.size(); ++i) {
-    const auto path = (std::filesystem::path(c.dir) / fmt::format("{}-p{:04}.json", tag, i)).string();
-    write_file(path, certificate_json(sys, p, r, opt, r.programs[i], out.runs, proof_files));
-    out.files.push_back(path);
+    write_file(paths[i], certificate_json(sys, p, r, opt, r.programs[i], out.runs, proof_files));
+    out.files.push_back(paths[i]);
   }
   return out;
 }
@@ -341,9 +361,18 @@ CertifyResult certify_shape_programs(const engine::System& sys, const engine::Sh
                                      const CertifyOptions& c, const std::vector<EnumerationResult>* runs) {
   const engine::ShapeInstance inst = engine::smallest_instance(shape);
   const engine::Placement cp(inst.system.cardinalities(), inst.axes, inst.x, inst.reduce);
+  const std::string tag = fmt::format("m{}-{}", matrix_tag(shape.x), engine::to_string(shape.kind));
+  std::vector<std::string> paths;
+  for (std::size_t i = 0; i < r.programs.size(); ++i)
+    paths.push_back((std::filesystem::path(c.dir) / fmt::format("{}-shape-p{:04}.json", tag, i)).string());
+  if (reusable(c, paths, r, shape.x)) {
+    CertifyResult kept;
+    kept.files = paths;
+    kept.reused = true;
+    return kept;
+  }
   CertifyResult out = solve_and_compare(cp, r, opt, c, runs);
   make_dir(c.dir);
-  const std::string tag = fmt::format("m{}-{}", matrix_tag(shape.x), engine::to_string(shape.kind));
   const auto proof_files = write_proofs(c, out, tag + "-shape");
   for (std::size_t i = 0; i < r.programs.size(); ++i) {
     const auto& prog = r.programs[i];
@@ -379,9 +408,8 @@ CertifyResult certify_shape_programs(const engine::System& sys, const engine::Sh
         engine::shape_theorem_basis(shape, r, prog, opt.master).text,
         "docs/shape.md section 4 (the groups of a step on any instance are the level pattern recorded in steps[])"};
     cert.instance = make_certificate(inst.system, cp, r, opt, prog, out.runs, proof_files);
-    const auto path = (std::filesystem::path(c.dir) / fmt::format("{}-shape-p{:04}.json", tag, i)).string();
-    write_file(path, engine::to_json(cert).dump(1));
-    out.files.push_back(path);
+    write_file(paths[i], engine::to_json(cert).dump(1));
+    out.files.push_back(paths[i]);
   }
   return out;
 }

@@ -992,6 +992,7 @@ std::vector<EnumerationResult> confirm_by_closure(const std::vector<smt::SolverK
         r.validity_seconds += n.validity_seconds;
         r.closure_seconds += n.closure_seconds;
         if (++r.closure_states == static_cast<int>(todo.size())) r.seconds = since(t_all);
+        if (opt.state_closed) opt.state_closed(todo.size() * K);
         if (opt.progress && r.closure_states % 200 == 0)
           opt.progress(fmt::format("{}: {} of {} states closed", to_string(kinds[kk]), r.closure_states, todo.size()));
       }

@@ -55,8 +55,16 @@ Directory check_directory(const std::string& dir) {
     const fs::path root(dir);
     std::error_code ec;
     if (!fs::is_directory(root, ec)) throw Bad(dir + ": not a directory");
-    if (!fs::exists(root / kManifestName, ec))
+    if (!fs::exists(root / kManifestName, ec)) {
+      // p2v writes the manifest last: certificates without it are an interrupted (or foreign) run.
+      std::size_t n = 0;
+      for (const auto& e : fs::directory_iterator(root, ec)) n += e.path().extension() == ".json" ? 1 : 0;
+      if (n > 0)
+        throw Bad(std::string(kManifestName) + ": missing: the run that wrote these " + std::to_string(n) +
+                  " file(s) did not finish (p2v writes the manifest last), so the directory is incomplete and "
+                  "nothing in it is accepted as a run; finish it with the same command and --resume");
       throw Bad(std::string(kManifestName) + ": missing (not a certificate directory written by p2v)");
+    }
     const json m = json::parse(read_file(root / kManifestName));
     only(m, "manifest", {"format", "run", "options", "files"});
     if (text(m["format"], "manifest.format") != kManifestFormat)

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
 
 #include "p2v/engine/error.hpp"
 
@@ -126,6 +127,11 @@ Stats make_stats(std::vector<double> v) {
   return s;
 }
 
+std::int64_t buffer_bytes(std::int64_t requested, std::int64_t k) {
+  const std::int64_t want = std::max<std::int64_t>(1, (requested + kElemSize - 1) / kElemSize);
+  return (want + k - 1) / k * k * static_cast<std::int64_t>(kElemSize);
+}
+
 RunReport run_program(const RankPlan& plan, Backend& be, const RunOptions& opt, Coordinator& co) {
   const int rank = co.rank(), size = co.size();
   if (size != plan.num_ranks || rank != plan.rank)
@@ -143,6 +149,7 @@ RunReport run_program(const RankPlan& plan, Backend& be, const RunOptions& opt, 
   rep.elems = elems;
   rep.bytes = elems * static_cast<std::int64_t>(kElemSize);
   rep.elems_per_row = epr;
+  if (rep.bytes != buffer_bytes(opt.bytes, plan.k)) throw std::logic_error("buffer_bytes disagrees with run_program");
 
   // Communicators: one split per step with new groups, then the baseline's.
   std::vector<int> slot(S, -1);
@@ -230,6 +237,7 @@ RunReport run_program(const RankPlan& plan, Backend& be, const RunOptions& opt, 
       }
     }
     if (!rep.ok) return rep;
+    if (opt.on_iteration) opt.on_iteration();
   }
 
   // --- Timed iterations ---
@@ -271,6 +279,7 @@ RunReport run_program(const RankPlan& plan, Backend& be, const RunOptions& opt, 
       }
       if (out) out[S + 1] = co.now() - b0;
     }
+    if (opt.on_iteration) opt.on_iteration();
   }
   // The size of each step in rows: the largest on any rank (idle ranks move nothing; ranks may
   // use different units).

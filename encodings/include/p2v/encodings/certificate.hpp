@@ -3,6 +3,7 @@
 // program and its lowered groups, the state after every step, and the solver facts (who found
 // it, unsat below the shortest bound, unsat after blocking all found up to the bound).
 // The independent checker (proofs/checker) re-derives and replays everything but the facts.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,11 +30,16 @@ struct CertifyOptions {
   // check per program and per bound over all steps), or find it again one program at a time with
   // blocking clauses (enumerate_programs). Measured in docs/notes/smt.md.
   RunMethod method = RunMethod::Closure;
+  // --resume (issue 26): when every certificate file a call would write exists already and
+  // reuse(path, program notation, matrix) accepts each (tools: the independent checker re-checks
+  // it), the solvers do not run and the files are kept (CertifyResult::reused).
+  std::function<bool(const std::string&, const std::string&, const engine::ParallelismMatrix&)> reuse;
 };
 
 struct CertifyResult {
   std::vector<std::string> files;       // certificates written
-  std::vector<EnumerationResult> runs;  // one per solver
+  std::vector<EnumerationResult> runs;  // one per solver (empty when reused)
+  bool reused = false;                  // the files were there and accepted by CertifyOptions::reuse
 };
 
 // Compact state text of one local device: "rows:cols;rows:cols" with ranges, e.g. "0-3:0-1;4-7:2-3";

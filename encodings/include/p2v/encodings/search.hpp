@@ -59,6 +59,9 @@ struct SearchOptions {
   // Called with progress lines by the long searches (confirm_by_closure), from a solver's thread
   // (one call at a time).
   std::function<void(const std::string&)> progress;
+  // Called after each state confirm_by_closure closes, with the number of states to close in all
+  // (over every solver kind), from a solver's thread (one call at a time): counted progress.
+  std::function<void(std::size_t total)> state_closed;
   // Skip the solver's teardown: it takes as long as the search itself on large encodings (cvc5 on
   // [1 16], L = 5: 3.8-4.5 s after a 4-5 s search). The memory is released when the process exits
   // (as clang's -disable-free does), as long as the process stays below a quarter of the machine's

@@ -1,6 +1,7 @@
 #pragma once
 // The executor: fill, run, check after every step, time; collective over the world communicator.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,8 @@ struct RunOptions {
   bool verify = true;                    // one untimed run checked after every step
   bool baseline = true;                  // also time one AllReduce over the reduction groups
   int fault_step = -1, fault_rank = -1;  // corrupt one element after this step on this rank
+  // Called on this rank after the checked run and after each warmup or timed iteration (progress).
+  std::function<void()> on_iteration;
 };
 
 struct Stats {
@@ -52,6 +55,10 @@ std::int32_t fill_value(int rank, std::int64_t e, int num_ranks, Dtype dt);
 RunReport run_program(const RankPlan& plan, Backend& be, const RunOptions& opt, Coordinator& co);
 
 double busbw_factor(Collective c, int n);
+
+// The buffer a run of `requested` bytes per rank uses: a whole number of 4-byte elements per
+// chunk, `k` chunks (k = the number of ranks). RunReport::bytes of such a run.
+std::int64_t buffer_bytes(std::int64_t requested, std::int64_t k);
 
 // "0-3|4-7", "0 4|1 5": groups as the calibration CSV writes them.
 std::string format_groups_list(const Groups& g);
