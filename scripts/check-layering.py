@@ -14,11 +14,12 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 MODULES = {
     "engine": ("engine", {"engine"}),
     "sim": ("sim", {"sim", "engine"}),
-    "encodings": ("encodings", {"encodings", "engine"}),
+    "reshard": ("reshard", {"reshard", "sim", "engine"}),
+    "encodings": ("encodings", {"encodings", "reshard", "engine"}),
     "proofs/checker": ("checker", {"checker"}),
     "proofs": ("proofs", {"proofs", "encodings", "engine"}),
-    "runtime/mpi": ("runtime", {"runtime", "engine", "checker", "sim"}),
-    "runtime": ("runtime", {"runtime", "engine", "checker", "sim"}),
+    "runtime/mpi": ("runtime", {"runtime", "reshard", "engine", "checker", "sim"}),
+    "runtime": ("runtime", {"runtime", "reshard", "engine", "checker", "sim"}),
 }
 SOLVER = re.compile(r'#\s*include\s*[<"](z3\+\+\.h|z3\.h|cvc5/cvc5\.h)[>"]')
 MPI = re.compile(r'#\s*include\s*[<"](mpi\.h|nccl\.h|cuda_runtime(_api)?\.h)[>"]')

@@ -22,6 +22,7 @@
 #include "certify_dir.hpp"
 #include "p2v/checker/checker.hpp"
 #include "p2v/engine/write.hpp"
+#include "p2v/reshard/certificate.hpp"
 #endif
 #ifdef P2V_HAVE_ENCODINGS
 #include "p2v/encodings/reshard.hpp"
@@ -34,17 +35,19 @@
 #include "p2v/runtime/mpi/reshard.hpp"
 #endif
 #include "p2v/engine/error.hpp"
-#include "p2v/engine/reshard.hpp"
 #include "p2v/engine/system.hpp"
+#include "p2v/engine/text_util.hpp"
 #include "p2v/engine/write.hpp"
+#include "p2v/reshard/plan.hpp"
 
 namespace p2v::tools {
 namespace {
 
-namespace rs = engine::reshard;
+namespace rs = reshard;
 
 struct ReshardArgs {
-  std::string mesh, from, to, system, dtype = "f32", cost = "paper", memory = "auto", certify;
+  std::string mesh, from, to, shape, from_spec, to_spec, system, dtype = "f32", cost = "paper", memory = "auto",
+                                                                 certify;
   bool force = false;
   bool run = false, json = false;
   int random = 0;
@@ -64,8 +67,9 @@ std::string groups_summary(const rs::PlannedStep& s) {
 
 void print_program(const char* title, const rs::Plan& p, const rs::Program& prog) {
   const bool topo = p.cost_kind == rs::CostKind::Topology;
-  fmt::print("{}: cost {} elements/device, peak {} elements ({} bytes){}\n", title, prog.cost, prog.peak,
-             prog.peak * p.dtype_bytes, topo ? fmt::format(", time {:.3f} us", prog.time_s * 1e6) : "");
+  fmt::print("{}: cost {} elements/device, peak {} elements ({} bytes; {} elements with the run's staging){}\n", title,
+             prog.cost, prog.peak, prog.peak * p.dtype_bytes, prog.peak_staged,
+             topo ? fmt::format(", time {:.3f} us", prog.time_s * 1e6) : "");
   fmt::print("  {:>2}  {:<30} {:<28} {:<16} {:>10} {:>12}{}\n", "#", "step", "local type after", "groups", "cost",
              "bytes", topo ? "  time (level)" : "");
   int i = 0;
@@ -90,33 +94,12 @@ void print_program(const char* title, const rs::Plan& p, const rs::Program& prog
 // checker rejects it.
 std::string certify(const rs::Plan& p, const std::string& dir, bool force) {
   prepare_certificate_dir(dir, force, "--certify");
-  auto cert = rs::to_json(p, /*full=*/true);
+  std::optional<rs::SmtFacts> facts;
 #ifdef P2V_HAVE_ENCODINGS
-  // Per step: "every element of the new layout comes from where the rule says", unsat in both solvers.
-  nlohmann::json facts = nlohmann::json::array();
-  for (std::size_t k = 0; k < p.program.steps.size(); ++k) {
-    const auto& ps = p.program.steps[k];
-    if (ps.step.op == rs::Op::AllPermute) continue;  // a table: the checker replays it
-    nlohmann::json f = {{"step", k}, {"op", rs::to_string(ps.step.op)}};
-    for (auto kind : {encodings::smt::SolverKind::Z3, encodings::smt::SolverKind::Cvc5}) {
-      const auto r = encodings::prove_reshard_step(kind, p.mesh, ps.before, ps.step, ps.after);
-      if (r.result != encodings::smt::Result::unsat)
-        throw Error(fmt::format("step {} ({}): {} answered {} for \"every element comes from where the rule says\"{}",
-                                k, rs::step_to_string(ps.step, p.mesh), encodings::smt::to_string(kind),
-                                encodings::smt::to_string(r.result),
-                                r.counterexample.empty() ? "" : "; counterexample: " + r.counterexample));
-      f[encodings::smt::to_string(kind)] = "unsat";
-    }
-    facts.push_back(f);
-  }
-  cert["smt"] = {{"claim", "per step: every element of the new layout comes from where the rule says"},
-                 {"steps", facts}};
+  facts = encodings::prove_reshard_plan(p.mesh, p.program);
 #endif
-  const std::string text = cert.dump();
-  std::string name = rs::to_string(p.from, p.mesh) + "-" + rs::to_string(p.to, p.mesh);
-  for (char& c : name)
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  const std::string file = dir + "/reshard-" + name.substr(0, 120) + ".json";
+  const std::string text = rs::certificate_text(p, facts);
+  const std::string file = dir + "/" + rs::certificate_file_name(p);
   const auto v = checker::check_reshard_certificate(text);
   if (!v.ok) throw Error(fmt::format("the independent checker rejected {}: {}", file, v.reason));
   engine::write_file_atomic(file, text + "\n", "certificate");
@@ -161,21 +144,31 @@ int run(const ReshardArgs& a, const rs::Request& r) {
       j["run"] = {{"ranks", p.mesh.num_devices()},
                   {"time_s", mine.time_s},
                   {"peak_bytes", mine.peak_bytes},
+                  {"peak_tile_bytes", mine.peak_tile_bytes},
+                  {"element_bytes", 8},
                   {"wrong", mine.wrong},
                   {"splits", mine.splits},
-                  {"baseline", {{"time_s", base.time_s}, {"peak_bytes", base.peak_bytes}, {"wrong", base.wrong}}}};
+                  {"baseline",
+                   {{"time_s", base.time_s},
+                    {"peak_bytes", base.peak_bytes},
+                    {"peak_tile_bytes", base.peak_tile_bytes},
+                    {"wrong", base.wrong}}}};
       fmt::print("{}\n", j.dump(2));
     } else {
       fmt::print("{} -> {} on {} MPI ranks (int64 elements = global indices)\n", rs::to_string(p.from, p.mesh),
                  rs::to_string(p.to, p.mesh), p.mesh.num_devices());
-      fmt::print(
-          "p2v:      {} steps, {:.1f} us, measured peak {} bytes/rank (with staging), {}\n", p.program.steps.size(),
-          mine.time_s * 1e6, mine.peak_bytes,
-          mine.wrong ? fmt::format("{} WRONG elements", mine.wrong) : fmt::format("all {} elements correct", elems));
-      fmt::print(
-          "baseline: {} steps, {:.1f} us, measured peak {} bytes/rank (with staging), {}\n", p.baseline.steps.size(),
-          base.time_s * 1e6, base.peak_bytes,
-          base.wrong ? fmt::format("{} WRONG elements", base.wrong) : fmt::format("all {} elements correct", elems));
+      // Measured with the run's int64 elements (8 bytes), beside the plan's figures in the same terms.
+      auto line = [&](const char* who, const rs::Program& pr, const runtime::ReshardRun& r) {
+        fmt::print(
+            "{} {} steps, {:.1f} us, measured peak {} B/rank without staging, {} B with staging "
+            "(plan: {} and {}); {}\n",
+            who, pr.steps.size(), r.time_s * 1e6, r.peak_tile_bytes, r.peak_bytes, pr.peak * 8, pr.peak_staged * 8,
+            r.wrong ? fmt::format("{} WRONG elements", r.wrong) : fmt::format("all {} elements correct", elems));
+      };
+      line("p2v:     ", p.program, mine);
+      line("baseline:", p.baseline, base);
+      fmt::print("bound: {} B/rank without staging, {} B with staging (int64 elements)\n", p.bound * 8,
+                 rs::staged_bound(p.bound) * 8);
     }
   }
   return mine.wrong || base.wrong ? 1 : 0;
@@ -218,6 +211,10 @@ Registrar reg("reshard", [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--mesh", a->mesh, "device mesh, e.g. x=4,y=4 (devices in mixed radix, first axis most significant)");
   sub.add_option("--from", a->from, "source type, e.g. \"[32{x,y}512,128]\" (axes minor first)");
   sub.add_option("--to", a->to, "target type, e.g. \"[128{x}512,32{y}128]\"");
+  sub.add_option("--shape", a->shape, "with --from-spec/--to-spec: the array's global shape, e.g. 1024,1024");
+  sub.add_option("--from-spec", a->from_spec,
+                 "source as a JAX PartitionSpec, e.g. \"P(('x','y'),None)\" (axes major first; needs --shape)");
+  sub.add_option("--to-spec", a->to_spec, "target as a JAX PartitionSpec (needs --shape)");
   sub.add_option("--random", a->random,
                  "with --run: N random problems in the paper's style (mesh a=2,b=2,c=2, up to 5-D) in one MPI job "
                  "(needs 8 ranks) instead of --mesh/--from/--to");
@@ -236,6 +233,27 @@ Registrar reg("reshard", [](CLI::App& sub) -> std::function<int()> {
   sub.add_flag("--json", a->json, "machine-readable output");
   return [a] {
     if (a->random > 0 && !a->run) throw Error("--random needs --run (for planning benchmarks see bench/reshard)");
+    if (!a->from_spec.empty() || !a->to_spec.empty()) {
+      if (a->shape.empty()) throw Error("--from-spec/--to-spec need --shape (the global shape, e.g. 1024,1024)");
+      if (a->mesh.empty()) throw Error("--from-spec/--to-spec need --mesh (e.g. x=4,y=4)");
+      std::vector<std::int64_t> shape;
+      for (const auto& v : engine::text::split_csv(a->shape)) {
+        if (v.empty() || v.size() > 15 || v.find_first_not_of("0123456789") != std::string::npos)
+          throw Error(fmt::format("--shape: '{}' is not a positive integer (write sizes like 1024,1024)", v));
+        shape.push_back(std::stoll(v));
+      }
+      const auto mesh = rs::parse_mesh(a->mesh);
+      if (!a->from_spec.empty()) {
+        if (!a->from.empty()) throw Error("give --from or --from-spec, not both");
+        a->from = rs::from_partition_spec(a->from_spec, shape, mesh);
+      }
+      if (!a->to_spec.empty()) {
+        if (!a->to.empty()) throw Error("give --to or --to-spec, not both");
+        a->to = rs::from_partition_spec(a->to_spec, shape, mesh);
+      }
+    } else if (!a->shape.empty()) {
+      throw Error("--shape goes with --from-spec/--to-spec (bracket types carry their sizes)");
+    }
     if (a->random <= 0 && (a->mesh.empty() || a->from.empty() || a->to.empty()))
       throw Error(
           "--mesh, --from and --to are required (e.g. --mesh x=4,y=4 --from \"[32{x,y}512,128]\" --to "
@@ -282,8 +300,10 @@ Registrar reg("reshard", [](CLI::App& sub) -> std::function<int()> {
     }
     fmt::print("mesh {} ({} devices), {} -> {}, {}\n", a->mesh, p.mesh.num_devices(), rs::to_string(p.from, p.mesh),
                rs::to_string(p.to, p.mesh), a->dtype);
-    fmt::print("bound {} elements/device (max of the two local sizes), limit {}; {} states, {:.2f} ms\n", p.bound,
-               p.limit, p.states, ms);
+    fmt::print(
+        "bound {} elements/device (max of the two local sizes; {} with the run's staging), limit {}; {} states, "
+        "{:.2f} ms\n",
+        p.bound, rs::staged_bound(p.bound), p.limit, p.states, ms);
     print_program("p2v", p, p.program);
     print_program("baseline (allgather then dynslice)", p, p.baseline);
     if (!cert_note.empty())

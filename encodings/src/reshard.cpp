@@ -7,7 +7,7 @@
 
 namespace p2v::encodings {
 
-namespace rs = engine::reshard;
+namespace rs = reshard;
 using smt::Term;
 
 namespace {
@@ -107,6 +107,25 @@ ReshardStepFact prove_reshard_step(smt::SolverKind kind, const rs::Mesh& mesh, c
     f.counterexample = fmt::format("mesh point ({}) local index [{}]", pt, li);
   }
   return f;
+}
+
+rs::SmtFacts prove_reshard_plan(const rs::Mesh& mesh, const rs::Program& prog) {
+  rs::SmtFacts facts;
+  for (std::size_t k = 0; k < prog.steps.size(); ++k) {
+    const auto& ps = prog.steps[k];
+    if (ps.step.op == rs::Op::AllPermute) continue;  // a table: the checker replays it
+    rs::SmtStepFact f{static_cast<std::int64_t>(k), rs::to_string(ps.step.op), {}};
+    for (auto kind : {smt::SolverKind::Z3, smt::SolverKind::Cvc5}) {
+      const auto r = prove_reshard_step(kind, mesh, ps.before, ps.step, ps.after);
+      if (r.result != smt::Result::unsat)
+        throw Error(fmt::format("step {} ({}): {} answered {} for \"every element comes from where the rule says\"{}",
+                                k, rs::step_to_string(ps.step, mesh), smt::to_string(kind), smt::to_string(r.result),
+                                r.counterexample.empty() ? "" : "; counterexample: " + r.counterexample));
+      f.unsat.push_back(smt::to_string(kind));
+    }
+    facts.steps.push_back(std::move(f));
+  }
+  return facts;
 }
 
 }  // namespace p2v::encodings

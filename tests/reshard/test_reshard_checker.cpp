@@ -7,9 +7,10 @@
 #include <random>
 
 #include "p2v/checker/checker.hpp"
-#include "p2v/engine/reshard.hpp"
+#include "p2v/reshard/certificate.hpp"
+#include "p2v/reshard/plan.hpp"
 
-namespace rs = p2v::engine::reshard;
+namespace rs = p2v::reshard;
 using nlohmann::json;
 
 namespace {
@@ -17,12 +18,18 @@ namespace {
 // no solvers): the checker records those answers and never re-solves them; what it checks is the
 // replay, which these tests mutate.
 json certificate(const std::string& mesh, const std::string& from, const std::string& to) {
-  json c = rs::to_json(rs::plan(rs::Request{mesh, from, to, {}, "f32", rs::CostKind::Paper, {}}), true);
-  json steps = json::array();
-  for (std::size_t k = 0; k < c["steps"].size(); ++k)
-    if (c["steps"][k]["op"] != "allpermute")
-      steps.push_back({{"step", k}, {"op", c["steps"][k]["op"]}, {"z3", "unsat"}, {"cvc5", "unsat"}});
-  c["smt"] = {{"claim", "per step: every element of the new layout comes from where the rule says"}, {"steps", steps}};
+  const auto p = rs::plan(rs::Request{mesh, from, to, {}, "f32", rs::CostKind::Paper, {}});
+  rs::SmtFacts facts;
+  for (std::size_t k = 0; k < p.program.steps.size(); ++k)
+    if (p.program.steps[k].step.op != rs::Op::AllPermute)
+      facts.steps.push_back({static_cast<std::int64_t>(k), rs::to_string(p.program.steps[k].step.op), {"z3", "cvc5"}});
+  const std::string text = rs::certificate_text(p, facts);
+  // The format's own strict reader reads back what the writer wrote.
+  const auto back = rs::read_certificate(text, "test");
+  CHECK(back.program.steps.size() == p.program.steps.size());
+  CHECK(back.program.cost == p.program.cost);
+  CHECK(back.smt->steps.size() == facts.steps.size());
+  json c = json::parse(text);
   return c;
 }
 std::string verdict(const json& c) {
@@ -40,7 +47,7 @@ TEST_CASE("checker accepts synthesized programs (examples and random problems)")
   CHECK(verdict(certificate("devs=32", "[32,64{devs}2048]", "[1{devs}32,2048]")) == "");
   CHECK(verdict(certificate("x=3,y=5", "[5{x}15]", "[3{y}15]")) == "");
   CHECK(verdict(certificate("x=4,y=4", "[16]", "[4{x}16]")) == "");
-  for (int kind = 0; kind < 3; ++kind) {
+  for (int kind = 0; kind < rs::kRandomMeshKinds; ++kind) {
     std::mt19937_64 rng(7 + static_cast<unsigned>(kind));
     for (int k = 0; k < 60; ++k) {
       const auto q = rs::random_problem(rng, kind, 4, 2);

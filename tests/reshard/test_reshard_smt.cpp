@@ -6,7 +6,7 @@
 
 #include "p2v/encodings/reshard.hpp"
 
-namespace rs = p2v::engine::reshard;
+namespace rs = p2v::reshard;
 namespace smt = p2v::encodings::smt;
 
 TEST_CASE("smt: every collective step of synthesized programs is unsat in z3 and cvc5") {

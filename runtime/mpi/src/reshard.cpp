@@ -12,7 +12,7 @@
 
 namespace p2v::runtime {
 
-namespace rs = engine::reshard;
+namespace rs = reshard;
 
 namespace {
 
@@ -80,13 +80,14 @@ ReshardRun run_reshard(const rs::Plan& plan, const rs::Program& prog, int iterat
                             plan.mesh.num_devices(), plan.mesh.num_devices()));
   Comms comms{world, rank, {}, 0};
   ReshardRun out;
-  std::int64_t peak = 0;
+  std::int64_t peak = 0, tiles = 0;
   std::vector<double> times;
   Buf buf;
   for (int it = 0; it < std::max(1, iterations); ++it) {
     buf = rs::tile_indices(plan.from, plan.mesh, rank);
     Shape c = plan.from.localtype();
     peak = std::max<std::int64_t>(peak, static_cast<std::int64_t>(buf.size()));
+    tiles = std::max<std::int64_t>(tiles, static_cast<std::int64_t>(buf.size()));
     MPI_Barrier(world);
     const double t0 = MPI_Wtime();
     for (const auto& s : prog.steps) {
@@ -126,6 +127,7 @@ ReshardRun run_reshard(const rs::Plan& plan, const rs::Program& prog, int iterat
           const std::int64_t k = c[i] / cn[i];
           Buf next(buf.size() / static_cast<std::size_t>(k));
           pack(buf, c, i, k, s.lowered.slice[static_cast<std::size_t>(rank)], next.data());
+          peak = std::max<std::int64_t>(peak, static_cast<std::int64_t>(buf.size() + next.size()));
           buf = std::move(next);
           break;
         }
@@ -143,6 +145,7 @@ ReshardRun run_reshard(const rs::Plan& plan, const rs::Program& prog, int iterat
         }
       }
       c = cn;
+      tiles = std::max<std::int64_t>(tiles, static_cast<std::int64_t>(buf.size()));
     }
     double t = MPI_Wtime() - t0, tmax = 0;
     MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, world);
@@ -162,6 +165,8 @@ ReshardRun run_reshard(const rs::Plan& plan, const rs::Program& prog, int iterat
   MPI_Allreduce(&wrong, &out.wrong, 1, MPI_INT64_T, MPI_SUM, world);
   std::int64_t peak_bytes = peak * static_cast<std::int64_t>(sizeof(std::int64_t));
   MPI_Allreduce(&peak_bytes, &out.peak_bytes, 1, MPI_INT64_T, MPI_MAX, world);
+  std::int64_t tile_bytes = tiles * static_cast<std::int64_t>(sizeof(std::int64_t));
+  MPI_Allreduce(&tile_bytes, &out.peak_tile_bytes, 1, MPI_INT64_T, MPI_MAX, world);
   std::sort(times.begin(), times.end());
   out.time_s = times[times.size() / 2];
   out.splits = comms.splits;

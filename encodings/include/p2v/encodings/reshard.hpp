@@ -9,7 +9,8 @@
 #include <vector>
 
 #include "p2v/encodings/smt.hpp"
-#include "p2v/engine/reshard.hpp"
+#include "p2v/reshard/certificate.hpp"
+#include "p2v/reshard/plan.hpp"
 
 namespace p2v::encodings {
 
@@ -20,8 +21,11 @@ struct ReshardStepFact {
 
 // One step (not allpermute, whose table the independent checker replays). `after` is the type the
 // program claims; pass a wrong one to see the counterexample.
-ReshardStepFact prove_reshard_step(smt::SolverKind solver, const engine::reshard::Mesh& mesh,
-                                   const engine::reshard::Type& before, const engine::reshard::Step& step,
-                                   const engine::reshard::Type& after, unsigned timeout_ms = 60000);
+ReshardStepFact prove_reshard_step(smt::SolverKind solver, const reshard::Mesh& mesh, const reshard::Type& before,
+                                   const reshard::Step& step, const reshard::Type& after, unsigned timeout_ms = 60000);
+
+// Every step of a program but allpermutes, proved in Z3 and cvc5 (the certificate's `smt`);
+// throws p2v::Error naming the step when a solver does not answer unsat.
+reshard::SmtFacts prove_reshard_plan(const reshard::Mesh& mesh, const reshard::Program& prog);
 
 }  // namespace p2v::encodings
