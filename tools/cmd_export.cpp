@@ -23,7 +23,7 @@ struct ExportArgs {
   ProblemArgs problem;
   SearchArgs search;
   std::string format = "torch", program, program_file, output;
-  bool all = false;
+  bool all = false, json = false;
 };
 
 struct Named {
@@ -95,6 +95,7 @@ Registrar reg("export", [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--program-file", a->program_file, "take the program(s) from `p2v synth --json` output");
   sub.add_flag("--all-programs", a->all, "export every program of the placement (reduce_(t, program=i))");
   sub.add_option("-o,--output", a->output, "the Python file to write")->required();
+  sub.add_flag("--json", a->json, "machine-readable summary of what was written (output, ranks, matrix, programs)");
   return [a] {
     if (a->format != "torch") throw Error(fmt::format("--format '{}': only torch is supported", a->format));
     if (a->program.empty() && a->program_file.empty() && !a->all)
@@ -143,6 +144,19 @@ Registrar reg("export", [](CLI::App& sub) -> std::function<int()> {
     fill("@REDUCTION@", nlohmann::json(reduction).dump());
     fill("@PROGRAMS@", pj.dump());
     write_file(a->output, text);
+    if (a->json) {
+      nlohmann::json names = nlohmann::json::array();
+      for (const auto& pr : progs) names.push_back(pr.name);
+      fmt::print("{}\n", nlohmann::json{{"output", a->output},
+                                        {"format", a->format},
+                                        {"system", p.system.name},
+                                        {"ranks", n},
+                                        {"matrix", x},
+                                        {"programs", names},
+                                        {"check", fmt::format("/usr/bin/python3 {} --check --nproc {}", a->output, n)}}
+                             .dump(2));
+      return 0;
+    }
     fmt::print("wrote {}: {} program(s) for {} ranks, matrix {}\n", a->output, progs.size(), n,
                engine::format_matrix_brackets(x));
     fmt::print(

@@ -7,6 +7,8 @@
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/units.hpp"
 
+#include <nlohmann/json.hpp>
+
 #ifdef P2V_HAVE_RUNTIME
 #include <sys/resource.h>
 #include <unistd.h>
@@ -38,7 +40,7 @@ namespace {
 struct RunArgs {
   std::string bytes = "1M", dtype = "int32", backend = "mpi", csv, csv_programs, fault;
   int iters = 20, warmup = 5;
-  bool no_verify = false, no_baseline = false, show_plan = false, check_plan = false;
+  bool no_verify = false, no_baseline = false, show_plan = false, check_plan = false, json = false;
 };
 
 #ifdef P2V_HAVE_RUNTIME
@@ -59,6 +61,13 @@ void print_timing(const runtime::Timing& t, const std::string& label) {
   fmt::print("  {:<22} {:<34} {:>11} {:>10.1f} {:>10.1f} {:>10.1f} {:>9.3f} {:>9.3f}\n", label,
              t.groups.size() > 34 ? t.groups.substr(0, 31) + "..." : t.groups, t.bytes, t.t.min * 1e6, t.t.median * 1e6,
              t.t.max * 1e6, t.algbw, t.busbw);
+}
+
+// --json: one timing (seconds; bandwidths in GB/s = 1e9 bytes/s, as nccl-tests define them).
+nlohmann::json timing_json(const runtime::Timing& t) {
+  return {{"what", t.what},        {"groups", t.groups},   {"group_size", t.group_size}, {"num_groups", t.num_groups},
+          {"bytes", t.bytes},      {"min_s", t.t.min},     {"median_s", t.t.median},     {"max_s", t.t.max},
+          {"algbw_GBps", t.algbw}, {"busbw_GBps", t.busbw}};
 }
 
 std::string csv_quote(const std::string& s) {
@@ -168,13 +177,30 @@ void print_report(const RunArgs& a, const runtime::Jobs& pr, const runtime::Job&
 int run_jobs(const RunArgs& a, const runtime::Jobs& pr, const runtime::RunOptions& opt, runtime::Backend& be,
              runtime::Coordinator& co) {
   const int rank = co.rank(), size = co.size();
+  // --json (rank 0): the run as one document (format p2v-run/1, docs/formats.md), printed at the end.
+  nlohmann::json out;
+  if (a.json && rank == 0)
+    out = {{"format", "p2v-run/1"},
+           {"system", pr.system.name},
+           {"levels", pr.system.cardinalities()},
+           {"ranks", size},
+           {"backend", be.name()},
+           {"axes", pr.axes},
+           {"reduce", pr.reduce},
+           {"dtype", runtime::to_string(opt.dtype)},
+           {"bytes", opt.bytes},
+           {"iters", opt.iters},
+           {"warmup", opt.warmup},
+           {"verified", opt.verify},
+           {"programs", nlohmann::json::array()}};
   if (rank == 0) {
     if (!pr.warning.empty()) fmt::print(stderr, "{}", pr.warning);
-    fmt::print(
-        "p2v run: system {} {} on {} ranks, backend {}, axes {}, reduce {}, dtype {}, {} warmup + {} "
-        "timed iterations\n",
-        pr.system.name, format_list(pr.system.cardinalities()), size, be.name(), format_list(pr.axes),
-        format_list(pr.reduce), a.dtype, opt.warmup, opt.iters);
+    if (!a.json)
+      fmt::print(
+          "p2v run: system {} {} on {} ranks, backend {}, axes {}, reduce {}, dtype {}, {} warmup + {} "
+          "timed iterations\n",
+          pr.system.name, format_list(pr.system.cardinalities()), size, be.name(), format_list(pr.axes),
+          format_list(pr.reduce), a.dtype, opt.warmup, opt.iters);
   }
   int failures = 0;
   for (std::size_t i = 0; i < pr.jobs.size(); ++i) {
@@ -192,7 +218,7 @@ int run_jobs(const RunArgs& a, const runtime::Jobs& pr, const runtime::RunOption
         continue;
       }
     }
-    if (rank == 0) {
+    if (rank == 0 && !a.json) {
       fmt::print("\nprogram {}/{} on matrix {}: {}\n", i + 1, pr.jobs.size(),
                  engine::format_matrix_brackets(job.matrix), job.notation);
       if (a.check_plan) fmt::print("  --check-plan: every rank's own plan equals its part of the global plan\n");
@@ -200,6 +226,18 @@ int run_jobs(const RunArgs& a, const runtime::Jobs& pr, const runtime::RunOption
       std::fflush(stdout);
     }
     const auto rep = runtime::run_program(plan, be, opt, co);
+    if (rank == 0 && a.json) {
+      nlohmann::json o{{"program", job.notation}, {"matrix", job.matrix}, {"ok", rep.ok}};
+      if (rep.ok) {
+        o["steps"] = nlohmann::json::array();
+        for (const auto& t : rep.steps) o["steps"].push_back(timing_json(t));
+        o["total"] = timing_json(rep.total);
+        if (opt.baseline) o["baseline"] = timing_json(rep.baseline);
+      } else {
+        o["failure"] = rep.failure;
+      }
+      out["programs"].push_back(std::move(o));
+    }
     if (!rep.ok) {
       ++failures;
       if (rank == 0) {
@@ -208,13 +246,19 @@ int run_jobs(const RunArgs& a, const runtime::Jobs& pr, const runtime::RunOption
       }
       continue;
     }
-    if (rank == 0) print_report(a, pr, job, rep, opt, be, size);
+    if (rank == 0 && a.json) {
+      if (!a.csv.empty()) append_csv(a.csv, pr, job, rep, a, size, be.name());
+      if (!a.csv_programs.empty()) append_program_csv(a.csv_programs, pr, job, rep, a, size, be.name());
+    } else if (rank == 0) {
+      print_report(a, pr, job, rep, opt, be, size);
+    }
     std::fflush(stdout);
   }
   if (rank == 0) {
+    if (a.json) fmt::print("{}\n", out.dump(2));
     if (failures)
       fmt::print(stderr, "p2v run: {} of {} programs FAILED the result check\n", failures, pr.jobs.size());
-    else if (pr.jobs.size() > 1)
+    else if (pr.jobs.size() > 1 && !a.json)
       fmt::print("\nall {} programs verified\n", pr.jobs.size());
   }
   return failures;
@@ -464,7 +508,8 @@ int run_command(const RunArgs& a, const runtime::JobRequest& req) {
 Registrar reg("run", [](CLI::App& sub) -> std::function<int()> {
   auto a = std::make_shared<RunArgs>();
   auto r = std::make_shared<runtime::JobRequest>();
-  sub.add_option("--system", r->system, "system file (JSON) or inline hierarchy, e.g. node=2,gpu=4");
+  auto preset = std::make_shared<std::string>();
+  add_system_options(sub, r->system, *preset);
   sub.add_option("--axes", r->axes, "parallelism axis sizes, e.g. 4,4");
   sub.add_option("--reduce", r->reduce, "reduction axis indices (0-based), e.g. 1");
   sub.add_option("--matrix", r->matrix, "the parallelism matrix, rows separated by ';'");
@@ -484,7 +529,10 @@ Registrar reg("run", [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--bytes", a->bytes, "buffer size per rank, e.g. 1048576, 64K, 1M, 64M")->capture_default_str();
   sub.add_option("--iters", a->iters, "timed iterations")->capture_default_str();
   sub.add_option("--warmup", a->warmup, "untimed warmup iterations")->capture_default_str();
-  sub.add_option("--dtype", a->dtype, "int32 or float32")->capture_default_str();
+  add_dtype_option(sub, a->dtype, "element type: i32 (int32, int) or f32 (float32, float); all spellings")
+      ->capture_default_str();
+  sub.add_flag("--json", a->json,
+               "machine-readable output (format p2v-run/1, docs/formats.md) on rank 0, printed when the run ends");
   sub.add_option("--backend", a->backend,
                  "mpi (one rank per device, under mpirun), nccl (one GPU per rank under mpirun, or all "
                  "GPUs of one process without mpirun) or threads (one process, a thread per device, host "
@@ -504,7 +552,15 @@ Registrar reg("run", [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--inject-fault", a->fault,
                  "testing: corrupt one element on RANK (0-based, one rank per device) after STEP (1-based step of each "
                  "program), e.g. 2:5; the checked run must then report the mismatch (exit 1)");
-  return [a, r]() -> int {
+  return [a, r, preset]() -> int {
+    // --preset NAME alone: one node of the preset (tools::load_system); the run needs only its levels.
+    if (r->system.empty() && !preset->empty()) {
+      const auto s = load_system("", *preset);
+      for (const auto& l : s.levels)
+        r->system += fmt::format("{}{}={}", r->system.empty() ? "" : ",", l.name, l.cardinality);
+    }
+    if (!r->system.empty() && !preset->empty()) (void)load_system(r->system, *preset);  // checks the name
+    if (a->json && a->show_plan) throw Error("--show-plan prints tables; it does not go with --json");
 #ifdef P2V_HAVE_RUNTIME
     return run_command(*a, *r);
 #else
