@@ -60,7 +60,7 @@ if [ -x "$P2V" ]; then
   "$P2V" synth --system node=2,gpu=4 --axes 8 --reduce 0 --max-size 3 --concrete --certify "$TMPC/synth" >/dev/null 2>&1 || true
   "$P2V" synth --system node=2,gpu=4 --axes 8 --reduce 0 --max-size 3 --certify "$TMPC/shape" >/dev/null 2>&1 || true
   "$P2V" reshard --mesh x=3,y=5 --from "[5{x}15,30]" --to "[3{y}15,10{x}30]" --certify "$TMPC/reshard" >/dev/null 2>&1 || true
-  "$P2V" rules prove --max-devices 4 --certificates "$TMPC/rules" >/dev/null 2>&1 || true
+  "$P2V" rules prove --max-devices 4 --certify "$TMPC/rules" >/dev/null 2>&1 || true
   i=0
   for f in "$TMPC"/synth/*.json "$TMPC"/shape/*.json; do
     [ -f "$f" ] && cp "$f" "$SEEDS/certificate/$((i++)).json"

@@ -60,7 +60,7 @@ FILE_CASES=(
   "run --csv-programs|run --backend threads --system node=2,gpu=2 --axes 4 --reduce 0 --matrix [[2,2]] --program \"AllReduce@(root,Inside)\" --bytes 4K --iters 1 --warmup 0 --csv-programs OUT"
 )
 DIR_CASES=(
-  "rules prove --certificates|rules prove ar-rs-ag ar-bcast-reduce --max-devices 4 --certificates OUT"
+  "rules prove --certify|rules prove ar-rs-ag ar-bcast-reduce --max-devices 4 --certify OUT"
   "reshard --certify|reshard --mesh x=4,y=4 --from \"[32{x,y}512,128]\" --to \"[128{x}512,32{y}128]\" --certify OUT"
 )
 filter() { local c; for c in "$@"; do keep "$c" && printf '%s\n' "$c"; done; }

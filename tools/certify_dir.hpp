@@ -1,6 +1,6 @@
 #pragma once
 // Certificate directories (docs/formats.md "Certificate directories"): what synth/verify --certify,
-// reshard --certify and rules prove --certificates do before and after writing certificates.
+// reshard --certify and rules prove --certify do before and after writing certificates.
 #include <functional>
 #include <nlohmann/json_fwd.hpp>
 #include <string>

@@ -30,7 +30,7 @@ struct CalResult {
 };
 
 CalResult run(const CalArgs& a) {
-  CalResult r{engine::parse_system_arg(a.system), {}, {}};
+  CalResult r{load_system(a.system, a.preset), {}, {}};
   fill_interconnects(r.system, a.preset);
   sim::Simulator simulator(r.system);
   const auto algo = sim::parse_algorithm(a.algo.empty() ? "ring" : a.algo);
@@ -123,7 +123,7 @@ void print_points(const std::vector<sim::PointPrediction>& pr) {
 }
 
 int run_nccl_tests(const CalArgs& a) {
-  auto sys = engine::parse_system_arg(a.system);
+  auto sys = load_system(a.system, a.preset);
   const auto note = fill_interconnects(sys, a.preset);
   const auto algo = sim::parse_algorithm(a.algo.empty() ? "auto" : a.algo);
   const auto ps = log_points(a, sys);
@@ -181,8 +181,7 @@ int run_nccl_tests(const CalArgs& a) {
 
 Registrar reg("calibrate", [](CLI::App& sub) -> std::function<int()> {
   auto a = std::make_shared<CalArgs>();
-  sub.add_option("--system", a->system, "system file (JSON) or inline hierarchy (node=2,gpu=8)")->required();
-  add_preset_option(sub, a->preset);
+  add_system_options(sub, a->system, a->preset);
   auto* m = sub.add_option("--measurements", a->measurements,
                            "CSV with a header naming collective,groups,bytes,seconds (e.g. written by p2v run --csv)");
   auto* l = sub.add_option("--nccl-tests", a->logs,

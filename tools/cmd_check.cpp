@@ -19,7 +19,7 @@
 namespace p2v::tools {
 namespace {
 
-// Dispatch on the certificate's kind: rule certificates (p2v rules prove --certificates) are
+// Dispatch on the certificate's kind: rule certificates (p2v rules prove --certify) are
 // re-validated by the counting replay and their re-derived queries; program and reshard
 // certificates by the independent checker.
 checker::Verdict check_text(const std::string& text, const checker::Context& ctx, bool resolve) {

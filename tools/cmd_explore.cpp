@@ -26,8 +26,7 @@ struct ExploreArgs {
   CostArgs cost;
   int top = -1;
   SearchArgs search;
-  bool json = false, sharp = false;
-  std::string preset;
+  bool json = false;
   SweepArgs sweep;  // --bytes LIST|RANGE, -b/-e/-f/-i (sweep_sim.cpp)
   ProgressArgs progress;
 };
@@ -63,13 +62,12 @@ Reduction parse_reduction(const std::string& s, std::size_t num_axes) {
 
 Registrar reg("explore", [](CLI::App& sub) -> std::function<int()> {
   auto a = std::make_shared<ExploreArgs>();
-  add_problem_options(sub, a->problem, false);
+  add_problem_options(sub, a->problem, /*need_reduce=*/false, /*sharp=*/true);
   sub.add_option("--reduction", a->reductions,
                  "a reduction and its weight, AXES[@WEIGHT], repeatable: e.g. --reduction 0@1 "
                  "--reduction 1@4 (data-parallel gradients once, shard reductions 4 times per step); "
                  "--reduce R adds R with weight 1");
   add_cost_options(sub, a->cost);
-  add_preset_option(sub, a->preset, &a->sharp);
   sub.add_option("--top", a->top, "placements listed (-1: all)")->capture_default_str();
   add_search_options(sub, a->search, /*with_hierarchy=*/false);
   sub.add_flag("--json", a->json, "machine-readable output");
@@ -80,7 +78,7 @@ Registrar reg("explore", [](CLI::App& sub) -> std::function<int()> {
     const bool sweeping = sizes.size() > 1 || a->sweep.given();
     if (sweeping) a->cost.bytes.clear();
     Problem p = load_problem(a->problem);
-    if (const auto note = fill_interconnects(p.system, a->preset, a->sharp); !note.empty() && !a->json)
+    if (const auto note = fill_interconnects(p.system, a->problem.preset, a->problem.sharp); !note.empty() && !a->json)
       fmt::print("{}\n", note);
     std::vector<Reduction> reds;
     if (!p.reduce.empty()) reds.push_back({p.reduce, 1.0, a->problem.reduce});

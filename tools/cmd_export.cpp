@@ -25,7 +25,7 @@ struct ExportArgs {
   ProblemArgs problem;
   SearchArgs search;
   std::string format = "torch", program, program_file, output;
-  bool all = false;
+  bool all = false, json = false;
 };
 
 struct Named {
@@ -98,6 +98,7 @@ Registrar reg("export", [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--program-file", a->program_file, "take the program(s) from `p2v synth --json` output");
   sub.add_flag("--all-programs", a->all, "export every program of the placement (reduce_(t, program=i))");
   sub.add_option("-o,--output", a->output, "the file to write (.py for torch, .xml for msccl)")->required();
+  sub.add_flag("--json", a->json, "machine-readable summary of what was written (output, ranks, matrix, programs)");
   return [a] {
     if (a->format != "torch" && a->format != "msccl")
       throw Error(fmt::format("--format '{}': expected torch or msccl", a->format));
@@ -171,6 +172,19 @@ Registrar reg("export", [](CLI::App& sub) -> std::function<int()> {
     fill("@REDUCTION@", nlohmann::json(reduction).dump());
     fill("@PROGRAMS@", pj.dump());
     write_file(a->output, text);
+    if (a->json) {
+      nlohmann::json names = nlohmann::json::array();
+      for (const auto& pr : progs) names.push_back(pr.name);
+      fmt::print("{}\n", nlohmann::json{{"output", a->output},
+                                        {"format", a->format},
+                                        {"system", p.system.name},
+                                        {"ranks", n},
+                                        {"matrix", x},
+                                        {"programs", names},
+                                        {"check", fmt::format("/usr/bin/python3 {} --check --nproc {}", a->output, n)}}
+                             .dump(2));
+      return 0;
+    }
     fmt::print("wrote {}: {} program(s) for {} ranks, matrix {}\n", a->output, progs.size(), n,
                engine::format_matrix_brackets(x));
     fmt::print(

@@ -26,10 +26,11 @@ struct ProveArgs {
 
   std::vector<proofs::SuiteCase> cases() const {
     if (!suite.empty()) {
-      if (!problem.system.empty()) throw Error("give either --suite or --system/--axes/--reduce, not both");
+      if (!problem.system.empty() || !problem.preset.empty())
+        throw Error("give either --suite or --system/--axes/--reduce, not both");
       return proofs::load_suite(suite);
     }
-    if (problem.system.empty() || problem.axes.empty() || problem.reduce.empty())
+    if ((problem.system.empty() && problem.preset.empty()) || problem.axes.empty() || problem.reduce.empty())
       throw Error("prove needs --suite FILE, or --system, --axes and --reduce");
     Problem p = load_problem(problem);
     return {{"cli", p.system, p.axes, p.reduce, p.matrices, max_size, {}}};
@@ -53,7 +54,7 @@ struct ProveArgs {
 
 Registrar reg("prove", [](CLI::App& sub) -> std::function<int()> {
   auto a = std::make_shared<ProveArgs>();
-  sub.add_option("--system", a->problem.system, "system file (JSON) or inline hierarchy, e.g. node=4,gpu=16");
+  add_system_options(sub, a->problem.system, a->problem.preset);
   sub.add_option("--axes", a->problem.axes, "parallelism axis sizes, e.g. 4,16");
   sub.add_option("--reduce", a->problem.reduce, "reduction axis indices (0-based)");
   sub.add_option("--matrix", a->problem.matrix, "one parallelism matrix, e.g. \"1 4;4 4\" (default: all)");

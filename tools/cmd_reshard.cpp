@@ -14,6 +14,7 @@
 #include <fstream>
 
 #include "command.hpp"
+#include "common.hpp"
 #include "p2v/engine/units.hpp"
 #ifdef P2V_HAVE_RUNTIME
 #include "p2v/runtime/mpi/session.hpp"
@@ -46,8 +47,8 @@ namespace {
 namespace rs = reshard;
 
 struct ReshardArgs {
-  std::string mesh, from, to, shape, from_spec, to_spec, system, dtype = "f32", cost = "paper", memory = "auto",
-                                                                 certify;
+  std::string mesh, from, to, shape, from_spec, to_spec, system, preset, dtype = "f32", cost = "paper",
+      memory = "auto", certify;
   bool force = false;
   bool run = false, json = false;
   int random = 0;
@@ -219,8 +220,8 @@ Registrar reg("reshard", [](CLI::App& sub) -> std::function<int()> {
                  "with --run: N random problems in the paper's style (mesh a=2,b=2,c=2, up to 5-D) in one MPI job "
                  "(needs 8 ranks) instead of --mesh/--from/--to");
   sub.add_option("--seed", a->seed, "with --random: the random seed")->capture_default_str();
-  sub.add_option("--system", a->system, "system file or inline hierarchy with as many devices as the mesh");
-  sub.add_option("--dtype", a->dtype, "element type: f64 f32 f16 bf16 i64 i32 u32 i16 i8 u8")->capture_default_str();
+  add_system_options(sub, a->system, a->preset);
+  add_dtype_option(sub, a->dtype, "element type")->capture_default_str();
   sub.add_option("--cost", a->cost, "paper (SPEC §10, elements) or topology (per-level latency/bandwidth of --system)")
       ->capture_default_str();
   sub.add_option("--memory", a->memory, "memory limit per device: auto (the bound) or BYTES (e.g. 64MiB)")
@@ -265,14 +266,17 @@ Registrar reg("reshard", [](CLI::App& sub) -> std::function<int()> {
     r.mesh = a->mesh;
     r.from = a->from;
     r.to = a->to;
-    r.dtype = a->dtype;
+    r.dtype = canonical_dtype(a->dtype);  // every spelling (f32, float32, float, ...)
     if (a->cost == "paper")
       r.cost = rs::CostKind::Paper;
     else if (a->cost == "topology")
       r.cost = rs::CostKind::Topology;
     else
       throw Error(fmt::format("--cost: expected paper or topology, got '{}'", a->cost));
-    if (!a->system.empty()) r.system = engine::parse_system_arg(a->system);
+    if (!a->system.empty() || !a->preset.empty()) {
+      r.system = load_system(a->system, a->preset);
+      fill_interconnects(*r.system, a->preset);
+    }
     if (a->memory != "auto")
       r.memory_bytes =
           static_cast<std::int64_t>(std::floor(engine::parse_size(a->memory, "--memory (auto or a size)")));

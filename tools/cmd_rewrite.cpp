@@ -28,7 +28,6 @@ struct RewriteArgs {
   sim::RewriteOptions opt;
   double timeout_s = 60;
   bool json = false, no_certify = false;
-  std::string preset;
 };
 
 // The program file: {"program": "...", "axes": [..], "reduce": [..], "matrix": "2 2;2 8"}; the
@@ -167,7 +166,7 @@ Registrar reg("rewrite", [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--program", a->program,
                  "the program in p2v notation on the placement's (d) hierarchy; \"AllReduce\" alone is the single "
                  "AllReduce over the reduction groups");
-  sub.add_option("--system", a->problem.system, "system file (JSON) or inline hierarchy")->required();
+  add_system_options(sub, a->problem.system, a->problem.preset);
   sub.add_option("--axes", a->problem.axes, "parallelism axis sizes, e.g. 4,16 (else from the program file)");
   sub.add_option("--reduce", a->problem.reduce, "reduction axis indices (else from the program file)");
   sub.add_option("--matrix", a->problem.matrix, "one parallelism matrix (default: every matrix the program fits)");
@@ -181,7 +180,6 @@ Registrar reg("rewrite", [](CLI::App& sub) -> std::function<int()> {
       ->capture_default_str();
   sub.add_flag("--no-certify", a->no_certify, "skip the solvers (the counting check still runs)");
   sub.add_flag("--json", a->json, "machine-readable output");
-  add_preset_option(sub, a->preset);
   return [a]() -> int {
     if (!a->file.empty()) read_program_file(*a);
     if (a->program.empty()) throw Error("give a program file or --program \"NOTATION\"");
@@ -191,7 +189,8 @@ Registrar reg("rewrite", [](CLI::App& sub) -> std::function<int()> {
       throw Error(fmt::format("--max-size {}: expected 1..{}", a->opt.max_size, engine::kMaxProgramSize));
     if (a->opt.prune < 1.0) throw Error(fmt::format("--prune {}: must be at least 1", a->opt.prune));
     Problem p = load_problem(a->problem);
-    if (const auto note = fill_interconnects(p.system, a->preset); !note.empty() && !a->json) fmt::print("{}\n", note);
+    if (const auto note = fill_interconnects(p.system, a->problem.preset); !note.empty() && !a->json)
+      fmt::print("{}\n", note);
     const sim::Simulator simulator(p.system);
     const auto copt = a->cost.options(p.system);
     nlohmann::json out = nlohmann::json::array();

@@ -144,11 +144,11 @@ int prove_rules(const ProveArgs& a) {
     for (const auto& id : a.ids) rules.push_back(&engine::find_rule(id));
   }
   if (a.max_devices > 256) throw Error(fmt::format("--max-devices {}: at most 256", a.max_devices));
-  if (a.force && a.certs.empty()) throw Error("--force needs --certificates DIR");
+  if (a.force && a.certs.empty()) throw Error("--force needs --certify DIR");
 #ifdef P2V_HAVE_CHECKER
-  if (!a.certs.empty()) prepare_certificate_dir(a.certs, a.force, "--certificates");
+  if (!a.certs.empty()) prepare_certificate_dir(a.certs, a.force, "--certify");
 #else
-  if (!a.certs.empty()) throw Error("--certificates needs p2v-smt with the independent checker (not built)");
+  if (!a.certs.empty()) throw Error("--certify needs p2v-smt with the independent checker (not built)");
 #endif
   const encodings::RuleEncoding enc = encodings::parse_rule_encoding(a.encoding);
   nlohmann::json out = nlohmann::json::array();
@@ -236,10 +236,11 @@ struct DeriveArgs {
 int derive_cmd(const DeriveArgs& a) {
   std::vector<proofs::SuiteCase> cases;
   if (!a.suite.empty()) {
-    if (!a.problem.system.empty()) throw Error("give either --suite or --system/--axes/--reduce, not both");
+    if (!a.problem.system.empty() || !a.problem.preset.empty())
+      throw Error("give either --suite or --system/--axes/--reduce, not both");
     cases = proofs::load_suite(a.suite);
   } else {
-    if (a.problem.system.empty() || a.problem.axes.empty() || a.problem.reduce.empty())
+    if ((a.problem.system.empty() && a.problem.preset.empty()) || a.problem.axes.empty() || a.problem.reduce.empty())
       throw Error("rules derive needs --suite FILE, or --system, --axes and --reduce");
     Problem p = load_problem(a.problem);
     cases.push_back({"cli", p.system, p.axes, p.reduce, p.matrices, a.max_size, {}});
@@ -323,9 +324,9 @@ Registrar reg("rules", [](CLI::App& sub) -> std::function<int()> {
       ->capture_default_str();
   prove->add_option("--timeout", a->timeout_s, "per-query solver time limit in seconds (timeout = unknown)")
       ->capture_default_str();
-  prove->add_option("--certificates", a->certs, "write one rule certificate per rule into DIR (see `p2v check`)");
+  add_certify_option(*prove, a->certs, "write one rule certificate per rule into DIR (see `p2v check`)");
   prove->add_flag("--force", a->force,
-                  "with --certificates: replace the certificates of an earlier run in DIR (the files its "
+                  "with --certify: replace the certificates of an earlier run in DIR (the files its "
                   "MANIFEST.json lists); without it a non-empty DIR is refused");
   prove->add_flag("--all-sizes", a->all_sizes,
                   "also prove each positive rule for every size (per-digit closed forms, Z3 and cvc5; rules outside "
@@ -334,7 +335,7 @@ Registrar reg("rules", [](CLI::App& sub) -> std::function<int()> {
       ->add_option("--encoding", a->encoding,
                    "bounded queries: auto (per-digit where the rule is in its fragment), concrete or per-digit")
       ->capture_default_str();
-  prove->add_option("--system", a->problem.system, "system file or inline hierarchy (with --lhs/--rhs)");
+  add_system_options(*prove, a->problem.system, a->problem.preset);
   prove->add_option("--axes", a->problem.axes, "parallelism axis sizes, e.g. 4,16");
   prove->add_option("--reduce", a->problem.reduce, "reduction axis indices (0-based)");
   prove->add_option("--matrix", a->problem.matrix, "one parallelism matrix (default: every matrix the programs fit)");
@@ -349,7 +350,7 @@ Registrar reg("rules", [](CLI::App& sub) -> std::function<int()> {
       "derive",
       "Derive programs from AllReduce over the reduction group with the rewrite rules (breadth first, on the "
       "placement's (d) hierarchy) and compare with the enumerator");
-  derive->add_option("--system", da->problem.system, "system file or inline hierarchy");
+  add_system_options(*derive, da->problem.system, da->problem.preset);
   derive->add_option("--axes", da->problem.axes, "parallelism axis sizes, e.g. 4,16");
   derive->add_option("--reduce", da->problem.reduce, "reduction axis indices (0-based)");
   derive->add_option("--matrix", da->problem.matrix, "one parallelism matrix (default: all)");
@@ -397,7 +398,8 @@ Registrar reg("rules", [](CLI::App& sub) -> std::function<int()> {
                  lowered(r.lhs), lowered(r.rhs));
       return 0;
     }
-    if (!a->problem.system.empty() || !a->lhs.empty() || !a->rhs.empty()) return prove_equation(*a);
+    if (!a->problem.system.empty() || !a->problem.preset.empty() || !a->lhs.empty() || !a->rhs.empty())
+      return prove_equation(*a);
     return prove_rules(*a);
   };
 });

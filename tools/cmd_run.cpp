@@ -7,6 +7,8 @@
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/units.hpp"
 
+#include <nlohmann/json.hpp>
+
 #ifdef P2V_HAVE_RUNTIME
 #include <sys/resource.h>
 #include <unistd.h>
@@ -45,7 +47,7 @@ namespace {
 struct RunArgs {
   std::string bytes = "1M", dtype = "int32", backend = "mpi", csv, csv_programs, fault;
   int iters = 20, warmup = 5;
-  bool no_verify = false, no_baseline = false, show_plan = false, check_plan = false;
+  bool no_verify = false, no_baseline = false, show_plan = false, check_plan = false, json = false;
   SweepArgs sweep;  // --bytes LIST|RANGE, -b/-e/-f/-i: every program at every size
   ProgressArgs progress;
   bool resume = false;  // skip the runs the --csv / --csv-programs files already hold
@@ -80,6 +82,13 @@ void print_timing(const runtime::Timing& t, const std::string& label) {
   fmt::print("  {:<22} {:<34} {:>11} {:>10.1f} {:>10.1f} {:>10.1f} {:>9.3f} {:>9.3f}\n", label,
              t.groups.size() > 34 ? t.groups.substr(0, 31) + "..." : t.groups, t.bytes, t.t.min * 1e6, t.t.median * 1e6,
              t.t.max * 1e6, t.algbw, t.busbw);
+}
+
+// --json: one timing (seconds; bandwidths in GB/s = 1e9 bytes/s, as nccl-tests define them).
+nlohmann::json timing_json(const runtime::Timing& t) {
+  return {{"what", t.what},        {"groups", t.groups},   {"group_size", t.group_size}, {"num_groups", t.num_groups},
+          {"bytes", t.bytes},      {"min_s", t.t.min},     {"median_s", t.t.median},     {"max_s", t.t.max},
+          {"algbw_GBps", t.algbw}, {"busbw_GBps", t.busbw}};
 }
 
 std::string csv_quote(const std::string& s) {
@@ -228,16 +237,33 @@ void print_sweep(const std::vector<std::int64_t>& sizes, const std::vector<std::
 int run_jobs(const RunArgs& a, const runtime::Jobs& pr, runtime::RunOptions opt, runtime::Backend& be,
              runtime::Coordinator& co, const std::vector<std::int64_t>& sizes, const Done& done) {
   const int rank = co.rank(), size = co.size();
+  // --json (rank 0): the run as one document (format p2v-run/1, docs/formats.md), printed at the end.
+  nlohmann::json out;
+  if (a.json && rank == 0)
+    out = {{"format", "p2v-run/1"},
+           {"system", pr.system.name},
+           {"levels", pr.system.cardinalities()},
+           {"ranks", size},
+           {"backend", be.name()},
+           {"axes", pr.axes},
+           {"reduce", pr.reduce},
+           {"dtype", runtime::to_string(opt.dtype)},
+           {"bytes", opt.bytes},
+           {"iters", opt.iters},
+           {"warmup", opt.warmup},
+           {"verified", opt.verify},
+           {"programs", nlohmann::json::array()}};
   if (rank == 0) {
     if (!pr.warning.empty()) fmt::print(stderr, "{}", pr.warning);
-    fmt::print(
-        "p2v run: system {} {} on {} ranks, backend {}, axes {}, reduce {}, dtype {}, {} warmup + {} "
-        "timed iterations{}\n",
-        pr.system.name, format_list(pr.system.cardinalities()), size, be.name(), format_list(pr.axes),
-        format_list(pr.reduce), a.dtype, opt.warmup, opt.iters,
-        sizes.size() > 1 ? fmt::format(", {} sizes from {} to {}", sizes.size(), engine::format_size(sizes.front()),
-                                       engine::format_size(sizes.back()))
-                         : "");
+    if (!a.json)
+      fmt::print(
+          "p2v run: system {} {} on {} ranks, backend {}, axes {}, reduce {}, dtype {}, {} warmup + {} "
+          "timed iterations{}\n",
+          pr.system.name, format_list(pr.system.cardinalities()), size, be.name(), format_list(pr.axes),
+          format_list(pr.reduce), a.dtype, opt.warmup, opt.iters,
+          sizes.size() > 1 ? fmt::format(", {} sizes from {} to {}", sizes.size(), engine::format_size(sizes.front()),
+                                         engine::format_size(sizes.back()))
+                           : "");
   }
   // Progress (rank 0): iterations in all, the checked run counted as one.
   const std::uint64_t per_run = static_cast<std::uint64_t>((opt.verify ? 1 : 0) + opt.warmup + opt.iters);
@@ -263,7 +289,8 @@ int run_jobs(const RunArgs& a, const runtime::Jobs& pr, runtime::RunOptions opt,
       const std::string where = sizes.size() > 1 ? fmt::format(", {} per rank", engine::format_size(sizes[si])) : "";
       if (const auto it = done.find(key_of(a, pr, job, size, sizes[si])); it != done.end()) {
         if (rank == 0) {
-          fmt::print("\nprogram {}/{} on matrix {}{}: {}\n  already measured (--resume): median {:.1f} us; skipped\n",
+          if (!a.json)
+            fmt::print("\nprogram {}/{} on matrix {}{}: {}\n  already measured (--resume): median {:.1f} us; skipped\n",
                      i + 1, pr.jobs.size(), engine::format_matrix_brackets(job.matrix), where, job.notation,
                      it->second.median_s * 1e6);
           by_size[si].push_back(
@@ -272,7 +299,8 @@ int run_jobs(const RunArgs& a, const runtime::Jobs& pr, runtime::RunOptions opt,
         continue;
       }
       if (a.limit > 0 && ran >= a.limit) {
-        if (rank == 0) fmt::print("\n--limit {}: stopped; rerun with --resume to go on\n", a.limit);
+        if (rank == 0 && !a.json) fmt::print("\n--limit {}: stopped; rerun with --resume to go on\n", a.limit);
+        if (rank == 0 && a.json) fmt::print("{}\n", out.dump(2));
         return failures;
       }
       ++ran;
@@ -292,13 +320,27 @@ int run_jobs(const RunArgs& a, const runtime::Jobs& pr, runtime::RunOptions opt,
       if (rank == 0) {
         progress.note(fmt::format("program {}/{}{}", i + 1, pr.jobs.size(),
                                   sizes.size() > 1 ? " at " + engine::format_size(sizes[si]) : ""));
-        fmt::print("\nprogram {}/{} on matrix {}{}: {}\n", i + 1, pr.jobs.size(),
-                   engine::format_matrix_brackets(job.matrix), where, job.notation);
-        if (a.check_plan) fmt::print("  --check-plan: every rank's own plan equals its part of the global plan\n");
-        if (a.show_plan) show_plan(job, plan);
+        if (!a.json) {
+          fmt::print("\nprogram {}/{} on matrix {}{}: {}\n", i + 1, pr.jobs.size(),
+                     engine::format_matrix_brackets(job.matrix), where, job.notation);
+          if (a.check_plan) fmt::print("  --check-plan: every rank's own plan equals its part of the global plan\n");
+          if (a.show_plan) show_plan(job, plan);
+        }
         std::fflush(stdout);
       }
       const auto rep = runtime::run_program(plan, be, opt, co);
+      if (rank == 0 && a.json) {
+        nlohmann::json o{{"program", job.notation}, {"matrix", job.matrix}, {"bytes", sizes[si]}, {"ok", rep.ok}};
+        if (rep.ok) {
+          o["steps"] = nlohmann::json::array();
+          for (const auto& t : rep.steps) o["steps"].push_back(timing_json(t));
+          o["total"] = timing_json(rep.total);
+          if (opt.baseline) o["baseline"] = timing_json(rep.baseline);
+        } else {
+          o["failure"] = rep.failure;
+        }
+        out["programs"].push_back(std::move(o));
+      }
       if (!rep.ok) {
         ++failures;
         if (rank == 0) {
@@ -308,7 +350,12 @@ int run_jobs(const RunArgs& a, const runtime::Jobs& pr, runtime::RunOptions opt,
         continue;
       }
       if (rank == 0) {
-        print_report(a, pr, job, rep, opt, be, size);
+        if (a.json) {
+          if (!a.csv.empty()) append_csv(a.csv, pr, job, rep, a, size, be.name());
+          if (!a.csv_programs.empty()) append_program_csv(a.csv_programs, pr, job, rep, a, size, be.name());
+        } else {
+          print_report(a, pr, job, rep, opt, be, size);
+        }
         by_size[si].push_back({job.notation, engine::format_matrix(job.matrix), rep.total.t.median,
                                opt.baseline ? rep.baseline.t.median : 0.0, gmax});
       }
@@ -318,13 +365,14 @@ int run_jobs(const RunArgs& a, const runtime::Jobs& pr, runtime::RunOptions opt,
   progress.finish();
   if (rank == 0) {
     const std::size_t runs = pr.jobs.size() * sizes.size();
-    if (sizes.size() > 1) print_sweep(sizes, by_size, several_matrices);
+    if (a.json) fmt::print("{}\n", out.dump(2));
+    else if (sizes.size() > 1) print_sweep(sizes, by_size, several_matrices);
     const std::string what = sizes.size() == 1
                                  ? fmt::format("{} programs", runs)
                                  : fmt::format("{} runs ({} programs x {} sizes)", runs, pr.jobs.size(), sizes.size());
     if (failures)
       fmt::print(stderr, "p2v run: {} of {} FAILED the result check\n", failures, what);
-    else if (runs > 1)
+    else if (runs > 1 && !a.json)
       fmt::print("\nall {} verified{}\n", what, done.empty() ? "" : " (skipped ones: in an earlier run)");
   }
   return failures;
@@ -589,7 +637,8 @@ int run_command(const RunArgs& a, const runtime::JobRequest& req) {
 Registrar reg("run", [](CLI::App& sub) -> std::function<int()> {
   auto a = std::make_shared<RunArgs>();
   auto r = std::make_shared<runtime::JobRequest>();
-  sub.add_option("--system", r->system, "system file (JSON) or inline hierarchy, e.g. node=2,gpu=4");
+  auto preset = std::make_shared<std::string>();
+  add_system_options(sub, r->system, *preset);
   sub.add_option("--axes", r->axes, "parallelism axis sizes, e.g. 4,4");
   sub.add_option("--reduce", r->reduce, "reduction axis indices (0-based), e.g. 1");
   sub.add_option("--matrix", r->matrix, "the parallelism matrix, rows separated by ';'");
@@ -618,7 +667,10 @@ Registrar reg("run", [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--limit", a->limit, "run at most N (program, size) pairs, then stop (batches with --resume)");
   sub.add_option("--iters", a->iters, "timed iterations")->capture_default_str();
   sub.add_option("--warmup", a->warmup, "untimed warmup iterations")->capture_default_str();
-  sub.add_option("--dtype", a->dtype, "int32 or float32")->capture_default_str();
+  add_dtype_option(sub, a->dtype, "element type: i32 (int32, int) or f32 (float32, float); all spellings")
+      ->capture_default_str();
+  sub.add_flag("--json", a->json,
+               "machine-readable output (format p2v-run/1, docs/formats.md) on rank 0, printed when the run ends");
   sub.add_option("--backend", a->backend,
                  "mpi (one rank per device, under mpirun), nccl (one GPU per rank under mpirun, or all "
                  "GPUs of one process without mpirun) or threads (one process, a thread per device, host "
@@ -639,8 +691,16 @@ Registrar reg("run", [](CLI::App& sub) -> std::function<int()> {
                  "testing: corrupt one element on RANK (0-based, one rank per device) after STEP (1-based step of each "
                  "program), e.g. 2:5; the checked run must then report the mismatch (exit 1)");
   const CLI::Option* bytes = sub.get_option("--bytes");
-  return [a, r, bytes]() -> int {
+  return [a, r, preset, bytes]() -> int {
     if (a->sweep.given() && bytes->count() == 0) a->bytes.clear();  // -b/-e/-f instead of the default --bytes
+    // --preset NAME alone: one node of the preset (tools::load_system); the run needs only its levels.
+    if (r->system.empty() && !preset->empty()) {
+      const auto s = load_system("", *preset);
+      for (const auto& l : s.levels)
+        r->system += fmt::format("{}{}={}", r->system.empty() ? "" : ",", l.name, l.cardinality);
+    }
+    if (!r->system.empty() && !preset->empty()) (void)load_system(r->system, *preset);  // checks the name
+    if (a->json && a->show_plan) throw Error("--show-plan prints tables; it does not go with --json");
 #ifdef P2V_HAVE_RUNTIME
     return run_command(*a, *r);
 #else

@@ -5,11 +5,17 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
 
 #include "command.hpp"
 #include "common.hpp"
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/io.hpp"
+#include "p2v/engine/json_util.hpp"
+#include "p2v/engine/synth_format.hpp"
 #include "p2v/sim/simulate.hpp"
 #include "sweep_sim.hpp"
 
@@ -27,15 +33,21 @@ struct SimArgs {
   int links = -1;
   std::string svg_topology, svg_ranking, measurements, measured_programs;
   int svg_program = 1;
-  std::string preset, model = "auto";
-  bool sharp = false;
+  std::string model = "auto";
+  std::vector<std::string> programs;  // --program (repeatable)
+  std::string program_file;
   SweepArgs sweep;  // --bytes LIST|RANGE, -b/-e/-f/-i: one row per size (sweep_sim.cpp)
   ProgressArgs progress;
 };
 
 void add_options(CLI::App& sub, SimArgs& a) {
-  add_problem_options(sub, a.problem);
+  add_problem_options(sub, a.problem, /*need_reduce=*/true, /*sharp=*/true);
   add_cost_options(sub, a.cost);
+  sub.add_option("--program", a.programs,
+                 "price this program (p2v notation, as synth/simulate print it; repeatable) instead of ranking all; "
+                 "placements it does not fit are left out, so --matrix is only needed to choose among several");
+  sub.add_option("--program-file", a.program_file,
+                 "price the programs of this file: one per line, or the --json output of p2v synth / p2v simulate");
   sub.add_option("--top", a.top, "programs listed per matrix (-1: all); --json lists all unless --top is given")
       ->capture_default_str();
   add_search_options(sub, a.search, /*with_hierarchy=*/false);
@@ -55,7 +67,6 @@ void add_options(CLI::App& sub, SimArgs& a) {
   sub.add_option("--measured-programs", a.measured_programs,
                  "CSV of measured program times (program,seconds[,matrix]): report where the measured-best "
                  "program ranks in the prediction, rank correlation and error; overlay on --svg-ranking");
-  add_preset_option(sub, a.preset, &a.sharp);
   sub.add_option("--model", a.model,
                  "graph (routes every transfer; at most 2048 devices; topology sections), levels (per-level "
                  "counts; any size) or auto (levels above 2048 devices)")
@@ -64,10 +75,76 @@ void add_options(CLI::App& sub, SimArgs& a) {
   add_progress_options(sub, a.progress);
 }
 
+// Notations compared without their spaces ("A ; B" is "A;B").
+std::string squeeze(const std::string& s) {
+  std::string o;
+  for (char c : s)
+    if (!std::isspace(static_cast<unsigned char>(c))) o += c;
+  return o;
+}
+
+// --program and --program-file: the notations to price (squeezed); empty when neither is given.
+std::set<std::string> given_programs(const SimArgs& a) {
+  std::set<std::string> out;
+  for (const auto& p : a.programs) out.insert(squeeze(p));
+  if (a.program_file.empty()) return out;
+  const std::string text = engine::read_text_file(a.program_file, "--program-file");
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && text[first] == '{') {
+    const auto j = engine::parse_json_object(text, "--program-file '" + a.program_file + "'");
+    const std::string format = j.contains("format") && j["format"].is_string() ? j["format"].get<std::string>() : "";
+    if (format.rfind("p2v-synth/", 0) == 0) {
+      for (const auto& r : engine::parse_synth_file(text, "--program-file '" + a.program_file + "'").results)
+        for (const auto& p : r.programs) out.insert(squeeze(p.notation));
+    } else {
+      for (const auto& r : sim::simulate_report_from_json(j, "--program-file '" + a.program_file + "'").results)
+        for (const auto& p : r.programs) out.insert(squeeze(p.program));
+    }
+  } else {
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+      const auto t = squeeze(line);
+      if (!t.empty() && t[0] != '#') out.insert(t);
+    }
+  }
+  if (out.empty()) throw Error(fmt::format("--program-file '{}': no programs in it", a.program_file));
+  return out;
+}
+
+// Keeps only the given programs in every matrix (ranked among themselves) and the matrices they
+// fit; throws p2v::Error naming a program that fits no matrix.
+void keep_given(sim::SimulateReport& r, const std::set<std::string>& want, int max_size) {
+  std::set<std::string> found;
+  std::vector<sim::MatrixRecord> kept;
+  for (auto& m : r.results) {
+    std::vector<sim::ProgramRecord> ps;
+    for (auto& p : m.programs)
+      if (want.count(squeeze(p.program))) {
+        found.insert(squeeze(p.program));
+        p.rank = static_cast<int>(ps.size()) + 1;
+        ps.push_back(std::move(p));
+      }
+    if (ps.empty()) continue;
+    m.programs = std::move(ps);
+    m.num_programs = static_cast<std::int64_t>(m.programs.size());
+    m.best = sim::BestRecord{m.programs.front().program, m.programs.front().time_s};
+    m.speedup = m.allreduce_s / m.best->time_s;
+    kept.push_back(std::move(m));
+  }
+  for (const auto& w : want)
+    if (!found.count(w))
+      throw Error(fmt::format(
+          "program '{}' is not a valid program of any placement given (--axes/--reduce/--matrix, programs up to "
+          "--max-size {}, hierarchy d); check its notation against p2v synth",
+          w, max_size));
+  r.results = std::move(kept);
+}
+
 // The problem and the simulation's options.
 std::pair<Problem, sim::SimulateOptions> prepare(const SimArgs& a) {
   Problem p = load_problem(a.problem);
-  if (const auto note = fill_interconnects(p.system, a.preset, a.sharp); !note.empty() && !a.json)
+  if (const auto note = fill_interconnects(p.system, a.problem.preset, a.problem.sharp); !note.empty() && !a.json)
     fmt::print("{}\n", note);
   sim::SimulateOptions o;
   o.model = sim::choose_model(a.model, p.system);
@@ -84,7 +161,11 @@ std::pair<Problem, sim::SimulateOptions> prepare(const SimArgs& a) {
   o.synth = a.search.options();
   o.cost = a.cost.options(p.system);
   o.algo = a.cost.algo;
-  o.list = a.json && a.top_given ? a.top : -1;  // --json: all unless --top given; the table counts the rest
+  const auto given = given_programs(a);
+  o.list = a.json && a.top_given && given.empty() ? a.top : -1;  // --json: all unless --top given
+  if (!given.empty() && o.model == sim::SimModel::Graph &&
+      (!a.svg_topology.empty() || !a.svg_ranking.empty() || !a.measured_programs.empty()))
+    throw Error("--program/--program-file price programs; draw or compare them with a full ranking (without them)");
   o.program_steps = a.json;
   o.best_steps = a.steps;
   o.links = a.links;
@@ -99,7 +180,9 @@ std::pair<Problem, sim::SimulateOptions> prepare(const SimArgs& a) {
 // Loads the problem and ranks it; writes the pictures asked for.
 sim::SimulateRun run(const SimArgs& a) {
   const auto [p, o] = prepare(a);
+  const auto given = given_programs(a);
   auto r = sim::simulate(p.system, p.axes, p.reduce, p.matrices, o);
+  if (!given.empty()) keep_given(r.report, given, a.search.max_size);
   if (o.svg_topology && !r.topology_svg.empty()) write_file(a.svg_topology, r.topology_svg);
   if (o.svg_ranking && !r.ranking_svg.empty()) write_file(a.svg_ranking, r.ranking_svg);
   return r;
@@ -204,7 +287,9 @@ int sweep(SimArgs a, const std::vector<double>& sizes) {
                                     {!a.svg_ranking.empty(), "--svg-ranking"},
                                     {!a.measurements.empty(), "--measurements"},
                                     {!a.measured_programs.empty(), "--measured-programs"},
-                                    {a.steps, "--steps"}})
+                                    {a.steps, "--steps"},
+                                    {!a.programs.empty(), "--program"},
+                                    {!a.program_file.empty(), "--program-file"}})
     if (given) throw Error(fmt::format("{} shows one size: give a single --bytes with it, not a sweep", name));
   a.cost.bytes.clear();  // each size in turn, below
   auto [p, o] = prepare(a);

@@ -23,18 +23,18 @@ namespace st = sim::step;
 struct StepArgs {
   ProblemArgs problem;
   SearchArgs search;
-  std::string model, program, mode = "ddp", algo = "auto", svg, preset, preset_note;
+  std::string model, program, mode = "ddp", algo = "auto", svg, preset_note;
   double bucket_mb = 25, measured_step_ms = 0;
   std::string throughput;
   int candidates = 8, units = 64, batch = 0, measured_gpus = 1;
-  bool json = false, no_choose = false, sharp = false;
+  bool json = false, no_choose = false;
   std::string buckets;  // --buckets SIZES: a sweep of the bucket cap (sweep_sim.cpp)
   ProgressArgs progress;
 };
 
 void add_options(CLI::App& sub, StepArgs& a) {
   sub.add_option("--model", a.model, "model file (examples/models/*.json)")->required();
-  add_problem_options(sub, a.problem, /*need_reduce=*/false);
+  add_problem_options(sub, a.problem, /*need_reduce=*/false, /*sharp=*/true);
   add_search_options(sub, a.search, /*with_hierarchy=*/false);
   sub.add_option("--program", a.program,
                  "the program of the fixed schedule, as `p2v simulate` names it (default: one AllReduce; ZeRO: "
@@ -46,7 +46,6 @@ void add_options(CLI::App& sub, StepArgs& a) {
       ->capture_default_str();
   sub.add_option("--algo", a.algo, "NCCL algorithm of the simulator: auto, ring, tree, nvls or collnet")
       ->capture_default_str();
-  add_preset_option(sub, a.preset, &a.sharp);
   sub.add_option("--candidates", a.candidates,
                  "programs considered per bucket when choosing: the default and the "
                  "N fastest at the bucket cap")
@@ -94,7 +93,7 @@ StepCommand run(StepArgs& a) {
     for (std::size_t i = 0; i < n; ++i) a.problem.reduce += (i ? "," : "") + std::to_string(i);
   }
   c.problem = load_problem(a.problem);
-  a.preset_note = fill_interconnects(c.problem.system, a.preset, a.sharp);
+  a.preset_note = fill_interconnects(c.problem.system, a.problem.preset, a.problem.sharp);
   c.opt.synth = a.search.options();
   c.opt.zero = a.mode == "zero";
   c.opt.program = a.program;

@@ -295,9 +295,9 @@ Registrar reg("synth", [](CLI::App& sub) -> std::function<int()> {
                            "devices per reduction group): the reference the shape is tested against",
                            engine::kMaxStateDevices));
   sub.add_option("--show", a->show, "print at most this many programs per matrix in the table (default all)");
-  sub.add_option("--certify", a->certify,
-                 "write one JSON certificate per program into DIR, after the solvers (--solver) reproduce "
-                 "the enumerator's set and prove minimality and completeness");
+  add_certify_option(sub, a->certify,
+                     "write one JSON certificate per program into DIR, after the solvers (--solver) reproduce "
+                     "the enumerator's set and prove minimality and completeness");
   sub.add_option("--solver", a->solver, "with --certify: z3, cvc5 or both")->capture_default_str();
   sub.add_flag("--force", a->force,
                "with --certify: replace the certificates of an earlier run in DIR (the files its MANIFEST.json "

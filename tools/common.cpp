@@ -7,17 +7,48 @@
 #include <sstream>
 
 #include <fmt/core.h>
+#include "p2v/engine/dtype.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/write.hpp"
 #include "p2v/sim/cost.hpp"
 #include "p2v/sim/levels.hpp"
+#include "p2v/sim/preset_devices.hpp"
 #include "p2v/sim/report.hpp"
 
 namespace p2v::tools {
 
-void add_problem_options(CLI::App& sub, ProblemArgs& a, bool need_reduce) {
+void add_system_options(CLI::App& sub, std::string& system, std::string& preset, bool* sharp) {
+  sub.add_option("--system", system,
+                 "the system: a file (JSON), or an inline hierarchy, outermost level first, e.g. node=4,gpu=8 "
+                 "(or --preset NAME alone: one node of the preset)");
+  add_preset_option(sub, preset, sharp);
+}
+
+engine::System load_system(const std::string& system, const std::string& preset) {
+  if (!system.empty()) {
+    if (!preset.empty()) (void)sim::find_preset(preset);  // an unknown name fails here, whatever the command
+    return engine::parse_system_arg(system);
+  }
+  if (preset.empty()) {
+    std::string names;
+    for (const auto& pr : sim::presets()) names += (names.empty() ? "" : ", ") + pr.name;
+    throw Error(
+        fmt::format("no system: give --system FILE (JSON), --system with an inline hierarchy (e.g. node=4,gpu=8) "
+                    "or --preset NAME (one node of a preset: {})",
+                    names));
+  }
+  const auto& pr = sim::find_preset(preset);
+  const auto& dev = sim::preset_device(pr);
+  engine::System s = engine::parse_system_inline(fmt::format("gpu={}", dev.node_devices));
+  s.name = pr.name;
+  sim::apply_preset(s, pr);
+  s.device = dev.device;
+  return s;
+}
+
+void add_problem_options(CLI::App& sub, ProblemArgs& a, bool need_reduce, bool sharp) {
   a.need_reduce = need_reduce;
-  sub.add_option("--system", a.system, "system file (JSON) or inline hierarchy, e.g. node=4,gpu=16")->required();
+  add_system_options(sub, a.system, a.preset, sharp ? &a.sharp : nullptr);
   sub.add_option("--axes", a.axes, "parallelism axis sizes, e.g. 4,16")->required();
   auto* r = sub.add_option("--reduce", a.reduce, "reduction axis indices (0-based), e.g. 0 or 0,2");
   if (need_reduce) r->required();
@@ -27,7 +58,7 @@ void add_problem_options(CLI::App& sub, ProblemArgs& a, bool need_reduce) {
 
 Problem load_problem(const ProblemArgs& a) {
   Problem p;
-  p.system = engine::parse_system_arg(a.system);
+  p.system = load_system(a.system, a.preset);
   p.axes = engine::parse_int_list(a.axes, "--axes");
   const auto levels = p.system.cardinalities();
   engine::check_axes(levels, p.axes);
@@ -77,9 +108,35 @@ void add_preset_option(CLI::App& sub, std::string& preset, bool* sharp) {
 std::string fill_interconnects(engine::System& s, const std::string& name, bool sharp) {
   const auto& preset = sim::find_preset(name.empty() ? std::string(sim::kDefaultPreset) : name);
   if (sharp) sim::set_sharp(s, true);
-  if (s.has_topology() || sim::apply_preset(s, preset) == 0) return "";
-  return fmt::format("interconnects: preset {} ({}){}", preset.name, preset.description,
-                     name.empty() ? "; choose another with --preset" : "");
+  const bool links = !s.has_topology() && sim::apply_preset(s, preset) > 0;
+  // Device numbers: from the preset that gave the interconnects, or from one named explicitly.
+  std::string device;
+  if (!s.device && (links || !name.empty())) {
+    s.device = sim::preset_device(preset).device;
+    const auto& d = *s.device;
+    device = fmt::format("; device {} ({:g} TFLOP/s bf16 peak, efficiency {:g} assumed, {:g} GB)", d.name,
+                         d.peak_tflops, d.efficiency, d.memory_gb);
+  }
+  if (!links && device.empty()) return "";
+  return fmt::format("{}: preset {} ({}){}{}", links ? "interconnects" : "device numbers", preset.name,
+                     preset.description, device, name.empty() ? "; choose another with --preset" : "");
+}
+
+CLI::Option* add_dtype_option(CLI::App& sub, std::string& dtype, const std::string& what) {
+  return sub.add_option("--dtype", dtype, fmt::format("{}: {}", what, engine::dtype_spellings()));
+}
+
+std::string canonical_dtype(const std::string& text) {
+  return engine::dtype_info(engine::parse_dtype(text, "--dtype")).name;
+}
+
+CLI::Option* add_certify_option(CLI::App& sub, std::string& dir, const std::string& help) {
+  auto* o = sub.add_option("--certify", dir, help);
+  // The old name of some commands: same meaning, kept for scripts (docs/formats.md).
+  sub.add_option("--certificates", dir, "deprecated alias of --certify")->group("")->each([](const std::string&) {
+    fmt::print(stderr, "p2v: note: --certificates is the old name of --certify (it still works)\n");
+  });
+  return o;
 }
 
 void add_cost_options(CLI::App& sub, CostArgs& a) {

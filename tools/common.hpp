@@ -11,21 +11,36 @@
 
 namespace CLI {
 class App;
-}
+class Option;
+}  // namespace CLI
 namespace p2v::sim {
 struct CostOptions;
 }
 
 namespace p2v::tools {
 
-// --system F --axes 4,16 --reduce 0 [--matrix "1 4;4 4"]
+// The system of every command, in one of three forms (one parser, one error text):
+//   --system FILE             a system file (JSON, docs/formats.md)
+//   --system node=4,gpu=8     an inline hierarchy, outermost level first
+//   --preset NAME             one node of a preset (sim/levels.hpp; e.g. 8 x H100 for dgx-h100)
+// --preset with --system names the preset that fills what the system leaves out (interconnects,
+// NCCL parameters and device numbers of inline systems).
+// Adds --system and --preset (and --sharp when `sharp` is given) to `sub`.
+void add_system_options(CLI::App& sub, std::string& system, std::string& preset, bool* sharp = nullptr);
+// The system the options name; throws p2v::Error (the one text naming the three forms) when
+// neither is given.
+engine::System load_system(const std::string& system, const std::string& preset);
+
+// --system F|INLINE [--preset NAME] --axes 4,16 --reduce 0 [--matrix "1 4;4 4"]
 struct ProblemArgs {
   std::string system, axes, reduce, matrix;
+  std::string preset;  // --preset NAME
+  bool sharp = false;  // --sharp (commands with the cost model)
   bool need_reduce = true;
 };
 
-// Adds --system/--axes/--reduce/--matrix to `sub`.
-void add_problem_options(CLI::App& sub, ProblemArgs& a, bool need_reduce = true);
+// Adds --system/--preset/--axes/--reduce/--matrix to `sub` (and --sharp with `sharp`).
+void add_problem_options(CLI::App& sub, ProblemArgs& a, bool need_reduce = true, bool sharp = false);
 
 // A parsed, validated problem: the system, axes, reduction axes and the matrices to consider
 // (the one given with --matrix, or all of them).
@@ -69,9 +84,19 @@ void add_cost_options(CLI::App& sub, CostArgs& a);
 // With `sharp`, also --sharp (in-network reduction, CollNet/SHARP, on the system's network).
 void add_preset_option(CLI::App& sub, std::string& preset, bool* sharp = nullptr);
 // Fills the interconnects a system leaves out (inline systems) from preset `name` (empty: the
-// default preset); `sharp` turns SHARP on. Returns a line naming the preset used, or "" when
-// nothing was filled.
+// default preset), and the device numbers (sim/preset_devices.hpp) when it fills interconnects or
+// `name` is given and the system has none; `sharp` turns SHARP on. Returns a line naming the
+// preset used, or "" when nothing was filled.
 std::string fill_interconnects(engine::System& s, const std::string& name, bool sharp = false);
+
+// The one element-type option: --dtype in any spelling of engine::parse_dtype (f32, float32,
+// float, ...); help lists them.
+CLI::Option* add_dtype_option(CLI::App& sub, std::string& dtype, const std::string& what);
+// The canonical short name (f32) of a --dtype value; throws p2v::Error for an unknown one.
+std::string canonical_dtype(const std::string& text);
+// --certify DIR (writes certificates) with --certificates DIR as its deprecated alias (same
+// variable; a note on stderr when the old name is used).
+CLI::Option* add_certify_option(CLI::App& sub, std::string& dir, const std::string& help);
 
 // Writes `text` to `path` whole or not at all (engine::write_file_atomic); throws p2v::Error
 // "cannot write <what> '<path>': <reason>" on any failure.

@@ -50,6 +50,37 @@ bool registered(const std::string& name) {
   std::exit(2);
 }
 
+bool has_flag(int argc, char** argv, const char* flag) {
+  const std::size_t n = std::strlen(flag);
+  for (int i = 2; i < argc; ++i)
+    if (std::strncmp(argv[i], flag, n) == 0 && (argv[i][n] == 0 || argv[i][n] == '=')) return true;
+  return false;
+}
+
+// The executable that runs `sub` with these arguments when this one cannot, decided from all of
+// them (not their order): certificates need the solvers (p2v-smt), --run needs MPI (p2v-run).
+// nullptr: this one. A combination no executable has ends here (exit 2) with what to do instead.
+const char* companion_for(const std::string& sub, int argc, char** argv) {
+  if (sub != "synth" && sub != "reshard") return nullptr;
+  const bool certify = has_flag(argc, argv, "--certify") || has_flag(argc, argv, "--certificates") ||
+                       (sub == "synth" && has_flag(argc, argv, "--proofs"));
+  const bool run = sub == "reshard" && has_flag(argc, argv, "--run");
+  if (certify && run) {
+    fmt::print(stderr,
+               "p2v: error: reshard: --certify and --run do not go together (certificates need the solvers of "
+               "p2v-smt, the run needs MPI in p2v-run, and no executable has both); certify first, then run: "
+               "p2v reshard ... --certify DIR, then mpirun -n N p2v reshard ... --run\n");
+    std::exit(2);
+  }
+#ifndef P2V_HAVE_ENCODINGS
+  if (certify) return "p2v-smt";
+#endif
+#ifndef P2V_HAVE_RUNTIME
+  if (run) return "p2v-run";
+#endif
+  return nullptr;
+}
+
 // Every command's exit: stdout is flushed and checked, since a write to it that failed (a full
 // disk, /dev/full, a closed pipe) would otherwise pass unnoticed with exit 0.
 int finish(int code) {
@@ -80,21 +111,7 @@ int main(int argc, char** argv) {
     const std::string sub = argv[1];
     for (const auto& e : command_table())
       if (sub == e.name && !registered(sub)) exec_companion(e.exe, argv);
-#ifndef P2V_HAVE_ENCODINGS
-    // Certificates need the solvers: hand `synth --certify` to p2v-smt.
-    if (sub == "synth")
-      for (int i = 2; i < argc; ++i)
-        if (std::strncmp(argv[i], "--certify", 9) == 0 || std::strcmp(argv[i], "--proofs") == 0)
-          exec_companion("p2v-smt", argv);
-    // reshard: certificates need the checker and solvers (p2v-smt), --run needs MPI (p2v-run).
-    if (sub == "reshard")
-      for (int i = 2; i < argc; ++i) {
-        if (std::strncmp(argv[i], "--certify", 9) == 0) exec_companion("p2v-smt", argv);
-#ifndef P2V_HAVE_RUNTIME
-        if (std::strcmp(argv[i], "--run") == 0) exec_companion("p2v-run", argv);
-#endif
-      }
-#endif
+    if (const char* exe = companion_for(sub, argc, argv)) exec_companion(exe, argv);
   }
   CLI::App app{
       "p2v: synthesize, certify, simulate and run reduction programs for "

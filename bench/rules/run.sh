@@ -9,7 +9,7 @@ N=${1:-16}
 BIN=${2:-build}/bin/p2v
 SYS=examples/systems/a100-4node.json
 echo "== rules prove --all --max-devices $N (z3 + cvc5)"
-/usr/bin/time -f "wall %e s" "$BIN" rules prove --all --max-devices "$N" --certificates /tmp/p2v-bench-rules
+/usr/bin/time -f "wall %e s" "$BIN" rules prove --all --max-devices "$N" --certify /tmp/p2v-bench-rules
 echo "== rules derive, $SYS --axes 4,16 (3 runs each, derivation time per matrix in the lines)"
 for r in 0 1; do
   for i in 1 2 3; do "$BIN" rules derive --system "$SYS" --axes 4,16 --reduce "$r" | grep -E "^cli|^total"; done

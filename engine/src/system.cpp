@@ -8,8 +8,10 @@
 #include <set>
 #include <sstream>
 
+#include "p2v/engine/dtype.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/io.hpp"
+#include "p2v/engine/json_reader.hpp"
 #include "p2v/engine/json_util.hpp"
 #include "p2v/engine/text_util.hpp"
 
@@ -98,43 +100,86 @@ void check_levels(const std::vector<Level>& levels, const std::string& origin) {
   }
 }
 
-LinkKind parse_kind(const std::string& s, const std::string& where) {
+LinkKind parse_kind(const std::string& s) {
   if (s == "switch") return LinkKind::Switch;
   if (s == "ring") return LinkKind::Ring;
   if (s == "pcie") return LinkKind::Pcie;
   if (s == "nic") return LinkKind::Nic;
-  throw Error(fmt::format("{}: unknown interconnect kind '{}' (expected switch, ring, pcie or nic)", where, s));
+  throw Error(fmt::format("unknown interconnect kind '{}' (expected switch, ring, pcie or nic)", s));
 }
 
-double get_number(const json& o, const char* key, const std::string& where, bool positive) {
-  if (!o.contains(key)) throw Error(fmt::format("{}.{}: missing", where, key));
-  const auto& v = o.at(key);
-  if (!v.is_number()) throw Error(fmt::format("{}.{}: must be a number, got {}", where, key, json_brief(v)));
-  double d = v.get<double>();
-  if (!std::isfinite(d) || (positive ? d <= 0 : d < 0))
-    throw Error(fmt::format("{}.{}: must be {} number, got {}", where, key, positive ? "a positive" : "a non-negative",
-                            json_brief(v)));
+// A number read strictly (json_read) that must be positive, or non-negative.
+double number_at(const json_read::At& at, bool positive) {
+  const double d = at.number();
+  if (positive ? d <= 0 : d < 0)
+    at.fail(fmt::format("must be {} number, got {}", positive ? "a positive" : "a non-negative", json_brief(at.raw())));
   return d;
 }
 
-Device parse_device(const json& o, const std::string& where) {
-  if (!o.is_object()) throw Error(where + ": must be an object {name, peak_tflops, efficiency, memory_gb}");
-  for (auto it = o.begin(); it != o.end(); ++it)
-    if (it.key() != "name" && it.key() != "peak_tflops" && it.key() != "efficiency" && it.key() != "memory_gb")
-      throw Error(
-          fmt::format("{}: unknown field '{}' (expected name, peak_tflops, efficiency, memory_gb)", where, it.key()));
+// The interconnect's bandwidth: "bandwidth_GBps" (GB/s, the name that says its unit) or the old
+// "bandwidth_gbps" (same unit; still read, docs/formats.md), not both.
+double bandwidth_at(json_read::Object& o, const char* now, const char* old, bool required) {
+  const auto a = o.optional(now);
+  const auto b = o.optional(old);
+  if (a && b) b->fail(fmt::format("give \"{}\" or its old name \"{}\", not both", now, old));
+  if (!a && !b) {
+    if (required) o[now];  // fails: missing
+    return 0.0;
+  }
+  return number_at(a ? *a : *b, true);
+}
+
+Device parse_device(const json_read::At& at) {
+  json_read::Object o(at);
   Device d;
-  if (o.contains("name")) {
-    if (!o["name"].is_string()) throw Error(where + ".name: must be a string");
-    d.name = o["name"].get<std::string>();
+  if (auto v = o.optional("name")) d.name = v->string();
+  if (auto v = o.optional("peak_tflops")) d.peak_tflops = number_at(*v, true);
+  if (auto v = o.optional("peak_tflops_by_dtype")) {
+    json_read::Object t(*v);
+    for (auto it = v->raw().begin(); it != v->raw().end(); ++it) {
+      const std::string key = it.key();
+      Dtype dt = Dtype::F32;
+      try {
+        dt = parse_dtype(key, "dtype");
+      } catch (const Error& e) {
+        v->fail(e.what());
+      }
+      d.peak_tflops_by_dtype[dtype_info(dt).name] = number_at(t[key.c_str()], true);
+    }
+    t.finish();
   }
-  if (o.contains("peak_tflops")) d.peak_tflops = get_number(o, "peak_tflops", where, true);
-  if (o.contains("efficiency")) {
-    d.efficiency = get_number(o, "efficiency", where, true);
-    if (d.efficiency > 1) throw Error(fmt::format("{}.efficiency: must be in (0, 1], got {}", where, d.efficiency));
+  if (auto v = o.optional("efficiency")) {
+    d.efficiency = number_at(*v, true);
+    if (d.efficiency > 1) v->fail(fmt::format("must be in (0, 1], got {}", d.efficiency));
   }
-  if (o.contains("memory_gb")) d.memory_gb = get_number(o, "memory_gb", where, true);
+  if (auto v = o.optional("memory_gb")) d.memory_gb = number_at(*v, true);
+  if (auto v = o.optional("source")) d.source = v->string();
+  o.finish();
   return d;
+}
+
+Interconnect parse_interconnect(const json_read::At& at) {
+  json_read::Object o(at);
+  Interconnect x;
+  x.kind = json_read::parsed(o["kind"], [&](const std::string& k) { return parse_kind(k); });
+  x.bandwidth_gbps = bandwidth_at(o, "bandwidth_GBps", "bandwidth_gbps", true);
+  x.latency_us = number_at(o["latency_us"], false);
+  x.flow_bandwidth_gbps = bandwidth_at(o, "flow_bandwidth_GBps", "flow_bandwidth_gbps", false);
+  o.finish();
+  return x;
+}
+
+Level parse_level(const json_read::At& at) {
+  json_read::Object o(at);
+  Level l;
+  l.name = o["name"].string();
+  const auto c = o["cardinality"];
+  const auto cv = c.integer();
+  if (cv < 1 || cv > kMaxSystemDevices) c.fail(fmt::format("must be between 1 and {}, got {}", kMaxSystemDevices, cv));
+  l.cardinality = static_cast<int>(cv);
+  if (auto ic = o.optional("interconnect")) l.interconnect = parse_interconnect(*ic);
+  o.finish();
+  return l;
 }
 
 }  // namespace
@@ -144,67 +189,20 @@ System parse_system_json(const std::string& text, const std::string& origin) {
 }
 
 System system_from_json(const json& j, const std::string& origin) {
-  if (!j.is_object()) throw Error(fmt::format("{}: a system must be a JSON object", origin));
-  static const std::set<std::string> known{"name", "description", "levels", "topology", "device", "nccl"};
-  for (auto it = j.begin(); it != j.end(); ++it)
-    if (!known.count(it.key()))
-      throw Error(fmt::format("{}: unknown field '{}' (expected name, description, levels, topology, device, nccl)",
-                              origin, it.key()));
+  // Strict reading (json_read): every field known, every value of its type; errors name the path.
+  json_read::Object o(json_read::At(j, origin, ""));
   System s;
-  if (j.contains("name")) {
-    if (!j["name"].is_string()) throw Error(fmt::format("{}: name: must be a string", origin));
-    s.name = j["name"].get<std::string>();
-  }
-  if (!j.contains("levels"))
-    throw Error(fmt::format("{}: levels: missing (a list of {{name, cardinality, interconnect}})", origin));
-  const auto& lv = j["levels"];
-  if (!lv.is_array()) throw Error(fmt::format("{}: levels: must be a list", origin));
-  for (std::size_t i = 0; i < lv.size(); ++i) {
-    const std::string where = fmt::format("{}: levels[{}]", origin, i);
-    const auto& o = lv[i];
-    if (!o.is_object()) throw Error(where + ": must be an object {name, cardinality, interconnect}");
-    for (auto it = o.begin(); it != o.end(); ++it)
-      if (it.key() != "name" && it.key() != "cardinality" && it.key() != "interconnect")
-        throw Error(fmt::format("{}: unknown field '{}'", where, it.key()));
-    Level l;
-    if (!o.contains("name") || !o["name"].is_string()) throw Error(where + ".name: missing or not a string");
-    l.name = o["name"].get<std::string>();
-    if (!o.contains("cardinality")) throw Error(where + ".cardinality: missing");
-    const auto& c = o["cardinality"];
-    if (!c.is_number_integer())
-      throw Error(fmt::format("{}.cardinality: must be an integer, got {}", where, json_brief(c)));
-    auto cv = c.get<long long>();
-    if (cv < 1 || cv > kMaxSystemDevices)
-      throw Error(fmt::format("{}.cardinality: must be between 1 and {}, got {}", where, kMaxSystemDevices, cv));
-    l.cardinality = static_cast<int>(cv);
-    if (o.contains("interconnect")) {
-      const auto& ic = o["interconnect"];
-      const std::string w = where + ".interconnect";
-      if (!ic.is_object()) throw Error(w + ": must be an object {kind, bandwidth_gbps, latency_us}");
-      for (auto it = ic.begin(); it != ic.end(); ++it)
-        if (it.key() != "kind" && it.key() != "bandwidth_gbps" && it.key() != "latency_us" &&
-            it.key() != "flow_bandwidth_gbps")
-          throw Error(
-              fmt::format("{}: unknown field '{}' (expected kind, bandwidth_gbps, latency_us, "
-                          "flow_bandwidth_gbps)",
-                          w, it.key()));
-      Interconnect x;
-      if (!ic.contains("kind") || !ic["kind"].is_string()) throw Error(w + ".kind: missing or not a string");
-      x.kind = parse_kind(ic["kind"].get<std::string>(), w + ".kind");
-      x.bandwidth_gbps = get_number(ic, "bandwidth_gbps", w, true);
-      x.latency_us = get_number(ic, "latency_us", w, false);
-      if (ic.contains("flow_bandwidth_gbps")) x.flow_bandwidth_gbps = get_number(ic, "flow_bandwidth_gbps", w, true);
-      l.interconnect = x;
-    }
-    s.levels.push_back(std::move(l));
-  }
+  if (auto v = o.optional("name")) s.name = v->string();
+  if (auto v = o.optional("description")) (void)v->string();
+  o["levels"].each([&](const json_read::At& at) { s.levels.push_back(parse_level(at)); });
   check_levels(s.levels, origin);
-  if (j.contains("topology")) s.topology = j["topology"];
-  if (j.contains("nccl")) {
-    if (!j["nccl"].is_object()) throw Error(fmt::format("{}: nccl: must be an object", origin));
-    s.nccl = j["nccl"];
+  if (auto v = o.optional("topology")) s.topology = v->raw();
+  if (auto v = o.optional("nccl")) {
+    v->expect(v->raw().is_object(), "an object");
+    s.nccl = v->raw();
   }
-  if (j.contains("device")) s.device = parse_device(j["device"], origin + ": device");
+  if (auto v = o.optional("device")) s.device = parse_device(*v);
+  o.finish();
   if (s.name.empty()) s.name = origin;
   return s;
 }
@@ -250,7 +248,10 @@ System parse_system_arg(const std::string& arg) {
   struct stat st {};
   if (::stat(arg.c_str(), &st) == 0) return load_system_file(arg);
   if (arg.find('=') != std::string::npos) return parse_system_inline(arg);
-  throw Error(fmt::format("--system '{}': no such file, and not an inline hierarchy like node=4,gpu=16", arg));
+  throw Error(
+      fmt::format("--system '{}': no such file, and not an inline hierarchy like node=4,gpu=8 (or give --preset NAME "
+                  "alone: one node of a preset)",
+                  arg));
 }
 
 json system_json(const System& s) {
@@ -274,7 +275,9 @@ json system_json(const System& s) {
     if (!s.device->name.empty()) d["name"] = s.device->name;
     if (s.device->peak_tflops > 0) d["peak_tflops"] = s.device->peak_tflops;
     if (s.device->efficiency > 0) d["efficiency"] = s.device->efficiency;
+    if (!s.device->peak_tflops_by_dtype.empty()) d["peak_tflops_by_dtype"] = s.device->peak_tflops_by_dtype;
     if (s.device->memory_gb > 0) d["memory_gb"] = s.device->memory_gb;
+    if (!s.device->source.empty()) d["source"] = s.device->source;
     j["device"] = d;
   }
   return j;

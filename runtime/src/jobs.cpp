@@ -186,6 +186,32 @@ void add_job(const JobRequest& a, const Sources& s, Jobs& out, const engine::Par
   out.jobs.push_back({r.notation, x, std::move(r.program)});
 }
 
+// --program without --matrix: the one placement of the axes on which the program is valid and
+// reaches the goal; an error listing them when several fit (or none).
+engine::ParallelismMatrix infer_matrix(const Sources& s, const Jobs& out, const std::string& notation) {
+  const auto all = engine::enumerate_matrices(out.system.cardinalities(), out.axes);
+  if (all.size() == 1) return all.front();
+  constexpr std::size_t kMaxTried = 256;
+  if (all.size() > kMaxTried)
+    throw Error(fmt::format("--program needs --matrix: the axes have {} placements (see p2v matrices)", all.size()));
+  std::vector<engine::ParallelismMatrix> fit;
+  std::string first_error;
+  for (const auto& x : all) {
+    try {
+      if (resolve_patterns(out.system, x, out.reduce, s.kind, notation).reaches_goal) fit.push_back(x);
+    } catch (const Error& e) {
+      if (first_error.empty()) first_error = e.what();
+    }
+  }
+  if (fit.size() == 1) return fit.front();
+  if (fit.empty())
+    throw Error(fmt::format("--program fits none of the {} placements of the axes{}", all.size(),
+                            first_error.empty() ? std::string() : " (e.g. " + first_error + ")"));
+  std::string list;
+  for (const auto& x : fit) list += (list.empty() ? "" : ", ") + engine::format_matrix_brackets(x);
+  throw Error(fmt::format("--program fits {} placements ({}): pick one with --matrix", fit.size(), list));
+}
+
 // --program / --certificate: one job.
 void add_single(const JobRequest& a, const Sources& s, Jobs& out,
                 const std::optional<engine::ParallelismMatrix>& want) {
@@ -196,7 +222,7 @@ void add_single(const JobRequest& a, const Sources& s, Jobs& out,
   else if (cert && !cert->matrix.empty())
     x = cert->matrix;
   else
-    throw Error("--program needs --matrix (one parallelism matrix, e.g. \"1 2 1 2;1 1 2 2\")");
+    x = infer_matrix(s, out, a.program);
   if (cert && !cert->matrix.empty() && cert->matrix != x)
     throw Error(fmt::format("certificate '{}' is for matrix {}, not {}", a.certificate,
                             engine::format_matrix_brackets(cert->matrix), engine::format_matrix_brackets(x)));

@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 
+#include "p2v/engine/dtype.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/runtime/backend.hpp"
 
@@ -16,9 +17,12 @@ namespace p2v::runtime {
 const char* to_string(Dtype d) { return d == Dtype::Int32 ? "int32" : "float32"; }
 
 Dtype parse_dtype(const std::string& s) {
-  if (s == "int32") return Dtype::Int32;
-  if (s == "float32") return Dtype::Float32;
-  throw Error("--dtype '" + s + "': use int32 or float32");
+  // Every spelling of engine::parse_dtype (i32, int32, int, f32, float32, float, ...).
+  const auto d = engine::parse_dtype(s, "--dtype");
+  if (d == engine::Dtype::I32) return Dtype::Int32;
+  if (d == engine::Dtype::F32) return Dtype::Float32;
+  throw Error(fmt::format("--dtype '{}': the run moves i32 (int32) or f32 (float32) elements, not {}", s,
+                          engine::dtype_info(d).name));
 }
 
 struct GroupSync {

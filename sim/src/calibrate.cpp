@@ -129,6 +129,7 @@ std::vector<Measurement> parse_measurements(const std::string& text, const std::
   std::string line;
   int ln = 0;
   int ccol = 0, gcol = 1, bcol = 2, scol = 3;
+  int rcol = -1;  // "ranks" (p2v run --csv writes it): the run's size, which must be the system's
   bool header_seen = false;
   while (std::getline(ss, line)) {
     ++ln;
@@ -151,6 +152,8 @@ std::vector<Measurement> parse_measurements(const std::string& text, const std::
             bcol = i;
           else if (h == "seconds" || h == "time_s")
             scol = i;
+          else if (h == "ranks")
+            rcol = i;
         }
         for (auto [c, nm] : {std::pair{ccol, "collective"}, {gcol, "groups"}, {bcol, "bytes"}, {scol, "seconds"}})
           if (c < 0)
@@ -171,6 +174,14 @@ std::vector<Measurement> parse_measurements(const std::string& text, const std::
     m.step.groups = parse_groups(m.groups_text, where, num_devices);
     m.bytes = parse_pos(f[static_cast<std::size_t>(bcol)], where + " bytes");
     m.seconds = parse_pos(f[static_cast<std::size_t>(scol)], where + " seconds");
+    if (rcol >= 0 && static_cast<std::size_t>(rcol) < f.size() && !f[static_cast<std::size_t>(rcol)].empty()) {
+      const auto r = parse_pos(f[static_cast<std::size_t>(rcol)], where + " ranks");
+      if (r != num_devices)
+        throw Error(fmt::format(
+            "{}: measured on {} ranks, but the system has {} devices: these measurements do not fit it; calibrate "
+            "the system they were taken on (a system of {} devices)",
+            where, r, num_devices, r));
+    }
     ms.push_back(std::move(m));
   }
   if (ms.empty()) throw Error(origin + ": no measurements (expected rows collective,groups,bytes,seconds)");

@@ -77,7 +77,7 @@ nlohmann::json to_json(const StepRecord& s, SimModel m) {
                    {"group_size", s.group_size},
                    {"algo", to_string(s.algo)},
                    {"time_s", s.time_s},
-                   {"busbw_gbps", s.busbw_gbps},
+                   {"busbw_GBps", s.busbw_gbps},
                    {"proto", to_string(s.proto)},
                    {"nccl_proto", to_string(s.nccl_proto)},
                    {"nodes", s.nodes},
@@ -90,11 +90,21 @@ nlohmann::json to_json(const StepRecord& s, SimModel m) {
   o["bytes_per_rank"] = s.bytes_per_rank;
   o["latency_s"] = s.latency_s;
   o["bandwidth_s"] = s.bandwidth_s;
-  o["algbw_gbps"] = s.algbw_gbps;
+  o["algbw_GBps"] = s.algbw_gbps;
   o["bottleneck"] = s.bottleneck ? link_json(*s.bottleneck) : nlohmann::json(nullptr);
   o["links"] = nlohmann::json::array();
   for (const auto& l : s.links) o["links"].push_back(link_json(l));
   return o;
+}
+
+// A bandwidth in GB/s under its name ("busbw_GBps") or the name reports had before the unit was
+// spelled out ("busbw_gbps", same unit; read during the transition, docs/formats.md), not both.
+double gbps(engine::json_read::Object& o, const char* now, const char* old) {
+  const auto a = o.optional(now);
+  const auto b = o.optional(old);
+  if (a && b) b->fail(fmt::format("give \"{}\" or its old name \"{}\", not both", now, old));
+  if (!a && !b) o[now];  // fails: missing
+  return (a ? *a : *b).number();
 }
 
 StepRecord step_record_from_json(const engine::json_read::At& at, SimModel m) {
@@ -105,7 +115,7 @@ StepRecord step_record_from_json(const engine::json_read::At& at, SimModel m) {
   s.group_size = o["group_size"].int32();
   s.algo = algorithm_from_json(o["algo"]);
   s.time_s = o["time_s"].number();
-  s.busbw_gbps = o["busbw_gbps"].number();
+  s.busbw_gbps = gbps(o, "busbw_GBps", "busbw_gbps");
   auto proto = [](const engine::json_read::At& a) {
     const auto v = a.string();
     if (v != "LL" && v != "LL128" && v != "Simple") a.fail("expected LL, LL128 or Simple, got \"" + v + "\"");
@@ -125,7 +135,7 @@ StepRecord step_record_from_json(const engine::json_read::At& at, SimModel m) {
     s.bytes_per_rank = o["bytes_per_rank"].number();
     s.latency_s = o["latency_s"].number();
     s.bandwidth_s = o["bandwidth_s"].number();
-    s.algbw_gbps = o["algbw_gbps"].number();
+    s.algbw_gbps = gbps(o, "algbw_GBps", "algbw_gbps");
     if (const auto b = o["bottleneck"]; !b.is_null()) s.bottleneck = link_from_json(b);
     o["links"].each([&](const engine::json_read::At& l) { s.links.push_back(link_from_json(l)); });
   }

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "p2v/engine/dtype.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/io.hpp"
 #include "p2v/engine/json_util.hpp"
@@ -107,12 +108,17 @@ Model parse_model_json(const std::string& text, const std::string& origin) {
   if (j.contains("grad_dtype")) {
     const std::string d =
         j["grad_dtype"].is_string() ? j["grad_dtype"].get<std::string>() : json_brief(j["grad_dtype"]);
-    if (d == "fp32")
-      m.grad_bytes = 4;
-    else if (d == "fp16" || d == "bf16")
-      m.grad_bytes = 2;
-    else
-      throw Error(fmt::format("{}: grad_dtype: unknown '{}' (expected fp32, fp16 or bf16)", origin, d));
+    // Any spelling of engine::parse_dtype (fp32, f32, float32, float, bf16, ...), a float type.
+    engine::Dtype dt = engine::Dtype::F32;
+    try {
+      dt = engine::parse_dtype(d, "grad_dtype");
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}: {}", origin, e.what()));
+    }
+    if (dt != engine::Dtype::F32 && dt != engine::Dtype::F16 && dt != engine::Dtype::BF16)
+      throw Error(fmt::format("{}: grad_dtype: '{}' is not a gradient type (expected f32, f16 or bf16, any spelling)",
+                              origin, d));
+    m.grad_bytes = engine::dtype_info(dt).bytes;
   }
   if (j.contains("state_bytes_per_param")) {
     m.state_bytes_per_param = number(j, "state_bytes_per_param", origin);

@@ -1,7 +1,10 @@
 #include <doctest/doctest.h>
 
+#include <map>
+
 #include <string>
 
+#include "p2v/engine/dtype.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/system.hpp"
 #include "p2v/engine/units.hpp"
@@ -66,8 +69,8 @@ TEST_CASE("bad system files name the field and the problem") {
   CHECK(error_of("{\"levels\": []}").find("at least one level") != std::string::npos);
   CHECK(error_of("{\"levels\": [{\"name\":\"gpu\",\"cardinality\":-3}]}").find("levels[0].cardinality") !=
         std::string::npos);
-  CHECK(error_of("{\"levels\": [{\"name\":\"gpu\",\"cardinality\":2.5}]}").find("must be an integer") !=
-        std::string::npos);
+  CHECK(error_of("{\"levels\": [{\"name\":\"gpu\",\"cardinality\":2.5}]}")
+            .find("levels[0].cardinality: expected an integer, got 2.5") != std::string::npos);
   CHECK(error_of("{\"levels\": [{\"cardinality\":2}]}").find("levels[0].name") != std::string::npos);
   CHECK(error_of("{\"levels\": [{\"name\":\"n\",\"cardinality\":2,\"interconnect\":{\"kind\":\"wifi\","
                  "\"bandwidth_gbps\":1,\"latency_us\":1}}]}")
@@ -75,11 +78,49 @@ TEST_CASE("bad system files name the field and the problem") {
   CHECK(error_of("{\"levels\": [{\"name\":\"n\",\"cardinality\":2,\"interconnect\":{\"kind\":\"nic\","
                  "\"bandwidth_gbps\":0,\"latency_us\":1}}]}")
             .find("levels[0].interconnect.bandwidth_gbps") != std::string::npos);
-  CHECK(error_of("{\"levels\": [{\"name\":\"n\",\"cardinality\":2}], \"extra\": 1}").find("unknown field 'extra'") !=
+  CHECK(error_of("{\"levels\": [{\"name\":\"n\",\"cardinality\":2}], \"extra\": 1}")
+            .find("extra: unknown field (this format has description, device, levels, name, nccl, topology here)") !=
         std::string::npos);
   CHECK(error_of("{\"levels\": [{\"name\":\"a\",\"cardinality\":2048},{\"name\":\"b\",\"cardinality\":2048}]}")
             .find("more than") != std::string::npos);
   CHECK(error_of("{\"levels\": [{\"name\":\"gpu\",\"cardinality\":4}]}").empty());
+}
+
+TEST_CASE("system files: device peaks per dtype and bandwidths that name their unit, read strictly") {
+  const System s = parse_system_json(
+      R"({"levels": [{"name": "gpu", "cardinality": 2, "interconnect": {"kind": "switch", "bandwidth_GBps": 300,
+          "latency_us": 1, "flow_bandwidth_GBps": 100}}],
+          "device": {"name": "X", "peak_tflops": 10, "peak_tflops_by_dtype": {"float32": 5, "bfloat16": 10},
+                     "source": "a datasheet"}})",
+      "d.json");
+  CHECK(s.levels[0].interconnect->bandwidth_gbps == 300);
+  CHECK(s.levels[0].interconnect->flow_bandwidth_gbps == 100);
+  // dtype keys in any spelling, stored under the canonical short name.
+  CHECK(s.device->peak_tflops_by_dtype == std::map<std::string, double>{{"f32", 5}, {"bf16", 10}});
+  // Written and read back: the same system.
+  const System t = parse_system_json(system_to_json(s), "t.json");
+  CHECK(t.device->peak_tflops_by_dtype == s.device->peak_tflops_by_dtype);
+  CHECK(t.device->source == "a datasheet");
+  CHECK(t.levels[0].interconnect->bandwidth_gbps == 300);
+  CHECK(error_of(R"({"levels": [{"name": "g", "cardinality": 2, "interconnect": {"kind": "nic", "bandwidth_GBps": 1,
+                  "bandwidth_gbps": 1, "latency_us": 1}}]})")
+            .find("levels[0].interconnect.bandwidth_gbps: give \"bandwidth_GBps\" or its old name") !=
+        std::string::npos);
+  CHECK(error_of(R"({"levels": [{"name": "g", "cardinality": 2}], "device": {"peak_tflops_by_dtype": {"f33": 1}}})")
+            .find("device.peak_tflops_by_dtype: dtype 'f33': unknown element type") != std::string::npos);
+  CHECK(error_of(R"({"levels": [{"name": "g", "cardinality": 2}], "device": {"peak_tflops_by_dtype": {"f32": -1}}})")
+            .find("device.peak_tflops_by_dtype.f32: must be a positive number") != std::string::npos);
+}
+
+TEST_CASE("one dtype parser: every spelling, one canonical name") {
+  using p2v::engine::Dtype;
+  using p2v::engine::parse_dtype;
+  for (const char* s : {"f32", "float32", "float", "fp32", "F32", "Float"}) CHECK(parse_dtype(s) == Dtype::F32);
+  for (const char* s : {"i32", "int32", "int"}) CHECK(parse_dtype(s) == Dtype::I32);
+  for (const char* s : {"bf16", "bfloat16"}) CHECK(parse_dtype(s) == Dtype::BF16);
+  CHECK(p2v::engine::dtype_info(parse_dtype("double")).bytes == 8);
+  CHECK_THROWS_WITH_AS(parse_dtype("f33", "--dtype"), doctest::Contains("--dtype 'f33': unknown element type"),
+                       p2v::Error);
 }
 
 TEST_CASE("one size parser: binary and decimal units, clear errors") {

@@ -2,6 +2,9 @@
 // the per-flow cap, and the bounds max(compute, sync) <= step <= compute + sync on every bundled
 // model and preset.
 #include <doctest/doctest.h>
+#include <unistd.h>
+#include <cstdio>
+#include <fstream>
 
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -10,6 +13,7 @@
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/placement.hpp"
 #include "p2v/sim/cost.hpp"
+#include "p2v/sim/preset_devices.hpp"
 #include "p2v/sim/step.hpp"
 #include "p2v/sim/step_plan.hpp"
 
@@ -50,7 +54,7 @@ TEST_CASE("step: model files are strict") {
   const auto m = st::parse_model_json(ok, "t");
   System s = simtest::two_level(2, 1, 1, 10, 100, 1);
   CHECK_THROWS_WITH_AS(st::layer_costs(m, s, 2, 1, false), doctest::Contains("no device numbers"), p2v::Error);
-  s.device = Device{"x", 10, 0.5, 0};
+  s.device = Device{"x", 10, 0.5, 0, {}, {}};
   const auto lc = st::layer_costs(m, s, 2, 1, false);
   CHECK(lc[0].fwd_s == doctest::Approx(1e9 / 5e12));
   CHECK(lc[0].bwd_s == doctest::Approx(2e9 / 5e12));
@@ -212,8 +216,14 @@ TEST_CASE("p2v step: without --reduce every axis is data-parallel") {
 
 TEST_CASE("p2v step: clear errors") {
   const std::string sys = " --system " + simtest::example("a100-4node.json") + " --axes 4,16 --reduce 0";
+  // A system file without "device" (inline systems get the preset's device numbers).
+  const std::string bare = "/tmp/p2v_step_bare_" + std::to_string(::getpid()) + ".json";
+  std::ofstream(bare) << R"({"levels": [{"name": "node", "cardinality": 4, "interconnect": {"kind": "nic",
+      "bandwidth_gbps": 8, "latency_us": 5}}, {"name": "gpu", "cardinality": 16, "interconnect": {"kind": "switch",
+      "bandwidth_gbps": 270, "latency_us": 1}}]})";
   auto r =
-      simtest::run("step --model " + model_path("bert-base.json") + " --system node=4,gpu=16 --axes 4,16 --reduce 0");
+      simtest::run("step --model " + model_path("bert-base.json") + " --system " + bare + " --axes 4,16 --reduce 0");
+  std::remove(bare.c_str());
   CHECK(r.code == 2);
   CHECK(r.out.find("no device numbers") != std::string::npos);
   r = simtest::run("step --model " + model_path("gpt-1.3b.json") + " --system " +
@@ -240,7 +250,7 @@ TEST_CASE("step: a measured step time fits the compute speed and recovers a know
           {"name":"b","params":20,"fwd_flops":1e11,"bwd_flops":5e11},{"name":"c","params":5,"fwd_flops":2e11}]})",
       "t");
   System truth = simtest::two_level(2, 1, 1, 10, 100, 1);
-  truth.device = Device{"x", 100, 0.37, 0};
+  truth.device = Device{"x", 100, 0.37, 0, {}, {}};
   st::ComputeFit f0;
   const auto want = st::layer_costs(m, truth, 2, 1, false, {}, &f0);
   CHECK(!f0.fitted);
@@ -386,7 +396,9 @@ TEST_CASE("p2v step: --measured-step-ms and --throughput") {
   j = nlohmann::json::parse(r.out);
   CHECK(j["compute"]["step_s"].get<double>() == doctest::Approx(64.0 / 938));
   CHECK(j["compute"]["batch"] == 64);
-  CHECK(!j["compute"].contains("efficiency"));
+  // The preset gives the device (A100, 312 TFLOP/s dense bf16): the fitted speed's efficiency is against it.
+  CHECK(j["compute"]["efficiency"].get<double>() ==
+        doctest::Approx(j["compute"]["flops_per_s"].get<double>() / 312e12));
   CHECK(j["compute"]["basis"].get<std::string>().find("DeepLearningExamples") != std::string::npos);
   r = simtest::run("step --model " + rn + " --system node=1,gpu=8 --preset a100 --axes 8 --throughput nope");
   CHECK(r.code == 2);
@@ -410,7 +422,7 @@ TEST_CASE("step: a step measured on one node is fitted with that node's exposed 
       "t");
   // The truth: one node of 4 devices at efficiency 0.37, a slow switch so that communication shows.
   System node = simtest::two_level(1, 4, 10, 5, 20, 1);
-  node.device = Device{"x", 100, 0.37, 0};
+  node.device = Device{"x", 100, 0.37, 0, {}, {}};
   st::StepOptions o;
   o.choose = false;
   const std::vector<int> ax4{4}, ax8{8}, red{0};
@@ -419,7 +431,7 @@ TEST_CASE("step: a step measured on one node is fitted with that node's exposed 
   REQUIRE(T > truth.placements[0].fixed.compute_s * 1.05);  // exposed communication in the measurement
   // Two such nodes, assuming efficiency 0.9: fitted to the one-node step, the efficiency comes back.
   System two = simtest::two_level(2, 4, 10, 5, 20, 1);
-  two.device = Device{"x", 100, 0.9, 0};
+  two.device = Device{"x", 100, 0.9, 0, {}, {}};
   o.measured_step_s = T;
   o.measured_gpus = 4;
   const auto mats = enumerate_matrices(two.cardinalities(), ax8);
@@ -437,4 +449,21 @@ TEST_CASE("step: a step measured on one node is fitted with that node's exposed 
   o.measured_gpus = 4;
   o.measured_step_s = 1e-6;
   CHECK_THROWS_WITH_AS(st::plan_step(m, two, ax8, red, mats, o), doctest::Contains("nothing is left"), p2v::Error);
+}
+
+TEST_CASE("every system preset carries device numbers with their datasheet") {
+  for (const auto& p : p2v::sim::presets()) {
+    CAPTURE(p.name);
+    const auto& d = p2v::sim::preset_device(p);
+    CHECK(d.node_devices == 8);
+    CHECK(d.device.peak_tflops > 0);
+    CHECK(d.device.memory_gb > 0);
+    CHECK(d.device.efficiency > 0);
+    CHECK(d.device.source.find("https://") != std::string::npos);
+    // peak_tflops is the table's half-precision tensor number (bf16, or f16 where there is no bf16).
+    const auto& t = d.device.peak_tflops_by_dtype;
+    const auto half = t.count("bf16") ? t.at("bf16") : t.at("f16");
+    CHECK(d.device.peak_tflops == half);
+    CHECK(t.at("f32") < half);
+  }
 }

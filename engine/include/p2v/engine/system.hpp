@@ -1,6 +1,7 @@
 #pragma once
 // A system: a hierarchy of levels, outermost first (SPEC §1), with per-level interconnects.
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -30,6 +31,10 @@ struct Device {
   double peak_tflops = 0.0;  // TFLOP/s at the model's precision
   double efficiency = 0.0;   // fraction of peak reached by training kernels, (0, 1]
   double memory_gb = 0.0;    // 0 = unknown (no fit check)
+  // Optional datasheet peaks per element type (canonical dtype names, engine/dtype.hpp: "bf16",
+  // "f32", ...), TFLOP/s dense; presets fill them. peak_tflops is the one `step` uses.
+  std::map<std::string, double> peak_tflops_by_dtype;
+  std::string source;  // where the numbers come from (a datasheet URL)
 };
 
 struct Level {

@@ -13,7 +13,7 @@ namespace p2v::runtime {
 
 enum class Dtype { Int32, Float32 };
 const char* to_string(Dtype d);
-Dtype parse_dtype(const std::string& s);  // "int32" | "float32"; throws p2v::Error
+Dtype parse_dtype(const std::string& s);  // i32 or f32, any spelling of engine::parse_dtype; throws p2v::Error
 inline constexpr std::size_t kElemSize = 4;
 
 class Backend {

@@ -27,8 +27,8 @@ struct LinkRecord {
 };
 
 // One step of a simulated program. Both models: collective, groups, group_size, algo, time_s,
-// busbw_gbps, proto, nccl_proto, nodes (NCCL model: protocol used, NCCL's protocol, nodes spanned). Graph model:
-// nccl_pick, bytes_per_rank, latency_s, bandwidth_s, algbw_gbps, bottleneck (the busiest link, none for an idle step)
+// busbw_GBps, proto, nccl_proto, nodes (NCCL model: protocol used, NCCL's protocol, nodes spanned). Graph model:
+// nccl_pick, bytes_per_rank, latency_s, bandwidth_s, algbw_GBps, bottleneck (the busiest link, none for an idle step)
 // and links (busiest first). Level model: bottleneck_level ("node uplink (nic)", "" when idle) and bottleneck_bytes.
 struct StepRecord {
   engine::Collective collective = engine::Collective::AllReduce;

@@ -1,0 +1,87 @@
+#include "p2v/sim/preset_devices.hpp"
+
+#include <fmt/core.h>
+
+#include <map>
+
+#include "p2v/engine/error.hpp"
+
+namespace p2v::sim {
+
+namespace {
+
+// Datasheet peaks, TFLOP/s without structured sparsity (NVIDIA lists the sparse numbers, twice
+// these, first). Sources:
+//   A100: NVIDIA A100 Tensor Core GPU datasheet,
+//     https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf
+//     (SXM: FP64 9.7, FP64 Tensor 19.5, FP32 19.5, BF16/FP16 Tensor 312, INT8 Tensor 624 TOPS; 40 or 80 GB)
+//   H100: NVIDIA H100 Tensor Core GPU datasheet,
+//     https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet
+//     (SXM: FP64 34, FP64 Tensor 67, FP32 67, BF16/FP16 Tensor 1,979 sparse = 989 dense,
+//      INT8 Tensor 3,958 sparse = 1,979 dense TOPS; 80 GB)
+//   V100: NVIDIA V100 datasheet,
+//     https://images.nvidia.com/content/technologies/volta/pdf/volta-v100-datasheet-update-us-1165301-r5.pdf
+//     (SXM2: FP64 7.8, FP32 15.7, Tensor (FP16) 125; 16 or 32 GB)
+// efficiency 0.4: an assumption (the fraction of the tensor peak large-model training reaches is
+// typically 0.3-0.5); `p2v step --measured-step-ms` or `--throughput` fits it to a measurement.
+engine::Device a100(double memory_gb, const char* note = "") {
+  engine::Device d;
+  d.name = fmt::format("A100-SXM4-{}GB", memory_gb);
+  d.peak_tflops = 312;
+  d.peak_tflops_by_dtype = {{"f64", 19.5}, {"f32", 19.5}, {"f16", 312}, {"bf16", 312}, {"i8", 624}};
+  d.efficiency = 0.4;
+  d.memory_gb = memory_gb;
+  d.source =
+      "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/"
+      "nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf (dense peaks; efficiency 0.4 assumed" +
+      std::string(note) + ")";
+  return d;
+}
+
+engine::Device h100() {
+  engine::Device d;
+  d.name = "H100-SXM5-80GB";
+  d.peak_tflops = 989;
+  d.peak_tflops_by_dtype = {{"f64", 67}, {"f32", 67}, {"f16", 989}, {"bf16", 989}, {"i8", 1979}};
+  d.efficiency = 0.4;
+  d.memory_gb = 80;
+  d.source =
+      "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet (dense peaks; efficiency "
+      "0.4 assumed)";
+  return d;
+}
+
+engine::Device v100() {
+  engine::Device d;
+  d.name = "V100-SXM2-32GB";
+  d.peak_tflops = 125;
+  d.peak_tflops_by_dtype = {{"f64", 7.8}, {"f32", 15.7}, {"f16", 125}};
+  d.efficiency = 0.4;
+  d.memory_gb = 32;
+  d.source =
+      "https://images.nvidia.com/content/technologies/volta/pdf/volta-v100-datasheet-update-us-1165301-r5.pdf "
+      "(the 32 GB SXM2 part is an assumption for the P2 paper's nodes; efficiency 0.4 assumed)";
+  return d;
+}
+
+}  // namespace
+
+const PresetDevice& preset_device(const Preset& p) {
+  // Keyed by preset name; every preset in sim::presets() has an entry (tests/sim checks it).
+  static const std::map<std::string, PresetDevice> t = {
+      {"dgx-a100", {a100(80), 8}},  // DGX A100 640GB: 8 x A100 80GB
+      {"dgx-h100", {h100(), 8}},
+      {"a3-mega", {h100(), 8}},
+      {"p4d", {a100(40), 8}},  // p4d.24xlarge: 8 x A100 40GB
+      {"p5", {h100(), 8}},
+      {"p2-a100", {a100(40, "; the 40 GB part is an assumption for the P2 paper's nodes"), 8}},
+      {"p2-v100", {v100(), 8}},
+      {"h100", {h100(), 8}},
+      {"h100-oversub", {h100(), 8}},
+  };
+  const auto it = t.find(p.name);
+  if (it == t.end()) throw Error(fmt::format("preset '{}' has no device numbers (sim/src/preset_devices.cpp)", p.name));
+  return it->second;
+}
+
+}  // namespace p2v::sim
