@@ -80,8 +80,7 @@ Registrar reg("explore", [](CLI::App& sub) -> std::function<int()> {
       throw Error("explore: give at least one reduction, e.g. --reduction 0@1 --reduction 1@2 (or --reduce 0)");
     sim::Simulator simulator(p.system);
     const sim::CostOptions copt = a->cost.options(p.system);
-    engine::SynthOptions sopt = a->search.options();
-    const std::vector<std::string> names = p.system.level_names();
+    engine::ProgramSource programs(p.system, p.axes, {engine::HierarchyKind::ReductionAxes, a->search.options()});
 
     struct Row {
       engine::ParallelismMatrix x;
@@ -94,7 +93,7 @@ Registrar reg("explore", [](CLI::App& sub) -> std::function<int()> {
       r.x = x;
       for (const auto& red : reds) {
         engine::Placement pl(p.system.cardinalities(), p.axes, x, red.axes);
-        auto mr = sim::rank_placement(simulator, pl, names, sopt, copt);
+        auto mr = sim::rank_placement(simulator, programs, pl, copt);
         r.total += red.weight * mr.best_s();
         r.total_ar += red.weight * mr.allreduce_s;
         mr.programs.resize(std::min<std::size_t>(mr.programs.size(), 1));

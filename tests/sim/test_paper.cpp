@@ -21,12 +21,12 @@ namespace {
 
 MatrixRanking rank(const System& s, std::vector<int> axes, ParallelismMatrix x, std::vector<int> reduce,
                    Algorithm algo = Algorithm::Ring) {
-  const std::vector<std::string> names = s.level_names();
   Simulator sim(s);
   CostOptions o;
   o.algo = algo;
   o.bytes = default_bytes(s);
-  return rank_placement(sim, Placement(s.cardinalities(), axes, x, reduce), names, SynthOptions{}, o);
+  ProgramSource programs(s, axes, {});
+  return rank_placement(sim, programs, Placement(s.cardinalities(), axes, x, reduce), o);
 }
 
 double time_of(const MatrixRanking& r, const std::string& name) {

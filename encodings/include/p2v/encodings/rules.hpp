@@ -64,6 +64,8 @@ struct SolverPool {
 EquationResult solve_equation(const Equation& eq, SolverPool& pool);
 
 std::string fnv1a64_hex(const std::string& text);
+// The SMT-LIB text of an equation's query ("the sides differ somewhere"), as solve_equation builds it.
+std::string equation_query(const Equation& eq);
 
 // A catalogued rule checked on every grid shape up to max_devices.
 struct ShapeRecord {

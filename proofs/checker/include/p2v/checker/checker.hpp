@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "p2v/checker/manifest.hpp"
+
 namespace p2v::checker {
 
 // One claim of an accepted certificate and how the checker established it.
@@ -42,12 +44,10 @@ Verdict check_reshard_certificate(const std::string& json_text);
 std::string sha256_hex(const std::string& data);
 
 // Certificate directories (docs/formats.md "Certificate directories"): MANIFEST.json, format
-// p2v-manifest/1, lists the run (command line), its options and every file with its SHA-256 and
+// p2v-manifest/1 (manifest.hpp), lists the run (command line), its options and every file with its SHA-256 and
 // size. check_directory refuses a missing or malformed manifest, a file not in it, a listed file
 // that is missing or whose hash or size differs, and anything in the directory that is not a
 // regular file; it does not check the certificates themselves (the caller does, with `context`).
-inline constexpr const char* kManifestName = "MANIFEST.json";
-inline constexpr const char* kManifestFormat = "p2v-manifest/1";
 struct Directory {
   bool ok = false;
   std::string reason;
