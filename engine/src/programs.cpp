@@ -55,6 +55,7 @@ PlacementPrograms ProgramSource::programs_for(const ParallelismMatrix& x, const 
     return out;
   }
   out.path = ProgramsPath::Shape;
+  out.key = sig;
   out.result = slot.result;
   out.cards = out.shape->cards();
   if (!basis.complete_proved) out.unproved = basis.text;

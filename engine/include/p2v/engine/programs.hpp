@@ -50,10 +50,11 @@ struct PlacementPrograms {
   // This call synthesized the shape's list (the first placement of its shape); false for later
   // placements of the shape, which share it. Lets a caller warn once per shape.
   bool first_of_shape = false;
+  std::string key;  // the shape's signature on the shape path, else ""
 
   bool on_shape() const { return path == ProgramsPath::Shape; }
   // The shape's signature on the shape path, else "" (a key for per-shape caches of callers).
-  std::string shape_key() const { return on_shape() ? shape->signature() : std::string(); }
+  const std::string& shape_key() const { return key; }
   // Explicit device groups of a program (systems of at most kMaxLoweredDevices devices on the
   // shape path).
   LoweredProgram lower(const Program& prog) const;
