@@ -1,6 +1,6 @@
 // p2v explore: rank every placement by the weighted total predicted time of several reductions
 // (a model with several parallelism axes reduces along more than one of them), each reduction
-// with its best synthesized program (issue 5).
+// with its best synthesized program (docs/simulator.md).
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 #include <CLI/CLI.hpp>

@@ -1,5 +1,5 @@
 // p2v export --format torch: a reduction program as a Python module for torch.distributed, with a
-// self-check against a plain all_reduce (issue 15).
+// self-check against a plain all_reduce (docs/step.md).
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
 

@@ -1,4 +1,4 @@
-// p2v rewrite: cost-guided rewriting of a program by the verified rules (issue 14), with a
+// p2v rewrite: cost-guided rewriting of a program by the verified rules (docs/rules.md), with a
 // certificate (Z3 and cvc5 under the counting semantics) that the output equals the input.
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>

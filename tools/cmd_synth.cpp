@@ -1,4 +1,4 @@
-// p2v synth: every valid reduction program up to a size bound, per placement (SPEC §3-§6).
+// p2v synth: every valid reduction program up to a size bound, per placement (docs/model.md §3-§6).
 // The JSON it writes is engine/synth_format ("p2v-synth/2", docs/formats.md).
 #include <fmt/core.h>
 #include <fmt/ranges.h>

@@ -1,4 +1,4 @@
-// Synthesis time of `p2v reshard` on random problems in the paper's style (issue 13 targets:
+// Synthesis time of `p2v reshard` on random problems in the paper's style (the targets of docs/reshard.md:
 // median < 5 ms, max < 100 ms over 1,000 problems). Usage: bench_reshard [N] [SEED]
 // Prints, per mesh kind, the median / p99 / max time of engine::reshard::plan (parse, search,
 // final permute, baseline, pricing) and checks each result is within the bound and no costlier

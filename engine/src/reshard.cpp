@@ -1,4 +1,4 @@
-// SPEC §10: meshes, array types, offset tables, the collectives' rules and their lowering.
+// docs/model.md §10: meshes, array types, offset tables, the collectives' rules and their lowering.
 #include "p2v/engine/reshard.hpp"
 
 #include <fmt/core.h>

@@ -1,4 +1,4 @@
-// SPEC §10: memory-bounded shortest-path synthesis of redistributions, the naive baseline, costs.
+// docs/model.md §10: memory-bounded shortest-path synthesis of redistributions, the naive baseline, costs.
 #include <fmt/core.h>
 
 #include <algorithm>

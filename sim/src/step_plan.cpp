@@ -1,4 +1,4 @@
-// `p2v step` as a library call and its JSON format (issue 15, issue 16).
+// `p2v step` as a library call and its JSON format (docs/step.md; docs/formats.md "p2v step --json").
 #include "p2v/sim/step_plan.hpp"
 
 #include <fmt/core.h>

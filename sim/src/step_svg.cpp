@@ -1,4 +1,4 @@
-// Gantt chart of one training step (issue 15): compute, gradient sync and (ZeRO) gather lanes.
+// Gantt chart of one training step (docs/step.md): compute, gradient sync and (ZeRO) gather lanes.
 #include <fmt/core.h>
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 #pragma once
-// SMT proofs of equations between programs under the counting semantics (issue 14): rules of the
+// SMT proofs of equations between programs under the counting semantics (docs/rules.md): rules of the
 // catalog on every grid shape up to N devices, and user equations on a system.
 //
 // One query per shape: device D, chunk R and source J are solver variables; each side's

@@ -1,5 +1,5 @@
 #pragma once
-// Redistribution synthesis (SPEC §10, `p2v reshard`): array types over a device mesh, their
+// Redistribution synthesis (docs/model.md §10, `p2v reshard`): array types over a device mesh, their
 // offset tables, the collectives that change them (allgather, dynslice, alltoall, allpermute) with
 // their side conditions, a memory-bounded cost-optimal search on the prime-split mesh, the lowering
 // to device groups, and the XLA-style naive baseline.
@@ -65,7 +65,7 @@ std::string to_string(const Type& t, const Mesh& mesh);
 // Names a list of prime axes, merging complete runs (`x`, `x[1]`, `x,y`).
 std::string axes_to_string(const std::vector<int>& axes, const Mesh& mesh);
 
-// SPEC §10 Meaning: the offset of the device's tile, per dimension.
+// docs/model.md §10 Meaning: the offset of the device's tile, per dimension.
 std::vector<std::int64_t> offsets(const Type& t, const Mesh& mesh, std::int64_t device);
 // The offset table: offsets of every device (device-major).
 std::vector<std::vector<std::int64_t>> offset_table(const Type& t, const Mesh& mesh);
@@ -84,7 +84,7 @@ struct Step {
   Type target;  // allpermute only
 };
 
-// Applies a step's rule (SPEC §10 Collectives). A step whose side condition fails throws
+// Applies a step's rule (docs/model.md §10 Collectives). A step whose side condition fails throws
 // p2v::Error saying which condition, for which dimension and axis.
 Type apply(const Type& t, const Step& s, const Mesh& mesh);
 
@@ -101,7 +101,7 @@ struct Lowered {
 // radix) after earlier relabellings; groups and sources are physical devices.
 Lowered lower(const Type& before, const Step& s, const Mesh& mesh, const std::vector<std::int64_t>* sigma = nullptr);
 
-// Relabelling (SPEC §10): reorders the axes of one dimension of the logical type without moving
+// Relabelling (docs/model.md §10): reorders the axes of one dimension of the logical type without moving
 // data; returns the new type and updates `sigma` (physical -> logical device) so that every
 // physical device keeps its tile.
 Type relabel(const Type& t, int dim, const std::vector<int>& new_axes, const Mesh& mesh,

@@ -1,5 +1,5 @@
 #pragma once
-// Ranking (issue 5): the (d) programs of a placement (from engine::ProgramSource), each simulated,
+// Ranking (docs/simulator.md): the (d) programs of a placement (from engine::ProgramSource), each simulated,
 // sorted by predicted time and compared with the default single AllReduce over the reduction groups.
 #include <cstdint>
 #include <string>

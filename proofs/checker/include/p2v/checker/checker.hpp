@@ -1,7 +1,7 @@
 #pragma once
 // The independent certificate checker (the trusted core). It re-derives the synthesis hierarchy
 // from the placement, the device groups of every step from the hierarchy, the lowered groups and
-// the goal, replays the program under the five Hoare rules (SPEC §4) with its own small code, and
+// the goal, replays the program under the five Hoare rules (docs/model.md §4) with its own small code, and
 // accepts only if every recorded state and the goal match. It re-derives what it can on the
 // replayed instance (the notation, shortest, minimal, the number of valid programs up to the bound
 // by its own enumeration), refuses any field it does not know or that is missing, and reports every
@@ -36,7 +36,7 @@ struct Context {
 
 Verdict check_certificate(const std::string& json_text, const Context& ctx = {});
 Verdict check_certificate_file(const std::string& path);
-// Reshard certificates (format p2v-reshard-certificate/1, SPEC §10); check_certificate dispatches
+// Reshard certificates (format p2v-reshard-certificate/1, docs/model.md §10); check_certificate dispatches
 // to it by the format field.
 Verdict check_reshard_certificate(const std::string& json_text);
 
