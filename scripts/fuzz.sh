@@ -33,7 +33,7 @@ LIBFUZZER=$(sed -n 's/^P2V_HAVE_LIBFUZZER:INTERNAL=//p' "$BUILD/CMakeCache.txt")
 SEEDS=$BUILD/seeds
 rm -rf "$SEEDS" && mkdir -p "$SEEDS"
 for r in system model suite synth_file simulate_report reports measurements program_measurements certificate \
-  reshard_certificate rule_certificate; do
+  reshard_certificate rule_certificate rewrite_certificate manifest; do
   mkdir -p "$SEEDS/$r"
   if [ -d tests/fuzz/seeds/$r ]; then cp tests/fuzz/seeds/$r/* "$SEEDS/$r/"; fi
 done
@@ -61,12 +61,17 @@ if [ -x "$P2V" ]; then
   "$P2V" synth --system node=2,gpu=4 --axes 8 --reduce 0 --max-size 3 --certify "$TMPC/shape" >/dev/null 2>&1 || true
   "$P2V" reshard --mesh x=3,y=5 --from "[5{x}15,30]" --to "[3{y}15,10{x}30]" --certify "$TMPC/reshard" >/dev/null 2>&1 || true
   "$P2V" rules prove --max-devices 4 --certify "$TMPC/rules" >/dev/null 2>&1 || true
+  "$P2V" rewrite --system node=2,gpu=4 --axes 8 --reduce 0 --program AllReduce \
+    --certificate "$SEEDS/rewrite_certificate/rw.json" >/dev/null 2>&1 || true
   i=0
   for f in "$TMPC"/synth/*.json "$TMPC"/shape/*.json; do
     [ -f "$f" ] && cp "$f" "$SEEDS/certificate/$((i++)).json"
   done
   for f in "$TMPC"/reshard/*.json; do [ -f "$f" ] && cp "$f" "$SEEDS/reshard_certificate/"; done
   for f in "$TMPC"/rules/*.json; do [ -f "$f" ] && cp "$f" "$SEEDS/rule_certificate/"; done
+  for d in synth shape reshard rules; do
+    [ -f "$TMPC/$d/MANIFEST.json" ] && cp "$TMPC/$d/MANIFEST.json" "$SEEDS/manifest/$d.json"
+  done
 else
   echo "fuzz.sh: $P2V not built: seeds from examples/ and tests/fuzz/seeds/ only" >&2
 fi

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes examples/models/*.json for `p2v step` (issue 15). Standard library only.
+"""Writes examples/models/*.json for `p2v step` (docs/step.md). Standard library only.
 
 Each model is a list of layers in forward order with
   params     parameters of the layer, computed from the architecture (formulas below);

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "p2v/checker/checker.hpp"
@@ -59,15 +58,9 @@ void prepare_certificate_dir(const std::string& dir, bool force, const std::stri
                     option, dir, checker::kManifestName));
   const fs::path manifest = fs::path(dir) / checker::kManifestName;
   if (fs::exists(manifest, ec)) {
-    nlohmann::json m;
     try {
-      m = nlohmann::json::parse(read_all(manifest));
-      for (const auto& f : m.at("files")) {
-        const std::string name = f.at("name").get<std::string>();
-        if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..") continue;
-        fs::remove(fs::path(dir) / name, ec);
-      }
-    } catch (const nlohmann::json::exception& e) {
+      for (const auto& f : checker::parse_manifest(read_all(manifest)).files) fs::remove(fs::path(dir) / f.name, ec);
+    } catch (const checker::ManifestError& e) {
       throw Error(fmt::format("{} {} --force: its {} is not readable ({}); remove the directory yourself", option, dir,
                               checker::kManifestName, e.what()));
     }
@@ -111,13 +104,14 @@ CertificateReuse certificate_reuse(const std::string& dir, const std::vector<std
 }
 
 void write_manifest(const std::string& dir, const std::vector<std::string>& solvers) {
-  nlohmann::json argv = nlohmann::json::array();
+  checker::Manifest m;
   {
     std::ifstream f("/proc/self/cmdline", std::ios::binary);
     std::string arg;
-    while (std::getline(f, arg, '\0')) argv.push_back(arg);
+    while (std::getline(f, arg, '\0')) m.argv.push_back(arg);
   }
-  if (argv.empty()) argv.push_back("p2v");
+  if (m.argv.empty()) m.argv.push_back("p2v");
+  m.solvers = solvers;
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(dir)) {
     const std::string name = e.path().filename().string();
@@ -126,16 +120,11 @@ void write_manifest(const std::string& dir, const std::vector<std::string>& solv
     names.push_back(name);
   }
   std::sort(names.begin(), names.end());
-  nlohmann::json files = nlohmann::json::array();
   for (const auto& name : names) {
     const std::string content = read_all(fs::path(dir) / name);
-    files.push_back({{"name", name}, {"sha256", checker::sha256_hex(content)}, {"bytes", content.size()}});
+    m.files.push_back({name, checker::sha256_hex(content), content.size()});
   }
-  const nlohmann::json m = {{"format", checker::kManifestFormat},
-                            {"run", {{"argv", argv}}},
-                            {"options", {{"solvers", solvers}}},
-                            {"files", files}};
-  engine::write_file_atomic((fs::path(dir) / checker::kManifestName).string(), m.dump(1) + "\n", "manifest");
+  engine::write_file_atomic((fs::path(dir) / checker::kManifestName).string(), checker::manifest_text(m), "manifest");
 }
 
 }  // namespace p2v::tools

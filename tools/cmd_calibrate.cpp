@@ -1,6 +1,6 @@
 // p2v calibrate: fit the model's parameters to measured collective times and write a calibrated
-// system file: from a CSV of measurements (issue 5: per-link α and β) or from nccl-tests logs
-// (issue 24: the system file's knobs, sim/fit.hpp); --predict-only prints predicted vs measured.
+// system file: from a CSV of measurements (per-link α and β, docs/simulator.md §5) or from nccl-tests logs
+// (the system file's knobs, sim/fit.hpp); --predict-only prints predicted vs measured.
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
 

@@ -11,6 +11,7 @@
 
 #include "command.hpp"
 #include "p2v/checker/checker.hpp"
+#include "p2v/encodings/rewrite_certificate.hpp"
 #include "p2v/encodings/rules.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/io.hpp"
@@ -19,15 +20,18 @@
 namespace p2v::tools {
 namespace {
 
-// Dispatch on the certificate's kind: rule certificates (p2v rules prove --certify) are
-// re-validated by the counting replay and their re-derived queries; program and reshard
-// certificates by the independent checker.
+// Dispatch on the certificate's kind: rule certificates (p2v rules prove --certify) and
+// rewrite certificates (p2v rewrite --certificate) are re-validated by the counting replay and
+// their re-derived queries; program and reshard certificates by the independent checker.
 checker::Verdict check_text(const std::string& text, const checker::Context& ctx, bool resolve) {
-  // Dispatch on the format field itself (the rule format's name may appear in any text field).
+  // Dispatch on the format field itself (a format's name may appear in any text field).
   const auto doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  const bool rule = doc.is_object() && doc.contains("format") && doc["format"].is_string() &&
-                    doc["format"].get_ref<const std::string&>() == encodings::kRuleCertificateFormat;
-  if (!rule) {
+  const std::string format = doc.is_object() && doc.contains("format") && doc["format"].is_string()
+                                 ? doc["format"].get<std::string>()
+                                 : std::string();
+  const bool rule = format == encodings::kRuleCertificateFormat;
+  const bool rewrite = format.rfind(std::string(encodings::kRewriteCertificateFormat) + "/", 0) == 0;
+  if (!rule && !rewrite) {
     auto v = checker::check_certificate(text, ctx);
     if (v.ok && resolve)
       v.summary += "\n  --resolve: this kind stores no SMT-LIB queries; its solver answers stay recorded";
@@ -35,7 +39,8 @@ checker::Verdict check_text(const std::string& text, const checker::Context& ctx
   }
   checker::Verdict v;
   std::vector<std::array<std::string, 3>> claims;
-  v.reason = encodings::check_rule_certificate(text, &v.summary, &claims, resolve);
+  v.reason = rule ? encodings::check_rule_certificate(text, &v.summary, &claims, resolve)
+                  : encodings::check_rewrite_certificate(text, &v.summary, &claims, resolve);
   v.ok = v.reason.empty();
   for (const auto& c : claims) v.claims.push_back({c[0], c[1], c[2]});
   return v;
@@ -66,7 +71,8 @@ Registrar reg("check", [](CLI::App& sub) -> std::function<int()> {
                "progress on stderr (certificates checked, rate, ETA) even when stderr is not a terminal; --quiet: "
                "none");
   sub.add_flag("--resolve", *resolve,
-               "re-run the recorded solver queries with Z3 and cvc5 and compare the answers (rule certificates)");
+               "re-run the recorded solver queries with Z3 and cvc5 and compare the answers (rule and rewrite "
+               "certificates)");
   return [paths, json, quiet, resolve, progress_flag] {
     nlohmann::json out = nlohmann::json::array();
     std::size_t bad = 0, total = 0;

@@ -1,6 +1,6 @@
 // p2v explore: rank every placement by the weighted total predicted time of several reductions
 // (a model with several parallelism axes reduces along more than one of them), each reduction
-// with its best synthesized program (issue 5).
+// with its best synthesized program (docs/simulator.md).
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
@@ -86,14 +86,14 @@ Registrar reg("explore", [](CLI::App& sub) -> std::function<int()> {
     if (reds.empty())
       throw Error("explore: give at least one reduction, e.g. --reduction 0@1 --reduction 1@2 (or --reduce 0)");
     const sim::CostOptions copt = a->cost.options(p.system);
-    engine::SynthOptions sopt = a->search.options();
+    engine::ProgramSource programs(p.system, p.axes, {engine::HierarchyKind::ReductionAxes, a->search.options()});
     if (sweeping) {
       std::vector<std::pair<std::vector<int>, double>> rs;
       for (const auto& r : reds) rs.emplace_back(r.axes, r.weight);
-      return explore_sweep(p.system, p.axes, rs, p.matrices, sopt, copt, a->cost.algo, sizes, {a->json, a->progress});
+      return explore_sweep(p.system, p.axes, rs, p.matrices, programs, copt, a->cost.algo, sizes,
+                           {a->json, a->progress});
     }
     sim::Simulator simulator(p.system);
-    const std::vector<std::string> names = p.system.level_names();
 
     struct Row {
       engine::ParallelismMatrix x;
@@ -107,7 +107,7 @@ Registrar reg("explore", [](CLI::App& sub) -> std::function<int()> {
       r.x = x;
       for (const auto& red : reds) {
         engine::Placement pl(p.system.cardinalities(), p.axes, x, red.axes);
-        auto mr = sim::rank_placement(simulator, pl, names, sopt, copt);
+        auto mr = sim::rank_placement(simulator, programs, pl, copt);
         r.total += red.weight * mr.best_s();
         r.total_ar += red.weight * mr.allreduce_s;
         mr.programs.resize(std::min<std::size_t>(mr.programs.size(), 1));

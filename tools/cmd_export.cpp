@@ -1,6 +1,6 @@
 // p2v export --format torch: a reduction program as a Python module for torch.distributed, with a
-// self-check against a plain all_reduce (issue 15); --format msccl: an MSCCL algorithm (XML) for
-// one reduction group's communicator (issue 26).
+// self-check against a plain all_reduce (docs/step.md); --format msccl: an MSCCL algorithm (XML) for
+// one reduction group's communicator (docs/export.md).
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
 

@@ -1,4 +1,4 @@
-// p2v groups: the instructions of a synthesis hierarchy and the device groups each forms (SPEC §5).
+// p2v groups: the instructions of a synthesis hierarchy and the device groups each forms (docs/model.md §5).
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 #include <CLI/CLI.hpp>

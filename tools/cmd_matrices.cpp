@@ -1,4 +1,4 @@
-// p2v matrices: all parallelism matrices of a system for some axes (SPEC §2).
+// p2v matrices: all parallelism matrices of a system for some axes (docs/model.md §2).
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 #include <CLI/CLI.hpp>

@@ -1,4 +1,4 @@
-// p2v prove: Theorem 3.2 and lemmas B.1-B.8 (SPEC §7), on the system's devices or, at any size, on
+// p2v prove: Theorem 3.2 and lemmas B.1-B.8 (docs/model.md §7), on the system's devices or, at any size, on
 // the placement's smallest instance (docs/shape.md §9). Options only; the work is proofs::run_cases.
 #include <fmt/core.h>
 

@@ -1,4 +1,4 @@
-// p2v reshard: memory-bounded, cost-optimal redistribution programs (SPEC §10).
+// p2v reshard: memory-bounded, cost-optimal redistribution programs (docs/model.md §10).
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 #include <CLI/CLI.hpp>

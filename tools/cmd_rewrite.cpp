@@ -1,4 +1,4 @@
-// p2v rewrite: cost-guided rewriting of a program by the verified rules (issue 14), with a
+// p2v rewrite: cost-guided rewriting of a program by the verified rules (docs/rules.md), with a
 // certificate (Z3 and cvc5 under the counting semantics) that the output equals the input.
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
@@ -8,6 +8,7 @@
 
 #include "command.hpp"
 #include "common.hpp"
+#include "p2v/encodings/rewrite_certificate.hpp"
 #include "p2v/encodings/rules.hpp"
 #include "p2v/engine/derive.hpp"
 #include "p2v/engine/error.hpp"
@@ -66,7 +67,7 @@ struct CaseResult {
   sim::MatrixRanking rank;
   bool reduction = false, matches = false, proved = false;
   std::string verdict = "not certified (--no-certify)";
-  nlohmann::json cert;
+  encodings::RewriteCertificate cert;
 };
 
 // Both solvers prove output = input under the counting semantics; the certificate's JSON.
@@ -79,19 +80,10 @@ void certify(const RewriteArgs& a, const Problem& p, CaseResult& c, const engine
                                              static_cast<unsigned>(a.timeout_s * 1000));
   c.proved = res.verdict == encodings::EquationResult::Equal;
   c.verdict = c.proved ? "proved equal by z3 and cvc5" : "unknown: " + res.problem;
-  c.cert = {{"format", "p2v-rewrite-certificate/1"},
-            {"system", p.system.name},
-            {"matrix", engine::format_matrix(c.x)},
-            {"input", a.program},
-            {"output", c.best},
-            {"verdict", to_string(res.verdict)},
-            {"query_hash", res.hash},
-            {"smtlib", res.smtlib},
-            {"problem", res.problem}};
-  c.cert["answers"] = nlohmann::json::array();
+  c.cert = {p.system, p.axes,     p.reduce,    c.x, a.program, c.best, to_string(res.verdict),
+            res.hash, res.smtlib, res.problem, {}};
   for (const auto& s : res.runs)
-    c.cert["answers"].push_back(
-        {{"solver", s.solver}, {"version", s.version}, {"answer", encodings::smt::to_string(s.result)}, {"ms", s.ms}});
+    c.cert.answers.push_back({s.solver, s.version, encodings::smt::to_string(s.result), s.ms});
 }
 
 CaseResult run_case(const RewriteArgs& a, const Problem& p, const sim::Simulator& simulator,
@@ -108,7 +100,8 @@ CaseResult run_case(const RewriteArgs& a, const Problem& p, const sim::Simulator
   // simulate's best on this placement (the enumerator's programs ranked by the simulator).
   engine::SynthOptions so;
   so.max_size = std::min(a.opt.max_size, 5);
-  c.rank = sim::rank_placement(simulator, pl, p.system.level_names(), so, copt);
+  engine::ProgramSource programs(p.system, p.axes, {engine::HierarchyKind::ReductionAxes, so});
+  c.rank = sim::rank_placement(simulator, programs, pl, copt);
   // Only a program equal to the reduction's AllReduce is comparable with simulate's ranking.
   c.reduction = moves.equal(input, sim::single_allreduce(pl.reduction_groups()));
   c.matches = c.reduction && c.r.best_s <= c.rank.best_s() * (1 + 1e-9);
@@ -134,7 +127,7 @@ nlohmann::json to_json(const RewriteArgs& a, const CaseResult& c) {
           {"simulate_best_s", c.rank.best_s()},
           {"matches_simulate", c.matches},
           {"is_reduction", c.reduction},
-          {"certificate", c.cert}};
+          {"certificate", encodings::to_json(c.cert)}};
 }
 
 void print_case(const RewriteArgs& a, const CaseResult& c) {
@@ -214,7 +207,7 @@ Registrar reg("rewrite", [](CLI::App& sub) -> std::function<int()> {
       if (!a->no_certify && !c.proved) code = 3;
       if (!a->no_certify && !a->certificate.empty())
         write_file(p.matrices.size() > 1 ? fmt::format("{}.{}", a->certificate, done) : a->certificate,
-                   c.cert.dump(1) + "\n");
+                   encodings::to_json(c.cert).dump(1) + "\n");
       if (a->json)
         out.push_back(to_json(*a, c));
       else

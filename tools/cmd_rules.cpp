@@ -1,5 +1,5 @@
 // p2v rules list|show|prove: rewrite rules over collectives, proved by Z3 and cvc5 against the
-// counting semantics (issue 14; docs/rules.md).
+// counting semantics (docs/rules.md).
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 #include <CLI/CLI.hpp>

@@ -1,4 +1,4 @@
-// p2v simulate: rank (matrix, program) pairs by predicted time on the system's topology (issue 5).
+// p2v simulate: rank (matrix, program) pairs by predicted time on the system's topology (docs/simulator.md).
 // The ranking is sim::simulate (p2v/sim/simulate.hpp); this file holds the options and the table.
 #include <fmt/core.h>
 #include <fmt/ranges.h>

@@ -1,5 +1,5 @@
 // p2v step: one training step (forward, backward, gradient sync in buckets) simulated on every
-// placement, with the DDP default schedule and the chosen buckets and programs (issue 15).
+// placement, with the DDP default schedule and the chosen buckets and programs (docs/step.md).
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 #include <CLI/CLI.hpp>

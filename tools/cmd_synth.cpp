@@ -1,4 +1,4 @@
-// p2v synth: every valid reduction program up to a size bound, per placement (SPEC §3-§6).
+// p2v synth: every valid reduction program up to a size bound, per placement (docs/model.md §3-§6).
 // The JSON it writes is engine/synth_format ("p2v-synth/2", docs/formats.md).
 #include <fmt/core.h>
 #include <fmt/ranges.h>
@@ -8,12 +8,12 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 
 #include "command.hpp"
 #include "common.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/progress.hpp"
+#include "p2v/engine/programs.hpp"
 #include "p2v/engine/shape.hpp"
 #include "p2v/engine/state.hpp"
 #include "p2v/engine/synth.hpp"
@@ -46,62 +46,41 @@ struct SynthArgs {
 // A synthesis result with its program records and their JSON text, shared by every placement of
 // the same shape.
 struct Synthesized {
-  engine::SynthResult r;
+  std::shared_ptr<const engine::SynthResult> r;
   std::vector<engine::ProgramRecord> programs;
   std::string programs_json;
 };
 
-// One matrix's synthesis: on the shape (hierarchy (d), any size) or on the concrete devices.
+// One matrix's programs (engine::ProgramSource decides shape or system) with their text.
 struct MatrixResult {
-  std::optional<engine::Shape> shape;  // set on the shape path
-  std::vector<int> hierarchy;          // real cardinalities
+  engine::PlacementPrograms p;
   std::shared_ptr<const Synthesized> s;
   std::vector<std::string> certificates;
   double ms = 0;
-  bool exact_fallback = false;  // hierarchy (d) computed on the system: the shape theorem is not proved here
 };
-
-// Reduction groups up to this size are synthesized on the system (exact, well under a second)
-// where the shape theorem is not proved for their shape.
-constexpr std::int64_t kExactFallbackDevices = 64;
 
 class SynthRun {
  public:
-  SynthRun(const SynthArgs& a, const Problem& p) : a_(a), p_(p), kind_(a.search.kind()), opt_(a.search.options()) {}
+  SynthRun(const SynthArgs& a, const Problem& p)
+      : a_(a), p_(p), kind_(a.search.kind()), opt_(a.search.options()), source_(p.system, p.axes, options(a)) {}
 
   MatrixResult synthesize(const engine::ParallelismMatrix& x) {
     MatrixResult m;
     const auto t0 = std::chrono::steady_clock::now();
-    if (engine::is_reduction_kind(kind_) && !a_.concrete) {
-      m.shape = engine::make_shape(p_.system.cardinalities(), p_.system.level_names(), x, p_.reduce, kind_);
-      for (auto c : m.shape->cards()) m.hierarchy.push_back(static_cast<int>(c));
-      // Placements of the same shape have the same programs: synthesize each shape once.
-      const std::string sig = m.shape->signature();
-      auto& slot = by_shape_[sig];
-      if (!slot) slot = make(engine::synthesize_shape(*m.shape, opt_));
+    m.p = source_.programs_for(x, p_.reduce);
+    if (!m.p.unproved.empty() && m.p.first_of_shape)
+      fmt::print(stderr,
+                 "p2v: warning: for shape {} the shape theorem is not proved ({}); the programs listed are the "
+                 "smallest instance's, which equal the system's on every shape checked so far. For the exact "
+                 "list, use --concrete (reduction groups of at most {} devices).\n",
+                 m.p.shape_key(), m.p.unproved, engine::kMaxStateDevices);
+    // Every placement of one shape shares its program list, whose text is built once.
+    if (m.p.on_shape()) {
+      auto& slot = by_shape_[m.p.shape_key()];
+      if (!slot) slot = make(m.p.result);
       m.s = slot;
-      // Where the shape theorem is not proved (docs/shape.md §3.2: --master-collectives all, or
-      // the default setting beyond depth 5), small reduction groups get the exact computation on
-      // the system; larger ones keep the shape's list, with a warning naming what it rests on.
-      const auto basis = engine::shape_theorem_basis(*m.shape, slot->r, {}, opt_.master);
-      if (!basis.complete_proved) {
-        if (m.shape->group_size() <= kExactFallbackDevices) {
-          m.shape.reset();
-          m.exact_fallback = true;
-          m.s = make(engine::synthesize(p_.placement(x), p_.system.level_names(), kind_, opt_));
-          m.hierarchy = m.s->r.hierarchy.cards;
-        } else if (warned_.insert(sig).second) {
-          fmt::print(stderr,
-                     "p2v: warning: for shape {} the shape theorem is not proved ({}); the programs listed are the "
-                     "smallest instance's, which equal the system's on every shape checked so far. For the exact "
-                     "list, use --concrete (reduction groups of at most {} devices).\n",
-                     sig, basis.text, engine::kMaxStateDevices);
-        }
-      }
     } else {
-      engine::check_concrete_size(kind_, x, p_.reduce);
-      m.s = make(engine::synthesize(p_.placement(x), p_.system.level_names(), kind_, opt_));
-      m.hierarchy = m.s->r.hierarchy.cards;
+      m.s = make(m.p.result);
     }
     m.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (!a_.certify.empty()) certify(x, m);
@@ -109,29 +88,31 @@ class SynthRun {
   }
 
   engine::SynthResultRecord record(const engine::ParallelismMatrix& x, const MatrixResult& m) const {
-    const auto& r = m.s->r;
+    const auto& r = *m.s->r;
+    const engine::Shape* shape = m.p.on_shape() ? &*m.p.shape : nullptr;
     engine::SynthResultRecord rec;
     rec.matrix = x;
-    rec.hierarchy = m.hierarchy;
+    rec.hierarchy.assign(m.p.cards.begin(), m.p.cards.end());
     rec.hierarchy_names = r.hierarchy.names;
-    if (m.shape) rec.shape = m.shape->signature();
+    if (shape) rec.shape = shape->signature();
     rec.search_nodes = r.nodes;
     rec.search_applied = r.applied;
     if (!a_.certify.empty()) rec.certificates = m.certificates;
-    rec.instructions = engine::instruction_records(r, m.shape ? &*m.shape : nullptr, a_.lowered);
+    rec.instructions = engine::instruction_records(r, shape, a_.lowered);
     return rec;
   }
 
   engine::SynthHeader header() const { return {p_.system, p_.axes, p_.reduce, kind_, opt_.max_size, opt_.master}; }
 
   void print_table(const engine::ParallelismMatrix& x, const MatrixResult& m) const {
-    const auto& r = m.s->r;
+    const auto& r = *m.s->r;
     fmt::print("matrix {}  hierarchy ({}) [{}] = [{}]: {} programs ({:.2f} ms{})\n", engine::format_matrix_brackets(x),
-               engine::to_string(kind_), fmt::join(r.hierarchy.names, " "), fmt::join(m.hierarchy, " "),
+               engine::to_string(kind_), fmt::join(r.hierarchy.names, " "), fmt::join(m.p.cards, " "),
                r.programs.size(), m.ms,
-               m.shape            ? ", on the shape"
-               : m.exact_fallback ? ", on the system: the shape theorem is not proved for this shape"
-                                  : "");
+               m.p.on_shape() ? ", on the shape"
+               : m.p.path == engine::ProgramsPath::ExactFallback
+                   ? ", on the system: the shape theorem is not proved for this shape"
+                   : "");
     for (std::size_t i = 0; i < r.programs.size(); ++i) {
       if (a_.show >= 0 && i >= static_cast<std::size_t>(a_.show)) {
         fmt::print("  ... {} more (use --show or --json)\n", r.programs.size() - i);
@@ -139,8 +120,7 @@ class SynthRun {
       }
       fmt::print("  {:>4}  [{}] {}\n", i, r.programs[i].size(), m.s->programs[i].notation);
       if (a_.lowered)
-        for (const auto& st :
-             m.shape ? engine::lower_shape_program(*m.shape, r, r.programs[i]) : engine::lower(r, r.programs[i]))
+        for (const auto& st : m.p.lower(r.programs[i]))
           fmt::print("          {} {}\n", engine::to_string(st.collective), fmt::join(st.groups, " "));
     }
   }
@@ -150,10 +130,14 @@ class SynthRun {
   std::function<bool(const std::string&, const std::string&, const engine::ParallelismMatrix&)> reuse;
 
  private:
-  std::shared_ptr<const Synthesized> make(engine::SynthResult r) const {
+  static engine::ProgramsOptions options(const SynthArgs& a) {
+    return {a.search.kind(), a.search.options(), a.concrete};
+  }
+
+  std::shared_ptr<const Synthesized> make(std::shared_ptr<const engine::SynthResult> r) const {
     auto s = std::make_shared<Synthesized>();
     s->r = std::move(r);
-    s->programs = engine::program_records(s->r);
+    s->programs = engine::program_records(*s->r);
     if (a_.json) s->programs_json = engine::programs_json(s->programs);
     return s;
   }
@@ -177,17 +161,17 @@ class SynthRun {
       progress.add();
     };
     bool reused = false;
-    if (m.shape) {
+    if (m.p.on_shape()) {
       // The solvers run once per shape, on its smallest instance.
-      const auto sig = m.shape->signature();
+      const auto sig = m.p.shape_key();
       const auto it = shape_runs_.find(sig);
-      auto res = encodings::certify_shape_programs(p_.system, *m.shape, m.s->r, opt_, co,
+      auto res = encodings::certify_shape_programs(p_.system, *m.p.shape, *m.s->r, opt_, co,
                                                    it == shape_runs_.end() ? nullptr : &it->second);
       if (it == shape_runs_.end() && !res.reused) shape_runs_.emplace(sig, res.runs);
       reused = res.reused;
       m.certificates = std::move(res.files);
     } else {
-      auto res = encodings::certify_programs(p_.system, p_.placement(x), m.s->r, opt_, co);
+      auto res = encodings::certify_programs(p_.system, p_.placement(x), *m.s->r, opt_, co);
       reused = res.reused;
       m.certificates = std::move(res.files);
     }
@@ -203,8 +187,8 @@ class SynthRun {
   const Problem& p_;
   engine::HierarchyKind kind_;
   engine::SynthOptions opt_;
-  std::map<std::string, std::shared_ptr<const Synthesized>> by_shape_;
-  std::set<std::string> warned_;  // shapes warned about (once each)
+  engine::ProgramSource source_;
+  std::map<std::string, std::shared_ptr<const Synthesized>> by_shape_;  // program text per shape
 #ifdef P2V_HAVE_ENCODINGS
   std::map<std::string, std::vector<encodings::EnumerationResult>> shape_runs_;
 #endif
@@ -254,7 +238,7 @@ int run_synth(const SynthArgs& a) {
     progress.note(engine::format_matrix_brackets(x));
     const MatrixResult m = run.synthesize(x);
     progress.add();
-    total += m.s->r.programs.size();
+    total += m.s->r->programs.size();
     if (writer)
       writer->result(run.record(x, m), m.s->programs_json);
     else

@@ -118,11 +118,10 @@ int simulate_sweep(const engine::System& system, const std::vector<int>& axes, c
 
 int explore_sweep(const engine::System& system, const std::vector<int>& axes,
                   const std::vector<std::pair<std::vector<int>, double>>& reductions,
-                  const std::vector<engine::ParallelismMatrix>& matrices, const engine::SynthOptions& synth,
+                  const std::vector<engine::ParallelismMatrix>& matrices, engine::ProgramSource& programs,
                   sim::CostOptions cost, const std::string& algo, const std::vector<double>& sizes,
                   const SweepOutput& out) {
   sim::Simulator simulator(system);
-  const std::vector<std::string> names = system.level_names();
   engine::Progress progress("explore: placements", sizes.size() * matrices.size(), out.progress.wanted());
   std::vector<SweepPoint> points;
   nlohmann::json rows = nlohmann::json::array();
@@ -142,7 +141,7 @@ int explore_sweep(const engine::System& system, const std::vector<int>& axes,
       Row r{&x, 0, 0, {}};
       for (const auto& [red, w] : reductions) {
         const engine::Placement pl(system.cardinalities(), axes, x, red);
-        const auto mr = sim::rank_placement(simulator, pl, names, synth, cost);
+        const auto mr = sim::rank_placement(simulator, programs, pl, cost);
         r.total += w * mr.best_s();
         r.total_ar += w * mr.allreduce_s;
         r.best.push_back(mr.programs.empty() ? std::string("-") : mr.programs.front().name);

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "p2v/engine/programs.hpp"
 #include "p2v/sim/simulate.hpp"
 #include "sweep.hpp"
 
@@ -25,7 +26,7 @@ int simulate_sweep(const engine::System& system, const std::vector<int>& axes, c
 // explore: reductions (axes, weight) ranked over every placement at each size.
 int explore_sweep(const engine::System& system, const std::vector<int>& axes,
                   const std::vector<std::pair<std::vector<int>, double>>& reductions,
-                  const std::vector<engine::ParallelismMatrix>& matrices, const engine::SynthOptions& synth,
+                  const std::vector<engine::ParallelismMatrix>& matrices, engine::ProgramSource& programs,
                   sim::CostOptions cost, const std::string& algo, const std::vector<double>& sizes,
                   const SweepOutput& out);
 

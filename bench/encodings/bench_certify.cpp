@@ -4,7 +4,7 @@
 //   bench_certify [--system pod=16,rack=32,node=32,gpu=8] [--method confirm|closure|enumerate]
 //                 [--solver z3|cvc5|both] [--choice binary|onehot] [--max-size L] [--reps N]
 //                 [--jobs N]   (closure: workers per solver, each with its own solver)
-// Default: the two-, three- and four-level systems of issue 12, --axes = all devices, reduce 0.
+// Default: the two-, three- and four-level systems of docs/shape.md, --axes = all devices, reduce 0.
 #include <fmt/core.h>
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `synth --certify` and `check` on the two-, three- and four-level systems of issue 12 (whole
+# `synth --certify` and `check` on the two-, three- and four-level systems of docs/shape.md (whole
 # process, hyperfine medians; the four-level one once, with a time limit).
 # Usage: bench/encodings/certify.sh [build/bin] [runs] [four-level time limit, seconds; 0 = skip it]
 set -euo pipefail

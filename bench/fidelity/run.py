@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fidelity suite (issue 24): p2v's predictions against published nccl-tests measurements.
+"""Fidelity suite (docs/simulator.md §6): p2v's predictions against published nccl-tests measurements.
 
 For every log under bench/fidelity/data/<system>/ it runs
     p2v calibrate --system node=N,gpu=G --preset P --nccl-tests LOG --predict-only --json

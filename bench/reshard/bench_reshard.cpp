@@ -1,4 +1,4 @@
-// Synthesis time and optimality of `p2v reshard` on random problems in the paper's style (issue 27
+// Synthesis time and optimality of `p2v reshard` on random problems in the paper's style (docs/reshard.md
 // targets: median synthesis < 5 ms; the exact optimum on every problem small enough to
 // brute-force; never costlier than the program of the previous search, which placed its one
 // allpermute last). Usage:

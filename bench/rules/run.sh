@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Rules benchmark (issue 14): every catalogue rule proved/refuted by Z3 and cvc5 on every grid
+# Rules benchmark (docs/rules.md): every catalogue rule proved/refuted by Z3 and cvc5 on every grid
 # shape up to N devices (default 16; N=64 is the issue's target), the derivation on the paper's
 # a100-4node [4 16] placements (reduce 0 and 1) against the enumerator, and `p2v rewrite` of the
 # single AllReduce. Usage: bench/rules/run.sh [N] [BUILD_DIR]

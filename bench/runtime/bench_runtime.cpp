@@ -1,4 +1,4 @@
-// Runtime overhead benchmark (issue 6 targets). Run with 8 ranks:
+// Runtime overhead benchmark (the targets of docs/runtime.md). Run with 8 ranks:
 //   mpirun -np 8 bench_runtime [--bytes 1M,64M] [--iters N] [--iters-large N] [--cases 0,1,2]
 // Per size, in the same run and interleaved iteration by iteration (A B A B ...):
 //   1. the one-step program AllReduce@(root,Inside) through the runtime (plan + MPI backend)

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Measures the runtime's overhead targets with 8 ranks (issue 6): the one-step AllReduce program
+# Measures the runtime's overhead targets with 8 ranks (docs/runtime.md): the one-step AllReduce program
 # vs a direct MPI_Allreduce, and multi-step programs vs hand-written MPI calls, at 1 MiB and
 # 64 MiB per rank, interleaved in the same run (medians). Then the same one-step comparison as
 # `p2v run` reports it (program vs its baseline AllReduce on the same buffer and communicator).

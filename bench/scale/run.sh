@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 12's targets at any size (docs/shape.md), whole-process times (hyperfine medians) and peak
+# The any-size targets of docs/shape.md, whole-process times (hyperfine medians) and peak
 # memory (GNU time), plus the curve of each figure from 16 to 1,048,576 devices.
 # Usage: bench/scale/run.sh [build/bin] [--quick]   (--quick: fewer runs, no certify curve)
 set -euo pipefail

@@ -43,12 +43,12 @@ const Work& work() {
       const auto s = load(c.system);
       w.sims.emplace_back(s);
       w.bytes.push_back(default_bytes(s));
-      const std::vector<std::string> names = s.level_names();
+      ProgramSource source(s, c.axes, {});
       for (const auto& x : enumerate_matrices(s.cardinalities(), c.axes)) {
         Placement p(s.cardinalities(), c.axes, x, c.reduce);
-        auto r = synthesize(p, names, HierarchyKind::ReductionAxes, SynthOptions{});
-        for (const auto& prog : r.programs)
-          w.programs.emplace_back(static_cast<int>(w.sims.size()) - 1, lower(r, prog));
+        const auto pp = source.programs_for(x, c.reduce);
+        for (const auto& prog : pp.result->programs)
+          w.programs.emplace_back(static_cast<int>(w.sims.size()) - 1, pp.lower(prog));
         w.programs.emplace_back(static_cast<int>(w.sims.size()) - 1, single_allreduce(p.reduction_groups()));
       }
     }
@@ -100,9 +100,9 @@ void BM_RankAll(benchmark::State& st) {
       Simulator sim(s);
       CostOptions o;
       o.bytes = default_bytes(s);
-      const std::vector<std::string> names = s.level_names();
+      ProgramSource programs(s, c.axes, {});
       for (const auto& x : enumerate_matrices(s.cardinalities(), c.axes)) {
-        auto r = rank_placement(sim, Placement(s.cardinalities(), c.axes, x, c.reduce), names, SynthOptions{}, o);
+        auto r = rank_placement(sim, programs, Placement(s.cardinalities(), c.axes, x, c.reduce), o);
         n += r.programs.size() + 1;
         benchmark::DoNotOptimize(r);
       }

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The gains table of docs/step.md (issue 15): `p2v step --json` on every bundled model and preset,
+"""The gains table of docs/step.md: `p2v step --json` on every bundled model and preset,
 DDP and ZeRO; the chosen buckets and programs (DP) against the default (25 MB buckets, one
 AllReduce each; ZeRO: one ReduceScatter and one AllGather each), both at their best placement.
 Usage: /usr/bin/python3 bench/step/gains.py [build-dir]   (prints a Markdown table)"""

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15's target: `p2v step` for BERT-large on a100-4node over all placements of [4 16]
+# docs/step.md's target: `p2v step` for BERT-large on a100-4node over all placements of [4 16]
 # (reduce 0 and reduce 1 separately, DDP default and the DP choice, default options), < 2 s each.
 # Uses hyperfine when installed (median of 10 runs), else a timing loop.
 # Usage: bench/step/target.sh [build-dir]

@@ -39,7 +39,7 @@ ReshardStepFact prove_reshard_step(smt::SolverKind kind, const rs::Mesh& mesh, c
     l.push_back(S.bv_var(fmt::format("l_{}", i), kWidth));
     S.add(smt::ult(l.back(), val(after.dims[i].local)));
   }
-  // SPEC §10 Meaning: D[c{a,rest}n](q) = c·q_a + D[(c·|a|){rest}n](q).
+  // docs/model.md §10 Meaning: D[c{a,rest}n](q) = c·q_a + D[(c·|a|){rest}n](q).
   auto offset = [&](const rs::Type& t, std::size_t i, const std::vector<Term>& q) {
     Term o = val(0);
     std::int64_t c = t.dims[i].local;

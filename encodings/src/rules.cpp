@@ -661,6 +661,8 @@ std::string rule_query(const Equation& eq) {
 }
 }  // namespace
 
+std::string equation_query(const Equation& eq) { return rule_query(eq); }
+
 std::string check_rule_certificate(const std::string& text, std::string* summary,
                                    std::vector<std::array<std::string, 3>>* claims, bool resolve) {
   nlohmann::json j;

@@ -250,7 +250,7 @@ class Encoder {
     return out;
   }
 
-  // "The state at step t is exactly s" (the engine's bit matrices, SPEC §4).
+  // "The state at step t is exactly s" (the engine's bit matrices, docs/model.md §4).
   Term state_is(int t, const engine::StateSet& st) const {
     std::vector<Term> c;
     const State& at = states_.at(static_cast<std::size_t>(t));
@@ -772,7 +772,7 @@ EnumerationResult confirm_programs(smt::SolverKind kind, const SearchProblem& p,
 
 namespace {
 
-// The reachable part of the reference semantics (engine::StateSet, SPEC §4): every state reached
+// The reachable part of the reference semantics (engine::StateSet, docs/model.md §4): every state reached
 // by a valid prefix of at most max_size - 1 steps that is not the goal is expanded with every
 // instruction whose precondition holds.
 struct StateGraph {

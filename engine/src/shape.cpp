@@ -138,7 +138,7 @@ ShapeBasis shape_theorem_basis(const Shape& s, const SynthResult& r, const Progr
 
 namespace {
 
-// Place value of digit (axis i, level j) in the system device number (SPEC §1-§2).
+// Place value of digit (axis i, level j) in the system device number (docs/model.md §1-§2).
 std::int64_t weight(const Shape& s, int i, int j) {
   std::int64_t w = 1;
   for (std::size_t jj = j + 1; jj < s.system_cards.size(); ++jj) w *= s.system_cards[jj];

@@ -342,7 +342,7 @@ struct Search {
       if (!apply(ins[i], covers_all[i], cur, next)) continue;
       ++applied;
       if (next == goal) {
-        // The goal admits no further rule (SPEC §5), so a valid program is never extended.
+        // The goal admits no further rule (docs/model.md §5), so a valid program is never extended.
         out.edges.push_back({idx, nullptr});
         ++out.count;
         continue;
@@ -383,7 +383,7 @@ SynthResult synthesize(const SynthesisHierarchy& h, const Groups& goal_groups, c
   const int k = h.num_local();
   Search s(r.instructions, k);
   // Initially device d holds every row with its own column; at the goal every member of a goal
-  // group holds every row with the group's columns (SPEC §4), and a device in no group nothing.
+  // group holds every row with the group's columns (docs/model.md §4), and a device in no group nothing.
   kernel::check_goal_groups(k, goal_groups);
   const int w = s.table.layout().w;
   std::vector<std::uint64_t> all_rows(w, 0), none(w, 0), cols(w);

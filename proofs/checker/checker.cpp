@@ -1,6 +1,6 @@
 // The independent certificate checker. Readable in one sitting; shares no code with the engine's
 // synthesizer or state code, nor with the SMT encodings. Everything it trusts is in this file
-// and SPEC.md: device digits (§2), synthesis hierarchies (§3), states and Hoare rules (§4),
+// and docs/model.md: device digits (§2), synthesis hierarchies (§3), states and Hoare rules (§4),
 // groups of the DSL (§5), lowering (§6).
 #include "p2v/checker/checker.hpp"
 
@@ -69,7 +69,7 @@ std::string show(const Group& g) {
   return s;
 }
 
-// ---- the placement: digits of devices (SPEC §2) ----
+// ---- the placement: digits of devices (docs/model.md §2) ----
 struct Placement {
   std::vector<int> levels, axes, reduce;
   std::vector<std::vector<int>> x;  // x[axis][level]
@@ -133,7 +133,7 @@ Placement read_placement(const json& c) {
   return p;
 }
 
-// ---- the synthesis hierarchy (SPEC §3) and its copies ----
+// ---- the synthesis hierarchy (docs/model.md §3) and its copies ----
 struct Hierarchy {
   std::vector<int> cards;
   std::vector<std::vector<int>> coords;  // coords[local][level]
@@ -141,7 +141,7 @@ struct Hierarchy {
   Groups goal;                           // local goal groups
 };
 
-// The (axis, system level) digits of each level of hierarchy `kind` (SPEC §3), root not included.
+// The (axis, system level) digits of each level of hierarchy `kind` (docs/model.md §3), root not included.
 std::vector<std::vector<std::pair<int, int>>> level_parts(int m, int L, const std::vector<int>& reduce,
                                                           const std::string& kind) {
   std::vector<std::vector<std::pair<int, int>>> parts;
@@ -221,7 +221,7 @@ Hierarchy derive_hierarchy(const Placement& p, const std::string& kind) {
   return h;
 }
 
-// ---- the groups of a DSL instruction (SPEC §5) ----
+// ---- the groups of a DSL instruction (docs/model.md §5) ----
 Groups form_groups(const Hierarchy& h, int slice, const std::string& form, int e) {
   const int n = static_cast<int>(h.cards.size());
   std::map<std::vector<int>, Group> by_key;
@@ -243,7 +243,7 @@ Groups form_groups(const Hierarchy& h, int slice, const std::string& form, int e
   return g;
 }
 
-// ---- states and the Hoare rules (SPEC §4) ----
+// ---- states and the Hoare rules (docs/model.md §4) ----
 using Row = std::vector<bool>;   // column set
 using Dev = std::vector<Row>;    // rows
 using State = std::vector<Dev>;  // devices
@@ -429,7 +429,7 @@ std::vector<std::string> read_system(const json& sj, const std::vector<int>& lev
   return names;
 }
 
-// The hierarchy's level names (SPEC §3): a level of one system level keeps its name, a level of
+// The hierarchy's level names (docs/model.md §3): a level of one system level keeps its name, a level of
 // one (axis, level) digit is "name.axis"; "root" when the first level is not of cardinality 1.
 std::vector<std::string> hierarchy_names(const Placement& p, const std::vector<std::string>& level_names,
                                          const std::string& kind, const Hierarchy& h) {
@@ -443,7 +443,7 @@ std::vector<std::string> hierarchy_names(const Placement& p, const std::vector<s
   return names;
 }
 
-// ---- the instructions the enumerator uses (SPEC §5): every (slice, form, e) whose groups are not
+// ---- the instructions the enumerator uses (docs/model.md §5): every (slice, form, e) whose groups are not
 // all singletons, the first of equal groupings kept (order: slice ascending; Inside, Parallel and
 // Master with e descending), times the collectives (Master: AllReduce only unless "all") ----
 const char* const kCollectives[] = {"AllReduce", "Reduce", "ReduceScatter", "AllGather", "Broadcast"};
@@ -1023,7 +1023,7 @@ std::string check_shape(const json& c, const Claims& cl) {
   const std::string kind = str(field(c, "hierarchy_kind"), "hierarchy_kind");
   if (kind != "d" && kind != "d-uncollapsed") reject("hierarchy_kind: shape certificates are for (d) only");
 
-  // The shape (SPEC §3 (d), docs/shape.md §2): names and cardinalities of the (d) levels.
+  // The shape (docs/model.md §3 (d), docs/shape.md §2): names and cardinalities of the (d) levels.
   auto parts = level_parts(m, L, reduce, kind);
   std::vector<std::string> names;
   std::vector<long long> cards;
@@ -1103,7 +1103,7 @@ std::string check_shape(const json& c, const Claims& cl) {
     if (str(field(sj, "slice"), at) != names[slice]) reject(at + ": slice differs from the instance's");
     const std::string fname = form == "Inside" ? "Inside" : form + "(" + names[e < 0 ? 0 : e] + ")";
     if (str(field(sj, "form"), at) != fname) reject(at + ": form differs from the instance's");
-    // Members differ exactly in the digits of the varying levels (SPEC §5), in device order.
+    // Members differ exactly in the digits of the varying levels (docs/model.md §5), in device order.
     const int lo = form == "Inside" ? slice + 1 : e + 1, hi = form == "Inside" ? n : slice;
     std::vector<std::pair<int, int>> vary;  // (level, axis)
     long long size = 1;

@@ -1,5 +1,5 @@
-// Certificate directories: the manifest's reader (checker.hpp check_directory). Its own strict
-// reading, like the rest of the checker.
+// Certificate directories: the manifest's writer and strict reader (manifest.hpp), and
+// check_directory (checker.hpp). Its own strict reading, like the rest of the checker.
 #include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -35,19 +35,73 @@ std::string read_file(const fs::path& p) {
 }
 
 void only(const json& j, const std::string& where, std::initializer_list<const char*> keys) {
-  if (!j.is_object()) throw Bad(where + ": not an object");
+  if (!j.is_object()) throw ManifestError(where + ": not an object");
   for (const char* k : keys)
-    if (!j.contains(k)) throw Bad(where + ": missing field '" + k + "'");
+    if (!j.contains(k)) throw ManifestError(where + ": missing field '" + k + "'");
   for (auto it = j.begin(); it != j.end(); ++it)
     if (std::none_of(keys.begin(), keys.end(), [&](const char* k) { return it.key() == k; }))
-      throw Bad(where + ": unknown field '" + it.key() + "'");
+      throw ManifestError(where + ": unknown field '" + it.key() + "'");
 }
 std::string text(const json& j, const std::string& where) {
-  if (!j.is_string()) throw Bad(where + ": not a string");
+  if (!j.is_string()) throw ManifestError(where + ": not a string");
   return j.get<std::string>();
+}
+std::vector<std::string> texts(const json& j, const std::string& where) {
+  if (!j.is_array()) throw ManifestError(where + ": not an array");
+  std::vector<std::string> out;
+  for (const auto& v : j) out.push_back(text(v, where));
+  return out;
 }
 
 }  // namespace
+
+std::string manifest_text(const Manifest& m) {
+  json files = json::array();
+  for (const auto& f : m.files) files.push_back({{"name", f.name}, {"sha256", f.sha256}, {"bytes", f.bytes}});
+  const json j = {{"format", kManifestFormat},
+                  {"run", {{"argv", m.argv}}},
+                  {"options", {{"solvers", m.solvers}}},
+                  {"files", std::move(files)}};
+  return j.dump(1) + "\n";
+}
+
+Manifest parse_manifest(const std::string& text_) {
+  json m;
+  try {
+    m = json::parse(text_);
+  } catch (const json::exception& e) {
+    throw ManifestError(std::string("malformed JSON: ") + e.what());
+  }
+  Manifest out;
+  only(m, "manifest", {"format", "run", "options", "files"});
+  if (text(m["format"], "manifest.format") != kManifestFormat)
+    throw ManifestError(std::string("manifest.format: expected ") + kManifestFormat);
+  only(m["run"], "manifest.run", {"argv"});
+  out.argv = texts(m["run"]["argv"], "manifest.run.argv");
+  if (out.argv.empty()) throw ManifestError("manifest.run.argv: non-empty array expected");
+  only(m["options"], "manifest.options", {"solvers"});
+  out.solvers = texts(m["options"]["solvers"], "manifest.options.solvers");
+  for (const auto& v : out.solvers)
+    if (v != "z3" && v != "cvc5") throw ManifestError("manifest.options.solvers: expected z3 or cvc5, got " + v);
+  const json& files = m["files"];
+  if (!files.is_array()) throw ManifestError("manifest.files: not an array");
+  std::set<std::string> listed;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const std::string at = "manifest.files[" + std::to_string(i) + "]";
+    only(files[i], at, {"name", "sha256", "bytes"});
+    ManifestFile f;
+    f.name = text(files[i]["name"], at + ".name");
+    if (f.name.empty() || f.name == "." || f.name == ".." || f.name == kManifestName ||
+        f.name.find('/') != std::string::npos)
+      throw ManifestError(at + ".name: a file name in the directory expected");
+    if (!listed.insert(f.name).second) throw ManifestError(at + ".name: " + f.name + " listed twice");
+    f.sha256 = text(files[i]["sha256"], at + ".sha256");
+    if (!files[i]["bytes"].is_number_unsigned()) throw ManifestError(at + ".bytes: a size in bytes expected");
+    f.bytes = files[i]["bytes"].get<std::uint64_t>();
+    out.files.push_back(std::move(f));
+  }
+  return out;
+}
 
 Directory check_directory(const std::string& dir) {
   Directory d;
@@ -65,50 +119,31 @@ Directory check_directory(const std::string& dir) {
                   "nothing in it is accepted as a run; finish it with the same command and --resume");
       throw Bad(std::string(kManifestName) + ": missing (not a certificate directory written by p2v)");
     }
-    const json m = json::parse(read_file(root / kManifestName));
-    only(m, "manifest", {"format", "run", "options", "files"});
-    if (text(m["format"], "manifest.format") != kManifestFormat)
-      throw Bad(std::string("manifest.format: expected ") + kManifestFormat);
-    only(m["run"], "manifest.run", {"argv"});
-    if (!m["run"]["argv"].is_array() || m["run"]["argv"].empty())
-      throw Bad("manifest.run.argv: non-empty array expected");
-    for (const auto& a : m["run"]["argv"]) d.run += (d.run.empty() ? "" : " ") + text(a, "manifest.run.argv");
-    only(m["options"], "manifest.options", {"solvers"});
-    if (!m["options"]["solvers"].is_array()) throw Bad("manifest.options.solvers: not an array");
-    for (const auto& s : m["options"]["solvers"]) {
-      const std::string v = text(s, "manifest.options.solvers");
-      if (v != "z3" && v != "cvc5") throw Bad("manifest.options.solvers: expected z3 or cvc5, got " + v);
-      d.context.solvers.push_back(v);
-    }
-    const json& files = m["files"];
-    if (!files.is_array() || files.empty()) throw Bad("manifest.files: non-empty array expected");
-    std::set<std::string> listed;
-    for (std::size_t i = 0; i < files.size(); ++i) {
-      const std::string at = "manifest.files[" + std::to_string(i) + "]";
-      only(files[i], at, {"name", "sha256", "bytes"});
-      const std::string name = text(files[i]["name"], at + ".name");
-      if (name.empty() || name == "." || name == ".." || name == kManifestName || name.find('/') != std::string::npos)
-        throw Bad(at + ".name: a file name in the directory expected");
-      if (!listed.insert(name).second) throw Bad(at + ".name: " + name + " listed twice");
-      const std::string content = read_file(root / name);
-      if (text(files[i]["sha256"], at + ".sha256") != sha256_hex(content))
-        throw Bad(name + ": SHA-256 differs from the manifest's (the file was changed after the run)");
-      if (!files[i]["bytes"].is_number_unsigned() || files[i]["bytes"].get<std::uint64_t>() != content.size())
-        throw Bad(name + ": " + std::to_string(content.size()) + " bytes, the manifest says " +
-                  files[i]["bytes"].dump());
-      d.context.files.push_back(name);
+    const Manifest m = parse_manifest(read_file(root / kManifestName));
+    for (const auto& a : m.argv) d.run += (d.run.empty() ? "" : " ") + a;
+    d.context.solvers = m.solvers;
+    if (m.files.empty()) throw Bad("manifest.files: non-empty array expected");
+    for (const auto& f : m.files) {
+      const std::string content = read_file(root / f.name);
+      if (f.sha256 != sha256_hex(content))
+        throw Bad(f.name + ": SHA-256 differs from the manifest's (the file was changed after the run)");
+      if (f.bytes != content.size())
+        throw Bad(f.name + ": " + std::to_string(content.size()) + " bytes, the manifest says " +
+                  std::to_string(f.bytes));
+      d.context.files.push_back(f.name);
     }
     for (const auto& e : fs::directory_iterator(root)) {
       const std::string name = e.path().filename().string();
       if (name == kManifestName) continue;
-      if (!listed.count(name)) throw Bad(name + ": not in the manifest (not written by this run)");
+      if (std::none_of(m.files.begin(), m.files.end(), [&](const ManifestFile& f) { return f.name == name; }))
+        throw Bad(name + ": not in the manifest (not written by this run)");
     }
     d.context.in_directory = true;
     d.ok = true;
   } catch (const Bad& e) {
     d.reason = e.what();
-  } catch (const json::exception& e) {
-    d.reason = std::string(kManifestName) + ": malformed JSON: " + e.what();
+  } catch (const ManifestError& e) {
+    d.reason = std::string(kManifestName) + ": " + e.what();
   } catch (const std::exception& e) {
     d.reason = std::string(dir) + ": " + e.what();
   }

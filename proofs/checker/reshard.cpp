@@ -1,4 +1,4 @@
-// The independent checker for reshard certificates (SPEC §10). Its own mesh and type parser and
+// The independent checker for reshard certificates (docs/model.md §10). Its own mesh and type parser and
 // its own offset tables (over the user's axes, not the engine's prime split); it replays the
 // program on every device's tile (a box: offset and size per dimension) with the recorded groups,
 // slices and permutation, checking at every step: the groups partition the devices, have the
@@ -102,7 +102,7 @@ struct Box {
   bool operator==(const Box&) const = default;
 };
 
-// SPEC §10 Meaning: D[c{}c](i) = 0, D[c{a,rest}n](i) = c·i_a + D[(c·|a|){rest}n](i).
+// docs/model.md §10 Meaning: D[c{}c](i) = 0, D[c{a,rest}n](i) = c·i_a + D[(c·|a|){rest}n](i).
 Box tile(const std::vector<Dim>& t, const MeshAxes& m, i64 device) {
   Box b;
   for (const auto& d : t) {

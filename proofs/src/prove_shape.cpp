@@ -75,7 +75,7 @@ const char* kReliesOn =
     "device numbers in witnesses are the smallest instance's";
 
 // B.2 at the real cardinalities: (s, Parallel(e)) forms prod(c[e+1..s]) -member groups, prod of the
-// other levels of them (the classes of SPEC §5 counted in mixed radix), for every hierarchy.
+// other levels of them (the classes of docs/model.md §5 counted in mixed radix), for every hierarchy.
 Check b2_closed_form(const engine::System& system, const std::vector<int>& reduce, const engine::ParallelismMatrix& x) {
   Check c{"B.2@system",
           "B.2's group sizes and counts at the real cardinalities (closed form, SPEC §5 counted)",

@@ -29,7 +29,7 @@ SuiteCase read_case(const jr::At& at, std::size_t i, const std::filesystem::path
   if (auto n = c.optional("name")) sc.name = n->string();
   const jr::At s = c["system"];
   if (s.raw().is_object()) {
-    sc.system = engine::parse_system_json(s.raw().dump(), fmt::format("{}: {}", s.origin(), s.path()));
+    sc.system = engine::system_from_json(s.raw(), fmt::format("{}: {}", s.origin(), s.path()));
   } else if (s.raw().is_string()) {
     const std::string v = s.string();
     const auto rel = dir / v;

@@ -21,7 +21,7 @@ engine::Shape program_grid(const std::vector<int>& system_cards, const std::vect
   if (engine::is_reduction_kind(kind)) return engine::make_shape(system_cards, system_names, x, reduce, kind);
   // (a) is (d) collapsed over every axis, (c) is (d) uncollapsed over every axis, (b) is (c)
   // with its levels in column order. Every digit is a level's part, so Master steps fix every
-  // other digit to 0: the one group of SPEC §5.
+  // other digit to 0: the one group of docs/model.md §5.
   std::vector<int> all(x.size());
   std::iota(all.begin(), all.end(), 0);
   engine::Shape s = engine::make_shape(system_cards, system_names, x, all,

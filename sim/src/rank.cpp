@@ -20,20 +20,21 @@ using namespace engine;
 using text::split_csv;
 using text::trim;
 
-MatrixRanking rank_placement(const Simulator& sim, const Placement& p, const std::vector<std::string>& level_names,
-                             const SynthOptions& synth, const CostOptions& cost) {
+MatrixRanking rank_placement(const Simulator& sim, ProgramSource& programs, const Placement& p,
+                             const CostOptions& cost) {
   MatrixRanking mr;
   mr.matrix = p.matrix();
   mr.reduce = p.reduce();
   mr.allreduce_s = sim.time(single_allreduce(p.reduction_groups()), cost);
-  const auto r = synthesize(p, level_names, HierarchyKind::ReductionAxes, synth);
+  const PlacementPrograms pp = programs.programs_for(p.matrix(), p.reduce());
+  const auto& r = *pp.result;
   mr.truncated = r.truncated;
   mr.programs.reserve(r.programs.size());
   for (std::size_t i = 0; i < r.programs.size(); ++i) {
     RankedProgram rp;
     rp.name = program_name(r, r.programs[i]);
     rp.synth_index = static_cast<int>(i);
-    rp.lowered = lower(r, r.programs[i]);
+    rp.lowered = pp.lower(r.programs[i]);
     rp.time_s = sim.time(rp.lowered, cost);
     mr.programs.push_back(std::move(rp));
   }

@@ -12,6 +12,7 @@
 #include "p2v/engine/io.hpp"
 #include "p2v/engine/json_reader.hpp"
 #include "p2v/engine/json_util.hpp"
+#include "p2v/engine/programs.hpp"
 #include "p2v/engine/shape.hpp"
 #include "p2v/engine/text_util.hpp"
 #include "p2v/sim/calibrate.hpp"
@@ -71,7 +72,8 @@ SimulateReport report_head(const System& system, const std::vector<int>& axes, c
   return r;
 }
 
-// ---- the level model (docs/shape.md §7): programs from the placement's shape, once per shape.
+// ---- the level model (docs/shape.md §7): programs from engine::ProgramSource (the placement's
+// shape, once per shape, or the system where the shape theorem is not proved), costed on the shape.
 
 struct LevelRanked {
   std::string name;
@@ -83,21 +85,19 @@ struct LevelRanked {
 SimulateRun simulate_levels(const System& system, const std::vector<int>& axes, const std::vector<int>& reduce,
                             const std::vector<ParallelismMatrix>& matrices, const SimulateOptions& opt) {
   const LevelSimulator lv(system);
-  const auto names = system.level_names();
-  std::map<std::string, SynthResult> by_shape;
+  ProgramSource source(system, axes, {HierarchyKind::ReductionAxes, opt.synth, false});
   SimulateRun run{report_head(system, axes, reduce, opt), {}, {}};
   for (const auto& x : matrices) {
-    const Shape shape = make_shape(system.cardinalities(), names, x, reduce, HierarchyKind::ReductionAxes);
-    auto [it, fresh] = by_shape.try_emplace(shape.signature());
-    if (fresh) it->second = synthesize_shape(shape, opt.synth);
-    const auto& r = it->second;
+    const PlacementPrograms pp = source.programs_for(x, reduce);
+    const Shape& shape = *pp.shape;
+    const auto& r = *pp.result;
     MatrixRecord rec;
     rec.matrix = x;
     rec.shape = shape.signature();
     rec.allreduce_s = lv.allreduce_time(shape, opt.cost);
     std::vector<LevelRanked> ranked;
     for (const auto& prog : r.programs) {
-      LevelRanked rk{program_name(r, prog), 0, {}, program_patterns(shape, r, prog)};
+      LevelRanked rk{program_name(r, prog), 0, {}, pp.patterns(prog)};
       for (int i : prog) rk.cs.push_back(r.instructions[static_cast<std::size_t>(i)].collective);
       rk.time_s = lv.simulate(shape, rk.cs, rk.gs, opt.cost).time_s;
       ranked.push_back(std::move(rk));
@@ -189,10 +189,10 @@ MeasurementsRecord measurements_record(const Simulator& simulator, const std::st
 SimulateRun simulate_graph(const System& system, const std::vector<int>& axes, const std::vector<int>& reduce,
                            const std::vector<ParallelismMatrix>& matrices, const SimulateOptions& opt) {
   const Simulator simulator(system);
-  const auto names = system.level_names();
+  ProgramSource source(system, axes, {HierarchyKind::ReductionAxes, opt.synth, false});
   auto placement = [&](const ParallelismMatrix& x) { return Placement(system.cardinalities(), axes, x, reduce); };
   std::vector<MatrixRanking> ranks;
-  for (const auto& x : matrices) ranks.push_back(rank_placement(simulator, placement(x), names, opt.synth, opt.cost));
+  for (const auto& x : matrices) ranks.push_back(rank_placement(simulator, source, placement(x), opt.cost));
   std::vector<RankAccuracy> accs;
   if (!opt.measured_programs.empty()) {
     const auto pm = load_program_measurements(opt.measured_programs);
@@ -392,7 +392,7 @@ SimulateReport simulate_report_from_json(const json& j, const std::string& origi
   r.model = name == "graph" ? SimModel::Graph : SimModel::Levels;
   const At system = o["system"];
   system.expect(system.raw().is_object(), "a system object");
-  r.system = parse_system_json(system.raw().dump(), origin + ": system");
+  r.system = system_from_json(system.raw(), origin + ": system");
   r.axes = o["axes"].ints();
   r.reduce = o["reduce"].ints();
   const At algo = o["algo"];

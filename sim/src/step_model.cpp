@@ -1,4 +1,4 @@
-// Model files and per-layer costs of `p2v step` (issue 15).
+// Model files and per-layer costs of `p2v step` (docs/step.md).
 #include <fmt/core.h>
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// `p2v step` as a library call and its JSON format (issue 15, issue 16).
+// `p2v step` as a library call and its JSON format (docs/step.md; docs/formats.md "p2v step --json").
 #include "p2v/sim/step_plan.hpp"
 
 #include <fmt/core.h>
@@ -50,10 +50,9 @@ std::pair<int, std::vector<int>> candidates(const MatrixRanking& rank, const Gro
   return {fixed, cands};
 }
 
-PlacementPlan plan_placement(const Simulator& simulator, const Placement& pl, const std::vector<LayerCost>& lc,
-                             const std::vector<std::string>& level_names, const StepOptions& opt,
-                             const CostOptions& copt) {
-  const auto rank = rank_placement(simulator, pl, level_names, opt.synth, copt);
+PlacementPlan plan_placement(const Simulator& simulator, ProgramSource& programs, const Placement& pl,
+                             const std::vector<LayerCost>& lc, const StepOptions& opt, const CostOptions& copt) {
+  const auto rank = rank_placement(simulator, programs, pl, copt);
   PlacementPlan pr;
   pr.matrix = rank.matrix;
   std::vector<LoweredProgram> progs;
@@ -180,10 +179,10 @@ StepRun plan_step(const Model& model, const System& system, const std::vector<in
   copt.algo = opt.algo;
   copt.bytes = opt.bucket_mb * 1e6;
   copt.breakdown = false;
-  const auto names = system.level_names();
+  ProgramSource programs(system, axes, {HierarchyKind::ReductionAxes, opt.synth, false});
   for (const auto& x : matrices)
     run.placements.push_back(
-        plan_placement(simulator, Placement(system.cardinalities(), axes, x, reduce), lc, names, opt, copt));
+        plan_placement(simulator, programs, Placement(system.cardinalities(), axes, x, reduce), lc, opt, copt));
   for (std::size_t i = 1; i < run.placements.size(); ++i)
     if (run.placements[i].best() < run.placements[run.best].best()) run.best = i;
   return run;

@@ -1,4 +1,4 @@
-// The event simulation of one training step and the bucket/program choice (issue 15).
+// The event simulation of one training step and the bucket/program choice (docs/step.md).
 #include <fmt/core.h>
 
 #include <algorithm>

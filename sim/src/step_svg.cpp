@@ -1,4 +1,4 @@
-// Gantt chart of one training step (issues 15, 26): compute, gradient sync and (ZeRO) gather
+// Gantt chart of one training step (docs/step.md): compute, gradient sync and (ZeRO) gather
 // lanes, for the chosen schedule and, beside it, DDP's default; a time axis with ticks, bucket
 // labels and a table of the buckets.
 #include <fmt/core.h>

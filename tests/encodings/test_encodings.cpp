@@ -84,7 +84,7 @@ TEST_CASE("one level: [1 4] and [1 8]") {
   }
 }
 
-TEST_CASE("two levels: SPEC Example 5.2, [1 2 4]") {
+TEST_CASE("two levels: docs/model.md Example 5.2, [1 2 4]") {
   auto h = engine::make_plain_hierarchy({1, 2, 4}, {"root", "node", "gpu"});
   const std::size_t n = differential(h, all_local(h), 3);
   CHECK(n > 4);

@@ -1,4 +1,4 @@
-// The tamper suite (issue 23): real certificates of every kind, produced here on small systems,
+// The tamper suite (docs/formats.md, end): real certificates of every kind, produced here on small systems,
 // each field mutated in every way the walk knows (delete, change the value, change the type, add
 // an unknown sibling, flip a boolean, +-1 an integer, splice the value of another certificate of
 // the same kind at the same path). The walk enumerates the fields of the certificates themselves,

@@ -1,5 +1,5 @@
 #pragma once
-// A deliberately naive, independent implementation of SPEC §4 (sets of sets, no bitsets), used to
+// A deliberately naive, independent implementation of docs/model.md §4 (sets of sets, no bitsets), used to
 // replay synthesized programs and to brute-force program sets.
 #include <algorithm>
 #include <map>

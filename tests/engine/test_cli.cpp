@@ -11,6 +11,7 @@
 #include <string>
 
 #include <map>
+#include <set>
 #include "naive.hpp"
 
 namespace {
@@ -205,4 +206,26 @@ TEST_CASE("p2v synth: where the shape theorem is not proved, exact on small syst
   REQUIRE(proved.code == 0);
   CHECK(proved.err.empty());
   CHECK(proved.out.find("on the shape") != std::string::npos);
+}
+
+TEST_CASE("p2v simulate and p2v synth list the same programs where the shape theorem is not proved") {
+  // --master-collectives all on 8 devices: synth computes on the system (the exact fallback); both
+  // simulator models take their programs from the same engine::ProgramSource.
+  const std::string problem = "--system node=2,gpu=4 --axes 8 --reduce 0 --master-collectives all --json";
+  const auto synth = run("synth " + problem);
+  REQUIRE(synth.code == 0);
+  std::multiset<std::string> want;
+  const auto synth_json = nlohmann::json::parse(synth.out);
+  for (const auto& p : synth_json["results"][0]["programs"]) want.insert(p["notation"].get<std::string>());
+  REQUIRE(want.size() > 1);
+  for (const char* model : {"levels", "graph"}) {
+    CAPTURE(model);
+    const auto sim = run("simulate " + problem + " --model " + model);
+    REQUIRE(sim.code == 0);
+    const auto r = nlohmann::json::parse(sim.out)["results"][0];
+    std::multiset<std::string> got;
+    for (const auto& p : r["programs"]) got.insert(p["program"].get<std::string>());
+    CHECK(r["num_programs"].get<std::size_t>() == want.size());
+    CHECK(got == want);
+  }
 }

@@ -16,7 +16,7 @@ SynthesisHierarchy fig2a() {
 Groups g(const SynthesisHierarchy& h, const char* slice, FormKind f, const char* e) {
   return lower_groups(h, form_groups(h, h.level_index(slice), f, e ? h.level_index(e) : -1));
 }
-// Names of SPEC §1: A0..A3 = 0..3, B0 = 4, C0 = 8, D0 = 12.
+// Names of docs/model.md §1: A0..A3 = 0..3, B0 = 4, C0 = 8, D0 = 12.
 constexpr int A = 0, B = 4, C = 8, D = 12;
 }  // namespace
 

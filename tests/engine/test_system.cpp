@@ -22,7 +22,7 @@ std::string error_of(const std::string& json) {
 }
 }  // namespace
 
-TEST_CASE("bundled system files load with the SPEC §8 bandwidths") {
+TEST_CASE("bundled system files load with the docs/model.md §8 bandwidths") {
   const std::string dir = std::string(P2V_SOURCE_DIR) + "/examples/systems/";
   auto f = load_system_file(dir + "fig2a.json");
   CHECK(f.cardinalities() == std::vector<int>{1, 2, 2, 4});

@@ -1,4 +1,4 @@
-// Redistribution synthesis (SPEC §10, issue 13): types, offset tables, every rule's side
+// Redistribution synthesis (docs/model.md §10, docs/reshard.md): types, offset tables, every rule's side
 // conditions, the test vectors 10.1-10.6, random problems in the paper's style (bound, baseline,
 // brute-force optimum, data replayed element by element on every device) and the CLI.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
@@ -326,7 +326,7 @@ TEST_CASE("10.3 allpermute and allgather on {x:4,y:4}") {
   REQUIRE(ops(a.program) == std::vector<std::string>{"allpermute"});
   CHECK(a.program.cost == 32);
   CHECK(replay(a, a.program).empty());
-  // SPEC lists cost 65,536 for this one; with its own model (allgather = localsize of the output)
+  // docs/model.md §10 lists cost 65,536 for this one; with its own model (allgather = localsize of the output)
   // one allgather(0) of x to [128{y}512,128] costs 128·128 = 16,384. 65,536 is the cost of
   // gathering both axes (to [512,128]), checked below.
   const auto b = plan("x=4,y=4", "[32{x,y}512,128]", "[128{y}512,128]");
@@ -359,7 +359,7 @@ TEST_CASE("10.5 dynslice on the axes the target uses, no permute") {
 TEST_CASE("10.6 errors: global shapes differ, not well-formed, memory below the bound") {
   CHECK(error_of([] { plan("devs=32", "[512,32{devs}1024]", "[1024,32{devs}1024]"); }).find("global shapes differ") !=
         std::string::npos);
-  // SPEC's `[8{devs}256,1024]` is well-formed (8·32 = 256); a type whose n is not c·|devs|:
+  // docs/model.md §10's `[8{devs}256,1024]` is well-formed (8·32 = 256); a type whose n is not c·|devs|:
   CHECK(error_of([] { plan("devs=32", "[8{devs}1024,1024]", "[1024,1024]"); }).find("not well-formed") !=
         std::string::npos);
   CHECK(error_of([] { plan("devs=32", "[8{devs}256,1024]", "[256,32{devs}1024]"); }).empty());

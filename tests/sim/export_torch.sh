@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# p2v export --format torch (issue 15): every program of node=2,gpu=4 --axes 8 --reduce 0, run by
+# p2v export --format torch (docs/step.md): every program of node=2,gpu=4 --axes 8 --reduce 0, run by
 # 8 gloo processes and compared with a plain all_reduce on every rank; then a sabotaged module
 # must fail the check. Skips (exit 77) only when torch cannot be imported.
 set -euo pipefail

@@ -83,7 +83,7 @@ TEST_CASE("cost: one ring in one switch: the alpha-beta limit of ring/Simple (ha
   const LoweredProgram prog{{Collective::AllReduce, {{0, 1, 2, 3}}}};
   const auto pc = sim.simulate(prog, o);
   // NCCL's ring Simple base latency (8.4 us) + 2(p-1) = 6 hops of 2 us + 6 rounds of n/p = 250 MB
-  // over 100 GB/s: the alpha-beta formula of SPEC §8 with alpha = 2 us, beta = 1/100 GB/s, plus
+  // over 100 GB/s: the alpha-beta formula of docs/model.md §8 with alpha = 2 us, beta = 1/100 GB/s, plus
   // NCCL's fixed base latency.
   const double base = 8.4e-6;
   CHECK(pc.time_s == doctest::Approx(base + 2 * 3 * 2e-6 + 2.0 * 3 / 4 * 1e9 / 100e9).epsilon(1e-12));

@@ -1,4 +1,4 @@
-// The simulator's file formats (issue 16, docs/formats.md "Simulator"): what simulate, step and
+// The simulator's file formats (docs/formats.md "Simulator"): what simulate, step and
 // calibrate write reads back equal, and the strict readers refuse unknown, missing and mistyped
 // fields with a message naming the field's path.
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-// The NCCL-faithful collective model (issue 24): NCCL's algorithm/protocol choice on known cases,
+// The NCCL-faithful collective model (docs/simulator.md §2): NCCL's algorithm/protocol choice on known cases,
 // protocol order by size, forced algorithms, presets and the system file's "nccl" section.
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-// nccl-tests log reader (issue 24): golden parses of published logs in bench/fidelity/data and
+// nccl-tests log reader (sim/nccl_tests.hpp): golden parses of published logs in bench/fidelity/data and
 // the strict errors on malformed input.
 #include <doctest/doctest.h>
 

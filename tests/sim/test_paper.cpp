@@ -21,12 +21,12 @@ namespace {
 
 MatrixRanking rank(const System& s, std::vector<int> axes, ParallelismMatrix x, std::vector<int> reduce,
                    Algorithm algo = Algorithm::Ring) {
-  const std::vector<std::string> names = s.level_names();
   Simulator sim(s);
   CostOptions o;
   o.algo = algo;
   o.bytes = default_bytes(s);
-  return rank_placement(sim, Placement(s.cardinalities(), axes, x, reduce), names, SynthOptions{}, o);
+  ProgramSource programs(s, axes, {});
+  return rank_placement(sim, programs, Placement(s.cardinalities(), axes, x, reduce), o);
 }
 
 double time_of(const MatrixRanking& r, const std::string& name) {
@@ -108,7 +108,7 @@ TEST_CASE("calibration recovers perturbed link parameters") {
   CHECK(ms.size() == 24);
   Simulator sim(truth_sys);
   const auto cal = calibrate(sim, ms, Algorithm::Ring);
-  // Since the NCCL model (issue 24) a call's latency is mostly NCCL's per-protocol tables, which
+  // Since the NCCL model (docs/simulator.md §2) a call's latency is mostly NCCL's per-protocol tables, which
   // this alpha-beta fit does not touch (their calibration is the "nccl" section's, not done here):
   // the measurements are bandwidth-dominated (>= 10 MB), and the bandwidths are what is
   // recovered, within 5% (the fit assumes time is homogeneous in (alpha, beta), which NCCL's fixed

@@ -1,4 +1,4 @@
-// p2v step (issue 15): model files, the event simulation by hand, the DP against brute force,
+// p2v step (docs/step.md): model files, the event simulation by hand, the DP against brute force,
 // the per-flow cap, and the bounds max(compute, sync) <= step <= compute + sync on every bundled
 // model and preset.
 #include <doctest/doctest.h>

@@ -1,5 +1,5 @@
 #pragma once
-// Per-step SMT certificates of reshard programs (SPEC §10): for a collective from type τ to τ',
+// Per-step SMT certificates of reshard programs (docs/model.md §10): for a collective from type τ to τ',
 // the claim "every element of the new layout comes from where the rule says" — for every mesh
 // point p and local index l of τ', the element τ' places there (offset table of τ' at p, plus l)
 // equals the element τ holds at the source the rule names (the group member / chunk picked by

@@ -1,5 +1,5 @@
 #pragma once
-// SMT proofs of equations between programs under the counting semantics (issue 14): rules of the
+// SMT proofs of equations between programs under the counting semantics (docs/rules.md): rules of the
 // catalog on every grid shape up to N devices, and user equations on a system.
 //
 // One query per shape: device D, chunk R and source J are solver variables; each side's
@@ -64,6 +64,8 @@ struct SolverPool {
 EquationResult solve_equation(const Equation& eq, SolverPool& pool);
 
 std::string fnv1a64_hex(const std::string& text);
+// The SMT-LIB text of an equation's query ("the sides differ somewhere"), as solve_equation builds it.
+std::string equation_query(const Equation& eq);
 
 // A catalogued rule checked on every grid shape up to max_devices.
 struct ShapeRecord {

@@ -1,5 +1,5 @@
 #pragma once
-// The bounded encoding of reduction-program search (SPEC §4-§5) over state-matrix bitvectors,
+// The bounded encoding of reduction-program search (docs/model.md §4-§5) over state-matrix bitvectors,
 // and enumeration of every valid program up to a size bound with blocking constraints.
 //
 // Per step t (0..n) and device d: a k-bit row-presence vector and k column bitvectors of k bits

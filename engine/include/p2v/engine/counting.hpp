@@ -1,11 +1,11 @@
 #pragma once
-// The counting semantics of collectives (issue 14): a device's state is a k×k matrix of integer
+// The counting semantics of collectives (docs/rules.md): a device's state is a k×k matrix of integer
 // multiplicities, m[r][j] = how many times device j's original chunk r is summed into the chunk r
 // this device holds, plus the set of chunks (rows) it owns; rows it does not own are "don't care"
 // (their buffer is kept, and is what a later collective reads if a program reads it anyway).
 //
 // Every collective is an exact linear map, defined for every program (also those that break the
-// boolean preconditions of SPEC §4). A group is an ordered member list; member 0 is the root and
+// boolean preconditions of docs/model.md §4). A group is an ordered member list; member 0 is the root and
 // member i gets block i (ReduceScatter):
 //   H = rows owned by the root.
 //   AllReduce:     every member's rows H become the sum over members; every member owns H.

@@ -1,5 +1,5 @@
 #pragma once
-// Rule application on a synthesis hierarchy (issue 14): derive programs from AllReduce over the
+// Rule application on a synthesis hierarchy (docs/rules.md): derive programs from AllReduce over the
 // reduction groups by the catalogue's rewrite rules, breadth first; and the rewrite moves the
 // cost-guided `p2v rewrite` search uses. Every application is checked by the counting semantics
 // (the new program equals the old one on every device), which is where a rule instance's side

@@ -1,5 +1,5 @@
 #pragma once
-// Synthesis hierarchies (a)-(d) (SPEC §3).
+// Synthesis hierarchies (a)-(d) (docs/model.md §3).
 #include <string>
 #include <vector>
 
@@ -61,7 +61,7 @@ struct HierarchyLevel {
 std::vector<HierarchyLevel> hierarchy_levels(const ParallelismMatrix& x, const std::vector<int>& reduce,
                                              const std::vector<std::string>& level_names, HierarchyKind kind);
 
-// A hierarchy given directly as cardinalities (e.g. [1 2 4] of SPEC Example 5.2), reducing over
+// A hierarchy given directly as cardinalities (e.g. [1 2 4] of docs/model.md Example 5.2), reducing over
 // all of its devices: one copy, the identity. Names default to "l0", "l1", ... or the given ones.
 SynthesisHierarchy make_plain_hierarchy(const std::vector<int>& cards, const std::vector<std::string>& names = {});
 

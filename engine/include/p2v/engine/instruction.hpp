@@ -1,5 +1,5 @@
 #pragma once
-// The DSL: instructions (slice, form, collective) and the device groups they form (SPEC §5).
+// The DSL: instructions (slice, form, collective) and the device groups they form (docs/model.md §5).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -19,7 +19,7 @@ enum class FormKind : std::uint8_t { Inside, Parallel, Master };
 // A list of disjoint device groups; each group ascending (its first member is the root).
 using Groups = std::vector<std::vector<int>>;
 
-// Which collectives Master may carry (SPEC §5): AllReduce only (default), or all five.
+// Which collectives Master may carry (docs/model.md §5): AllReduce only (default), or all five.
 enum class MasterCollectives { AllReduceOnly, All };
 // "allreduce" or "all" (the --master-collectives option); throws p2v::Error otherwise.
 MasterCollectives parse_master_collectives(const std::string& s);
@@ -60,7 +60,7 @@ std::string instruction_name(const SynthesisHierarchy& h, const Instruction& in)
 // each group ascending, groups ordered by first member.
 Groups lower_groups(const SynthesisHierarchy& h, const Groups& local);
 
-// A lowered instruction / program: system device groups per step (SPEC §6).
+// A lowered instruction / program: system device groups per step (docs/model.md §6).
 struct LoweredStep {
   Collective collective = Collective::AllReduce;
   Groups groups;

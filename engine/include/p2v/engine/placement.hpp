@@ -1,5 +1,5 @@
 #pragma once
-// Parallelism axes, parallelism matrices and the device <-> axis coordinates (SPEC §2).
+// Parallelism axes, parallelism matrices and the device <-> axis coordinates (docs/model.md §2).
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -1,5 +1,5 @@
 #pragma once
-// Replaying a program with the Hoare rules (SPEC §4): the state after each step and, if a step's
+// Replaying a program with the Hoare rules (docs/model.md §4): the state after each step and, if a step's
 // precondition fails, which step and why. The one replay shared by verify's diagnostics,
 // certificates and run plans (the independent checker, proofs/checker, keeps its own on purpose).
 #include <string>

@@ -1,5 +1,5 @@
 #pragma once
-// Rewrite rules over collectives (issue 14), stated on grids of devices and checked against the
+// Rewrite rules over collectives (docs/rules.md), stated on grids of devices and checked against the
 // counting semantics (counting.hpp). Solver-free: the SMT proofs live in encodings/rules.hpp.
 //
 // A grid has L axes of sizes n_0..n_{L-1}; device d has coordinates (c_0..c_{L-1}) in mixed radix,

@@ -1,5 +1,5 @@
 #pragma once
-// State matrices and the five Hoare rules (SPEC §4), as bitsets.
+// State matrices and the five Hoare rules (docs/model.md §4), as bitsets.
 #include <cstdint>
 #include <string>
 #include <vector>

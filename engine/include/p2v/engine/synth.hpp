@@ -1,5 +1,5 @@
 #pragma once
-// The enumerative synthesizer: every valid program up to a size limit, shortest first (SPEC §5).
+// The enumerative synthesizer: every valid program up to a size limit, shortest first (docs/model.md §5).
 #include <cstdint>
 #include <functional>
 #include <string>

@@ -1,5 +1,5 @@
 #pragma once
-// A system: a hierarchy of levels, outermost first (SPEC §1), with per-level interconnects.
+// A system: a hierarchy of levels, outermost first (docs/model.md §1), with per-level interconnects.
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>

@@ -1,5 +1,5 @@
 #pragma once
-// Theorem 3.2 ((d) >= (c) >= (b) >= (a)) and lemmas B.1-B.8 (SPEC §7): by enumeration, and the
+// Theorem 3.2 ((d) >= (c) >= (b) >= (a)) and lemmas B.1-B.8 (docs/model.md §7): by enumeration, and the
 // instruction-level argument by SMT; on the system's devices, or at any size on the placement's
 // smallest instance, lifted by the shape theorem (docs/shape.md §9).
 #include <cstdint>

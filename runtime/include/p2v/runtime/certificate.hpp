@@ -1,5 +1,5 @@
 #pragma once
-// Certificates (issue 3) as the runtime uses them: the program they certify and whether the
+// Certificates (docs/formats.md "Certificates") as the runtime uses them: the program they certify and whether the
 // independent checker (proofs/checker, when built) accepts them.
 #include <optional>
 #include <string>

@@ -1,7 +1,7 @@
 #pragma once
 // The plan: how a lowered program runs on N ranks (rank d = system device d).
 //
-// Layout (SPEC §4, §6): a rank's buffer holds k = N chunks ("rows"); the state semantics decides
+// Layout (docs/model.md §4, §6): a rank's buffer holds k = N chunks ("rows"); the state semantics decides
 // which rows each rank holds after each step. Rows that always move together are merged into
 // "units" (u = gcd of every row boundary that ever occurs), so the buffer only needs to be a
 // multiple of k/u elements. A rank's held rows live either at home (row r at main[r]) or packed

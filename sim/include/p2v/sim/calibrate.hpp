@@ -1,5 +1,5 @@
 #pragma once
-// Calibration (issue 5): fit per-link-class α (latency) and β (1/bandwidth) to measured collective
+// Calibration (docs/simulator.md §5): fit per-link-class α (latency) and β (1/bandwidth) to measured collective
 // times by least squares on relative errors, and write a calibrated system file.
 //
 // Measurements CSV (docs/simulator.md): a header line naming the columns

@@ -1,5 +1,5 @@
 #pragma once
-// The simulator's cost model (issue 5, SPEC §8): every group's collective of a lowered step,
+// The simulator's cost model (docs/simulator.md; docs/model.md §8): every group's collective of a lowered step,
 // expanded into NCCL-like point-to-point transfers, routed over the topology graph; all groups of
 // a step run at once and share links. docs/simulator.md states the model and its assumptions.
 #include <limits>
@@ -70,7 +70,7 @@ NcclChoice choose(const NcclParams& np, const CallShape& c, Algorithm algo, Prot
 // instances of the level above the devices (product of all but the last level's cardinalities).
 double default_bytes(const engine::System& s);
 
-// nccl-tests' bus bandwidth factor (SPEC §8) of a collective over p ranks.
+// nccl-tests' bus bandwidth factor (docs/model.md §8) of a collective over p ranks.
 double bus_factor(engine::Collective c, double p);
 
 struct CostOptions {

@@ -1,6 +1,6 @@
 #pragma once
 // Predicted vs measured for nccl-tests logs, and the fit of a system's model parameters to them
-// (issue 24, `p2v calibrate --nccl-tests`; docs/simulator.md "Calibration").
+// (`p2v calibrate --nccl-tests`; docs/simulator.md "Calibration").
 //
 // A log of R ranks on N hosts is one group of all R devices of a system of R devices (the
 // system's node count must be N when the log names its hosts). Every row is one point: the

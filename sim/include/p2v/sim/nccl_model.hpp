@@ -1,5 +1,5 @@
 #pragma once
-// NCCL-faithful cost of one collective call (issue 24, docs/simulator.md §2).
+// NCCL-faithful cost of one collective call (docs/simulator.md §2).
 //
 // Design. NCCL prices every (algorithm, protocol) pair of a call as latency + bytes / bandwidth
 // (src/graph/tuning.cc: ncclTopoTuneModel, ncclTopoGetAlgoTime) and runs the cheapest

@@ -1,5 +1,5 @@
 #pragma once
-// Reader of nccl-tests output (issue 24): the text all_reduce_perf, all_gather_perf,
+// Reader of nccl-tests output (docs/simulator.md, "Calibration"): the text all_reduce_perf, all_gather_perf,
 // reduce_scatter_perf, broadcast_perf and reduce_perf print (NVIDIA/nccl-tests, src/common.cu),
 // as users paste it into issues and logs. docs/simulator.md ("nccl-tests logs") states the format.
 //

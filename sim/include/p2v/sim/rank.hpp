@@ -1,11 +1,12 @@
 #pragma once
-// Ranking (issue 5): synthesize the (d) programs of a placement, simulate each, sort by predicted
-// time, and compare with the default single AllReduce over the reduction groups.
+// Ranking (docs/simulator.md): the (d) programs of a placement (from engine::ProgramSource), each simulated,
+// sorted by predicted time and compared with the default single AllReduce over the reduction groups.
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "p2v/engine/placement.hpp"
+#include "p2v/engine/programs.hpp"
 #include "p2v/engine/synth.hpp"
 #include "p2v/sim/cost.hpp"
 
@@ -28,9 +29,9 @@ struct MatrixRanking {
   double speedup() const { return allreduce_s / best_s(); }
 };
 
-// Synthesizes hierarchy (d) for placement `p` and ranks its programs.
-MatrixRanking rank_placement(const Simulator& sim, const engine::Placement& p,
-                             const std::vector<std::string>& level_names, const engine::SynthOptions& synth,
+// Ranks the programs `programs` lists for placement `p` (hierarchy (d): make the source with
+// HierarchyKind::ReductionAxes for the system and axes of `p`).
+MatrixRanking rank_placement(const Simulator& sim, engine::ProgramSource& programs, const engine::Placement& p,
                              const CostOptions& cost);
 
 // Measured whole-program times (e.g. from the runtime), to judge the ranking. CSV with a header

@@ -1,5 +1,5 @@
 #pragma once
-// Human and machine forms of simulator results (issue 5): the per-step record of a simulated
+// Human and machine forms of simulator results (docs/simulator.md): the per-step record of a simulated
 // program (the "steps" of `p2v simulate --json`, docs/formats.md), its table, and number formats.
 #include <nlohmann/json_fwd.hpp>
 #include <optional>

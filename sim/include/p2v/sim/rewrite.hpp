@@ -1,5 +1,5 @@
 #pragma once
-// Cost-guided rewriting (issue 14) with the simulator: the search over the engine's rule moves
+// Cost-guided rewriting (docs/rules.md) with the simulator: the search over the engine's rule moves
 // (p2v/engine/derive.hpp), ordered by predicted time. Lives in sim because it needs the simulator.
 #include <cstdint>
 #include <vector>

@@ -1,5 +1,5 @@
 #pragma once
-// Training-step model (issue 15): a model's layers, the device's compute speed and p2v's
+// Training-step model (docs/step.md): a model's layers, the device's compute speed and p2v's
 // simulator for the gradient synchronisation, combined in an event simulation of one step
 // (forward, backward layer by layer, gradients synchronised in buckets that overlap the backward
 // pass), and the choice of bucket boundaries and program per bucket. docs/step.md states the

@@ -1,5 +1,5 @@
 #pragma once
-// `p2v step` as a library call (issue 15, docs/step.md): for every placement, the fixed (DDP or
+// `p2v step` as a library call (docs/step.md): for every placement, the fixed (DDP or
 // ZeRO default) schedule and the chosen buckets and programs; and its report, the format of
 // `p2v step --json` (docs/formats.md, "Simulator"), with to_json and a strict reader.
 #include <cstdint>

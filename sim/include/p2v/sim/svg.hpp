@@ -1,5 +1,5 @@
 #pragma once
-// Pictures (issue 5), hand-written SVG: (a) the topology graph with the device groups of each
+// Pictures (docs/simulator.md), hand-written SVG: (a) the topology graph with the device groups of each
 // program step highlighted and links shaded by load; (b) predicted time per program in rank
 // order (as the paper's Fig. 11 plots them), with measured times when available.
 #include <string>

@@ -1,5 +1,5 @@
 #pragma once
-// The simulator's topology graph (issue 5): devices, switches, NICs, CPUs and PCIe switches as
+// The simulator's topology graph (docs/simulator.md §1): devices, switches, NICs, CPUs and PCIe switches as
 // vertices; one directed edge per direction of every physical link, with bandwidth and latency.
 // Built from a system's per-level interconnects (a tree of stars), or, below a chosen level, from
 // the system file's explicit "topology" section (docs/simulator.md describes the format).

@@ -1,13 +1,15 @@
 #pragma once
 // The independent certificate checker (the trusted core). It re-derives the synthesis hierarchy
 // from the placement, the device groups of every step from the hierarchy, the lowered groups and
-// the goal, replays the program under the five Hoare rules (SPEC §4) with its own small code, and
+// the goal, replays the program under the five Hoare rules (docs/model.md §4) with its own small code, and
 // accepts only if every recorded state and the goal match. It re-derives what it can on the
 // replayed instance (the notation, shortest, minimal, the number of valid programs up to the bound
 // by its own enumeration), refuses any field it does not know or that is missing, and reports every
 // other claim (the solvers' answers) per claim as recorded, not re-checked.
 #include <string>
 #include <vector>
+
+#include "p2v/checker/manifest.hpp"
 
 namespace p2v::checker {
 
@@ -34,7 +36,7 @@ struct Context {
 
 Verdict check_certificate(const std::string& json_text, const Context& ctx = {});
 Verdict check_certificate_file(const std::string& path);
-// Reshard certificates (format p2v-reshard-certificate/1, SPEC §10); check_certificate dispatches
+// Reshard certificates (format p2v-reshard-certificate/1, docs/model.md §10); check_certificate dispatches
 // to it by the format field.
 Verdict check_reshard_certificate(const std::string& json_text);
 
@@ -42,12 +44,10 @@ Verdict check_reshard_certificate(const std::string& json_text);
 std::string sha256_hex(const std::string& data);
 
 // Certificate directories (docs/formats.md "Certificate directories"): MANIFEST.json, format
-// p2v-manifest/1, lists the run (command line), its options and every file with its SHA-256 and
+// p2v-manifest/1 (manifest.hpp), lists the run (command line), its options and every file with its SHA-256 and
 // size. check_directory refuses a missing or malformed manifest, a file not in it, a listed file
 // that is missing or whose hash or size differs, and anything in the directory that is not a
 // regular file; it does not check the certificates themselves (the caller does, with `context`).
-inline constexpr const char* kManifestName = "MANIFEST.json";
-inline constexpr const char* kManifestFormat = "p2v-manifest/1";
 struct Directory {
   bool ok = false;
   std::string reason;

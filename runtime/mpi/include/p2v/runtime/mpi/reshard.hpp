@@ -1,5 +1,5 @@
 #pragma once
-// Runs a reshard program (SPEC §10) on MPI: one rank per mesh device; communicators split per
+// Runs a reshard program (docs/model.md §10) on MPI: one rank per mesh device; communicators split per
 // step grouping (cached), allgather / alltoall with packing along non-leading dimensions, permutes
 // by send/receive skipping fixed points, dynslice locally. Every rank fills its tile of τ1 with the
 // global (row-major) element indices and, after the last step, checks every element against τ2.

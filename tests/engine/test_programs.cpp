@@ -1,0 +1,103 @@
+// engine::ProgramSource: which programs a placement has (shape, exact fallback or concrete).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "p2v/engine/error.hpp"
+#include "p2v/engine/placement.hpp"
+#include "p2v/engine/programs.hpp"
+#include "p2v/engine/system.hpp"
+
+using namespace p2v::engine;
+
+namespace {
+
+// The programs' notations, in the result's order.
+std::vector<std::string> notations(const SynthResult& r) {
+  std::vector<std::string> v(r.programs.size());
+  std::transform(r.programs.begin(), r.programs.end(), v.begin(), [&](const Program& p) { return program_name(r, p); });
+  return v;
+}
+
+ProgramsOptions master_all() {
+  ProgramsOptions o;
+  o.synth.master = MasterCollectives::All;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("programs_for: the shape's list, synthesized once per shape, where the theorem is proved") {
+  const System s = parse_system_inline("node=4,gpu=8");
+  ProgramSource src(s, {8, 4}, {});
+  const auto a = src.programs_for({{2, 4}, {2, 2}}, {0});
+  REQUIRE(a.path == ProgramsPath::Shape);
+  CHECK(a.first_of_shape);
+  CHECK(a.unproved.empty());
+  CHECK(a.cards == a.shape->cards());
+  // Another placement of the same shape shares the list.
+  const auto b = src.programs_for({{4, 2}, {1, 4}}, {0});
+  REQUIRE(b.shape_key() == a.shape_key());
+  CHECK_FALSE(b.first_of_shape);
+  CHECK(b.result == a.result);
+  // The shape's list is the system's (docs/shape.md §3) and lowers to the same groups.
+  const auto exact = synthesize(Placement(s.cardinalities(), {8, 4}, {{4, 2}, {1, 4}}, {0}), s.level_names(),
+                                HierarchyKind::ReductionAxes, {});
+  REQUIRE(notations(*b.result) == notations(exact));
+  for (std::size_t i = 0; i < exact.programs.size(); ++i)
+    CHECK(b.lower(b.result->programs[i]) == lower(exact, exact.programs[i]));
+}
+
+TEST_CASE("programs_for: where the shape theorem is not proved, small reduction groups are exact") {
+  // --master-collectives all: "no other program" is checked, not proved (docs/shape.md §3.2).
+  const System s = parse_system_inline("node=2,gpu=4");
+  ProgramSource src(s, {8}, master_all());
+  const auto p = src.programs_for({{2, 4}}, {0});
+  REQUIRE(p.path == ProgramsPath::ExactFallback);
+  CHECK_FALSE(p.on_shape());
+  CHECK(p.shape_key().empty());
+  CHECK(p.unproved.empty());
+  const auto exact = synthesize(Placement(s.cardinalities(), {8}, {{2, 4}}, {0}), s.level_names(),
+                                HierarchyKind::ReductionAxes, master_all().synth);
+  CHECK(notations(*p.result) == notations(exact));
+  CHECK(p.cards == std::vector<std::int64_t>{1, 2, 4});
+  // The system's hierarchy has the shape's levels: every step has a level pattern.
+  REQUIRE(p.shape);
+  for (const auto& prog : p.result->programs) {
+    const auto pats = p.patterns(prog);
+    const auto low = p.lower(prog);
+    REQUIRE(pats.size() == low.size());
+    for (std::size_t k = 0; k < pats.size(); ++k) CHECK(lower_pattern(pats[k], *p.shape) == low[k].groups);
+  }
+}
+
+TEST_CASE("programs_for: unproved shapes above the fallback size keep the shape's list and say why") {
+  const System s = parse_system_inline("node=64,gpu=8");
+  ProgramSource src(s, {512}, master_all());
+  const auto p = src.programs_for({{64, 8}}, {0});
+  REQUIRE(p.path == ProgramsPath::Shape);
+  CHECK(p.shape->group_size() > kExactFallbackDevices);
+  CHECK(p.unproved.find("not proved") != std::string::npos);
+  CHECK(p.first_of_shape);
+}
+
+TEST_CASE("programs_for: --concrete and hierarchies (a)-(c) synthesize on the system") {
+  const System s = parse_system_inline("node=2,gpu=4");
+  ProgramsOptions c;
+  c.concrete = true;
+  ProgramSource concrete(s, {8}, c);
+  const auto p = concrete.programs_for({{2, 4}}, {0});
+  CHECK(p.path == ProgramsPath::Concrete);
+  CHECK(p.shape);  // (d): level patterns still exist
+  ProgramsOptions a;
+  a.kind = HierarchyKind::System;
+  ProgramSource sys(s, {8}, a);
+  const auto q = sys.programs_for({{2, 4}}, {0});
+  CHECK(q.path == ProgramsPath::Concrete);
+  CHECK_FALSE(q.shape);
+  CHECK_THROWS_AS((void)q.patterns(q.result->programs.at(0)), p2v::Error);
+  // Too many devices per reduction group for the concrete engine: an error naming the limit.
+  const System big = parse_system_inline("node=128,gpu=8");
+  ProgramSource big_concrete(big, {1024}, c);
+  CHECK_THROWS_AS((void)big_concrete.programs_for({{128, 8}}, {0}), p2v::Error);
+}
