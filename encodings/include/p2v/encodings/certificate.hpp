@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "p2v/encodings/search.hpp"
+#include "p2v/encodings/symbolic.hpp"
 #include "p2v/engine/certificate_format.hpp"
 #include "p2v/engine/placement.hpp"
 #include "p2v/engine/shape.hpp"
@@ -29,6 +30,9 @@ struct CertifyOptions {
   // check per program and per bound over all steps), or find it again one program at a time with
   // blocking clauses (enumerate_programs). Measured in docs/notes/smt.md.
   RunMethod method = RunMethod::Closure;
+  // With the closure: the concrete state-matrix encoding or the per-level symbolic one
+  // (symbolic.hpp; auto: per-level where it applies, from kPerLevelMinDevices devices).
+  EncodingChoice encoding = EncodingChoice::Auto;
 };
 
 struct CertifyResult {

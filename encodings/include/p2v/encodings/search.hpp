@@ -100,8 +100,9 @@ struct BoundFact {
 
 // How a run's programs came about: found by the solver one by one with blocking clauses
 // (enumerate_programs), given and confirmed per bound (confirm_programs), or given and confirmed
-// by the closure of the reachable states (confirm_by_closure).
-enum class RunMethod { Enumerate, Confirm, Closure };
+// by the closure of the reachable states (confirm_by_closure), the same closure over the per-level
+// symbolic encoding (symbolic.hpp, confirm_by_symbolic_closure).
+enum class RunMethod { Enumerate, Confirm, Closure, SymbolicClosure };
 
 struct EnumerationResult {
   std::string solver, version;
