@@ -142,15 +142,13 @@ engine::CertificateFacts certificate_facts(const engine::SynthResult& r, const e
         facts.found_by.push_back(std::move(f));
       }
       if (n > 1)
-        facts.no_shorter.push_back(fact(n - 1, method,
-                                        "a valid program of at most " + std::to_string(n - 1) + " steps",
+        facts.no_shorter.push_back(fact(n - 1, method, "a valid program of at most " + std::to_string(n - 1) + " steps",
                                         "none: follows from the closure fact in facts.complete"));
       auto f = fact(L, method,
                     "from each of the " + std::to_string(run.closure_states) + " reachable states (depth < " +
                         std::to_string(L) + ", not the goal" +
                         (sym ? ", with a per-level form: row-uniform, rows fixed to level digits" : "") +
-                        "), a valid step other than the " +
-                        std::to_string(run.closure_edges) +
+                        "), a valid step other than the " + std::to_string(run.closure_edges) +
                         " listed ones with their successors (from states first reached at depth " +
                         std::to_string(L - 1) + ": a valid step to the goal other than the listed ones)",
                     "unsat");
@@ -158,8 +156,8 @@ engine::CertificateFacts certificate_facts(const engine::SynthResult& r, const e
       f.states = run.closure_states;
       f.steps = run.closure_edges;
       f.seconds = run.closure_seconds;
-      f.conclusion = "by induction on the length, every valid program of at most " + std::to_string(L) +
-                     " steps" + (sym ? " of the per-level encoding" : "") +
+      f.conclusion = "by induction on the length, every valid program of at most " + std::to_string(L) + " steps" +
+                     (sym ? " of the per-level encoding" : "") +
                      " is a path of the closed state graph, whose paths are exactly the " +
                      std::to_string(run.programs.size()) + " listed programs" +
                      (sym ? " (every other reachable state is a dead end of the reference semantics; the "
@@ -267,9 +265,17 @@ CertifyResult solve_and_compare(const engine::Placement& p, const engine::SynthR
     if (c.method == RunMethod::Closure) {
       // One pool of --jobs workers over every solver's states (confirm_by_closure).
       try {
-        const bool per_level =
-            c.encoding == EncodingChoice::PerLevel ||
-            (c.encoding == EncodingChoice::Auto && sp.k >= kPerLevelMinDevices && per_level_unsupported(sp).empty());
+        // The per-level encoding is for levels of cardinality 1 or 2 (a shape's smallest instance;
+        // the checker re-derives its premise there).
+        const auto& cards = r.hierarchy.cards;
+        const bool bits = std::all_of(cards.begin(), cards.end(), [](int x) { return x <= 2; });
+        if (c.encoding == EncodingChoice::PerLevel && !bits)
+          throw Error(
+              "the per-level encoding does not apply: a level has cardinality above 2 (it is for a shape's smallest "
+              "instance; use --encoding concrete or drop --concrete)");
+        const bool per_level = c.encoding == EncodingChoice::PerLevel ||
+                               (c.encoding == EncodingChoice::Auto && bits && sp.k >= kPerLevelMinDevices &&
+                                per_level_unsupported(sp).empty());
         out.runs = per_level ? confirm_by_symbolic_closure(c.solvers, sp, r.programs, opt.max_size, c.search, name)
                              : confirm_by_closure(c.solvers, sp, r.programs, opt.max_size, c.search, name);
       } catch (const std::exception& e) {

@@ -39,9 +39,11 @@ class OneStep {
   virtual ~OneStep() = default;
   // "The state at t (0: start, 1: after the step) is graph node u's state" (in the encoding's terms).
   virtual smt::Term state_is(int t, int u) = 0;
-  virtual smt::Term goal(int t) = 0;            // the state at t is the goal
+  // The same as a list of terms whose conjunction it is (passed as assumptions).
+  virtual std::vector<smt::Term> state_parts(int t, int u) { return {state_is(t, u)}; }
+  virtual smt::Term goal(int t) = 0;              // the state at t is the goal
   virtual smt::Term chosen(int instruction) = 0;  // the step is this instruction
-  virtual smt::Term chosen_var() = 0;           // the binary choice variable
+  virtual smt::Term chosen_var() = 0;             // the binary choice variable
 };
 
 // How one closure run sees the graph: which nodes it closes and with which encoding.
@@ -52,6 +54,11 @@ struct ClosureSpec {
   // has no such step), and the programs must pass only represented nodes.
   std::vector<char> represented;
   std::function<std::unique_ptr<OneStep>(smt::Solver&)> make;  // per worker and solver kind
+  // The start state as assumptions of each check instead of an assertion in a push scope.
+  bool assume = false;
+  // States per closure query (1: one push/pop scope per state; more: one per batch, each state
+  // under a selector, at least one selector true).
+  std::function<int(smt::SolverKind)> batch;  // empty: 1
 };
 
 std::vector<EnumerationResult> closure_run(const std::vector<smt::SolverKind>& kinds, const SearchProblem& p,

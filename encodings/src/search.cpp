@@ -786,7 +786,6 @@ EnumerationResult confirm_programs(smt::SolverKind kind, const SearchProblem& p,
   return res;
 }
 
-
 namespace detail {
 
 std::string state_key(const engine::StateSet& s) {
@@ -913,14 +912,26 @@ std::vector<EnumerationResult> closure_run(const std::vector<smt::SolverKind>& k
   std::vector<std::size_t> todo;
   for (std::size_t u = 0; u < g.states.size(); ++u)
     if (g.expanded[u] && in_encoding(u)) todo.push_back(u);
-  if (opt.progress)
-    opt.progress(fmt::format("closure over {} of {} reachable states", todo.size(), g.states.size()));
+  if (opt.progress) opt.progress(fmt::format("closure over {} of {} reachable states", todo.size(), g.states.size()));
+  // The tasks per solver kind: batches of spec.batch(kind) states (consecutive in breadth-first
+  // order), one query each.
   const std::size_t K = kinds.size();
+  std::vector<std::vector<std::vector<std::size_t>>> batches(K);
+  std::vector<int> batch_of(K, 1);
+  std::size_t tasks = 0;
+  for (std::size_t kk = 0; kk < K; ++kk) {
+    batch_of[kk] = spec.batch ? std::max(1, spec.batch(kinds[kk])) : 1;
+    const auto b = static_cast<std::size_t>(batch_of[kk]);
+    for (std::size_t i = 0; i < todo.size(); i += b)
+      batches[kk].emplace_back(todo.begin() + static_cast<std::ptrdiff_t>(i),
+                               todo.begin() + static_cast<std::ptrdiff_t>(std::min(todo.size(), i + b)));
+    tasks += batches[kk].size();
+  }
   // opt.jobs workers (0: one per hardware thread), at least one per kind so that the solvers run
   // concurrently, at most one per task.
   const std::size_t asked =
       opt.jobs > 0 ? static_cast<std::size_t>(opt.jobs) : std::max(1u, std::thread::hardware_concurrency());
-  const std::size_t jobs = std::clamp<std::size_t>(std::max(asked, K), 1, std::max<std::size_t>(1, todo.size() * K));
+  const std::size_t jobs = std::clamp<std::size_t>(std::max(asked, K), 1, std::max<std::size_t>(1, tasks));
   std::vector<EnumerationResult> res(K);
   for (auto& r : res) {
     r.method = spec.method;
@@ -934,16 +945,32 @@ std::vector<EnumerationResult> closure_run(const std::vector<smt::SolverKind>& k
   };
   auto close_state = [&](smt::SolverKind kind, smt::Solver& s, OneStep& e, std::size_t u) {
     Counts n;
-    s.push();
-    s.add(e.state_is(0, static_cast<int>(u)));
+    // The start state (and on the last level the goal after the step) asserted in a push scope,
+    // or with spec.assume, as assumptions of every check (the closure's blocks then under a
+    // literal of this state's own).
+    std::vector<Term> base;
+    if (spec.assume) {
+      base = e.state_parts(0, static_cast<int>(u));
+    } else {
+      s.push();
+      s.add(e.state_is(0, static_cast<int>(u)));
+    }
     // On the last level the closure is about steps to the goal only (see reachable_states).
-    if (g.depth[u] == max_size - 1) s.add(e.goal(1));
+    if (g.depth[u] == max_size - 1) {
+      if (spec.assume)
+        base.push_back(e.goal(1));
+      else
+        s.add(e.goal(1));
+    }
     // Validity of the programs' steps from u: the step relation holds, with the successor's goal status.
     for (auto [i, v] : used[u]) {
       const auto tc = Clock::now();
       const Term at_goal = e.goal(1);
-      const smt::Result r =
-          s.check_assuming({e.chosen(i), e.state_is(1, v), g.goal[static_cast<std::size_t>(v)] ? at_goal : !at_goal});
+      std::vector<Term> as = base;
+      as.push_back(e.chosen(i));
+      as.push_back(e.state_is(1, v));
+      as.push_back(g.goal[static_cast<std::size_t>(v)] ? at_goal : !at_goal);
+      const smt::Result r = s.check_assuming(as);
       n.validity_seconds += since(tc);
       ++n.checks;
       if (r == smt::Result::unknown) unknown(s, "on a step of a program", opt);
@@ -955,13 +982,19 @@ std::vector<EnumerationResult> closure_run(const std::vector<smt::SolverKind>& k
     }
     // Closure: no valid step from u other than the listed ones (with their exact successors); on
     // the last level, no valid step to the goal other than the listed ones.
+    Term act;
+    if (spec.assume) {
+      act = s.bool_var("closure_" + std::to_string(u));
+      base.push_back(act);
+    }
     for (auto [i, v] : g.succ[u])
       if (in_encoding(static_cast<std::size_t>(v))) {
-        s.add(!(e.chosen(i) && e.state_is(1, v)));
+        const Term block = !(e.chosen(i) && e.state_is(1, v));
+        s.add(spec.assume ? smt::implies(act, block) : block);
         ++n.edges;
       }
     const auto tc = Clock::now();
-    const smt::Result r = s.check();
+    const smt::Result r = spec.assume ? s.check_assuming(base) : s.check();
     n.closure_seconds = since(tc);
     if (r == smt::Result::unknown) unknown(s, "on the steps from a reachable state", opt);
     if (r == smt::Result::sat) {
@@ -969,6 +1002,56 @@ std::vector<EnumerationResult> closure_run(const std::vector<smt::SolverKind>& k
       throw Error(std::string(to_string(kind)) + " finds a valid step (instruction " + std::to_string(i) +
                   ") from a reachable state at depth " + std::to_string(g.depth[u]) +
                   " that the reference semantics does not list; nothing is certified");
+    }
+    if (spec.assume)
+      s.add(!act);  // this state's blocks are done with
+    else
+      s.pop();
+    return n;
+  };
+  // A batch of states in one closure query: a selector per state implies its start state (and
+  // on the last level the goal after the step) and its blocks; one of the selectors holds. The
+  // validity checks come first, each under its state's selector.
+  auto close_batch = [&](smt::SolverKind kind, smt::Solver& s, OneStep& e, const std::vector<std::size_t>& us) {
+    Counts n;
+    s.push();
+    std::vector<Term> selectors;
+    for (std::size_t u : us) {
+      const Term b = s.bool_var("batch_" + std::to_string(u));
+      selectors.push_back(b);
+      s.add(smt::implies(b, e.state_is(0, static_cast<int>(u))));
+      if (g.depth[u] == max_size - 1) s.add(smt::implies(b, e.goal(1)));
+    }
+    for (std::size_t q = 0; q < us.size(); ++q)
+      for (auto [i, v] : used[us[q]]) {
+        const auto tc = Clock::now();
+        const Term at_goal = e.goal(1);
+        const smt::Result r = s.check_assuming(
+            {selectors[q], e.chosen(i), e.state_is(1, v), g.goal[static_cast<std::size_t>(v)] ? at_goal : !at_goal});
+        n.validity_seconds += since(tc);
+        ++n.checks;
+        if (r == smt::Result::unknown) unknown(s, "on a step of a program", opt);
+        if (r == smt::Result::unsat)
+          throw Error(std::string(to_string(kind)) +
+                      ": the encoding rejects a step of the enumerator's programs (instruction " + std::to_string(i) +
+                      " from a state at depth " + std::to_string(g.depth[us[q]]) +
+                      "); nothing is certified (run p2v verify for the details)");
+      }
+    for (std::size_t q = 0; q < us.size(); ++q)
+      for (auto [i, v] : g.succ[us[q]])
+        if (in_encoding(static_cast<std::size_t>(v))) {
+          s.add(smt::implies(selectors[q], !(e.chosen(i) && e.state_is(1, v))));
+          ++n.edges;
+        }
+    s.add(smt::any_of(selectors, e.goal(1)));
+    const auto tc = Clock::now();
+    const smt::Result r = s.check();
+    n.closure_seconds = since(tc);
+    if (r == smt::Result::unknown) unknown(s, "on the steps from reachable states", opt);
+    if (r == smt::Result::sat) {
+      const auto i = s.value_u64(e.chosen_var());
+      throw Error(std::string(to_string(kind)) + " finds a valid step (instruction " + std::to_string(i) +
+                  ") from a reachable state that the reference semantics does not list; nothing is certified");
     }
     s.pop();
     return n;
@@ -986,7 +1069,7 @@ std::vector<EnumerationResult> closure_run(const std::vector<smt::SolverKind>& k
     auto claim = [&](std::size_t& kk, std::size_t& t) {
       for (std::size_t j = 0; j < K; ++j) {
         kk = (w + j) % K;
-        if ((t = next[kk].fetch_add(1)) < todo.size()) return true;
+        if ((t = next[kk].fetch_add(1)) < batches[kk].size()) return true;
       }
       return false;
     };
@@ -999,15 +1082,19 @@ std::vector<EnumerationResult> closure_run(const std::vector<smt::SolverKind>& k
           if (!named[kk]) name_run(res[kk], *solver[kk]);
           named[kk] = 1;
         }
-        const Counts n = close_state(kinds[kk], *solver[kk], *enc[kk], todo[t]);
+        const auto& batch = batches[kk][t];
+        const Counts n = batch_of[kk] > 1 ? close_batch(kinds[kk], *solver[kk], *enc[kk], batch)
+                                          : close_state(kinds[kk], *solver[kk], *enc[kk], batch[0]);
         std::lock_guard<std::mutex> lock(mu);
         EnumerationResult& r = res[kk];
         r.closure_edges += n.edges;
         r.validity_checks += n.checks;
         r.validity_seconds += n.validity_seconds;
         r.closure_seconds += n.closure_seconds;
-        if (++r.closure_states == static_cast<int>(todo.size())) r.seconds = since(t_all);
-        if (opt.progress && r.closure_states % 200 == 0)
+        const int before = r.closure_states;
+        r.closure_states += static_cast<int>(batch.size());
+        if (r.closure_states == static_cast<int>(todo.size())) r.seconds = since(t_all);
+        if (opt.progress && r.closure_states / 200 != before / 200)
           opt.progress(fmt::format("{}: {} of {} states closed", to_string(kinds[kk]), r.closure_states, todo.size()));
       }
       for (std::size_t kk = 0; kk < K; ++kk)

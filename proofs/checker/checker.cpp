@@ -757,15 +757,18 @@ std::string check_facts(const json& f, const Hierarchy& h, const std::string& mc
   // Master steps AllReduce only) and the program passes only states it represents.
   if (std::any_of(by.begin(), by.end(), [](const auto& e) { return e.second.method == "symbolic-closure"; })) {
     if (std::any_of(h.cards.begin(), h.cards.end(), [](int c) { return c > 2; }))
-      reject("facts: symbolic-closure facts on a hierarchy with a level of cardinality above 2 (the per-level "
-             "encoding is for levels of cardinality 1 or 2)");
+      reject(
+          "facts: symbolic-closure facts on a hierarchy with a level of cardinality above 2 (the per-level "
+          "encoding is for levels of cardinality 1 or 2)");
     if (mc != "allreduce") reject("facts: symbolic-closure facts with --master-collectives all");
     for (std::size_t t = 0; t < trace.size(); ++t)
       if (!per_level_form(trace[t], h))
         reject("facts: symbolic-closure facts, but the state after step " + std::to_string(t) +
                " has no per-level form (not row-uniform, or its rows are not fixed to level digits)");
-    cl.add("facts", "the per-level encoding applies: levels of cardinality 1 or 2, and every state of the program is "
-                    "row-uniform with its rows fixed to level digits", "re-derived");
+    cl.add("facts",
+           "the per-level encoding applies: levels of cardinality 1 or 2, and every state of the program is "
+           "row-uniform with its rows fixed to level digits",
+           "re-derived");
   }
   // Each solver: accepts the program, answers for every length up to max_size, and its
   // no-shorter facts are exactly the lengths below n where it found no program.

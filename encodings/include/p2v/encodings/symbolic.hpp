@@ -33,8 +33,8 @@ inline constexpr int kPerLevelMinDevices = 4;
 // A state of a 2^n-device hierarchy in per-level form.
 struct PerLevelState {
   int n = 0;
-  std::vector<int> fixed;                // per level (device bit b, LSB = innermost): its row bit, or -1
-  std::vector<std::vector<bool>> cols;   // per device: the column set of every row it holds; none = empty
+  std::vector<int> fixed;               // per level (device bit b, LSB = innermost): its row bit, or -1
+  std::vector<std::vector<bool>> cols;  // per device: the column set of every row it holds; none = empty
   bool operator==(const PerLevelState&) const = default;
 };
 
@@ -55,7 +55,16 @@ engine::StateSet concrete_state(const PerLevelState& s);
 // encoding does not apply (per_level_unsupported).
 std::vector<EnumerationResult> confirm_by_symbolic_closure(
     const std::vector<smt::SolverKind>& kinds, const SearchProblem& p, const std::vector<engine::Program>& programs,
-    int max_size, const SearchOptions& opt = {},
-    const std::function<std::string(const engine::Program&)>& name = {});
+    int max_size, const SearchOptions& opt = {}, const std::function<std::string(const engine::Program&)>& name = {});
+
+// The per-level encoding over bounds 1..max_size from the initial state, as enumerate_programs
+// and find_shortest do with the concrete encoding: every valid program of the per-level encoding
+// (blocking those found; the final unsat of every bound is its completeness), or the first bound
+// with one. Its programs are those passing only states with a per-level form. Throws p2v::Error on
+// unknown, or when the encoding does not apply.
+EnumerationResult enumerate_programs_per_level(smt::SolverKind kind, const SearchProblem& p, int max_size,
+                                               const SearchOptions& opt = {});
+EnumerationResult find_shortest_per_level(smt::SolverKind kind, const SearchProblem& p, int max_size,
+                                          const SearchOptions& opt = {});
 
 }  // namespace p2v::encodings
