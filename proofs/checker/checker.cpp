@@ -555,13 +555,14 @@ bool per_level_form(const State& s, const Hierarchy& h) {
     if (h.cards[j] == 2) wide.push_back(j);
   const int n = static_cast<int>(wide.size());
   if (k != (1 << n)) return false;
+  std::vector<std::vector<int>> rows(k);
   std::vector<int> present;
   for (int d = 0; d < k; ++d) {
-    const auto rows = rows_of(s[d]);
-    if (rows.empty()) continue;
+    rows[d] = rows_of(s[d]);
+    if (rows[d].empty()) continue;
     present.push_back(d);
-    for (int r : rows)
-      if (s[d][r] != s[d][rows[0]]) return false;
+    for (int r : rows[d])
+      if (s[d][r] != s[d][rows[d][0]]) return false;
   }
   if (present.empty()) return false;
   std::vector<int> level_of(n, -1);  // row bit -> level it is fixed to
@@ -569,8 +570,8 @@ bool per_level_form(const State& s, const Hierarchy& h) {
   for (int b = 0; b < n; ++b)
     for (int j : wide) {
       bool all = true;
-      for (int d : present)
-        for (int r : rows_of(s[d])) all = all && ((r >> b) & 1) == h.coords[d][j];
+      for (std::size_t q = 0; q < present.size() && all; ++q)
+        for (int r : rows[present[q]]) all = all && ((r >> b) & 1) == h.coords[present[q]][j];
       if (!all) continue;
       if (used[j]) return false;
       used[j] = 1;
@@ -579,7 +580,7 @@ bool per_level_form(const State& s, const Hierarchy& h) {
     }
   for (int d = 0; d < k; ++d)
     for (int r = 0; r < k; ++r) {
-      bool in = !rows_of(s[d]).empty();
+      bool in = !rows[d].empty();
       for (int b = 0; b < n && in; ++b) in = level_of[b] < 0 || ((r >> b) & 1) == h.coords[d][level_of[b]];
       if (in == empty(s[d][r])) return false;
     }
