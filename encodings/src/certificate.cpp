@@ -141,7 +141,9 @@ engine::CertificateFacts certificate_facts(const engine::SynthResult& r, const e
         f.seconds = run.validity_seconds;
         facts.found_by.push_back(std::move(f));
       }
-      if (n > 1)
+      // Only the shortest programs have no shorter one (the closure makes the listed set complete).
+      const int shortest = r.programs.empty() ? 0 : static_cast<int>(r.programs.front().size());
+      if (n > 1 && n == shortest)
         facts.no_shorter.push_back(fact(n - 1, method, "a valid program of at most " + std::to_string(n - 1) + " steps",
                                         "none: follows from the closure fact in facts.complete"));
       auto f = fact(L, method,

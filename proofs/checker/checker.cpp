@@ -785,7 +785,8 @@ std::string check_facts(const json& f, const Hierarchy& h, const std::string& mc
       if (sf.closure_programs != programs)
         reject("facts.complete: " + solver + "'s closure lists " + std::to_string(sf.closure_programs) +
                " programs, the enumerator " + std::to_string(programs));
-      if (n > 1) want_ns.push_back(n - 1);
+      // "No valid program of at most n - 1 steps" belongs to the shortest programs only.
+      if (n > 1 && f["shortest"].is_number_integer() && f["shortest"].get<long long>() == n) want_ns.push_back(n - 1);
     } else {
       long long total = 0;
       for (int b = 1; b <= L; ++b) {
