@@ -35,7 +35,7 @@ struct SynthArgs {
   SearchArgs search;
   bool json = false, lowered = false, concrete = false;
   int show = -1;
-  std::string certify, solver = "both";
+  std::string certify, solver = "both", encoding = "auto";
   bool proofs = false, force = false, resume = false;
   ProgressArgs progress;
   double timeout_s = 300;
@@ -151,6 +151,7 @@ class SynthRun {
     co.search.timeout_ms = static_cast<unsigned>(a_.timeout_s * 1000);
     co.search.bury_solver = true;  // a command-line run: the process exits soon after
     co.search.jobs = a_.jobs;      // 0: one per hardware thread
+    co.encoding = encodings::parse_encoding_choice(a_.encoding);
     apply_solver_flags(a_.solver_flags, co.search);
     co.reuse = reuse;
     // Progress: the reachable states the solvers close (the long part), per placement.
@@ -205,11 +206,13 @@ int run_synth(const SynthArgs& a) {
                     engine::kMaxLoweredDevices, p.system.num_devices()));
   if (a.force && a.certify.empty()) throw Error("--force needs --certify DIR");
   if (a.resume && a.certify.empty()) throw Error("--resume needs --certify DIR (the interrupted run's directory)");
+  if (a.encoding != "auto" && a.certify.empty()) throw Error("--encoding needs --certify DIR");
 #ifdef P2V_HAVE_ENCODINGS
   // Solver list and settings checked before the first result is printed (with --json a partial
   // p2v-synth/2 stream would otherwise precede the error).
   if (!a.certify.empty()) {
     (void)encodings::smt::parse_solver_list(a.solver);
+    (void)encodings::parse_encoding_choice(a.encoding);
     encodings::SearchOptions probe;
     apply_solver_flags(a.solver_flags, probe);
   }
@@ -297,6 +300,11 @@ Registrar reg("synth", [](CLI::App& sub) -> std::function<int()> {
                  "solver of its own per kind, and helping the slower solver when its own is done (default 0: the "
                  "machine's cores)")
       ->check(CLI::NonNegativeNumber);
+  sub.add_option("--encoding", a->encoding,
+                 "with --certify: the SMT encoding the solvers close the reachable states with: symbolic (per "
+                 "level: fixed row digits and column sets per device class, for shapes' smallest instances), "
+                 "concrete (state matrices), or auto (symbolic where it applies, from 4 devices)")
+      ->capture_default_str();
   add_solver_flags(sub, a->solver_flags, "with --certify: ");
   return [a] { return run_synth(*a); };
 });

@@ -1,7 +1,8 @@
 // The solver side of `synth --certify` on a shape (its smallest instance), per bound: how the
 // solvers confirm the enumerator's program set (validity per program, completeness per bound) or
 // re-enumerate it with blocking clauses. Medians of --reps runs.
-//   bench_certify [--system pod=16,rack=32,node=32,gpu=8] [--method confirm|closure|enumerate]
+//   bench_certify [--system pod=16,rack=32,node=32,gpu=8]
+//                 [--method confirm|closure|enumerate|symbolic-closure|symbolic-enumerate]
 //                 [--solver z3|cvc5|both] [--choice binary|onehot] [--max-size L] [--reps N]
 //                 [--jobs N]   (closure: workers per solver, each with its own solver)
 // Default: the two-, three- and four-level systems of docs/shape.md, --axes = all devices, reduce 0.
@@ -12,7 +13,10 @@
 #include <string>
 #include <vector>
 
+#include <ctime>
+
 #include "p2v/encodings/search.hpp"
+#include "p2v/encodings/symbolic.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/shape.hpp"
 #include "p2v/engine/synth.hpp"
@@ -32,6 +36,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> systems;
   std::string method = "confirm", solver = "both", choice = "binary";
   int L = 5, reps = 1, jobs = 1;
+  std::string z3_logic;
+  int batch = 0;  // 0: the default per solver
+  std::vector<std::pair<std::string, std::string>> cvc5_options;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -49,6 +56,12 @@ int main(int argc, char** argv) {
       reps = std::stoi(next());
     else if (a == "--jobs")
       jobs = std::stoi(next());
+    else if (a == "--batch")
+      batch = std::stoi(next());
+    else if (a == "--z3-logic")
+      z3_logic = next();
+    else if (a == "--cvc5-option")
+      cvc5_options.push_back(smt::parse_option_assignment(next(), "--cvc5-option"));
     else {
       fmt::print(stderr, "unknown option {}\n", a);
       return 1;
@@ -56,8 +69,9 @@ int main(int argc, char** argv) {
   }
   if (systems.empty()) systems = {"node=16384,gpu=8", "rack=32,node=32,gpu=8", "pod=16,rack=32,node=32,gpu=8"};
   try {
-    if (method != "confirm" && method != "enumerate" && method != "closure")
-      throw Error("--method: confirm, closure or enumerate");
+    if (method != "confirm" && method != "enumerate" && method != "closure" && method != "symbolic-closure" &&
+        method != "symbolic-enumerate")
+      throw Error("--method: confirm, closure, enumerate, symbolic-closure or symbolic-enumerate");
     for (const auto& spec : systems) {
       const engine::System sys = engine::parse_system_inline(spec);
       const std::vector<int> cards = sys.cardinalities();
@@ -72,20 +86,27 @@ int main(int argc, char** argv) {
       SearchOptions o;
       o.choice = parse_choice_encoding(choice);
       o.jobs = jobs;
+      o.z3_logic = z3_logic;
+      o.closure_batch = batch;
+      o.cvc5_options = cvc5_options;
       o.progress = [](const std::string& line) { fmt::print(stderr, "  {}\n", line); };
       for (auto kind : smt::parse_solver_list(solver)) {
-        std::vector<double> ts;
+        std::vector<double> ts, cpu;
         EnumerationResult e;
         for (int i = 0; i < reps; ++i) {
-          e = method == "confirm"   ? confirm_programs(kind, sp, r.programs, L, o)
-              : method == "closure" ? confirm_by_closure(kind, sp, r.programs, L, o)
-                                    : enumerate_programs(kind, sp, L, o);
+          const std::clock_t c0 = std::clock();
+          e = method == "confirm"              ? confirm_programs(kind, sp, r.programs, L, o)
+              : method == "closure"            ? confirm_by_closure(kind, sp, r.programs, L, o)
+              : method == "symbolic-closure"   ? confirm_by_symbolic_closure({kind}, sp, r.programs, L, o).front()
+              : method == "symbolic-enumerate" ? enumerate_programs_per_level(kind, sp, L, o)
+                                               : enumerate_programs(kind, sp, L, o);
           ts.push_back(e.seconds);
+          cpu.push_back(static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC);
         }
-        fmt::print("{:<30} k={:<3} instructions={:<4} programs={:<5} {:<9} {:<5} median {:8.2f} s{}\n", spec, sp.k,
-                   sp.instructions.size(), r.programs.size(), method, smt::to_string(kind), median(ts),
-                   e.programs == r.programs ? "" : " MISMATCH");
-        if (method == "closure")
+        fmt::print("{:<30} k={:<3} instructions={:<4} programs={:<5} {:<9} {:<5} median {:8.2f} s (cpu {:.2f} s){}\n",
+                   spec, sp.k, sp.instructions.size(), r.programs.size(), method, smt::to_string(kind), median(ts),
+                   median(cpu), e.programs == r.programs ? "" : " MISMATCH");
+        if (method == "closure" || method == "symbolic-closure")
           fmt::print("    {} states closed ({} steps listed): {:.2f} s; {} validity checks: {:.2f} s\n",
                      e.closure_states, e.closure_edges, e.closure_seconds, e.validity_checks, e.validity_seconds);
         for (const auto& b : e.bounds)

@@ -127,21 +127,30 @@ engine::CertificateFacts certificate_facts(const engine::SynthResult& r, const e
                                         [](const engine::Program& a, const engine::Program& b) {
                                           return a.size() != b.size() ? a.size() < b.size() : a < b;
                                         });
-    if (run.method == RunMethod::Closure) {
+    if (run.method == RunMethod::Closure || run.method == RunMethod::SymbolicClosure) {
+      // The per-level encoding closes the states it represents (row-uniform, rows fixed to level
+      // digits); the certificate says so in the method and the query.
+      const bool sym = run.method == RunMethod::SymbolicClosure;
+      const char* method = sym ? "symbolic-closure" : "closure";
       if (has) {
-        auto f = fact(n, "closure", "each step of this program from its start state, with its successor's goal status",
+        auto f = fact(n, method,
+                      sym ? "each step of this program from its start state in the per-level encoding, with its "
+                            "successor's goal status"
+                          : "each step of this program from its start state, with its successor's goal status",
                       "sat");
         f.seconds = run.validity_seconds;
         facts.found_by.push_back(std::move(f));
       }
-      if (n > 1)
-        facts.no_shorter.push_back(fact(n - 1, "closure",
-                                        "a valid program of at most " + std::to_string(n - 1) + " steps",
+      // Only the shortest programs have no shorter one (the closure makes the listed set complete).
+      const int shortest = r.programs.empty() ? 0 : static_cast<int>(r.programs.front().size());
+      if (n > 1 && n == shortest)
+        facts.no_shorter.push_back(fact(n - 1, method, "a valid program of at most " + std::to_string(n - 1) + " steps",
                                         "none: follows from the closure fact in facts.complete"));
-      auto f = fact(L, "closure",
+      auto f = fact(L, method,
                     "from each of the " + std::to_string(run.closure_states) + " reachable states (depth < " +
-                        std::to_string(L) + ", not the goal), a valid step other than the " +
-                        std::to_string(run.closure_edges) +
+                        std::to_string(L) + ", not the goal" +
+                        (sym ? ", with a per-level form: row-uniform, rows fixed to level digits" : "") +
+                        "), a valid step other than the " + std::to_string(run.closure_edges) +
                         " listed ones with their successors (from states first reached at depth " +
                         std::to_string(L - 1) + ": a valid step to the goal other than the listed ones)",
                     "unsat");
@@ -149,9 +158,13 @@ engine::CertificateFacts certificate_facts(const engine::SynthResult& r, const e
       f.states = run.closure_states;
       f.steps = run.closure_edges;
       f.seconds = run.closure_seconds;
-      f.conclusion = "by induction on the length, every valid program of at most " + std::to_string(L) +
-                     " steps is a path of the closed state graph, whose paths are exactly the " +
-                     std::to_string(run.programs.size()) + " listed programs";
+      f.conclusion = "by induction on the length, every valid program of at most " + std::to_string(L) + " steps" +
+                     (sym ? " of the per-level encoding" : "") +
+                     " is a path of the closed state graph, whose paths are exactly the " +
+                     std::to_string(run.programs.size()) + " listed programs" +
+                     (sym ? " (every other reachable state is a dead end of the reference semantics; the "
+                            "per-level encoding is SPEC section 4 on the states it represents: encodings/README.md)"
+                          : "");
       facts.complete.push_back(std::move(f));
       continue;
     }
@@ -254,7 +267,19 @@ CertifyResult solve_and_compare(const engine::Placement& p, const engine::SynthR
     if (c.method == RunMethod::Closure) {
       // One pool of --jobs workers over every solver's states (confirm_by_closure).
       try {
-        out.runs = confirm_by_closure(c.solvers, sp, r.programs, opt.max_size, c.search, name);
+        // The per-level encoding is for levels of cardinality 1 or 2 (a shape's smallest instance;
+        // the checker re-derives its premise there).
+        const auto& cards = r.hierarchy.cards;
+        const bool bits = std::all_of(cards.begin(), cards.end(), [](int x) { return x <= 2; });
+        if (c.encoding == EncodingChoice::PerLevel && !bits)
+          throw Error(
+              "the per-level encoding does not apply: a level has cardinality above 2 (it is for a shape's smallest "
+              "instance; use --encoding concrete or drop --concrete)");
+        const bool per_level = c.encoding == EncodingChoice::PerLevel ||
+                               (c.encoding == EncodingChoice::Auto && bits && sp.k >= kPerLevelMinDevices &&
+                                per_level_unsupported(sp).empty());
+        out.runs = per_level ? confirm_by_symbolic_closure(c.solvers, sp, r.programs, opt.max_size, c.search, name)
+                             : confirm_by_closure(c.solvers, sp, r.programs, opt.max_size, c.search, name);
       } catch (const std::exception& e) {
         throw Error(std::string("--certify: ") + e.what());
       }

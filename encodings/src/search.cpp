@@ -19,6 +19,8 @@
 #include "p2v/engine/state.hpp"
 #include "p2v/engine/workers.hpp"
 
+#include "closure.hpp"
+
 namespace p2v::encodings {
 
 using engine::Collective;
@@ -519,6 +521,10 @@ class Encoder {
   std::vector<std::vector<Term>> sel_;
 };
 
+}  // namespace
+
+namespace detail {
+
 smt::SolverOptions solver_options(const SearchOptions& o) {
   smt::SolverOptions so;
   so.timeout_ms = o.timeout_ms;
@@ -559,6 +565,15 @@ void check_problem(const SearchProblem& p, int n) {
                 std::to_string(static_cast<long>(have / (1 << 30))) +
                 " GiB: lower --max-size or use a smaller hierarchy (the enumerator, p2v synth, handles it)");
 }
+
+}  // namespace detail
+
+namespace {
+
+using detail::check_problem;
+using detail::physical_memory;
+using detail::solver_options;
+using detail::unknown;
 
 // Opens bound n on an encoder with >= n steps: asserts "not the goal at 1..n-1" for good, and
 // scopes "the goal at n" (with the optional lemma) under a fresh activation literal, returned as
@@ -617,7 +632,8 @@ bool below_memory_budget() {
 
 // Frees the encoder and its solver, or with opt.bury_solver leaves them to the process's exit
 // (see SearchOptions::bury_solver).
-void end_of_search(std::unique_ptr<Encoder>& e, std::unique_ptr<smt::Solver>& s, const SearchOptions& opt) {
+template <class E>
+void end_of_search(std::unique_ptr<E>& e, std::unique_ptr<smt::Solver>& s, const SearchOptions& opt) {
   if (opt.bury_solver && below_memory_budget()) {
     (void)e.release();
     (void)s.release();
@@ -770,18 +786,7 @@ EnumerationResult confirm_programs(smt::SolverKind kind, const SearchProblem& p,
   return res;
 }
 
-namespace {
-
-// The reachable part of the reference semantics (engine::StateSet, docs/model.md §4): every state reached
-// by a valid prefix of at most max_size - 1 steps that is not the goal is expanded with every
-// instruction whose precondition holds.
-struct StateGraph {
-  std::vector<engine::StateSet> states;  // 0 = the initial state
-  std::vector<int> depth;                // fewest steps to reach it
-  std::vector<char> goal;
-  std::vector<char> expanded;
-  std::vector<std::vector<std::pair<int, int>>> succ;  // (instruction, state), instruction order
-};
+namespace detail {
 
 std::string state_key(const engine::StateSet& s) {
   const std::size_t stride = static_cast<std::size_t>(s.words()) * (static_cast<std::size_t>(s.k()) + 1);
@@ -828,7 +833,8 @@ StateGraph reachable_states(const SearchProblem& p, int max_size) {
 
 // The programs the graph's paths spell: from the initial state to the goal in at most max_size
 // steps (the goal is not expanded, so no path passes it). Stops after `limit` programs.
-std::vector<engine::Program> graph_programs(const StateGraph& g, int max_size, std::size_t limit) {
+std::vector<engine::Program> graph_programs(const StateGraph& g, int max_size, std::size_t limit,
+                                            const std::vector<char>& keep) {
   std::vector<engine::Program> out;
   engine::Program prefix;
   std::function<void(int)> walk = [&](int u) {
@@ -839,6 +845,7 @@ std::vector<engine::Program> graph_programs(const StateGraph& g, int max_size, s
     }
     if (static_cast<int>(prefix.size()) >= max_size) return;
     for (auto [i, v] : g.succ[static_cast<std::size_t>(u)]) {
+      if (!keep.empty() && !keep[static_cast<std::size_t>(v)]) continue;
       prefix.push_back(i);
       walk(v);
       prefix.pop_back();
@@ -851,12 +858,11 @@ std::vector<engine::Program> graph_programs(const StateGraph& g, int max_size, s
   return out;
 }
 
-}  // namespace
-
-std::vector<EnumerationResult> confirm_by_closure(const std::vector<smt::SolverKind>& kinds, const SearchProblem& p,
-                                                  const std::vector<engine::Program>& programs, int max_size,
-                                                  const SearchOptions& opt,
-                                                  const std::function<std::string(const engine::Program&)>& name) {
+std::vector<EnumerationResult> closure_run(const std::vector<smt::SolverKind>& kinds, const SearchProblem& p,
+                                           const StateGraph& g, const std::vector<engine::Program>& programs,
+                                           int max_size, const SearchOptions& opt,
+                                           const std::function<std::string(const engine::Program&)>& name,
+                                           const ClosureSpec& spec) {
   check_problem(p, max_size);
   const auto t_all = Clock::now();
   if (kinds.empty()) throw Error("the closure check needs at least one solver");
@@ -867,8 +873,8 @@ std::vector<EnumerationResult> confirm_by_closure(const std::vector<smt::SolverK
     for (int i : prog) t += (t.empty() ? "" : ",") + std::to_string(i);
     return "[" + t + "]";
   };
-  const StateGraph g = reachable_states(p, max_size);
-  if (opt.progress) opt.progress(fmt::format("closure over {} reachable states", g.states.size()));
+  const auto& rep = spec.represented;
+  auto in_encoding = [&](std::size_t u) { return rep.empty() || rep[u]; };
   // The graph's paths must be exactly the given programs (a check of the enumerator against the
   // reference semantics; the solver facts below are what make them the valid programs).
   const auto paths = graph_programs(g, max_size, programs.size());
@@ -883,6 +889,10 @@ std::vector<EnumerationResult> confirm_by_closure(const std::vector<smt::SolverK
     throw Error("the enumerator lists " + std::to_string(programs.size()) + " programs, the reference semantics has " +
                 std::to_string(paths.size()));
   }
+  // With an encoding that represents only some states, the programs must pass only those (the
+  // paths through the others, checked above, are then dead ends of the reference semantics).
+  if (!rep.empty() && graph_programs(g, max_size, programs.size(), rep) != programs)
+    throw Error("a program of the reference semantics passes a state the encoding does not represent");
   // The edges the programs use (their validity is checked one by one).
   std::vector<std::vector<std::pair<int, int>>> used(g.states.size());
   for (const auto& prog : programs) {
@@ -901,16 +911,30 @@ std::vector<EnumerationResult> confirm_by_closure(const std::vector<smt::SolverK
   // a faster solver's worker joins the slower one's states.
   std::vector<std::size_t> todo;
   for (std::size_t u = 0; u < g.states.size(); ++u)
-    if (g.expanded[u]) todo.push_back(u);
+    if (g.expanded[u] && in_encoding(u)) todo.push_back(u);
+  if (opt.progress) opt.progress(fmt::format("closure over {} of {} reachable states", todo.size(), g.states.size()));
+  // The tasks per solver kind: batches of spec.batch(kind) states (consecutive in breadth-first
+  // order), one query each.
   const std::size_t K = kinds.size();
+  std::vector<std::vector<std::vector<std::size_t>>> batches(K);
+  std::vector<int> batch_of(K, 1);
+  std::size_t tasks = 0;
+  for (std::size_t kk = 0; kk < K; ++kk) {
+    batch_of[kk] = spec.batch ? std::max(1, spec.batch(kinds[kk])) : 1;
+    const auto b = static_cast<std::size_t>(batch_of[kk]);
+    for (std::size_t i = 0; i < todo.size(); i += b)
+      batches[kk].emplace_back(todo.begin() + static_cast<std::ptrdiff_t>(i),
+                               todo.begin() + static_cast<std::ptrdiff_t>(std::min(todo.size(), i + b)));
+    tasks += batches[kk].size();
+  }
   // opt.jobs workers (0: one per hardware thread), at least one per kind so that the solvers run
   // concurrently, at most one per task.
   const std::size_t asked =
       opt.jobs > 0 ? static_cast<std::size_t>(opt.jobs) : std::max(1u, std::thread::hardware_concurrency());
-  const std::size_t jobs = std::clamp<std::size_t>(std::max(asked, K), 1, std::max<std::size_t>(1, todo.size() * K));
+  const std::size_t jobs = std::clamp<std::size_t>(std::max(asked, K), 1, std::max<std::size_t>(1, tasks));
   std::vector<EnumerationResult> res(K);
   for (auto& r : res) {
-    r.method = RunMethod::Closure;
+    r.method = spec.method;
     r.programs = programs;
     r.shortest = programs.empty() ? 0 : static_cast<int>(programs.front().size());
   }
@@ -919,18 +943,34 @@ std::vector<EnumerationResult> confirm_by_closure(const std::vector<smt::SolverK
     int edges = 0, checks = 0;
     double validity_seconds = 0, closure_seconds = 0;
   };
-  auto close_state = [&](smt::SolverKind kind, smt::Solver& s, Encoder& e, std::size_t u) {
+  auto close_state = [&](smt::SolverKind kind, smt::Solver& s, OneStep& e, std::size_t u) {
     Counts n;
-    s.push();
-    s.add(e.state_is(0, g.states[u]));
+    // The start state (and on the last level the goal after the step) asserted in a push scope,
+    // or with spec.assume, as assumptions of every check (the closure's blocks then under a
+    // literal of this state's own).
+    std::vector<Term> base;
+    if (spec.assume) {
+      base = e.state_parts(0, static_cast<int>(u));
+    } else {
+      s.push();
+      s.add(e.state_is(0, static_cast<int>(u)));
+    }
     // On the last level the closure is about steps to the goal only (see reachable_states).
-    if (g.depth[u] == max_size - 1) s.add(e.goal(1));
+    if (g.depth[u] == max_size - 1) {
+      if (spec.assume)
+        base.push_back(e.goal(1));
+      else
+        s.add(e.goal(1));
+    }
     // Validity of the programs' steps from u: the step relation holds, with the successor's goal status.
     for (auto [i, v] : used[u]) {
       const auto tc = Clock::now();
       const Term at_goal = e.goal(1);
-      const smt::Result r = s.check_assuming({e.chosen(1, i), e.state_is(1, g.states[static_cast<std::size_t>(v)]),
-                                              g.goal[static_cast<std::size_t>(v)] ? at_goal : !at_goal});
+      std::vector<Term> as = base;
+      as.push_back(e.chosen(i));
+      as.push_back(e.state_is(1, v));
+      as.push_back(g.goal[static_cast<std::size_t>(v)] ? at_goal : !at_goal);
+      const smt::Result r = s.check_assuming(as);
       n.validity_seconds += since(tc);
       ++n.checks;
       if (r == smt::Result::unknown) unknown(s, "on a step of a program", opt);
@@ -942,17 +982,76 @@ std::vector<EnumerationResult> confirm_by_closure(const std::vector<smt::SolverK
     }
     // Closure: no valid step from u other than the listed ones (with their exact successors); on
     // the last level, no valid step to the goal other than the listed ones.
-    for (auto [i, v] : g.succ[u]) s.add(!(e.chosen(1, i) && e.state_is(1, g.states[static_cast<std::size_t>(v)])));
-    n.edges = static_cast<int>(g.succ[u].size());
+    Term act;
+    if (spec.assume) {
+      act = s.bool_var("closure_" + std::to_string(u));
+      base.push_back(act);
+    }
+    for (auto [i, v] : g.succ[u])
+      if (in_encoding(static_cast<std::size_t>(v))) {
+        const Term block = !(e.chosen(i) && e.state_is(1, v));
+        s.add(spec.assume ? smt::implies(act, block) : block);
+        ++n.edges;
+      }
     const auto tc = Clock::now();
-    const smt::Result r = s.check();
+    const smt::Result r = spec.assume ? s.check_assuming(base) : s.check();
     n.closure_seconds = since(tc);
     if (r == smt::Result::unknown) unknown(s, "on the steps from a reachable state", opt);
     if (r == smt::Result::sat) {
-      const auto i = s.value_u64(e.chosen_var(1));
+      const auto i = s.value_u64(e.chosen_var());
       throw Error(std::string(to_string(kind)) + " finds a valid step (instruction " + std::to_string(i) +
                   ") from a reachable state at depth " + std::to_string(g.depth[u]) +
                   " that the reference semantics does not list; nothing is certified");
+    }
+    if (spec.assume)
+      s.add(!act);  // this state's blocks are done with
+    else
+      s.pop();
+    return n;
+  };
+  // A batch of states in one closure query: a selector per state implies its start state (and
+  // on the last level the goal after the step) and its blocks; one of the selectors holds. The
+  // validity checks come first, each under its state's selector.
+  auto close_batch = [&](smt::SolverKind kind, smt::Solver& s, OneStep& e, const std::vector<std::size_t>& us) {
+    Counts n;
+    s.push();
+    std::vector<Term> selectors;
+    for (std::size_t u : us) {
+      const Term b = s.bool_var("batch_" + std::to_string(u));
+      selectors.push_back(b);
+      s.add(smt::implies(b, e.state_is(0, static_cast<int>(u))));
+      if (g.depth[u] == max_size - 1) s.add(smt::implies(b, e.goal(1)));
+    }
+    for (std::size_t q = 0; q < us.size(); ++q)
+      for (auto [i, v] : used[us[q]]) {
+        const auto tc = Clock::now();
+        const Term at_goal = e.goal(1);
+        const smt::Result r = s.check_assuming(
+            {selectors[q], e.chosen(i), e.state_is(1, v), g.goal[static_cast<std::size_t>(v)] ? at_goal : !at_goal});
+        n.validity_seconds += since(tc);
+        ++n.checks;
+        if (r == smt::Result::unknown) unknown(s, "on a step of a program", opt);
+        if (r == smt::Result::unsat)
+          throw Error(std::string(to_string(kind)) +
+                      ": the encoding rejects a step of the enumerator's programs (instruction " + std::to_string(i) +
+                      " from a state at depth " + std::to_string(g.depth[us[q]]) +
+                      "); nothing is certified (run p2v verify for the details)");
+      }
+    for (std::size_t q = 0; q < us.size(); ++q)
+      for (auto [i, v] : g.succ[us[q]])
+        if (in_encoding(static_cast<std::size_t>(v))) {
+          s.add(smt::implies(selectors[q], !(e.chosen(i) && e.state_is(1, v))));
+          ++n.edges;
+        }
+    s.add(smt::any_of(selectors, e.goal(1)));
+    const auto tc = Clock::now();
+    const smt::Result r = s.check();
+    n.closure_seconds = since(tc);
+    if (r == smt::Result::unknown) unknown(s, "on the steps from reachable states", opt);
+    if (r == smt::Result::sat) {
+      const auto i = s.value_u64(e.chosen_var());
+      throw Error(std::string(to_string(kind)) + " finds a valid step (instruction " + std::to_string(i) +
+                  ") from a reachable state that the reference semantics does not list; nothing is certified");
     }
     s.pop();
     return n;
@@ -965,12 +1064,12 @@ std::vector<EnumerationResult> confirm_by_closure(const std::vector<smt::SolverK
   std::atomic<bool> stop{false};
   auto worker = [&](std::size_t w) {
     std::vector<std::unique_ptr<smt::Solver>> solver(K);
-    std::vector<std::unique_ptr<Encoder>> enc(K);
+    std::vector<std::unique_ptr<OneStep>> enc(K);
     // The next task: a state of this worker's own kind first, else of another kind.
     auto claim = [&](std::size_t& kk, std::size_t& t) {
       for (std::size_t j = 0; j < K; ++j) {
         kk = (w + j) % K;
-        if ((t = next[kk].fetch_add(1)) < todo.size()) return true;
+        if ((t = next[kk].fetch_add(1)) < batches[kk].size()) return true;
       }
       return false;
     };
@@ -978,22 +1077,26 @@ std::vector<EnumerationResult> confirm_by_closure(const std::vector<smt::SolverK
       for (std::size_t kk = 0, t = 0; !stop && claim(kk, t);) {
         if (!solver[kk]) {
           solver[kk] = std::make_unique<smt::Solver>(kinds[kk], solver_options(opt));
-          enc[kk] = std::make_unique<Encoder>(*solver[kk], p, opt, /*free_initial=*/true);
-          enc[kk]->add_step();
+          enc[kk] = spec.make(*solver[kk]);
           std::lock_guard<std::mutex> lock(mu);
           if (!named[kk]) name_run(res[kk], *solver[kk]);
           named[kk] = 1;
         }
-        const Counts n = close_state(kinds[kk], *solver[kk], *enc[kk], todo[t]);
+        const auto& batch = batches[kk][t];
+        const Counts n = batch_of[kk] > 1 ? close_batch(kinds[kk], *solver[kk], *enc[kk], batch)
+                                          : close_state(kinds[kk], *solver[kk], *enc[kk], batch[0]);
         std::lock_guard<std::mutex> lock(mu);
         EnumerationResult& r = res[kk];
         r.closure_edges += n.edges;
         r.validity_checks += n.checks;
         r.validity_seconds += n.validity_seconds;
         r.closure_seconds += n.closure_seconds;
-        if (++r.closure_states == static_cast<int>(todo.size())) r.seconds = since(t_all);
-        if (opt.state_closed) opt.state_closed(todo.size() * K);
-        if (opt.progress && r.closure_states % 200 == 0)
+        const int before = r.closure_states;
+        r.closure_states += static_cast<int>(batch.size());
+        if (r.closure_states == static_cast<int>(todo.size())) r.seconds = since(t_all);
+        if (opt.state_closed)
+          for (std::size_t b = 0; b < batch.size(); ++b) opt.state_closed(todo.size() * K);
+        if (opt.progress && r.closure_states / 200 != before / 200)
           opt.progress(fmt::format("{}: {} of {} states closed", to_string(kinds[kk]), r.closure_states, todo.size()));
       }
       for (std::size_t kk = 0; kk < K; ++kk)
@@ -1022,6 +1125,41 @@ std::vector<EnumerationResult> confirm_by_closure(const std::vector<smt::SolverK
     if (res[kk].seconds == 0) res[kk].seconds = since(t_all);
   }
   return res;
+}
+
+}  // namespace detail
+
+namespace {
+
+// The concrete encoding's step from a free start state (state bits of the graph's states).
+class ConcreteStep : public detail::OneStep {
+ public:
+  ConcreteStep(smt::Solver& s, const SearchProblem& p, const SearchOptions& opt, const detail::StateGraph& g)
+      : e_(s, p, opt, /*free_initial=*/true), g_(g) {
+    e_.add_step();
+  }
+  Term state_is(int t, int u) override { return e_.state_is(t, g_.states.at(static_cast<std::size_t>(u))); }
+  Term goal(int t) override { return e_.goal(t); }
+  Term chosen(int i) override { return e_.chosen(1, i); }
+  Term chosen_var() override { return e_.chosen_var(1); }
+
+ private:
+  Encoder e_;
+  const detail::StateGraph& g_;
+};
+
+}  // namespace
+
+std::vector<EnumerationResult> confirm_by_closure(const std::vector<smt::SolverKind>& kinds, const SearchProblem& p,
+                                                  const std::vector<engine::Program>& programs, int max_size,
+                                                  const SearchOptions& opt,
+                                                  const std::function<std::string(const engine::Program&)>& name) {
+  check_problem(p, max_size);
+  if (kinds.empty()) throw Error("the closure check needs at least one solver");
+  const detail::StateGraph g = detail::reachable_states(p, max_size);
+  detail::ClosureSpec spec;
+  spec.make = [&](smt::Solver& s) { return std::make_unique<ConcreteStep>(s, p, opt, g); };
+  return detail::closure_run(kinds, p, g, programs, max_size, opt, name, spec);
 }
 
 EnumerationResult confirm_by_closure(smt::SolverKind kind, const SearchProblem& p,

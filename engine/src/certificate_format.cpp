@@ -52,8 +52,8 @@ SolverFact fact_from_json(const At& at) {
   f.settings = o["settings"].string();
   f.bound = o["bound"].int32();
   f.method = o["method"].string();
-  if (f.method != "enumerate" && f.method != "confirm" && f.method != "closure")
-    o.at().fail("method: expected enumerate, confirm or closure, got \"" + f.method + "\"");
+  if (f.method != "enumerate" && f.method != "confirm" && f.method != "closure" && f.method != "symbolic-closure")
+    o.at().fail("method: expected enumerate, confirm, closure or symbolic-closure, got \"" + f.method + "\"");
   f.query = o["query"].string();
   f.result = o["result"].string();
   if (auto v = o.optional("seconds")) f.seconds = v->number();

@@ -544,6 +544,49 @@ std::string state_text(const Dev& d) {
   return out;
 }
 
+// ---- the per-level form (encodings/README.md "The per-level encoding"): on a hierarchy whose
+// levels have cardinality 1 or 2, every device that holds rows holds them all with one column
+// set, and holds exactly the rows whose bits at some positions equal its digits at some levels
+// (one row bit per level, the same assignment for every device) ----
+bool per_level_form(const State& s, const Hierarchy& h) {
+  const int k = static_cast<int>(s.size());
+  std::vector<int> wide;  // the levels of cardinality 2
+  for (int j = 0; j < static_cast<int>(h.cards.size()); ++j)
+    if (h.cards[j] == 2) wide.push_back(j);
+  const int n = static_cast<int>(wide.size());
+  if (k != (1 << n)) return false;
+  std::vector<std::vector<int>> rows(k);
+  std::vector<int> present;
+  for (int d = 0; d < k; ++d) {
+    rows[d] = rows_of(s[d]);
+    if (rows[d].empty()) continue;
+    present.push_back(d);
+    for (int r : rows[d])
+      if (s[d][r] != s[d][rows[d][0]]) return false;
+  }
+  if (present.empty()) return false;
+  std::vector<int> level_of(n, -1);  // row bit -> level it is fixed to
+  std::vector<char> used(h.cards.size(), 0);
+  for (int b = 0; b < n; ++b)
+    for (int j : wide) {
+      bool all = true;
+      for (std::size_t q = 0; q < present.size() && all; ++q)
+        for (int r : rows[present[q]]) all = all && ((r >> b) & 1) == h.coords[present[q]][j];
+      if (!all) continue;
+      if (used[j]) return false;
+      used[j] = 1;
+      level_of[b] = j;
+      break;
+    }
+  for (int d = 0; d < k; ++d)
+    for (int r = 0; r < k; ++r) {
+      bool in = !rows[d].empty();
+      for (int b = 0; b < n && in; ++b) in = level_of[b] < 0 || ((r >> b) & 1) == h.coords[d][level_of[b]];
+      if (in == empty(s[d][r])) return false;
+    }
+  return true;
+}
+
 // ---- solver facts: each entry's query, result and conclusion text follow from its numbers (the
 // checker renders them); the answers themselves are recorded, not re-solved here ----
 struct SolverFacts {
@@ -562,8 +605,8 @@ void read_fact(const json& f, const std::string& at, const std::string& list, in
   if (solver != "z3" && solver != "cvc5") reject(at + ".solver: expected z3 or cvc5");
   const std::string version = str(f["version"], at + ".version"), settings = str(f["settings"], at + ".settings");
   if (version.empty() || settings.empty()) reject(at + ": empty version or settings");
-  if (method != "enumerate" && method != "confirm" && method != "closure")
-    reject(at + ".method: expected enumerate, confirm or closure");
+  if (method != "enumerate" && method != "confirm" && method != "closure" && method != "symbolic-closure")
+    reject(at + ".method: expected enumerate, confirm, closure or symbolic-closure");
   SolverFacts& sf = by[solver];
   if (!sf.method.empty() && sf.method != method) reject(at + ".method: " + solver + " has facts of two methods");
   sf.method = method;
@@ -588,7 +631,10 @@ void read_fact(const json& f, const std::string& at, const std::string& list, in
     if (got != want)
       reject(at + "." + what + ": \"" + got + "\" does not follow from the fact (expected \"" + want + "\")");
   };
-  const bool closure = method == "closure", confirm = method == "confirm";
+  // symbolic-closure: the closure over the per-level encoding (encodings/README.md), whose texts
+  // name it; it closes the reachable states that have a per-level form.
+  const bool sym = method == "symbolic-closure";
+  const bool closure = method == "closure" || sym, confirm = method == "confirm";
   const std::string ns = std::to_string(bound);
   if (f.contains("seconds")) number(f["seconds"], at + ".seconds");
   if (f.contains("bound_seconds")) number(f["bound_seconds"], at + ".bound_seconds");
@@ -599,7 +645,9 @@ void read_fact(const json& f, const std::string& at, const std::string& list, in
     if (bound != n) reject(at + ".bound: not the program's length");
     allow({"seconds"});
     expect("query", query,
-           closure   ? "each step of this program from its start state, with its successor's goal status"
+           sym       ? "each step of this program from its start state in the per-level encoding, with its successor's "
+                       "goal status"
+           : closure ? "each step of this program from its start state, with its successor's goal status"
            : confirm ? "this program (its choices fixed) satisfies the encoding of " + ns + " steps"
                      : "a valid program of exactly " + ns + " steps (blocking those found before)");
     expect("result", result, "sat");
@@ -629,17 +677,23 @@ void read_fact(const json& f, const std::string& at, const std::string& list, in
       const std::string S = std::to_string(as_int(f["states"], 0, 1LL << 40, at + ".states"));
       const std::string E = std::to_string(as_int(f["steps"], 0, 1LL << 40, at + ".steps"));
       expect("query", query,
-             "from each of the " + S + " reachable states (depth < " + ns +
-                 ", not the goal), a valid step other than the " + E +
+             "from each of the " + S + " reachable states (depth < " + ns + ", not the goal" +
+                 (sym ? ", with a per-level form: row-uniform, rows fixed to level digits" : "") +
+                 "), a valid step other than the " + E +
                  " listed ones with their successors (from states first reached at depth " + std::to_string(bound - 1) +
                  ": a valid step to the goal other than the listed ones)");
       expect("conclusion", str(f["conclusion"], at + ".conclusion"),
-             "by induction on the length, every valid program of at most " + ns +
-                 " steps is a path of the closed state graph, whose paths are exactly the " + std::to_string(P) +
-                 " listed programs");
+             "by induction on the length, every valid program of at most " + ns + " steps" +
+                 (sym ? " of the per-level encoding" : "") +
+                 " is a path of the closed state graph, whose paths are exactly the " + std::to_string(P) +
+                 " listed programs" +
+                 (sym ? " (every other reachable state is a dead end of the reference semantics; the per-level "
+                        "encoding is SPEC section 4 on the states it represents: encodings/README.md)"
+                      : ""));
       sf.closure_programs = P;
-      claim = solver + ": the state graph of " + S + " states and " + E + " steps is closed, so the " +
-              std::to_string(P) + " programs are all up to " + ns + " steps (unsat)";
+      claim = solver + ": the state graph of " + S + " states and " + E + " steps is closed" +
+              (sym ? " in the per-level encoding" : "") + ", so the " + std::to_string(P) + " programs are all up to " +
+              ns + " steps (unsat)";
     } else {
       if (sf.complete.count(bound)) reject(at + ": bound " + ns + " given twice for " + solver);
       allow({"seconds", "bound_seconds", "programs"});
@@ -660,7 +714,7 @@ void read_fact(const json& f, const std::string& at, const std::string& list, in
 // enumerator's count are re-derived by the checker's own enumeration when the instance is small
 // enough (kMaxApplied), else checked against the solver facts and reported as recorded.
 std::string check_facts(const json& f, const Hierarchy& h, const std::string& mc, const State& goal, int n, int L,
-                        const std::string& notation, const Claims& cl) {
+                        const std::string& notation, const Claims& cl, const std::vector<State>& trace) {
   fields(f, "facts", {"enumerator", "found_by", "shortest", "minimal", "no_shorter", "complete_up_to", "complete"},
          {"proofs"});
   fields(f["enumerator"], "facts.enumerator", {"found", "programs", "nodes"});
@@ -700,6 +754,23 @@ std::string check_facts(const json& f, const Hierarchy& h, const std::string& mc
                                 : "cvc5 proof files beside the certificate (check the directory to see them hashed)",
            "recorded");
   }
+  // Facts of the per-level encoding: it applies to this instance (levels of cardinality 1 or 2,
+  // Master steps AllReduce only) and the program passes only states it represents.
+  if (std::any_of(by.begin(), by.end(), [](const auto& e) { return e.second.method == "symbolic-closure"; })) {
+    if (std::any_of(h.cards.begin(), h.cards.end(), [](int c) { return c > 2; }))
+      reject(
+          "facts: symbolic-closure facts on a hierarchy with a level of cardinality above 2 (the per-level "
+          "encoding is for levels of cardinality 1 or 2)");
+    if (mc != "allreduce") reject("facts: symbolic-closure facts with --master-collectives all");
+    for (std::size_t t = 0; t < trace.size(); ++t)
+      if (!per_level_form(trace[t], h))
+        reject("facts: symbolic-closure facts, but the state after step " + std::to_string(t) +
+               " has no per-level form (not row-uniform, or its rows are not fixed to level digits)");
+    cl.add("facts",
+           "the per-level encoding applies: levels of cardinality 1 or 2, and every state of the program is "
+           "row-uniform with its rows fixed to level digits",
+           "re-derived");
+  }
   // Each solver: accepts the program, answers for every length up to max_size, and its
   // no-shorter facts are exactly the lengths below n where it found no program.
   std::string solvers;
@@ -709,12 +780,13 @@ std::string check_facts(const json& f, const Hierarchy& h, const std::string& mc
     if (!sf.found) reject("facts.found_by: " + solver + " has facts but does not accept the program");
     std::vector<long long> mine(static_cast<std::size_t>(L) + 1, 0);
     std::vector<int> want_ns;
-    if (sf.method == "closure") {
+    if (sf.method == "closure" || sf.method == "symbolic-closure") {
       if (sf.closure_programs < 0) reject("facts.complete: no closure fact for " + solver);
       if (sf.closure_programs != programs)
         reject("facts.complete: " + solver + "'s closure lists " + std::to_string(sf.closure_programs) +
                " programs, the enumerator " + std::to_string(programs));
-      if (n > 1) want_ns.push_back(n - 1);
+      // "No valid program of at most n - 1 steps" belongs to the shortest programs only.
+      if (n > 1 && f["shortest"].is_number_integer() && f["shortest"].get<long long>() == n) want_ns.push_back(n - 1);
     } else {
       long long total = 0;
       for (int b = 1; b <= L; ++b) {
@@ -910,6 +982,7 @@ std::string check(const json& c, const Claims& cl) {
     }
   };
   compare(0);
+  std::vector<State> trace{s};  // the replayed states, for the per-level premise of symbolic facts
   std::string notation;
   for (std::size_t t = 0; t < steps.size(); ++t) {
     const std::string at = "program.steps[" + std::to_string(t) + "]";
@@ -958,13 +1031,15 @@ std::string check(const json& c, const Claims& cl) {
       if (auto why = apply(col, grp, s); !why.empty())
         reject(at + " (" + col + " on " + show(grp) + "): precondition fails: " + why);
     compare(t + 1);
+    trace.push_back(s);
   }
   if (s != goal) reject("the final state is not the goal");
   if (str(prog["notation"], "program.notation") != notation)
     reject("program.notation: differs from the notation rendered from the steps (\"" + notation + "\")");
   cl.add("program", "the program is valid on the placement and reaches the goal: " + notation, "replayed");
   cl.add("program.notation", "the text shown and run is the program's", "re-derived");
-  const std::string facts = check_facts(c["facts"], h, mc, goal, static_cast<int>(steps.size()), L, notation, cl);
+  const std::string facts =
+      check_facts(c["facts"], h, mc, goal, static_cast<int>(steps.size()), L, notation, cl, trace);
   return notation + "\n  " + facts;
 }
 

@@ -261,7 +261,9 @@ std::vector<std::string> program_certificates(const std::string& tag) {
   return out;
 }
 
-std::vector<std::string> shape_certificates() {
+// Shape certificates with the facts of the per-level encoding (symbolic-closure, the default on
+// the smallest instance) or of the concrete one.
+std::vector<std::string> shape_certificates(encodings::EncodingChoice encoding = encodings::EncodingChoice::Auto) {
   std::vector<std::string> out;
   const auto sys = engine::parse_system_arg("node=64,gpu=8");
   const engine::ParallelismMatrix x{{64, 8}};
@@ -271,7 +273,9 @@ std::vector<std::string> shape_certificates() {
   opt.max_size = 3;
   const auto r = engine::synthesize_shape(shape, opt);
   encodings::CertifyOptions c;
-  c.dir = (fs::temp_directory_path() / ("p2v-tamper-shape" + unique())).string();
+  c.dir = (fs::temp_directory_path() / ("p2v-tamper-shape" + std::string(encodings::to_string(encoding)) + unique()))
+              .string();
+  c.encoding = encoding;
   fs::remove_all(c.dir);
   for (const auto& f : encodings::certify_shape_programs(sys, shape, r, opt, c).files) out.push_back(slurp(f));
   return out;
@@ -298,11 +302,41 @@ TEST_CASE("tamper suite: program certificates (p2v-certificate/1)") {
 }
 
 TEST_CASE("tamper suite: shape certificates (p2v-shape-certificate/1)") {
-  const auto certs = shape_certificates();
+  for (auto enc : {encodings::EncodingChoice::Auto, encodings::EncodingChoice::Concrete}) {
+    const auto certs = shape_certificates(enc);
+    REQUIRE(certs.size() >= 2);
+    // auto: the per-level encoding's facts on the smallest instance [1 2 2].
+    const std::string method = enc == encodings::EncodingChoice::Auto ? "symbolic-closure" : "closure";
+    REQUIRE(json::parse(certs[0])["instance"]["facts"]["complete"][0]["method"] == method);
+    std::vector<std::string> sample(certs.begin(), certs.begin() + 2);
+    const Tally t = tamper_suite(std::string("p2v-shape-certificate/1 (") + method + ")", sample, program_check);
+    CHECK(t.false_refusals == 0);
+  }
+}
+
+TEST_CASE("symbolic certificates: the encoding is named and its premise re-derived") {
+  const auto certs = shape_certificates(encodings::EncodingChoice::PerLevel);
   REQUIRE(certs.size() >= 2);
-  std::vector<std::string> sample(certs.begin(), certs.begin() + 2);
-  const Tally t = tamper_suite("p2v-shape-certificate/1", sample, program_check);
-  CHECK(t.false_refusals == 0);
+  const json c = json::parse(certs[1]);
+  const auto base = checker::check_certificate(c.dump());
+  REQUIRE(base.ok);
+  bool premise = false;
+  for (const auto& cl : base.claims)
+    premise |= cl.how == "re-derived" && cl.claim.find("per-level") != std::string::npos;
+  CHECK(premise);
+  // Claiming the concrete encoding's closure with the per-level facts' texts is refused, and so is
+  // the other way round.
+  json t = c;
+  for (auto& f : t["instance"]["facts"]["complete"]) f["method"] = "closure";
+  CHECK_FALSE(checker::check_certificate(t.dump()).ok);
+  for (auto& f : t["instance"]["facts"]["found_by"]) f["method"] = "closure";
+  for (auto& f : t["instance"]["facts"]["no_shorter"]) f["method"] = "closure";
+  CHECK_FALSE(checker::check_certificate(t.dump()).ok);
+  const auto conc = shape_certificates(encodings::EncodingChoice::Concrete);
+  json u = json::parse(conc[1]);
+  for (const char* list : {"found_by", "no_shorter", "complete"})
+    for (auto& f : u["instance"]["facts"][list]) f["method"] = "symbolic-closure";
+  CHECK_FALSE(checker::check_certificate(u.dump()).ok);
 }
 
 TEST_CASE("tamper suite: rule certificates (p2v-rule-certificate/1)") {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "p2v/encodings/search.hpp"
+#include "p2v/encodings/symbolic.hpp"
 #include "p2v/engine/certificate_format.hpp"
 #include "p2v/engine/placement.hpp"
 #include "p2v/engine/shape.hpp"
@@ -30,10 +31,13 @@ struct CertifyOptions {
   // check per program and per bound over all steps), or find it again one program at a time with
   // blocking clauses (enumerate_programs). Measured in docs/notes/smt.md.
   RunMethod method = RunMethod::Closure;
-  // --resume (issue 26): when every certificate file a call would write exists already and
+  // --resume (docs/sweeps.md): when every certificate file a call would write exists already and
   // reuse(path, program notation, matrix) accepts each (tools: the independent checker re-checks
   // it), the solvers do not run and the files are kept (CertifyResult::reused).
   std::function<bool(const std::string&, const std::string&, const engine::ParallelismMatrix&)> reuse;
+  // With the closure: the concrete state-matrix encoding or the per-level symbolic one
+  // (symbolic.hpp; auto: per-level where it applies, from kPerLevelMinDevices devices).
+  EncodingChoice encoding = EncodingChoice::Auto;
 };
 
 struct CertifyResult {

@@ -28,7 +28,9 @@ inline constexpr const char* kShapeCertificateFormat = "p2v-shape-certificate/1"
 struct SolverFact {
   std::string solver, version, settings;
   int bound = 0;
-  std::string method;  // "enumerate", "confirm" or "closure"
+  // "enumerate", "confirm", "closure" (the concrete state-matrix encoding) or "symbolic-closure"
+  // (the closure over the per-level symbolic encoding, encodings/symbolic.hpp)
+  std::string method;
   std::string query;   // what was asked, in words
   std::string result;  // "sat", "unsat", or for a derived fact what it follows from
   std::optional<double> seconds, bound_seconds;
