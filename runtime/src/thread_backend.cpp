@@ -129,6 +129,17 @@ class ThreadBackend final : public Backend {
     rs.count = static_cast<std::int64_t>(b_[0].size()) / epu_;
     step(Collective::AllReduce, rs, slot);
   }
+  void alltoall(Region send, Region recv, std::int64_t count, int slot) override {
+    exchange(send, recv, count, slot, [&](const GroupSync& gs, int m, std::int64_t n) {
+      for (std::size_t j = 0; j < gs.src.size(); ++j)
+        tmp_.insert(tmp_.end(), gs.src[j] + m * n, gs.src[j] + (m + 1) * n);
+    });
+  }
+  void permute(Region send, Region recv, std::int64_t count, int to, int from, int slot) override {
+    (void)to;  // the receiver reads from its source: `to` is implied by the others' `from`
+    exchange(send, recv, count, slot,
+             [&](const GroupSync& gs, int, std::int64_t n) { tmp_.assign(gs.src[from], gs.src[from] + n); });
+  }
   void synchronize() override {}
 
  private:
@@ -149,6 +160,18 @@ class ThreadBackend final : public Backend {
     tmp_.assign(gs.src[0] + off, gs.src[0] + off + n);
     for (std::size_t j = 1; j < gs.src.size(); ++j)
       for (std::int64_t i = 0; i < n; ++i) tmp_[i] = add(tmp_[i], gs.src[j][off + i]);
+  }
+  // Publish `send`, wait for the group, fill tmp_ from the others' inputs, wait, write `recv`.
+  template <class F>
+  void exchange(Region send, Region recv, std::int64_t count, int slot, F&& fill) {
+    GroupSync& gs = *syncs_[slot];
+    const int m = members_[slot];
+    gs.src[m] = ptr(send);
+    gs.bar.arrive_and_wait();
+    tmp_.clear();
+    fill(gs, m, count * epu_);
+    gs.bar.arrive_and_wait();
+    if (!tmp_.empty()) std::memcpy(ptr(recv), tmp_.data(), tmp_.size() * 4);
   }
   std::int32_t* ptr(Region r) { return b_[static_cast<int>(r.space)].data() + r.offset * epu_; }
 

@@ -1,6 +1,6 @@
 // The MPI backend: host buffers, communicators from MPI_Comm_split (one split per batch of new
 // groups, cached), MPI_Allreduce / MPI_Reduce_scatter_block / MPI_Allgather / MPI_Reduce /
-// MPI_Bcast.
+// MPI_Bcast, and for reshard MPI_Alltoall / MPI_Sendrecv.
 #include <fmt/core.h>
 #include <climits>
 #include <cstring>
@@ -97,6 +97,20 @@ class MpiBackend final : public Backend {
   }
   void allreduce_main(int slot) override {
     MPI_Allreduce(MPI_IN_PLACE, main_.data(), static_cast<int>(main_.size()), dt_, MPI_SUM, cache_.comms()[slot]);
+  }
+  void alltoall(Region send, Region recv, std::int64_t count, int slot) override {
+    const int n = static_cast<int>(count * epu_);
+    MPI_Alltoall(ptr(send), n, dt_, ptr(recv), n, dt_, cache_.comms()[slot]);
+  }
+  void permute(Region send, Region recv, std::int64_t count, int to, int from, int slot) override {
+    MPI_Comm comm = cache_.comms()[slot];
+    int me = 0;
+    MPI_Comm_rank(comm, &me);
+    const int n = static_cast<int>(count * epu_);
+    if (to == me && from == me)
+      std::memcpy(ptr(recv), ptr(send), static_cast<std::size_t>(n) * sizeof(std::int32_t));
+    else
+      MPI_Sendrecv(ptr(send), n, dt_, to, 0, ptr(recv), n, dt_, from, 0, comm, MPI_STATUS_IGNORE);
   }
   void synchronize() override {}
 

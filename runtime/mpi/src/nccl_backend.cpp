@@ -1,7 +1,7 @@
 // The NCCL backend: device buffers, one rank per GPU under mpirun (the unique id is broadcast over
 // MPI), communicators from ncclCommSplit (cached), ncclAllReduce / ncclReduceScatter /
-// ncclAllGather / ncclReduce / ncclBroadcast on one stream. Compiled when CUDA and NCCL are found
-// (P2V_HAVE_NCCL); without a visible GPU it refuses with a clear message on every rank.
+// ncclAllGather / ncclReduce / ncclBroadcast, and for reshard ncclSend / ncclRecv in a group, on one stream. Compiled
+// when CUDA and NCCL are found (P2V_HAVE_NCCL); without a visible GPU it refuses with a clear message on every rank.
 #include <fmt/core.h>
 #include <cstring>
 
@@ -196,6 +196,33 @@ class NcclBackend final : public Backend {
   }
   void allreduce_main(int slot) override {
     nccl_check(ncclAllReduce(main_, main_, main_elems_, dt_, ncclSum, cache_.comms()[slot], stream_), "ncclAllReduce");
+  }
+  void alltoall(Region send, Region recv, std::int64_t count, int slot) override {
+    ncclComm_t comm = cache_.comms()[slot];
+    int k = 0;
+    nccl_check(ncclCommCount(comm, &k), "ncclCommCount");
+    const std::int64_t n = count * epu_;
+    nccl_check(ncclGroupStart(), "ncclGroupStart");
+    for (int j = 0; j < k; ++j) {
+      nccl_check(ncclSend(ptr(send) + j * n, n, dt_, j, comm, stream_), "ncclSend");
+      nccl_check(ncclRecv(ptr(recv) + j * n, n, dt_, j, comm, stream_), "ncclRecv");
+    }
+    nccl_check(ncclGroupEnd(), "ncclGroupEnd");
+  }
+  void permute(Region send, Region recv, std::int64_t count, int to, int from, int slot) override {
+    ncclComm_t comm = cache_.comms()[slot];
+    int me = 0;
+    nccl_check(ncclCommUserRank(comm, &me), "ncclCommUserRank");
+    const std::int64_t n = count * epu_;
+    if (to == me && from == me) {
+      cuda_check(cudaMemcpyAsync(ptr(recv), ptr(send), n * sizeof(std::int32_t), cudaMemcpyDeviceToDevice, stream_),
+                 "cudaMemcpyAsync");
+      return;
+    }
+    nccl_check(ncclGroupStart(), "ncclGroupStart");
+    nccl_check(ncclSend(ptr(send), n, dt_, to, comm, stream_), "ncclSend");
+    nccl_check(ncclRecv(ptr(recv), n, dt_, from, comm, stream_), "ncclRecv");
+    nccl_check(ncclGroupEnd(), "ncclGroupEnd");
   }
   void synchronize() override { cuda_check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
 

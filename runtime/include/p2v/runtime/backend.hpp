@@ -45,6 +45,14 @@ class Backend {
   virtual void copies(const std::vector<Copy>& cs) = 0;
   // In-place AllReduce of the whole main buffer over `group` (the baseline).
   virtual void allreduce_main(int slot) = 0;
+  // Redistribution (reshard/, runtime/reshard.hpp), on the buffers, `count` in units. All-to-all
+  // over the group of `slot`: block j (`count` units) of `send` goes to member j, which stores it
+  // as block m of `recv` (m: the sender's member index).
+  virtual void alltoall(Region send, Region recv, std::int64_t count, int slot) = 0;
+  // One permutation over the group of `slot`, called by every member: sends `count` units at
+  // `send` to member `to` and receives `count` units into `recv` from member `from` (to == from ==
+  // own member: a local copy).
+  virtual void permute(Region send, Region recv, std::int64_t count, int to, int from, int slot) = 0;
   virtual void synchronize() = 0;
 };
 
