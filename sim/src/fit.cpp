@@ -35,8 +35,8 @@ std::vector<FitPoint> fit_points(const NcclTestsLog& log, const System& s) {
                             s.name, nn));
   std::vector<FitPoint> ps;
   for (const auto& r : log.rows)
-    ps.push_back(
-        {log.origin, r.line, log.collective, log.ranks, log.nodes > 0 ? log.nodes : nn, r.bytes, r.time_us * 1e-6});
+    ps.push_back({log.origin, r.line, log.collective, log.ranks, log.nodes > 0 ? log.nodes : nn, r.bytes,
+                  r.time_us * 1e-6, std::max(1, log.ngpus)});
   return ps;
 }
 
@@ -76,7 +76,7 @@ std::vector<PointPrediction> predict_points(const System& s, const std::vector<F
   out.reserve(ps.size());
   for (const auto& p : ps) {
     const auto c = sim.collective(whole_group(p.collective, p.ranks), p.bytes, algo);
-    out.push_back({p, c.time_s, to_string(c.algo), to_string(c.proto)});
+    out.push_back({p, c.time_s + group_launch_s(sim.nccl(), p.gpus_per_thread), to_string(c.algo), to_string(c.proto)});
   }
   return out;
 }

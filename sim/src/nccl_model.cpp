@@ -201,6 +201,12 @@ const NcclLevelParams* NcclParams::level(const std::string& name) const {
 }
 int NcclParams::effective_channels() const { return channels > 0 ? channels : default_channels(arch); }
 double NcclParams::effective_launch_us() const { return launch_us >= 0 ? launch_us : kDefaultLaunchUs; }
+double NcclParams::effective_group_launch_us() const {
+  return group_launch_us >= 0 ? group_launch_us : kDefaultGroupLaunchUs;
+}
+double group_launch_s(const NcclParams& p, int gpus_per_thread) {
+  return std::max(0, gpus_per_thread - 1) * p.effective_group_launch_us() * 1e-6;
+}
 double NcclParams::effective_nvls_efficiency() const {
   return nvls_efficiency >= 0 ? nvls_efficiency : kNvlsEfficiency[static_cast<int>(arch)];
 }
@@ -236,6 +242,7 @@ NcclParams nccl_params_from_json(const nlohmann::json& j, const System& s) {
     if (p.channels < 1 || p.channels > 64) c->fail("must be between 1 and 64");
   }
   if (const auto v = o.optional("launch_us")) p.launch_us = non_neg(*v);
+  if (const auto v = o.optional("group_launch_us")) p.group_launch_us = non_neg(*v);
   if (const auto v = o.optional("nvls")) p.nvls = v->boolean();
   if (const auto v = o.optional("nvls_efficiency")) {
     p.nvls_efficiency = non_neg(*v);
@@ -296,6 +303,7 @@ nlohmann::json nccl_json(const NcclParams& p) {
   j["arch"] = to_string(p.arch);
   if (p.channels > 0) j["channels"] = p.channels;
   if (p.launch_us >= 0) j["launch_us"] = p.launch_us;
+  if (p.group_launch_us >= 0) j["group_launch_us"] = p.group_launch_us;
   if (p.nvls) j["nvls"] = true;
   if (p.nvls_efficiency >= 0) j["nvls_efficiency"] = p.nvls_efficiency;
   if (p.sharp) j["sharp"] = true;

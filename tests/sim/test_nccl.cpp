@@ -8,8 +8,10 @@
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/system.hpp"
 #include "p2v/sim/cost.hpp"
+#include "p2v/sim/fit.hpp"
 #include "p2v/sim/levels.hpp"
 #include "p2v/sim/nccl_model.hpp"
+#include "p2v/sim/nccl_tests.hpp"
 
 using namespace p2v::engine;
 using namespace p2v::sim;
@@ -240,6 +242,37 @@ TEST_CASE("presets: names, aliases, sources, the nccl section they write") {
   apply_preset(t, find_preset("dgx-h100"));
   CHECK(nccl_params(t).arch == Arch::Volta);
   CHECK(nccl_params(t).effective_launch_us() == doctest::Approx(9));
+}
+
+TEST_CASE("nccl: one thread launching several GPUs' kernels (nccl-tests -g N) pays the launches before the last") {
+  NcclParams p;
+  CHECK(group_launch_s(p, 1) == 0);
+  CHECK(group_launch_s(p, 0) == 0);
+  CHECK(group_launch_s(p, 8) == doctest::Approx(7 * kDefaultGroupLaunchUs * 1e-6));
+  p.group_launch_us = 3;
+  CHECK(group_launch_s(p, 4) == doctest::Approx(9e-6));
+  CHECK(nccl_json(p)["group_launch_us"] == 3);
+  // The system file's field is read, refused when negative.
+  System s = parse_system_inline("node=1,gpu=8");
+  s.nccl = nlohmann::json::parse(R"({"group_launch_us": 2.5})");
+  CHECK(nccl_params(s).effective_group_launch_us() == doctest::Approx(2.5));
+  s.nccl = nlohmann::json::parse(R"({"group_launch_us": -1})");
+  CHECK_THROWS_WITH_AS(nccl_params(s), doctest::Contains("non-negative"), p2v::Error);
+  // A log run with -g 8 (header "nGpus 8") is predicted 7 launches later than the same points
+  // driven one GPU per process; a -g 1 log is not shifted.
+  const std::string data = std::string(P2V_SOURCE_DIR) + "/bench/fidelity/data/";
+  const System a100 = preset_system("node=1,gpu=8", "dgx-a100");
+  const auto g8 = fit_points(load_nccl_tests(data + "dgx-a100/allreduce_1n8g_oci.txt"), a100);
+  REQUIRE(!g8.empty());
+  CHECK(g8.front().gpus_per_thread == 8);
+  auto g1 = g8;
+  for (auto& pt : g1) pt.gpus_per_thread = 1;
+  const auto with = predict_points(a100, g8, Algorithm::Auto), without = predict_points(a100, g1, Algorithm::Auto);
+  for (std::size_t i = 0; i < with.size(); ++i)
+    CHECK(with[i].predicted_s - without[i].predicted_s == doctest::Approx(7 * kDefaultGroupLaunchUs * 1e-6));
+  const System h100 = preset_system("node=4,gpu=8", "dgx-h100");
+  for (const auto& pt : fit_points(load_nccl_tests(data + "dgx-h100/allreduce_4n32g.txt"), h100))
+    CHECK(pt.gpus_per_thread == 1);
 }
 
 TEST_CASE("nccl section: strict reader") {

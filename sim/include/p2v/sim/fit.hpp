@@ -30,6 +30,7 @@ struct FitPoint {
   engine::Collective collective = engine::Collective::AllReduce;
   int ranks = 0, nodes = 0;
   double bytes = 0, measured_s = 0;
+  int gpus_per_thread = 1;  // GPUs one thread drives (nccl-tests -g, the log's "nGpus"): group_launch_s
 };
 
 // Nodes of a system as the logs count them: the product of all but the innermost level's

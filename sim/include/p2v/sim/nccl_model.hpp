@@ -66,6 +66,8 @@ struct NcclParams {
   Arch arch = Arch::Ampere;
   int channels = 0;               // collective channels NCCL uses at full size; 0: default_channels(arch)
   double launch_us = -1.0;        // per-call overhead (launch, host sync) added to every call; < 0: default
+  double group_launch_us = -1.0;  // host time per further GPU one thread launches in the same group
+                                  // (group_launch_s); < 0: kDefaultGroupLaunchUs
   bool nvls = false;              // NVSwitch reduction (NVLink SHARP) inside a node (H100/B200 NVSwitch)
   double nvls_efficiency = -1.0;  // NVLS bandwidth efficiency; < 0: NCCL's nvlsEfficiency[arch]
   bool sharp = false;             // in-network reduction on the network (CollNet / IB SHARP)
@@ -78,11 +80,23 @@ struct NcclParams {
   const NcclLevelParams* level(const std::string& name) const;
   int effective_channels() const;
   double effective_launch_us() const;
+  double effective_group_launch_us() const;
   double effective_nvls_efficiency() const;
   double effective_fill_stage() const { return fill_stage >= 0 ? fill_stage : 1.0; }
 };
 int default_channels(Arch a);
 inline constexpr double kDefaultLaunchUs = 4.0;  // assumption (docs/simulator.md), calibrated per system
+// Fitted (docs/simulator.md): the OCI DGX A100 log run with all_reduce_perf -g 8 (one thread, 8
+// GPUs) is flat at 32.0 us up to 32 KiB where this model predicts 19.0 us with one GPU per thread:
+// (32.0 - 19.0) / 7 further launches.
+inline constexpr double kDefaultGroupLaunchUs = 1.86;
+
+// NCCL launches the kernels of one group call (ncclGroupStart/End) from the calling thread, one
+// communicator after another (NVIDIA/nccl v2.30.7-1, src/group.cc doLaunches: per comm
+// cudaSetDevice, ncclLaunchPrepare, ncclLaunchKernel, ncclLaunchFinish). A thread driving
+// `gpus_per_thread` GPUs (nccl-tests -g N) starts the last GPU's kernel (gpus_per_thread - 1)
+// launches late, and the collective waits for it: that much host time is added to the call.
+double group_launch_s(const NcclParams& p, int gpus_per_thread);
 
 // Reads the system's "nccl" section (defaults when absent). Strict: unknown fields, unknown level
 // names, bad values are p2v::Error naming the path.
