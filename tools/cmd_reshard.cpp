@@ -47,8 +47,8 @@ namespace {
 namespace rs = reshard;
 
 struct ReshardArgs {
-  std::string mesh, from, to, shape, from_spec, to_spec, system, preset, dtype = "f32", cost = "paper",
-      memory = "auto", certify;
+  std::string mesh, from, to, shape, from_spec, to_spec, system, preset, dtype = "f32", cost = "paper", memory = "auto",
+                                                                         certify;
   bool force = false;
   bool run = false, json = false;
   int random = 0;

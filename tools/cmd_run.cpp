@@ -291,8 +291,8 @@ int run_jobs(const RunArgs& a, const runtime::Jobs& pr, runtime::RunOptions opt,
         if (rank == 0) {
           if (!a.json)
             fmt::print("\nprogram {}/{} on matrix {}{}: {}\n  already measured (--resume): median {:.1f} us; skipped\n",
-                     i + 1, pr.jobs.size(), engine::format_matrix_brackets(job.matrix), where, job.notation,
-                     it->second.median_s * 1e6);
+                       i + 1, pr.jobs.size(), engine::format_matrix_brackets(job.matrix), where, job.notation,
+                       it->second.median_s * 1e6);
           by_size[si].push_back(
               {job.notation, engine::format_matrix(job.matrix), it->second.median_s, it->second.baseline_s, gmax});
         }
@@ -365,8 +365,10 @@ int run_jobs(const RunArgs& a, const runtime::Jobs& pr, runtime::RunOptions opt,
   progress.finish();
   if (rank == 0) {
     const std::size_t runs = pr.jobs.size() * sizes.size();
-    if (a.json) fmt::print("{}\n", out.dump(2));
-    else if (sizes.size() > 1) print_sweep(sizes, by_size, several_matrices);
+    if (a.json)
+      fmt::print("{}\n", out.dump(2));
+    else if (sizes.size() > 1)
+      print_sweep(sizes, by_size, several_matrices);
     const std::string what = sizes.size() == 1
                                  ? fmt::format("{} programs", runs)
                                  : fmt::format("{} runs ({} programs x {} sizes)", runs, pr.jobs.size(), sizes.size());

@@ -135,8 +135,8 @@ ReshardRankRun run_reshard_rank(Backend& b, const rs::Plan& plan, const rs::Prog
         }
         case rs::Op::DynSlice: {
           const std::int64_t k = c[i] / cn[i];
-          b.copies({pack(c, i, k, s.lowered.slice[static_cast<std::size_t>(rank)], 1, at(Space::Main),
-                         at(Space::Stage0))});
+          b.copies(
+              {pack(c, i, k, s.lowered.slice[static_cast<std::size_t>(rank)], 1, at(Space::Main), at(Space::Stage0))});
           b.copies({Copy{at(Space::Stage0), at(Space::Main), next, {}}});
           out.peak_elems = std::max(out.peak_elems, size + next);
           break;

@@ -47,12 +47,12 @@ void check_run(const rs::Plan& p, const rs::Program& prog) {
 }  // namespace
 
 TEST_CASE("issue 27's examples and a relabelling run correctly on threads") {
-  for (const auto& [mesh, from, to] : std::vector<std::array<std::string, 3>>{
-           {"x=4,y=6", "[4{y,x}96]", "[16{y}96]"},
-           {"a=2,b=2,c=2", "[3{b}6,2{a,c}8]", "[6,4{a}8]"},
-           {"x=2,y=3", "[3{x}6,4]", "[2{y}6,4]"},
-           {"x=2,y=2", "[8{x,y}32,4]", "[16{x}32,2{y}4]"},
-           {"a=8", "[1{a}8,8]", "[8,1{a}8]"}}) {
+  for (const auto& [mesh, from, to] :
+       std::vector<std::array<std::string, 3>>{{"x=4,y=6", "[4{y,x}96]", "[16{y}96]"},
+                                               {"a=2,b=2,c=2", "[3{b}6,2{a,c}8]", "[6,4{a}8]"},
+                                               {"x=2,y=3", "[3{x}6,4]", "[2{y}6,4]"},
+                                               {"x=2,y=2", "[8{x,y}32,4]", "[16{x}32,2{y}4]"},
+                                               {"a=8", "[1{a}8,8]", "[8,1{a}8]"}}) {
     CAPTURE(mesh);
     CAPTURE(to);
     const auto p = plan(mesh, from, to);
