@@ -19,6 +19,9 @@ JOBS=${JOBS:-$(nproc)}
 BUILD=${FUZZ_BUILD:-build-fuzz}
 P2V=${P2V:-$ROOT/build/bin/p2v}
 export CCACHE_BASEDIR="$ROOT"
+# A Debug (-g) build hashes the working directory unless told not to; the paths in debug info are
+# all that differs between clones, and nothing here reads them.
+export CCACHE_NOHASHDIR=1
 
 CXX_ARGS=()
 if command -v clang++ >/dev/null; then CXX_ARGS=(-DCMAKE_CXX_COMPILER=clang++); fi
