@@ -163,18 +163,14 @@ int run_threads(const ReshardArgs& a, const rs::Request& r) {
   runtime::BackendFactory make;
   if (a.backend == "nccl") {
     std::string why;
-    const int gpus = runtime::cuda_device_count(&why);
     const auto n = static_cast<int>(p.mesh.num_devices());
-    if (gpus < 1)
-      throw Error(
-          fmt::format("--backend nccl needs CUDA GPUs: {}; use --backend mpi (under mpirun) or --backend "
-                      "threads on machines without GPUs",
-                      why));
-    if (gpus < n)
-      throw Error(
-          fmt::format("NCCL in one process drives one GPU per mesh device: the mesh has {} devices but {} "
-                      "GPUs are visible; launch under mpirun across nodes instead",
-                      n, gpus));
+    if (const int gpus = runtime::cuda_device_count(&why); gpus < n)
+      throw Error(gpus < 1 ? fmt::format("--backend nccl needs CUDA GPUs: {}; use --backend mpi (under mpirun) or "
+                                         "--backend threads on machines without GPUs",
+                                         why)
+                           : fmt::format("NCCL in one process drives one GPU per mesh device: the mesh has {} "
+                                         "devices but {} GPUs are visible; launch under mpirun instead",
+                                         n, gpus));
     make = [n, id = runtime::nccl_unique_id()](int rank) {
       return runtime::make_nccl_backend_local(rank, n, rank, id, runtime::Dtype::Int32);
     };
