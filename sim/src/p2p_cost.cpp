@@ -18,8 +18,8 @@ P2PCost p2p_cost(const Simulator& sim, const std::vector<Send>& sends) {
   for (const auto& s : sends) {
     for (int d : {s.from, s.to})
       if (d < 0 || d >= topo.num_devices())
-        throw Error(fmt::format("p2p cost: device {} is out of range (the system has {} devices)", d,
-                                topo.num_devices()));
+        throw Error(
+            fmt::format("p2p cost: device {} is out of range (the system has {} devices)", d, topo.num_devices()));
     if (s.from == s.to || !(s.bytes > 0)) continue;
     ++c.sends;
     route_latency = std::max(route_latency, topo.route_latency(s.from, s.to));

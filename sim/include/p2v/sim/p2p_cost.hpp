@@ -1,9 +1,9 @@
 #pragma once
 // Prices of point-to-point patterns: the all-to-all inside groups and the permutation of whole
-// tiles that redistributions move data with (docs/reshard.md "Cost on a topology"). NCCL has no collective for either; it
-// runs both as ncclSend/ncclRecv pairs fused in one ncclGroupStart/ncclGroupEnd call, all sends
-// progressing at once (NCCL User Guide, "Point-to-point communication", examples "All-to-all" and
-// "Sendrecv": https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/usage/p2p.html).
+// tiles that redistributions move data with (docs/reshard.md "Cost on a topology"). NCCL has no collective for either;
+// it runs both as ncclSend/ncclRecv pairs fused in one ncclGroupStart/ncclGroupEnd call, all sends progressing at once
+// (NCCL User Guide, "Point-to-point communication", examples "All-to-all" and "Sendrecv":
+// https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/usage/p2p.html).
 //
 // Model (α-β on the simulator's topology graph, as its collectives): every send is routed over the
 // graph (sim/topology.hpp) and all sends of the call share the links; the bandwidth term is the
