@@ -684,3 +684,26 @@ TEST_CASE("--bytes: dimension 0 scaled to the array's size, rounded to what both
   CHECK(p.from.dims[0].global == 96 * 1000);
   CHECK(p.program.cost == 20 * 1000);
 }
+
+TEST_CASE("cli: --bytes sweeps and --backend errors exit 2 with what is wrong") {
+  const std::string ab = "reshard --mesh x=4,y=4 --from '[32{x,y}512,128]' --to '[128{x}512,32{y}128]' ";
+  const auto o = run_p2v(ab + "--bytes 1M,16M --json");
+  REQUIRE(o.code == 0);
+  const auto j = nlohmann::json::parse(o.out);
+  REQUIRE(j["sizes"].size() == 2);
+  CHECK(j["sizes"][0]["bytes"] == 1 << 20);  // 2048 x 128 f32: a multiple of 16 rows fits exactly
+  CHECK(j["sizes"][1]["cost"] == 16 * j["sizes"][0]["cost"].get<std::int64_t>());
+  CHECK(j["crossover"].size() == 1);  // the paper model scales every cost alike
+  for (const auto& [args, what] : std::vector<std::pair<std::string, std::string>>{
+           {"--bytes 1K,1M --run", "--run and --certify take one size"},
+           {"--bytes 100", "below the smallest array of this layout"},
+           {"--bytes 1M -b 1K", "give --bytes or -b/-e/-f/-i, not both"},
+           {"--backend threads", "--backend goes with --run"},
+           {"--run --backend gpu", "--backend 'gpu': use mpi, nccl or threads"}}) {
+    const auto e = run_p2v(ab + args);
+    CAPTURE(args);
+    CHECK(e.code == 2);
+    CHECK(e.err.rfind("p2v: error: ", 0) == 0);
+    CHECK(e.err.find(what) != std::string::npos);
+  }
+}
