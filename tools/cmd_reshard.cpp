@@ -205,8 +205,10 @@ int run(const ReshardArgs& a, const rs::Request& r) {
   try {
     planned = rs::plan(r);
     if (mpi.size() != planned->mesh.num_devices())
-      throw Error(fmt::format("{} MPI ranks but the mesh has {} devices; run with mpirun -np {}", mpi.size(),
-                              planned->mesh.num_devices(), planned->mesh.num_devices()));
+      throw Error(
+          fmt::format("{} MPI ranks but the mesh has {} devices; run under mpirun -np {}, or with --backend "
+                      "threads in one process",
+                      mpi.size(), planned->mesh.num_devices(), planned->mesh.num_devices()));
     if (a.backend == "nccl" && runtime::cuda_device_count(&error) < 1)
       throw Error(fmt::format("--backend nccl needs a CUDA GPU per rank: {}; use --backend mpi", error));
     be = a.backend == "nccl" ? runtime::make_nccl_backend(MPI_COMM_WORLD, runtime::Dtype::Int32)
