@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
         fmt::print("{}\n", id);
         continue;
       }
-      rs::Request r{p.mesh, p.from, p.to, {}, "f32", rs::CostKind::Paper, {}};
+      rs::Request r{p.mesh, p.from, p.to, {}, "f32", rs::CostKind::Paper, {}, {}};
       const auto t0 = std::chrono::steady_clock::now();
       rs::Plan pl;
       try {

@@ -78,7 +78,7 @@ const char* kReliesOn =
 // other levels of them (the classes of docs/model.md §5 counted in mixed radix), for every hierarchy.
 Check b2_closed_form(const engine::System& system, const std::vector<int>& reduce, const engine::ParallelismMatrix& x) {
   Check c{"B.2@system",
-          "B.2's group sizes and counts at the real cardinalities (closed form, SPEC §5 counted)",
+          "B.2's group sizes and counts at the real cardinalities (closed form, docs/model.md §5 counted)",
           Status::Holds,
           "",
           0,

@@ -21,9 +21,8 @@ namespace text = engine::text;
 // ---- mesh ----
 
 std::int64_t Mesh::num_devices() const {
-  std::int64_t n = 1;
-  for (const auto& a : axes) n *= a.size;
-  return n;
+  return std::accumulate(axes.begin(), axes.end(), std::int64_t{1},
+                         [](std::int64_t n, const Axis& a) { return n * a.size; });
 }
 
 int Mesh::axis_index(const std::string& name) const {

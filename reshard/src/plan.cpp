@@ -7,8 +7,10 @@
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <numeric>
 
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/sizes.hpp"
 
 namespace p2v::reshard {
 
@@ -19,6 +21,35 @@ int dtype_size(const std::string& dtype) {
   if (it == sizes.end())
     throw Error(fmt::format("--dtype: unknown type '{}' (f64, f32, f16, bf16, i64, i32, u32, i16, i8, u8)", dtype));
   return it->second;
+}
+
+double array_bytes(const Type& t, int dtype_bytes) {
+  double n = dtype_bytes;
+  for (const auto& d : t.dims) n *= static_cast<double>(d.global);
+  return n;
+}
+
+void scale_leading(Type& from, Type& to, const Mesh& mesh, double bytes, int dtype_bytes) {
+  auto split = [&](const Type& t) {
+    std::int64_t k = 1;
+    for (int a : t.dims[0].axes) k *= mesh.primes[a].size;
+    return k;
+  };
+  const std::int64_t unit = std::lcm(split(from), split(to));
+  double rest = dtype_bytes;  // bytes of one index of dimension 0
+  for (std::size_t i = 1; i < from.dims.size(); ++i) rest *= static_cast<double>(from.dims[i].global);
+  const double units = std::floor(bytes / (rest * static_cast<double>(unit)));
+  if (units < 1)
+    throw Error(
+        fmt::format("--bytes {}: below the smallest array of this layout, {} bytes (dimension 0 must be a "
+                    "multiple of {}; the other dimensions keep their sizes)",
+                    engine::format_size(bytes), rest * static_cast<double>(unit), unit));
+  if (units * static_cast<double>(unit) > 4e18) throw Error(fmt::format("--bytes {}: too large", bytes));
+  const auto global = static_cast<std::int64_t>(units) * unit;
+  for (Type* t : {&from, &to}) {
+    t->dims[0].global = global;
+    t->dims[0].local = global / split(*t);
+  }
 }
 
 Plan plan(const Request& r) {
@@ -36,6 +67,7 @@ Plan plan(const Request& r) {
                       "redistribution keeps the array's shape",
                       i, pl.from.dims[i].global, r.from, pl.to.dims[i].global, r.to));
   pl.dtype_bytes = dtype_size(r.dtype);
+  if (r.array_bytes) scale_leading(pl.from, pl.to, pl.mesh, *r.array_bytes, pl.dtype_bytes);
   pl.cost_kind = r.cost;
   pl.bound = std::max(pl.from.localsize(), pl.to.localsize());
   pl.limit = pl.bound;

@@ -4,15 +4,17 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <cmath>
 #include <functional>
 #include <map>
+#include <optional>
 #include <queue>
 #include <string>
 #include <tuple>
 #include <unordered_map>
 
 #include "p2v/engine/error.hpp"
+#include "p2v/sim/cost.hpp"
+#include "p2v/sim/p2p_cost.hpp"
 
 namespace p2v::reshard {
 
@@ -35,74 +37,55 @@ std::string key(const Type& t) {
   return k;
 }
 
-// The per-level α–β model of `--cost topology`: for each prime axis, the outermost system level
-// its groups cross (devices numbered in mixed radix over the system's levels, outermost first).
+// `--cost topology`: the simulator's prices on the system's topology graph (docs/reshard.md "Cost
+// on a topology"). Allgather is sim's collective (NCCL's algorithm and protocol choice, link
+// sharing between the groups), exactly what `p2v simulate` charges for it; alltoall and the
+// allpermute are sim's point-to-point patterns (sim/p2p_cost.hpp). Mesh devices are system
+// devices (same numbering). During the search collectives are priced on the identity device map,
+// memoised by (op, axes, bytes); price() prices the lowered, physical steps.
 struct Topo {
-  const System* sys = nullptr;
-  std::vector<int> axis_level;  // per prime axis: index into sys->levels
+  std::optional<sim::Simulator> sim;
   int dtype_bytes = 4;
+  mutable std::unordered_map<std::string, double> memo;
 
-  std::vector<int> coords(std::int64_t d) const {
-    std::vector<int> c(sys->levels.size());
-    for (std::size_t l = sys->levels.size(); l-- > 0;) {
-      c[l] = static_cast<int>(d % sys->levels[l].cardinality);
-      d /= sys->levels[l].cardinality;
+  Topo(const System* s, const Mesh& mesh, int bytes) : dtype_bytes(bytes) {
+    if (!s) return;
+    if (s->num_devices() != mesh.num_devices())
+      throw Error(fmt::format("--system {} has {} devices but the mesh has {}; they must be equal", s->name,
+                              s->num_devices(), mesh.num_devices()));
+    sim.emplace(*s);
+  }
+  bool on() const { return sim.has_value(); }
+  std::string level(int edge) const {
+    return edge < 0 ? std::string{} : sim->topology().edges()[static_cast<std::size_t>(edge)].cls;
+  }
+  // A collective step's time on its physical groups; `level` gets the bottleneck link's class.
+  double collective(Op op, const Lowered& low, std::int64_t in, std::int64_t out, std::string* lvl = nullptr) const {
+    if (op == Op::AllGather) {
+      engine::LoweredStep st{engine::Collective::AllGather, {}};
+      for (const auto& g : low.groups) st.groups.emplace_back(g.begin(), g.end());
+      const auto c = sim->collective(st, static_cast<double>(out * dtype_bytes), sim::Algorithm::Auto);
+      if (lvl) *lvl = level(c.bottleneck_edge);
+      return c.time_s;
     }
-    return c;
+    const auto c = sim::alltoall_cost(*sim, low.groups, static_cast<double>(in * dtype_bytes));
+    if (lvl) *lvl = c.bottleneck_class;
+    return c.time_s;
   }
-  int level_between(std::int64_t a, std::int64_t b) const {
-    const auto ca = coords(a), cb = coords(b);
-    for (std::size_t l = 0; l < ca.size(); ++l)
-      if (ca[l] != cb[l]) return static_cast<int>(l);
-    return static_cast<int>(ca.size()) - 1;
+  double permute(const Lowered& low, std::int64_t in, std::string* lvl = nullptr) const {
+    const auto c = sim::permute_cost(*sim, low.sources, static_cast<double>(in * dtype_bytes));
+    if (lvl) *lvl = c.bottleneck_class;
+    return c.time_s;
   }
-  Topo(const System* s, const Mesh& mesh, int bytes) : sys(s), dtype_bytes(bytes) {
-    if (!sys) return;
-    if (sys->num_devices() != mesh.num_devices())
-      throw Error(fmt::format("--system {} has {} devices but the mesh has {}; they must be equal", sys->name,
-                              sys->num_devices(), mesh.num_devices()));
-    for (const auto& l : sys->levels)
-      if (!l.interconnect)
-        throw Error(
-            fmt::format("--cost topology: level {} of system {} has no interconnect; use a system file with "
-                        "interconnects (e.g. examples/systems/a100-2node.json) or --cost paper",
-                        l.name, sys->name));
-    axis_level.assign(mesh.primes.size(), static_cast<int>(sys->levels.size()) - 1);
-    for (std::size_t a = 0; a < mesh.primes.size(); ++a)
-      for (std::int64_t d = 0; d < mesh.num_devices(); ++d) {
-        auto p = mesh.point(d);
-        if (p[a] + 1 >= mesh.primes[a].size) continue;
-        ++p[a];
-        axis_level[a] = std::min(axis_level[a], level_between(d, mesh.device(p)));
-      }
-  }
-  int level(const std::vector<int>& axes) const {
-    int l = static_cast<int>(sys->levels.size()) - 1;
-    for (int a : axes) l = std::min(l, axis_level[a]);
-    return l;
-  }
-  // Ring-style time of a collective whose group has g members, each ending with `elems` elements.
-  double time(int lvl, std::int64_t g, double elems) const {
-    const auto& ic = *sys->levels[lvl].interconnect;
-    const double alpha = ic.latency_us * 1e-6, beta = ic.bandwidth_gbps * 1e9;
-    return static_cast<double>(g - 1) * alpha +
-           static_cast<double>(g - 1) / static_cast<double>(g) * elems * dtype_bytes / beta;
-  }
-  double permute_time(const Type& before, const Type& after, const Mesh& mesh, int* lvl_out = nullptr) const {
-    Step s;
-    s.op = Op::AllPermute;
-    s.target = after;
-    const auto low = lower(before, s, mesh);
-    int lvl = -1;
-    for (std::size_t d = 0; d < low.sources.size(); ++d)
-      if (low.sources[d] != static_cast<std::int64_t>(d)) {
-        const int l = level_between(static_cast<std::int64_t>(d), low.sources[d]);
-        lvl = lvl < 0 ? l : std::min(lvl, l);
-      }
-    if (lvl_out) *lvl_out = lvl;
-    if (lvl < 0) return 0.0;
-    const auto& ic = *sys->levels[lvl].interconnect;
-    return ic.latency_us * 1e-6 + static_cast<double>(before.localsize()) * dtype_bytes / (ic.bandwidth_gbps * 1e9);
+  // Search estimate on the identity device map.
+  double estimate(const Step& s, const Type& before, const Type& after, const Mesh& mesh) const {
+    if (s.op == Op::AllPermute) return permute(lower(before, s, mesh), before.localsize());
+    std::string k = fmt::format("{}|{}|{}|", static_cast<int>(s.op), before.localsize(), after.localsize());
+    for (int a : s.axes) k += std::to_string(a) + ',';
+    if (const auto it = memo.find(k); it != memo.end()) return it->second;
+    const double t = collective(s.op, lower(before, s, mesh), before.localsize(), after.localsize());
+    memo.emplace(std::move(k), t);
+    return t;
   }
 };
 
@@ -121,20 +104,12 @@ std::int64_t paper_cost(const Step& s, const Type& before, const Type& after) {
 }
 
 double step_weight(const Step& s, const Type& before, const Type& after, const Mesh& mesh, const Topo& topo) {
-  if (!topo.sys) return static_cast<double>(paper_cost(s, before, after));
+  if (!topo.on()) return static_cast<double>(paper_cost(s, before, after));
   if (s.op == Op::DynSlice) return 0.0;
-  if (s.op == Op::AllPermute) return topo.permute_time(before, after, mesh);
-  return topo.time(topo.level(s.axes), product(s.axes, mesh), static_cast<double>(after.localsize()));
+  return topo.estimate(s, before, after, mesh);
 }
 
-Step make(Op op, int dim, int dim2, std::vector<int> axes) {
-  Step s;
-  s.op = op;
-  s.dim = dim;
-  s.dim2 = dim2;
-  s.axes = std::move(axes);
-  return s;
-}
+Step make(Op op, int dim, int dim2, std::vector<int> axes) { return Step{op, dim, dim2, std::move(axes), {}}; }
 
 }  // namespace
 
@@ -259,11 +234,10 @@ std::string local_key(const std::vector<std::int64_t>& c) {
   return k;
 }
 
-}  // namespace
-
-Program synthesize(const Mesh& mesh, const Type& from, const Type& to, std::int64_t limit, const System* topology,
-                   int dtype_bytes, std::int64_t* states) {
-  const Topo topo(topology, mesh, dtype_bytes);
+// The search's path from `from` to `to` (see synthesize). `clean_only`: no relabelling, so every
+// edge is priced on the device map it runs on (exact under --cost topology too).
+std::vector<Edge> search(const Mesh& mesh, const Type& from, const Type& to, std::int64_t limit, const Topo& topo,
+                         bool clean_only, std::int64_t& settled) {
   // Two kinds of node: clean (an exact type on the identity device map) and dirty (a local type:
   // after a relabelling any type with that local type describes the layout for free, and an
   // allpermute must follow). Dijkstra on (cost, allpermutes, steps): on equal cost the program
@@ -302,7 +276,6 @@ Program synthesize(const Mesh& mesh, const Type& from, const Type& to, std::int6
   if (nodes.empty()) throw Error("the source type exceeds the memory limit");
   const int nd = static_cast<int>(from.dims.size());
   int best = -1;
-  std::int64_t settled = 0;
   // The collectives on the exact type t: allgather and alltoall of the m minor-most axes of a
   // dimension (any m), dynslice of one unused axis (several in a row are merged afterwards).
   auto expand = [&](const Type& t, auto&& go) {
@@ -359,7 +332,7 @@ Program synthesize(const Mesh& mesh, const Type& from, const Type& to, std::int6
       expand(t, [&, du = du, pu = pu, su = su, u = u](const Type& r, const Step& s) {
         relax(r, false, {du + step_weight(s, t, r, mesh, topo), pu, su + 1}, u, collective(s));
       });
-      relax(t, true, pr, u, Edge{Edge::Dirty, {}, {}});
+      if (!clean_only) relax(t, true, pr, u, Edge{Edge::Dirty, {}, {}});
       continue;
     }
     // Dirty, local type t.localtype(): the collectives of every type with that local type (each
@@ -414,14 +387,36 @@ Program synthesize(const Mesh& mesh, const Type& from, const Type& to, std::int6
       relax(r, false, {du + step_weight(p, t, r, mesh, topo), pu + 1, su + 1}, u, Edge{Edge::Permute, p, {}});
     });
   }
-  if (states) *states = settled;
   if (best < 0)
     throw Error(fmt::format("reshard: no program within the memory limit of {} elements per device", limit));
   std::vector<Edge> path;
   for (int v = best; nodes[v].prev >= 0; v = nodes[v].prev) path.push_back(nodes[v].via);
   std::reverse(path.begin(), path.end());
-  Program prog = build(mesh, from, to, path);
-  price(prog, mesh, from, dtype_bytes, topology);
+  return path;
+}
+
+void price_with(Program& p, const Mesh& mesh, const Type& from, const Topo& topo);
+
+}  // namespace
+
+Program synthesize(const Mesh& mesh, const Type& from, const Type& to, std::int64_t limit, const System* topology,
+                   int dtype_bytes, std::int64_t* states) {
+  const Topo topo(topology, mesh, dtype_bytes);
+  std::int64_t settled = 0;
+  Program prog = build(mesh, from, to, search(mesh, from, to, limit, topo, false, settled));
+  price_with(prog, mesh, from, topo);
+  // Under --cost topology a relabelled stretch is priced on the logical device map, which is an
+  // estimate (the physical groups depend on the path): keep the best program without relabelling,
+  // whose prices are exact, when the physical price says it is faster.
+  if (topo.on() && std::any_of(prog.steps.begin(), prog.steps.end(), [](const auto& s) { return s.relabelled; })) {
+    try {
+      Program alt = build(mesh, from, to, search(mesh, from, to, limit, topo, true, settled));
+      price_with(alt, mesh, from, topo);
+      if (alt.time_s < prog.time_s) prog = std::move(alt);
+    } catch (const Error&) {  // no program within the limit without relabelling
+    }
+  }
+  if (states) *states = settled;
   return prog;
 }
 
@@ -451,8 +446,9 @@ std::int64_t staged_elements(const PlannedStep& s) {
   return in;
 }
 
-void price(Program& p, const Mesh& mesh, const Type& from, int dtype_bytes, const System* topology) {
-  const Topo topo(topology, mesh, dtype_bytes);
+namespace {
+void price_with(Program& p, const Mesh& mesh, const Type& from, const Topo& topo) {
+  const int dtype_bytes = topo.dtype_bytes;
   p.cost = 0;
   p.time_s = 0.0;
   p.peak = p.peak_staged = from.localsize();
@@ -463,37 +459,28 @@ void price(Program& p, const Mesh& mesh, const Type& from, int dtype_bytes, cons
     ps.num_groups = 0;
     ps.level.clear();
     ps.time_s = 0.0;
-    int lvl = -1;  // outermost system level between devices exchanging data
-    auto cross = [&](std::int64_t a, std::int64_t b) {
-      if (topo.sys && a != b) {
-        const int l = topo.level_between(a, b);
-        lvl = lvl < 0 ? l : std::min(lvl, l);
-      }
-    };
     if (ps.step.op == Op::AllGather || ps.step.op == Op::AllToAll) {
       ps.group_size = static_cast<int>(product(ps.step.axes, mesh));
       ps.num_groups = static_cast<int>(ps.lowered.groups.size());
-      for (const auto& g : ps.lowered.groups)
-        for (auto d : g) cross(g.front(), d);
-      if (lvl >= 0) ps.time_s = topo.time(lvl, ps.group_size, static_cast<double>(ps.after.localsize()));
+      if (topo.on())
+        ps.time_s = topo.collective(ps.step.op, ps.lowered, ps.before.localsize(), ps.after.localsize(), &ps.level);
     } else if (ps.step.op == Op::AllPermute) {
       ps.group_size = 2;
-      for (std::size_t d = 0; d < ps.lowered.sources.size(); ++d) {
+      for (std::size_t d = 0; d < ps.lowered.sources.size(); ++d)
         ps.num_groups += ps.lowered.sources[d] != static_cast<std::int64_t>(d);
-        cross(static_cast<std::int64_t>(d), ps.lowered.sources[d]);
-      }
-      if (lvl >= 0) {
-        const auto& ic = *topology->levels[lvl].interconnect;
-        ps.time_s =
-            ic.latency_us * 1e-6 + static_cast<double>(ps.before.localsize()) * dtype_bytes / (ic.bandwidth_gbps * 1e9);
-      }
+      if (topo.on()) ps.time_s = topo.permute(ps.lowered, ps.before.localsize(), &ps.level);
     }
-    if (lvl >= 0) ps.level = topology->levels[lvl].name;
     p.cost += ps.cost;
     p.time_s += ps.time_s;
     p.peak = std::max(p.peak, ps.after.localsize());
     p.peak_staged = std::max(p.peak_staged, staged_elements(ps));
   }
+}
+
+}  // namespace
+
+void price(Program& p, const Mesh& mesh, const Type& from, int dtype_bytes, const System* topology) {
+  price_with(p, mesh, from, Topo(topology, mesh, dtype_bytes));
 }
 
 }  // namespace p2v::reshard

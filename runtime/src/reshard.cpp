@@ -180,7 +180,8 @@ ReshardRankRun run_reshard_rank(Backend& b, const rs::Plan& plan, const rs::Prog
   return out;
 }
 
-ReshardRun run_reshard_threads(const rs::Plan& plan, const rs::Program& prog, int iterations) {
+ReshardRun run_reshard_threads(const rs::Plan& plan, const rs::Program& prog, int iterations,
+                               const BackendFactory& make) {
   const auto n = static_cast<int>(plan.mesh.num_devices());
   auto fabric = make_thread_fabric(n);
   std::barrier<> sync(n);
@@ -191,7 +192,7 @@ ReshardRun run_reshard_threads(const rs::Plan& plan, const rs::Program& prog, in
     for (int r = 0; r < n; ++r)
       threads.emplace_back([&, r] {
         try {
-          auto b = make_thread_backend(fabric, r, Dtype::Int32);
+          auto b = make ? make(r) : make_thread_backend(fabric, r, Dtype::Int32);
           runs[static_cast<std::size_t>(r)] =
               run_reshard_rank(*b, plan, prog, r, iterations, [&] { sync.arrive_and_wait(); });
         } catch (...) {

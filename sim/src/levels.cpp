@@ -89,18 +89,18 @@ const std::vector<Preset>& presets() {
                  "https://aws.amazon.com/ec2/instance-types/p5/ (p5.48xlarge: 8x H100 80GB, 900 GB/s NVSwitch, "
                  "3200 Gbps EFAv2, 32x 100 Gbps); 360 GB/s: EFA at 90% of line rate (assumption)"});
     v.push_back({"p2-a100",
-                 "the P2 paper's A100 cloud nodes (SPEC §8): NVSwitch 270 GB/s; one NIC per node at 8 GB/s effective",
+                 "P2 paper's A100 nodes (docs/model.md §8): NVSwitch 270 GB/s; one NIC per node at 8 GB/s effective",
                  {{LinkKind::Switch, 270, 1}, {LinkKind::Nic, 8, 5}},
                  nccl_of(Arch::Ampere, false, {}),
                  {"a100"},
-                 "SPEC §8 (the P2 paper's measured cloud system)"});
+                 "docs/model.md §8 (the P2 paper's measured system)"});
     v.push_back({"p2-v100",
-                 "the P2 paper's V100 nodes (SPEC §8) as levels: NVLink ring 135 GB/s; one NIC per node at 8 GB/s "
+                 "P2 paper's V100 nodes (docs/model.md §8), levels: NVLink ring 135 GB/s; a NIC per node, 8 GB/s "
                  "effective",
                  {{LinkKind::Ring, 135, 1}, {LinkKind::Nic, 8, 5}},
                  nccl_of(Arch::Volta, false, {}),
                  {"v100"},
-                 "SPEC §8 (the P2 paper's measured cloud system)"});
+                 "docs/model.md §8 (the P2 paper's measured system)"});
     v.push_back({"h100",
                  "DGX H100 at line rate: 8 GPUs on NVLink 4 / NVSwitch, 450 GB/s per direction (NVLS); 8 x 400 Gb/s "
                  "NICs per node (400 GB/s); a non-blocking fabric above the nodes",

@@ -19,6 +19,8 @@
 #include "p2v/engine/error.hpp"
 #include "p2v/reshard/certificate.hpp"
 #include "p2v/reshard/plan.hpp"
+#include "p2v/sim/cost.hpp"
+#include "p2v/sim/p2p_cost.hpp"
 
 namespace rs = p2v::reshard;
 using p2v::Error;
@@ -27,7 +29,7 @@ namespace {
 
 rs::Plan plan(const std::string& mesh, const std::string& from, const std::string& to,
               std::optional<std::int64_t> memory = {}) {
-  return rs::plan(rs::Request{mesh, from, to, {}, "f32", rs::CostKind::Paper, memory});
+  return rs::plan(rs::Request{mesh, from, to, {}, "f32", rs::CostKind::Paper, memory, {}});
 }
 
 std::vector<std::string> ops(const rs::Program& p) {
@@ -572,4 +574,136 @@ TEST_CASE("cli: --shape with --from-spec / --to-spec, and the staged peak") {
   const auto e = run_p2v("reshard --mesh x=4,y=4 --from-spec \"P('x')\" --to \"[16]\"");
   CHECK(e.code == 2);
   CHECK(e.err.find("p2v: error: --from-spec/--to-spec need --shape") != std::string::npos);
+}
+
+namespace {
+// 2 nodes of 4 devices: a switch inside a node (270 GB/s, 1 us), one NIC per node (8 GB/s, 5 us).
+p2v::engine::System two_nodes() {
+  p2v::engine::System s;
+  s.name = "two-nodes";
+  s.levels = {{"node", 2, p2v::engine::Interconnect{p2v::engine::LinkKind::Nic, 8, 5, 0}},
+              {"gpu", 4, p2v::engine::Interconnect{p2v::engine::LinkKind::Switch, 270, 1, 0}}};
+  return s;
+}
+}  // namespace
+
+TEST_CASE("sim prices point-to-point patterns with link sharing") {
+  const p2v::sim::Simulator sim(two_nodes());
+  const double B = 1 << 20, launch = sim.nccl().effective_launch_us() * 1e-6;
+  const auto& topo = sim.topology();
+  // A swap inside a node: one switch link per direction, 270 GB/s.
+  auto c = p2v::sim::permute_cost(sim, {1, 0, 2, 3, 4, 5, 6, 7}, B);
+  CHECK(c.sends == 2);
+  CHECK(c.bandwidth_s == doctest::Approx(B / 270e9));
+  CHECK(c.latency_s == doctest::Approx(topo.route_latency(0, 1) + launch));
+  CHECK(c.bottleneck_class == "gpu");
+  // Every device swaps with its peer in the other node: the 4 devices of a node share its NIC.
+  c = p2v::sim::permute_cost(sim, {4, 5, 6, 7, 0, 1, 2, 3}, B);
+  CHECK(c.sends == 8);
+  CHECK(c.bandwidth_s == doctest::Approx(4 * B / 8e9));
+  CHECK(c.bottleneck_class == "node");
+  CHECK(c.latency_s > topo.route_latency(0, 1) + launch);  // crosses the network
+  // All-to-all over all 8: each device sends B/8 to 7 peers, 4 of them in the other node, so a
+  // node's uplink carries 4 devices x 4 peers x B/8 = 2B.
+  c = p2v::sim::alltoall_cost(sim, {{0, 1, 2, 3, 4, 5, 6, 7}}, B);
+  CHECK(c.sends == 56);
+  CHECK(c.bandwidth_s == doctest::Approx(2 * B / 8e9));
+  // Two all-to-alls inside the nodes share no link with each other: per device 3 x B/4 out.
+  c = p2v::sim::alltoall_cost(sim, {{0, 1, 2, 3}, {4, 5, 6, 7}}, B);
+  CHECK(c.bandwidth_s == doctest::Approx(3 * B / 4 / 270e9));
+  CHECK(c.time_s == doctest::Approx(c.latency_s + c.bandwidth_s));
+  // Nothing moves: free.
+  CHECK(p2v::sim::permute_cost(sim, {0, 1, 2, 3, 4, 5, 6, 7}, B).time_s == 0.0);
+  CHECK_THROWS_AS(p2v::sim::permute_cost(sim, {9, 1}, B), Error);
+}
+
+TEST_CASE("--cost topology: every step's time is sim's price of that collective on its groups") {
+  // Allgather: sim's collective (what `p2v simulate` charges); alltoall and allpermute: sim's
+  // point-to-point prices, on the lowered (physical) groups and permutation.
+  const auto sys = two_nodes();
+  const p2v::sim::Simulator sim(sys);
+  std::mt19937_64 rng(7);
+  int seen[4] = {0, 0, 0, 0};
+  for (int k = 0; k < 60; ++k) {
+    const auto q = rs::random_problem(rng, 0, 4, 1);
+    CAPTURE(q.from);
+    CAPTURE(q.to);
+    const auto p = rs::plan(rs::Request{q.mesh, q.from, q.to, sys, "f32", rs::CostKind::Topology, {}, {}});
+    for (const auto* prog : {&p.program, &p.baseline}) {
+      double total = 0;
+      for (const auto& s : prog->steps) {
+        double want = 0;
+        std::string level;
+        if (s.step.op == rs::Op::AllGather) {
+          p2v::engine::LoweredStep st{p2v::engine::Collective::AllGather, {}};
+          for (const auto& g : s.lowered.groups) st.groups.emplace_back(g.begin(), g.end());
+          const auto c = sim.collective(st, static_cast<double>(s.after.localsize() * 4), p2v::sim::Algorithm::Auto);
+          want = c.time_s;
+          level = sim.topology().edges()[static_cast<std::size_t>(c.bottleneck_edge)].cls;
+        } else if (s.step.op == rs::Op::AllToAll) {
+          const auto c = p2v::sim::alltoall_cost(sim, s.lowered.groups, static_cast<double>(s.before.localsize() * 4));
+          want = c.time_s;
+          level = c.bottleneck_class;
+        } else if (s.step.op == rs::Op::AllPermute) {
+          const auto c = p2v::sim::permute_cost(sim, s.lowered.sources, static_cast<double>(s.before.localsize() * 4));
+          want = c.time_s;
+          level = c.bottleneck_class;
+        }
+        ++seen[static_cast<int>(s.step.op)];
+        CHECK(s.time_s == doctest::Approx(want).epsilon(1e-12));
+        CHECK(s.level == level);
+        CHECK((s.step.op == rs::Op::DynSlice) == (s.time_s == 0.0));
+        total += s.time_s;
+      }
+      CHECK(prog->time_s == doctest::Approx(total));
+    }
+    // The baseline is a program without relabelling (priced exactly in the search): never faster
+    // when it fits the memory limit.
+    if (p.baseline.peak <= p.limit) CHECK(p.program.time_s <= p.baseline.time_s * (1 + 1e-9));
+  }
+  for (int op = 0; op < 4; ++op) CHECK(seen[op] > 0);  // every kind of step was priced
+}
+
+TEST_CASE("--bytes: dimension 0 scaled to the array's size, rounded to what both splits need") {
+  const auto m = rs::parse_mesh("x=4,y=6");
+  auto from = rs::parse_type("[4{y,x}96,8]", m), to = rs::parse_type("[16{y}96,8]", m);
+  // Dimension 0 must be a multiple of lcm(24, 6) = 24; one index of it is 8 f32 = 32 bytes.
+  rs::scale_leading(from, to, m, 1 << 20, 4);
+  CHECK(from.dims[0].global == 32760);  // floor(2^20 / 32 / 24) x 24
+  CHECK(from.dims[0].local == 32760 / 24);
+  CHECK(to.dims[0].global == 32760);
+  CHECK(to.dims[0].local == 32760 / 6);
+  CHECK(from.dims[1].global == 8);
+  CHECK(rs::array_bytes(from, 4) == 32760.0 * 32);
+  CHECK(error_of([&] { rs::scale_leading(from, to, m, 700, 4); })
+            .find("below the smallest array of this layout, 768 "
+                  "bytes") != std::string::npos);
+  // Through plan(): the same program at any size under the paper model (costs scale alike).
+  rs::Request r{"x=4,y=6", "[4{y,x}96]", "[16{y}96]", {}, "f32", rs::CostKind::Paper, {}, 96.0 * 4 * 1000};
+  const auto p = rs::plan(r);
+  CHECK(p.from.dims[0].global == 96 * 1000);
+  CHECK(p.program.cost == 20 * 1000);
+}
+
+TEST_CASE("cli: --bytes sweeps and --backend errors exit 2 with what is wrong") {
+  const std::string ab = "reshard --mesh x=4,y=4 --from '[32{x,y}512,128]' --to '[128{x}512,32{y}128]' ";
+  const auto o = run_p2v(ab + "--bytes 1M,16M --json");
+  REQUIRE(o.code == 0);
+  const auto j = nlohmann::json::parse(o.out);
+  REQUIRE(j["sizes"].size() == 2);
+  CHECK(j["sizes"][0]["bytes"] == 1 << 20);  // 2048 x 128 f32: a multiple of 16 rows fits exactly
+  CHECK(j["sizes"][1]["cost"] == 16 * j["sizes"][0]["cost"].get<std::int64_t>());
+  CHECK(j["crossover"].size() == 1);  // the paper model scales every cost alike
+  for (const auto& [args, what] : std::vector<std::pair<std::string, std::string>>{
+           {"--bytes 1K,1M --run", "--run and --certify take one size"},
+           {"--bytes 100", "below the smallest array of this layout"},
+           {"--bytes 1M -b 1K", "give --bytes or -b/-e/-f/-i, not both"},
+           {"--backend threads", "--backend goes with --run"},
+           {"--run --backend gpu", "--backend 'gpu': use mpi, nccl or threads"}}) {
+    const auto e = run_p2v(ab + args);
+    CAPTURE(args);
+    CHECK(e.code == 2);
+    CHECK(e.err.rfind("p2v: error: ", 0) == 0);
+    CHECK(e.err.find(what) != std::string::npos);
+  }
 }

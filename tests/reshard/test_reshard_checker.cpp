@@ -18,7 +18,7 @@ namespace {
 // no solvers): the checker records those answers and never re-solves them; what it checks is the
 // replay, which these tests mutate.
 json certificate(const std::string& mesh, const std::string& from, const std::string& to) {
-  const auto p = rs::plan(rs::Request{mesh, from, to, {}, "f32", rs::CostKind::Paper, {}});
+  const auto p = rs::plan(rs::Request{mesh, from, to, {}, "f32", rs::CostKind::Paper, {}, {}});
   rs::SmtFacts facts;
   for (std::size_t k = 0; k < p.program.steps.size(); ++k)
     if (p.program.steps[k].step.op != rs::Op::AllPermute)

@@ -15,7 +15,7 @@ TEST_CASE("smt: every collective step of synthesized programs is unsat in z3 and
     std::mt19937_64 rng(99 + static_cast<unsigned>(kind));
     for (int k = 0; k < 4; ++k) {
       const auto q = rs::random_problem(rng, kind, 3, 1);
-      const auto p = rs::plan(rs::Request{q.mesh, q.from, q.to, {}, "f32", rs::CostKind::Paper, {}});
+      const auto p = rs::plan(rs::Request{q.mesh, q.from, q.to, {}, "f32", rs::CostKind::Paper, {}, {}});
       for (const auto& s : p.program.steps) {
         if (s.step.op == rs::Op::AllPermute) continue;
         for (auto solver : {smt::SolverKind::Z3, smt::SolverKind::Cvc5}) {

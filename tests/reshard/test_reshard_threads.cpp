@@ -20,7 +20,7 @@ namespace rt = p2v::runtime;
 namespace {
 
 rs::Plan plan(const std::string& mesh, const std::string& from, const std::string& to) {
-  return rs::plan(rs::Request{mesh, from, to, {}, "f32", rs::CostKind::Paper, {}});
+  return rs::plan(rs::Request{mesh, from, to, {}, "f32", rs::CostKind::Paper, {}, {}});
 }
 
 // Splits a run makes: one per distinct grouping of its allgathers and alltoalls, one for the

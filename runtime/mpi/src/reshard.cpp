@@ -1,5 +1,5 @@
-// Runs reshard programs on MPI (see p2v/runtime/mpi/reshard.hpp): the MPI backend and the shared
-// runner (runtime/src/reshard.cpp); the ranks' results are combined here.
+// Runs reshard programs under MPI (see p2v/runtime/mpi/reshard.hpp): the MPI or NCCL backend and the
+// shared runner (runtime/src/reshard.cpp); the ranks' results are combined here.
 #include "p2v/runtime/mpi/reshard.hpp"
 
 #include <fmt/core.h>
@@ -13,7 +13,7 @@
 
 namespace p2v::runtime {
 
-ReshardRun run_reshard(const reshard::Plan& plan, const reshard::Program& prog, int iterations) {
+ReshardRun run_reshard(Backend& b, const reshard::Plan& plan, const reshard::Program& prog, int iterations) {
   MPI_Comm world = MPI_COMM_WORLD;
   int rank = 0, size = 1;
   MPI_Comm_rank(world, &rank);
@@ -21,11 +21,7 @@ ReshardRun run_reshard(const reshard::Plan& plan, const reshard::Program& prog, 
   if (size != plan.mesh.num_devices())
     throw Error(fmt::format("reshard --run: {} MPI ranks but the mesh has {} devices; run with mpirun -np {}", size,
                             plan.mesh.num_devices(), plan.mesh.num_devices()));
-  ReshardRankRun r;
-  {
-    auto backend = make_mpi_backend(world, Dtype::Int32);
-    r = run_reshard_rank(*backend, plan, prog, rank, iterations, [world] { MPI_Barrier(world); });
-  }
+  const ReshardRankRun r = run_reshard_rank(b, plan, prog, rank, iterations, [world] { MPI_Barrier(world); });
   ReshardRun out;
   std::vector<double> tmax(r.times.size(), 0.0);
   MPI_Allreduce(r.times.data(), tmax.data(), static_cast<int>(r.times.size()), MPI_DOUBLE, MPI_MAX, world);

@@ -21,9 +21,9 @@ struct Lowered {
 // radix) after earlier relabellings; groups and sources are physical devices.
 Lowered lower(const Type& before, const Step& s, const Mesh& mesh, const std::vector<std::int64_t>* sigma = nullptr);
 
-// Relabelling (SPEC §10): describes the same physical layout by another logical type with the same
-// local type, moving no data; updates `sigma` (physical -> logical device) so that every physical
-// device keeps its tile, and returns `to`.
+// Relabelling (docs/model.md §10 "Collectives", docs/reshard.md "How it works"): describes the same physical layout by
+// another logical type with the same local type, moving no data; updates `sigma` (physical -> logical device) so that
+// every physical device keeps its tile, and returns `to`.
 Type relabel(const Type& t, const Type& to, const Mesh& mesh, std::vector<std::int64_t>& sigma);
 // The same for a reordering of the axes of one dimension.
 Type relabel(const Type& t, int dim, const std::vector<int>& new_axes, const Mesh& mesh,

@@ -18,6 +18,11 @@ struct Request {
   std::string dtype = "f32";
   CostKind cost = CostKind::Paper;
   std::optional<std::int64_t> memory_bytes;  // none: the bound max(localsize τ1, localsize τ2)
+  // Size sweeps (`--bytes`, docs/reshard.md "Size sweeps"): the global array's size in bytes.
+  // Dimension 0's global size of both types is set so the array holds at most this many bytes,
+  // rounded down to a multiple of what both types' splits of dimension 0 need; the other
+  // dimensions keep their sizes. None: the sizes of `from` and `to`.
+  std::optional<double> array_bytes;
 };
 
 struct Plan {
@@ -32,6 +37,12 @@ struct Plan {
 };
 
 int dtype_size(const std::string& dtype);  // throws p2v::Error
+
+// Request::array_bytes applied to parsed types (same global shape): sets dimension 0's global and
+// local sizes of both. Throws p2v::Error when not even the smallest such array fits in `bytes`.
+void scale_leading(Type& from, Type& to, const Mesh& mesh, double bytes, int dtype_bytes);
+// Bytes of the global array of type t.
+double array_bytes(const Type& t, int dtype_bytes);
 
 // The whole pipeline: parse, validate, search, final permute, baseline, costs. Throws p2v::Error.
 Plan plan(const Request& r);

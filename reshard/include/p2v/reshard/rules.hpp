@@ -1,5 +1,5 @@
 #pragma once
-// The collectives' rules (docs/reshard.md, SPEC §10 Collectives): allgather, dynslice, alltoall,
+// The collectives' rules (docs/reshard.md, docs/model.md §10 "Collectives"): allgather, dynslice, alltoall,
 // allpermute, their side conditions and their text.
 #include <string>
 #include <vector>
@@ -20,7 +20,7 @@ struct Step {
   Type target;  // allpermute only
 };
 
-// Applies a step's rule (SPEC §10 Collectives). A step whose side condition fails throws
+// Applies a step's rule (docs/model.md §10 "Collectives"). A step whose side condition fails throws
 // p2v::Error saying which condition, for which dimension and axis.
 Type apply(const Type& t, const Step& s, const Mesh& mesh);
 

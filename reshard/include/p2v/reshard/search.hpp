@@ -21,7 +21,7 @@ struct PlannedStep {
   std::int64_t bytes = 0;  // bytes each device receives (paper cost × dtype size)
   double time_s = 0.0;     // topology model (0 with --cost paper)
   int group_size = 1, num_groups = 0;
-  std::string level;  // topology: the outermost system level the step's groups cross
+  std::string level;  // topology: the class (level name) of the busiest link, sim's bottleneck
   // Logical type before the step after any relabelling it needed (equals the previous `after`
   // when no relabelling happened), and the step's physical groups / permutation.
   Type before;

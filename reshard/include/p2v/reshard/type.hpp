@@ -39,7 +39,7 @@ std::string to_string(const Type& t, const Mesh& mesh);
 // Names a list of prime axes, merging complete runs (`x`, `x[1]`, `x,y`).
 std::string axes_to_string(const std::vector<int>& axes, const Mesh& mesh);
 
-// SPEC §10 Meaning: the offset of the device's tile, per dimension.
+// docs/model.md §10 "Meaning": the offset of the device's tile, per dimension.
 std::vector<std::int64_t> offsets(const Type& t, const Mesh& mesh, std::int64_t device);
 // The offset table: offsets of every device (device-major).
 std::vector<std::vector<std::int64_t>> offset_table(const Type& t, const Mesh& mesh);

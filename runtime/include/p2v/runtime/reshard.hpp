@@ -8,6 +8,7 @@
 // of int32 each) and, after the last step, checks every element against τ2.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -38,7 +39,10 @@ struct ReshardRankRun {
 ReshardRankRun run_reshard_rank(Backend& b, const reshard::Plan& plan, const reshard::Program& prog, int rank,
                                 int iterations, const std::function<void()>& barrier);
 
-// One process, one thread per mesh device on the threads backend; results combined as on MPI.
-ReshardRun run_reshard_threads(const reshard::Plan& plan, const reshard::Program& prog, int iterations = 3);
+// One process, one thread per mesh device; results combined as on MPI. `make(rank)` gives each
+// thread its backend (called on that thread); empty: the threads backend over shared memory.
+using BackendFactory = std::function<std::unique_ptr<Backend>(int rank)>;
+ReshardRun run_reshard_threads(const reshard::Plan& plan, const reshard::Program& prog, int iterations = 3,
+                               const BackendFactory& make = {});
 
 }  // namespace p2v::runtime

@@ -7,8 +7,8 @@
 
 namespace p2v::runtime {
 
-// Collective over MPI_COMM_WORLD (size = mesh devices, else p2v::Error on every rank). Elements
-// are int64.
-ReshardRun run_reshard(const reshard::Plan& plan, const reshard::Program& prog, int iterations = 3);
+// Collective over MPI_COMM_WORLD (size = mesh devices, else p2v::Error on every rank) on `b`, this
+// rank's backend over the world (MPI or NCCL, made with Dtype::Int32). Elements are int64.
+ReshardRun run_reshard(Backend& b, const reshard::Plan& plan, const reshard::Program& prog, int iterations = 3);
 
 }  // namespace p2v::runtime
