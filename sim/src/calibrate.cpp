@@ -335,7 +335,7 @@ nlohmann::json calibrated_system_json(const System& s, const Topology& t, const 
     const auto name = l["name"].get<std::string>();
     if (l.contains("interconnect") && has(name)) {
       auto [bw, lat] = t.class_params(name);
-      l["interconnect"]["bandwidth_gbps"] = bw / 1e9;
+      l["interconnect"]["bandwidth_GBps"] = bw / 1e9;
       l["interconnect"]["latency_us"] = lat * 1e6;
     }
   }
@@ -344,7 +344,8 @@ nlohmann::json calibrated_system_json(const System& s, const Topology& t, const 
       const auto kind = l.value("kind", std::string("link"));
       if (!has(kind)) continue;
       auto [bw, lat] = t.class_params(kind);
-      l["bandwidth_gbps"] = bw / 1e9;
+      l.erase("bandwidth_gbps");  // the deprecated name, if the file had it
+      l["bandwidth_GBps"] = bw / 1e9;
       l["latency_us"] = lat * 1e6;
     }
   if (t.step_overhead() > 0 || (j.contains("topology") && j["topology"].contains("step_overhead_us"))) {
@@ -384,8 +385,8 @@ nlohmann::json to_json(const CalibrationReport& r) {
                    {"system", r.system}};
   for (const auto& c : r.classes)
     j["classes"].push_back({{"class", c.cls},
-                            {"bandwidth_gbps_before", c.bandwidth_gbps_before},
-                            {"bandwidth_gbps_after", c.bandwidth_gbps_after},
+                            {"bandwidth_GBps_before", c.bandwidth_gbps_before},
+                            {"bandwidth_GBps_after", c.bandwidth_gbps_after},
                             {"latency_us_before", c.latency_us_before},
                             {"latency_us_after", c.latency_us_after},
                             {"constrained", c.constrained}});
@@ -407,8 +408,11 @@ CalibrationReport calibration_report_from_json(const nlohmann::json& j, const st
   r.step_overhead_us_after = o["step_overhead_us_after"].number();
   o["classes"].each([&](const At& at) {
     engine::json_read::Object c(at);
-    r.classes.push_back({c["class"].string(), c["bandwidth_gbps_before"].number(), c["bandwidth_gbps_after"].number(),
-                         c["latency_us_before"].number(), c["latency_us_after"].number(), c["constrained"].boolean()});
+    // "bandwidth_gbps_*": the deprecated names of the same GB/s fields (docs/formats.md).
+    const double before = c.renamed("bandwidth_GBps_before", "bandwidth_gbps_before").number();
+    const double after = c.renamed("bandwidth_GBps_after", "bandwidth_gbps_after").number();
+    r.classes.push_back({c["class"].string(), before, after, c["latency_us_before"].number(),
+                         c["latency_us_after"].number(), c["constrained"].boolean()});
     c.finish();
   });
   const At system = o["system"];
