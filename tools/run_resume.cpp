@@ -54,18 +54,6 @@ bool split_csv_line(const std::string& line, std::vector<std::string>& f) {
 
 namespace {
 
-double number(const std::string& s, const std::string& where) {
-  std::size_t pos = 0;
-  double v = 0;
-  try {
-    v = std::stod(s, &pos);
-  } catch (...) {
-    pos = 0;
-  }
-  if (s.empty() || pos != s.size()) throw Error(fmt::format("{}: '{}' is not a number", where, s));
-  return v;
-}
-
 std::int64_t integer(const std::string& s, const std::string& where) {
   return engine::parse_integer(s, where, 0, std::int64_t{1} << 62);
 }
@@ -94,7 +82,7 @@ std::map<std::string, DoneRun> from_steps_csv(const std::string& path) {
     if (!split_csv_line(line.substr(2), f)) throw Error(where + ": malformed CSV line");
     if (f.size() < 12) continue;  // written by a p2v run without --resume support: not resumable
     out[run_key(f[6], integer(f[7], where), f[8], f[9], static_cast<int>(integer(f[10], where)), f[5], f[4],
-                integer(f[2], where))] = {number(f[3], where), number(f[11], where)};
+                integer(f[2], where))] = {engine::parse_double(f[3], where), engine::parse_double(f[11], where)};
   }
   return out;
 }
@@ -122,7 +110,8 @@ std::map<std::string, DoneRun> from_programs_csv(const std::string& path) {
     };
     out[run_key(at("system"), integer(at("ranks"), where), at("backend"), at("dtype"),
                 static_cast<int>(integer(at("iters"), where)), at("matrix"), at("program"),
-                integer(at("bytes"), where))] = {number(at("seconds"), where), number(at("baseline_seconds"), where)};
+                integer(at("bytes"), where))] = {engine::parse_double(at("seconds"), where),
+                                                 engine::parse_double(at("baseline_seconds"), where)};
   }
   return out;
 }

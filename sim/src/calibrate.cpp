@@ -15,6 +15,7 @@
 #include "p2v/engine/json_util.hpp"
 #include "p2v/engine/text_util.hpp"
 
+#include "p2v/engine/units.hpp"
 namespace p2v::sim {
 
 using namespace engine;
@@ -82,19 +83,6 @@ Groups parse_groups(const std::string& text, const std::string& where, int nd) {
   if (gs.empty()) throw Error(where + ": no device groups");
   std::sort(gs.begin(), gs.end());
   return gs;
-}
-
-double parse_pos(const std::string& s, const std::string& where) {
-  std::size_t pos = 0;
-  double v = 0;
-  try {
-    v = std::stod(s, &pos);
-  } catch (...) {
-    pos = 0;
-  }
-  if (s.empty() || pos != s.size() || !std::isfinite(v) || v <= 0)
-    throw Error(where + ": '" + s + "' is not a positive number");
-  return v;
 }
 
 // Solves A x = b (n×n, dense) by Gaussian elimination with partial pivoting.
@@ -172,10 +160,10 @@ std::vector<Measurement> parse_measurements(const std::string& text, const std::
     m.step.collective = parse_collective(f[static_cast<std::size_t>(ccol)]);
     m.groups_text = f[static_cast<std::size_t>(gcol)];
     m.step.groups = parse_groups(m.groups_text, where, num_devices);
-    m.bytes = parse_pos(f[static_cast<std::size_t>(bcol)], where + " bytes");
-    m.seconds = parse_pos(f[static_cast<std::size_t>(scol)], where + " seconds");
+    m.bytes = engine::parse_double(f[static_cast<std::size_t>(bcol)], where + " bytes", engine::Sign::Positive);
+    m.seconds = engine::parse_double(f[static_cast<std::size_t>(scol)], where + " seconds", engine::Sign::Positive);
     if (rcol >= 0 && static_cast<std::size_t>(rcol) < f.size() && !f[static_cast<std::size_t>(rcol)].empty()) {
-      const auto r = parse_pos(f[static_cast<std::size_t>(rcol)], where + " ranks");
+      const auto r = engine::parse_double(f[static_cast<std::size_t>(rcol)], where + " ranks", engine::Sign::Positive);
       if (r != num_devices)
         throw Error(fmt::format(
             "{}: measured on {} ranks, but the system has {} devices: these measurements do not fit it; calibrate "
