@@ -123,7 +123,7 @@ std::vector<Measurement> parse_measurements(const std::string& text, const std::
     ++ln;
     const auto t = trim(line);
     if (t.empty() || t[0] == '#') continue;
-    auto f = split_csv(t);
+    auto f = split_csv(t, fmt::format("{}:{}", origin, ln));
     if (!header_seen) {
       header_seen = true;
       if (lower(f[0]) == "collective" || std::any_of(f.begin(), f.end(), [](const std::string& x) {

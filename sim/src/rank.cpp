@@ -75,7 +75,7 @@ std::vector<ProgramMeasurement> parse_program_measurements(const std::string& te
     ++ln;
     const auto t = trim(line);
     if (t.empty() || t[0] == '#') continue;
-    auto f = split_csv(t);
+    auto f = split_csv(t, fmt::format("{}:{}", origin, ln));
     if (!header) {
       header = true;
       for (int i = 0; i < static_cast<int>(f.size()); ++i) {

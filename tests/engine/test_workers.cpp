@@ -1,5 +1,6 @@
 // engine::run_workers (threads always joined, the first exception rethrown after the join) and
-// engine::parse_integer / parse_double (the strict number parsers of options and CSV readers).
+// engine::parse_integer / parse_double (the strict number parsers of options and CSV readers) and
+// engine::text::split_csv (the one CSV splitter).
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/text_util.hpp"
 #include "p2v/engine/units.hpp"
 #include "p2v/engine/workers.hpp"
 
@@ -76,4 +78,24 @@ TEST_CASE("parse_double: the whole text, finite, with the sign asked for") {
   CHECK_THROWS_WITH(parse_double("0", "m.csv:3 bytes", Sign::Positive), "m.csv:3 bytes: '0' is not a positive number");
   CHECK_THROWS_WITH(parse_double("-1", "w", Sign::NonNegative), "w: '-1' is not a non-negative number");
   CHECK_THROWS_WITH(parse_double("1o", "w"), "w: '1o' is not a number");
+}
+
+TEST_CASE("split_csv: RFC 4180 quotes, whitespace around fields dropped, malformed lines refused") {
+  using p2v::engine::text::split_csv;
+  using p2v::engine::text::try_split_csv;
+  using V = std::vector<std::string>;
+  CHECK(split_csv("a,b") == V{"a", "b"});
+  CHECK(split_csv(" a , b ") == V{"a", "b"});
+  CHECK(split_csv("\"x, y\",z") == V{"x, y", "z"});
+  CHECK(split_csv("\"say \"\"hi\"\"\",1") == V{"say \"hi\"", "1"});
+  CHECK(split_csv(" \" padded \" ,2") == V{" padded ", "2"});
+  CHECK(split_csv("") == V{""});
+  CHECK(split_csv(",") == V{"", ""});
+  CHECK(split_csv("\"\",x") == V{"", "x"});
+  for (const char* bad : {"a\"b,c", "\"a\"b,c", "\"a", "x,\"y", "\"a\" \"b\""}) {
+    CAPTURE(bad);
+    CHECK(!try_split_csv(bad));
+    CHECK_THROWS_AS(split_csv(bad, "f.csv:2"), p2v::Error);
+  }
+  CHECK_THROWS_WITH(split_csv("\"a", "f.csv:2"), doctest::Contains("f.csv:2: malformed CSV line"));
 }
