@@ -141,8 +141,15 @@ void keep_given(sim::SimulateReport& r, const std::set<std::string>& want, int m
   r.results = std::move(kept);
 }
 
-// The problem and the simulation's options.
-std::pair<Problem, sim::SimulateOptions> prepare(const SimArgs& a) {
+// The problem, the simulation's options and the programs to price (--program/--program-file, read
+// once here).
+struct Prepared {
+  Problem problem;
+  sim::SimulateOptions options;
+  std::set<std::string> given;
+};
+
+Prepared prepare(const SimArgs& a) {
   Problem p = load_problem(a.problem);
   if (const auto note = fill_interconnects(p.system, a.problem.preset, a.problem.sharp); !note.empty() && !a.json)
     fmt::print("{}\n", note);
@@ -174,13 +181,12 @@ std::pair<Problem, sim::SimulateOptions> prepare(const SimArgs& a) {
   o.svg_topology = !a.svg_topology.empty();
   o.svg_ranking = !a.svg_ranking.empty();
   o.svg_program = a.svg_program;
-  return {std::move(p), std::move(o)};
+  return {std::move(p), std::move(o), given};
 }
 
 // Loads the problem and ranks it; writes the pictures asked for.
 sim::SimulateRun run(const SimArgs& a) {
-  const auto [p, o] = prepare(a);
-  const auto given = given_programs(a);
+  const auto [p, o, given] = prepare(a);
   auto r = sim::simulate(p.system, p.axes, p.reduce, p.matrices, o);
   if (!given.empty()) keep_given(r.report, given, a.search.max_size);
   if (o.svg_topology && !r.topology_svg.empty()) write_file(a.svg_topology, r.topology_svg);
@@ -292,8 +298,9 @@ int sweep(SimArgs a, const std::vector<double>& sizes) {
                                     {!a.program_file.empty(), "--program-file"}})
     if (given) throw Error(fmt::format("{} shows one size: give a single --bytes with it, not a sweep", name));
   a.cost.bytes.clear();  // each size in turn, below
-  auto [p, o] = prepare(a);
-  return simulate_sweep(p.system, p.axes, p.reduce, p.matrices, o, sizes, {a.json, a.progress});
+  const auto prep = prepare(a);
+  const auto& p = prep.problem;
+  return simulate_sweep(p.system, p.axes, p.reduce, p.matrices, prep.options, sizes, {a.json, a.progress});
 }
 
 Registrar reg("simulate", [](CLI::App& sub) -> std::function<int()> {
