@@ -652,7 +652,9 @@ Registrar reg("run", [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--hierarchy", r->hierarchy,
                  "hierarchy the program notation refers to: a, b, c, d or d-uncollapsed (default: the "
                  "program file's, else d)");
-  sub.add_option("--top", r->top, "run only the first K programs of each matrix in --program-file (0: all)");
+  sub.add_option("--top", r->top,
+                 "the N best programs of each matrix by predicted time, as p2v simulate --top N lists them: run "
+                 "them (needs a --program-file written by p2v simulate --json; -1: all)");
   sub.add_option("--certificate", r->certificate,
                  "run only if this certificate passes the independent checker (its program if none is given)");
   sub.add_flag("--unchecked", r->unchecked,
@@ -713,3 +715,7 @@ Registrar reg("run", [](CLI::App& sub) -> std::function<int()> {
 
 }  // namespace
 }  // namespace p2v::tools
+    if (r->top < -1) throw Error(fmt::format("--top {}: expected a number of programs, or -1 for all", r->top));
+    if (r->top != 0 && r->program_file.empty())
+      throw Error("--top N picks the best programs of a --program-file written by p2v simulate --json: give one");
+    if (r->top < 0) r->top = 0;  // all

@@ -48,7 +48,9 @@ void add_options(CLI::App& sub, SimArgs& a) {
                  "placements it does not fit are left out, so --matrix is only needed to choose among several");
   sub.add_option("--program-file", a.program_file,
                  "price the programs of this file: one per line, or the --json output of p2v synth / p2v simulate");
-  sub.add_option("--top", a.top, "programs listed per matrix (-1: all); --json lists all unless --top is given")
+  sub.add_option("--top", a.top,
+                 "the N best programs of each matrix by predicted time: list them (-1: all; --json lists all "
+                 "unless --top is given; p2v run --top N runs the same N)")
       ->capture_default_str();
   add_search_options(sub, a.search, /*with_hierarchy=*/false);
   sub.add_flag("--json", a.json, "machine-readable output: every program's time and per-step breakdown");

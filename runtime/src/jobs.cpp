@@ -240,8 +240,15 @@ void add_single(const JobRequest& a, const Sources& s, Jobs& out,
   if (notation.empty()) out.jobs.back().notation = "certified program of " + a.certificate;
 }
 
-// --program-file: every program of every matching matrix (the first --top of each).
+// --program-file: every program of every matching matrix, or with --top N the N best of each by
+// predicted time (the programs `p2v simulate --top N` lists), which needs a ranked file.
 void add_file(const JobRequest& a, const Sources& s, Jobs& out, const std::optional<engine::ParallelismMatrix>& want) {
+  if (a.top > 0 && !s.file->ranked)
+    throw Error(fmt::format(
+        "--top {} runs the {} best programs of each matrix by predicted time, as p2v simulate --top {} lists them, "
+        "and --program-file '{}' does not rank its programs (it is {}): rank them with p2v simulate ... --json "
+        "> ranked.json and run --program-file ranked.json --top {}",
+        a.top, a.top, a.top, a.program_file, s.file->is_json ? "p2v synth's output" : "a text file", a.top));
   const auto levels = out.system.cardinalities();
   for (const auto& set : s.file->sets) {
     engine::ParallelismMatrix x = set.matrix;

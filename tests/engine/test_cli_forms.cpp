@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -191,6 +192,42 @@ TEST_CASE("run: --dtype spellings, --json, --preset, and the matrix found from -
       "--bytes 4K --iters 1 --warmup 0 --json");
   REQUIRE(p.code == 0);
   CHECK(json::parse(p.out)["levels"] == json::parse("[8]"));
+}
+
+TEST_CASE("--top N means the N best by predicted time: run --top N runs what simulate --top N lists") {
+  const std::string problem = " --system " + kSys + "fig2a.json --axes 4,4 --reduce 1 --bytes 4K";
+  auto all = run_cli("simulate" + problem + " --json");
+  REQUIRE(all.code == 0);
+  const std::string ranked = temp_file("ranked.json", all.out);
+  auto listed = run_cli("simulate" + problem + " --json --top 2");
+  REQUIRE(listed.code == 0);
+  std::multiset<std::pair<std::string, std::string>> want, ran;
+  for (const auto& m : json::parse(listed.out)["results"]) {
+    CHECK(m["programs"].size() <= 2);
+    for (const auto& p : m["programs"]) want.insert({m["matrix"].dump(), p["program"].get<std::string>()});
+  }
+  REQUIRE(want.size() >= 4);  // fig2a's 4 placements, 2 each
+  auto r = run_cli("run --backend threads --program-file " + ranked +
+                   " --top 2 --bytes 4K --iters 1 --warmup 0 --no-baseline --json");
+  REQUIRE(r.code == 0);
+  for (const auto& p : json::parse(r.out)["programs"]) {
+    CHECK(p["ok"] == true);
+    ran.insert({p["matrix"].dump(), p["program"].get<std::string>()});
+  }
+  CHECK(ran == want);
+  // An unranked file (synth's) or no file: refused, saying why.
+  auto synth = run_cli("synth --system " + kSys + "fig2a.json --axes 4,4 --reduce 1 --json");
+  REQUIRE(synth.code == 0);
+  const std::string unranked = temp_file("unranked.json", synth.out);
+  auto u = run_cli("run --backend threads --program-file " + unranked + " --top 2 --bytes 4K --iters 1 --warmup 0");
+  CHECK(u.code == 2);
+  CHECK(u.err.find("does not rank its programs (it is p2v synth's output)") != std::string::npos);
+  auto none = run_cli("run --backend threads --system " + kSys +
+                      "fig2a.json --axes 4,4 --reduce 1 --program 'AllReduce@(root,Inside)' --top 2");
+  CHECK(none.code == 2);
+  CHECK(none.err.find("--top N picks the best programs of a --program-file") != std::string::npos);
+  std::remove(ranked.c_str());
+  std::remove(unranked.c_str());
 }
 
 TEST_CASE("usage errors: an unknown flag exits 2 with p2v: error: for every command") {
