@@ -230,6 +230,32 @@ TEST_CASE("--top N means the N best by predicted time: run --top N runs what sim
   std::remove(unranked.c_str());
 }
 
+TEST_CASE("export and step infer the matrix when one fits, and list the candidates when several do") {
+  const std::string fig2a = " --system " + kSys + "fig2a.json --axes 4,4 --reduce 1";
+  const std::string one =
+      " --program 'ReduceScatter@(cpu,Inside) ; AllReduce@(cpu,Parallel(server)) ; AllGather@(cpu,Inside)'";
+  const std::string out = temp_file("export.py", "");
+  auto e = run_cli("export" + fig2a + one + " -o " + out + " --json");
+  REQUIRE(e.code == 0);
+  CHECK(json::parse(e.out)["matrix"] == json::parse("[[1,2,1,2],[1,1,2,2]]"));
+  auto many = run_cli("export" + fig2a + " --program 'AllReduce@(rack,Inside)' -o " + out);
+  CHECK(many.code == 2);
+  CHECK(many.err.find("--program 'AllReduce@(rack,Inside)' fits 4 placements ([[1 1 1 4] [1 2 2 1]], ") !=
+        std::string::npos);
+  CHECK(many.err.find("pick one with --matrix") != std::string::npos);
+  auto all = run_cli("export" + fig2a + " --all-programs -o " + out);
+  CHECK(all.code == 2);
+  CHECK(all.err.find("--all-programs fits 4 placements") != std::string::npos);
+  auto none = run_cli("export" + fig2a + " --program 'AllReduce@(server,Inside)' -o " + out);
+  CHECK(none.code == 2);
+  CHECK(none.err.find("is not a program of any of the 4 placements of the axes") != std::string::npos);
+  // step: only the placements the program fits are planned.
+  auto st = run_cli("step --model " + kModels + "bert-base.json" + fig2a + " --measured-step-ms 100" + one + " --json");
+  REQUIRE(st.code == 0);
+  CHECK(json::parse(st.out)["placements"].size() == 1);
+  std::remove(out.c_str());
+}
+
 TEST_CASE("usage errors: an unknown flag exits 2 with p2v: error: for every command") {
   for (const char* cmd : {"matrices", "groups", "synth", "reshard", "verify", "check", "simulate", "explore",
                           "calibrate", "step", "export", "prove", "rules", "rewrite", "run"}) {

@@ -1,0 +1,58 @@
+#include "infer_matrix.hpp"
+
+#include <fmt/core.h>
+
+#include "p2v/engine/error.hpp"
+#include "p2v/engine/notation.hpp"
+#include "p2v/engine/replay.hpp"
+#include "p2v/engine/state.hpp"
+
+namespace p2v::tools {
+
+std::vector<engine::ParallelismMatrix> matrices_fitting(const Problem& p, const Fitting& f) {
+  std::vector<engine::ParallelismMatrix> out;
+  std::string first_error;
+  for (const auto& x : p.matrices) {
+    try {
+      if (f.fits(x)) out.push_back(x);
+    } catch (const Error& e) {
+      if (first_error.empty()) first_error = e.what();
+    }
+  }
+  if (out.empty())
+    throw Error(fmt::format("{} {} {}{}", f.what, f.fails,
+                            p.matrices.size() == 1
+                                ? "the placement " + engine::format_matrix_brackets(p.matrices.front())
+                                : fmt::format("any of the {} placements of the axes", p.matrices.size()),
+                            first_error.empty() ? std::string() : " (" + first_error + ")"));
+  return out;
+}
+
+engine::ParallelismMatrix infer_matrix(const Problem& p, const Fitting& f) {
+  const auto fit = matrices_fitting(p, f);
+  if (fit.size() == 1) return fit.front();
+  std::string list;
+  for (const auto& x : fit) list += (list.empty() ? "" : ", ") + engine::format_matrix_brackets(x);
+  throw Error(fmt::format("{} fits {} placements ({}): pick one with --matrix", f.what, fit.size(), list));
+}
+
+bool program_fits(const Problem& p, const engine::ParallelismMatrix& x, const std::string& program,
+                  engine::HierarchyKind kind) {
+  const auto pl = p.placement(x);
+  const auto n = p.system.num_devices();
+  const auto lowered = engine::resolve_program(engine::make_hierarchy(pl, p.system.level_names(), kind), program);
+  // Beyond the state engine's size the notation resolving is the test (the commands then find the
+  // program among the placement's ranked ones, or say it is not one of them).
+  if (n > engine::kMaxStateDevices) return true;
+  const auto goal = pl.reduction_groups();
+  const auto t = engine::replay(static_cast<int>(n), lowered, &goal);
+  if (t.failed_step >= 0)
+    throw Error(
+        fmt::format("on {}: step {} cannot run: {}", engine::format_matrix_brackets(x), t.failed_step + 1, t.reason));
+  if (!t.reaches_goal)
+    throw Error(fmt::format("on {}: it does not reach the AllReduce over the reduction groups",
+                            engine::format_matrix_brackets(x)));
+  return true;
+}
+
+}  // namespace p2v::tools
