@@ -65,7 +65,8 @@ void add_options(CLI::App& sub, SimArgs& a) {
       ->capture_default_str();
   sub.add_option("--svg-ranking", a.svg_ranking, "write an SVG of predicted time per program in rank order");
   sub.add_option("--measurements", a.measurements,
-                 "CSV of measured collectives (collective,groups,bytes,seconds): report prediction error");
+                 "measured collectives: a CSV (collective,groups,bytes,seconds) or p2v run --json output "
+                 "(p2v-run/1): report prediction error");
   sub.add_option("--measured-programs", a.measured_programs,
                  "CSV of measured program times (program,seconds[,matrix]): report where the measured-best "
                  "program ranks in the prediction, rank correlation and error; overlay on --svg-ranking");

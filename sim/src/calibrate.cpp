@@ -13,9 +13,10 @@
 #include "p2v/engine/io.hpp"
 #include "p2v/engine/json_reader.hpp"
 #include "p2v/engine/json_util.hpp"
+#include "p2v/engine/run_format.hpp"
 #include "p2v/engine/text_util.hpp"
-
 #include "p2v/engine/units.hpp"
+
 namespace p2v::sim {
 
 using namespace engine;
@@ -111,7 +112,48 @@ std::vector<double> solve(std::vector<std::vector<double>> A, std::vector<double
 
 }  // namespace
 
+namespace {
+
+// `p2v run --json` output (p2v-run/1, engine/run_format.hpp): every step and baseline timing of
+// the programs that passed, at its median, as the CSV's rows would hold it.
+std::vector<Measurement> from_run_file(const std::string& text, const std::string& origin, int num_devices) {
+  const auto f = engine::parse_run_file(text, origin);
+  if (f.ranks != num_devices)
+    throw Error(
+        fmt::format("{}: measured on {} ranks, but the system has {} devices: these measurements do not fit "
+                    "it; calibrate the system they were taken on (a system of {} devices)",
+                    origin, f.ranks, num_devices, f.ranks));
+  std::vector<Measurement> ms;
+  for (std::size_t i = 0; i < f.programs.size(); ++i) {
+    const auto& p = f.programs[i];
+    std::vector<std::pair<std::string, const engine::RunTiming*>> ts;
+    for (std::size_t s = 0; s < p.steps.size(); ++s)
+      ts.emplace_back(fmt::format("programs[{}].steps[{}]", i, s), &p.steps[s]);
+    if (p.baseline) ts.emplace_back(fmt::format("programs[{}].baseline", i), &*p.baseline);
+    for (const auto& [path, t] : ts) {
+      const std::string where = origin + ": " + path;
+      if (t->group_list.empty())
+        throw Error(where + ": no group_list (written by an earlier p2v run); rerun, or give its --csv file");
+      Measurement m;
+      m.line = static_cast<int>(ms.size()) + 1;
+      m.step.collective = parse_collective(t->what);
+      m.groups_text = t->group_list;
+      m.step.groups = parse_groups(m.groups_text, where, num_devices);
+      m.bytes = static_cast<double>(t->bytes);
+      m.seconds = t->median_s;
+      if (!(m.bytes > 0) || !(m.seconds > 0)) throw Error(where + ": bytes and median_s must be positive");
+      ms.push_back(std::move(m));
+    }
+  }
+  if (ms.empty()) throw Error(origin + ": no measured steps (no program of the run passed its check)");
+  return ms;
+}
+
+}  // namespace
+
 std::vector<Measurement> parse_measurements(const std::string& text, const std::string& origin, int num_devices) {
+  if (const auto first = text.find_first_not_of(" \t\r\n"); first != std::string::npos && text[first] == '{')
+    return from_run_file(text, origin, num_devices);
   std::vector<Measurement> ms;
   std::stringstream ss(text);
   std::string line;

@@ -230,6 +230,30 @@ TEST_CASE("--top N means the N best by predicted time: run --top N runs what sim
   std::remove(unranked.c_str());
 }
 
+TEST_CASE("p2v-run/1 has a reader: simulate --measurements and calibrate take run --json output") {
+  const std::string sys = " --system " + kSys + "fig2a.json --axes 4,4 --reduce 1";
+  auto r = run_cli("run --backend threads" + sys +
+                   " --program 'ReduceScatter@(cpu,Inside) ; AllReduce@(cpu,Parallel(server)) ; AllGather@(cpu,Inside)'"
+                   " --bytes 64K --iters 2 --warmup 0 --json");
+  REQUIRE(r.code == 0);
+  const auto rj = json::parse(r.out);
+  REQUIRE(rj["programs"][0]["steps"].size() == 3);
+  CHECK(rj["programs"][0]["steps"][0]["group_list"].get<std::string>().find('|') != std::string::npos);
+  const std::string run = temp_file("run.json", r.out);
+  // 3 steps and the baseline: 4 measured collectives, priced by the simulator.
+  auto s = run_cli("simulate" + sys + " --bytes 64K --measurements " + run + " --json");
+  REQUIRE(s.code == 0);
+  CHECK(json::parse(s.out)["measurements"]["rows"].size() == 4);
+  auto c = run_cli("calibrate --system " + kSys + "fig2a.json --measurements " + run + " --json");
+  REQUIRE(c.code == 0);
+  CHECK(json::parse(c.out)["measurements"] == 4);
+  // Taken on 16 ranks: refused for a system of 32 devices, as the CSV is.
+  auto other = run_cli("calibrate --system node=4,gpu=8 --preset dgx-a100 --measurements " + run);
+  CHECK(other.code == 2);
+  CHECK(other.err.find("measured on 16 ranks, but the system has 32 devices") != std::string::npos);
+  std::remove(run.c_str());
+}
+
 TEST_CASE("export and step infer the matrix when one fits, and list the candidates when several do") {
   const std::string fig2a = " --system " + kSys + "fig2a.json --axes 4,4 --reduce 1";
   const std::string one =
