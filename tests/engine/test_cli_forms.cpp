@@ -202,7 +202,8 @@ TEST_CASE("--top N means the N best by predicted time: run --top N runs what sim
   auto listed = run_cli("simulate" + problem + " --json --top 2");
   REQUIRE(listed.code == 0);
   std::multiset<std::pair<std::string, std::string>> want, ran;
-  for (const auto& m : json::parse(listed.out)["results"]) {
+  const json lj = json::parse(listed.out);
+  for (const auto& m : lj["results"]) {
     CHECK(m["programs"].size() <= 2);
     for (const auto& p : m["programs"]) want.insert({m["matrix"].dump(), p["program"].get<std::string>()});
   }
@@ -210,7 +211,8 @@ TEST_CASE("--top N means the N best by predicted time: run --top N runs what sim
   auto r = run_cli("run --backend threads --program-file " + ranked +
                    " --top 2 --bytes 4K --iters 1 --warmup 0 --no-baseline --json");
   REQUIRE(r.code == 0);
-  for (const auto& p : json::parse(r.out)["programs"]) {
+  const json rj = json::parse(r.out);
+  for (const auto& p : rj["programs"]) {
     CHECK(p["ok"] == true);
     ran.insert({p["matrix"].dump(), p["program"].get<std::string>()});
   }
