@@ -706,7 +706,7 @@ Registrar reg("run", [](CLI::App& sub) -> std::function<int()> {
                  "program file's, else d)");
   sub.add_option("--top", r->top,
                  "the N best programs of each matrix by predicted time, as p2v simulate --top N lists them: run "
-                 "them (needs a --program-file written by p2v simulate --json; -1: all)");
+                 "them (needs a --program-file written by p2v simulate --json; N >= 1, or -1: all)");
   sub.add_option("--certificate", r->certificate,
                  "run only if this certificate passes the independent checker (its program if none is given)");
   sub.add_flag("--unchecked", r->unchecked,
@@ -747,7 +747,8 @@ Registrar reg("run", [](CLI::App& sub) -> std::function<int()> {
                  "testing: corrupt one element on RANK (0-based, one rank per device) after STEP (1-based step of each "
                  "program), e.g. 2:5; the checked run must then report the mismatch (exit 1)");
   const CLI::Option* bytes = sub.get_option("--bytes");
-  return [a, r, preset, bytes]() -> int {
+  const CLI::Option* top = sub.get_option("--top");
+  return [a, r, preset, bytes, top]() -> int {
     if (a->sweep.given() && bytes->count() == 0) a->bytes.clear();  // -b/-e/-f instead of the default --bytes
     // --preset NAME alone: one node of the preset (tools::load_system); the run needs only its levels.
     if (r->system.empty() && !preset->empty()) {
@@ -757,8 +758,9 @@ Registrar reg("run", [](CLI::App& sub) -> std::function<int()> {
     }
     if (!r->system.empty() && !preset->empty()) (void)load_system(r->system, *preset);  // checks the name
     if (a->json && a->show_plan) throw Error("--show-plan prints tables; it does not go with --json");
-    if (r->top < -1) throw Error(fmt::format("--top {}: expected a number of programs, or -1 for all", r->top));
-    if (r->top != 0 && r->program_file.empty())
+    if (top->count() > 0 && (r->top < -1 || r->top == 0))
+      throw Error(fmt::format("--top {}: expected a number of programs (1 or more), or -1 for all", r->top));
+    if (top->count() > 0 && r->program_file.empty())
       throw Error("--top N picks the best programs of a --program-file written by p2v simulate --json: give one");
     if (r->top < 0) r->top = 0;  // all
 #ifdef P2V_HAVE_RUNTIME

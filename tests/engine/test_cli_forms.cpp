@@ -228,6 +228,9 @@ TEST_CASE("--top N means the N best by predicted time: run --top N runs what sim
                       "fig2a.json --axes 4,4 --reduce 1 --program 'AllReduce@(root,Inside)' --top 2");
   CHECK(none.code == 2);
   CHECK(none.err.find("--top N picks the best programs of a --program-file") != std::string::npos);
+  auto zero = run_cli("run --backend threads --program-file " + ranked + " --top 0 --bytes 4K");
+  CHECK(zero.code == 2);
+  CHECK(zero.err.find("--top 0: expected a number of programs (1 or more), or -1 for all") != std::string::npos);
   std::remove(ranked.c_str());
   std::remove(unranked.c_str());
 }
