@@ -9,31 +9,12 @@
 
 namespace p2v::tools {
 
-std::vector<engine::ParallelismMatrix> matrices_fitting(const Problem& p, const Fitting& f) {
-  std::vector<engine::ParallelismMatrix> out;
-  std::string first_error;
-  for (const auto& x : p.matrices) {
-    try {
-      if (f.fits(x)) out.push_back(x);
-    } catch (const Error& e) {
-      if (first_error.empty()) first_error = e.what();
-    }
-  }
-  if (out.empty())
-    throw Error(fmt::format("{} {} {}{}", f.what, f.fails,
-                            p.matrices.size() == 1
-                                ? "the placement " + engine::format_matrix_brackets(p.matrices.front())
-                                : fmt::format("any of the {} placements of the axes", p.matrices.size()),
-                            first_error.empty() ? std::string() : " (" + first_error + ")"));
-  return out;
+std::vector<engine::ParallelismMatrix> matrices_fitting(const Problem& p, const engine::MatrixFit& f) {
+  return engine::matrices_fitting(p.matrices, f);
 }
 
-engine::ParallelismMatrix infer_matrix(const Problem& p, const Fitting& f) {
-  const auto fit = matrices_fitting(p, f);
-  if (fit.size() == 1) return fit.front();
-  std::string list;
-  for (const auto& x : fit) list += (list.empty() ? "" : ", ") + engine::format_matrix_brackets(x);
-  throw Error(fmt::format("{} fits {} placements ({}): pick one with --matrix", f.what, fit.size(), list));
+engine::ParallelismMatrix infer_matrix(const Problem& p, const engine::MatrixFit& f) {
+  return engine::infer_matrix(p.matrices, f);
 }
 
 bool program_fits(const Problem& p, const engine::ParallelismMatrix& x, const std::string& program,

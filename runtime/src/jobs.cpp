@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/infer_matrix.hpp"
 #include "p2v/engine/notation.hpp"
 #include "p2v/engine/state.hpp"
 #include "p2v/runtime/certificate.hpp"
@@ -194,22 +195,10 @@ engine::ParallelismMatrix infer_matrix(const Sources& s, const Jobs& out, const 
   constexpr std::size_t kMaxTried = 256;
   if (all.size() > kMaxTried)
     throw Error(fmt::format("--program needs --matrix: the axes have {} placements (see p2v matrices)", all.size()));
-  std::vector<engine::ParallelismMatrix> fit;
-  std::string first_error;
-  for (const auto& x : all) {
-    try {
-      if (resolve_patterns(out.system, x, out.reduce, s.kind, notation).reaches_goal) fit.push_back(x);
-    } catch (const Error& e) {
-      if (first_error.empty()) first_error = e.what();
-    }
-  }
-  if (fit.size() == 1) return fit.front();
-  if (fit.empty())
-    throw Error(fmt::format("--program fits none of the {} placements of the axes{}", all.size(),
-                            first_error.empty() ? std::string() : " (e.g. " + first_error + ")"));
-  std::string list;
-  for (const auto& x : fit) list += (list.empty() ? "" : ", ") + engine::format_matrix_brackets(x);
-  throw Error(fmt::format("--program fits {} placements ({}): pick one with --matrix", fit.size(), list));
+  return engine::infer_matrix(
+      all, {"--program '" + notation + "'", "is not a program of", [&](const engine::ParallelismMatrix& x) {
+              return resolve_patterns(out.system, x, out.reduce, s.kind, notation).reaches_goal;
+            }});
 }
 
 // --program / --certificate: one job.

@@ -272,6 +272,11 @@ TEST_CASE("export and step infer the matrix when one fits, and list the candidat
   CHECK(many.err.find("--program 'AllReduce@(rack,Inside)' fits 4 placements ([[1 1 1 4] [1 2 2 1]], ") !=
         std::string::npos);
   CHECK(many.err.find("pick one with --matrix") != std::string::npos);
+  // run: the same selection and the same words (engine::infer_matrix).
+  auto run_many = run_cli("run --backend threads" + fig2a + " --program 'AllReduce@(rack,Inside)' --bytes 4K");
+  CHECK(run_many.code == 2);
+  CHECK(run_many.err.find("--program 'AllReduce@(rack,Inside)' fits 4 placements ([[1 1 1 4] [1 2 2 1]], ") !=
+        std::string::npos);
   auto all = run_cli("export" + fig2a + " --all-programs -o " + out);
   CHECK(all.code == 2);
   CHECK(all.err.find("--all-programs fits 4 placements") != std::string::npos);
