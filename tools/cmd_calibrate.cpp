@@ -183,7 +183,8 @@ Registrar reg("calibrate", [](CLI::App& sub) -> std::function<int()> {
   auto a = std::make_shared<CalArgs>();
   add_system_options(sub, a->system, a->preset);
   auto* m = sub.add_option("--measurements", a->measurements,
-                           "CSV with a header naming collective,groups,bytes,seconds (e.g. written by p2v run --csv)");
+                           "CSV with a header naming collective,groups,bytes,seconds (e.g. written by p2v run --csv), "
+                           "or p2v run --json output (p2v-run/1: its step and baseline timings)");
   auto* l = sub.add_option("--nccl-tests", a->logs,
                            "nccl-tests outputs (all_reduce_perf, all_gather_perf, reduce_scatter_perf, broadcast_perf, "
                            "reduce_perf) of the whole system: one group of all its devices");

@@ -60,6 +60,107 @@ Reduction parse_reduction(const std::string& s, std::size_t num_axes) {
   return r;
 }
 
+// One placement's cost: per reduction its ranking (best program only), weighted totals.
+struct Row {
+  engine::ParallelismMatrix x;
+  std::vector<sim::MatrixRanking> per;
+  double total = 0, total_ar = 0;
+};
+
+// Every placement priced under every reduction; `order` lists them cheapest first.
+struct Explored {
+  std::vector<Row> rows;
+  std::vector<std::size_t> order;
+};
+
+Explored explore_placements(const Problem& p, const std::vector<Reduction>& reds, engine::ProgramSource& programs,
+                            const sim::CostOptions& copt, const sim::Simulator& simulator, bool progress_wanted) {
+  Explored e;
+  engine::Progress progress("explore: placements", p.matrices.size(), progress_wanted);
+  for (const auto& x : p.matrices) {
+    Row r;
+    r.x = x;
+    for (const auto& red : reds) {
+      engine::Placement pl(p.system.cardinalities(), p.axes, x, red.axes);
+      auto mr = sim::rank_placement(simulator, programs, pl, copt);
+      r.total += red.weight * mr.best_s();
+      r.total_ar += red.weight * mr.allreduce_s;
+      mr.programs.resize(std::min<std::size_t>(mr.programs.size(), 1));
+      r.per.push_back(std::move(mr));
+    }
+    e.rows.push_back(std::move(r));
+    progress.add();
+  }
+  progress.finish();
+  e.order.resize(e.rows.size());
+  std::iota(e.order.begin(), e.order.end(), 0);
+  std::stable_sort(e.order.begin(), e.order.end(),
+                   [&](std::size_t i, std::size_t j) { return e.rows[i].total < e.rows[j].total; });
+  return e;
+}
+
+nlohmann::json explore_json(const Problem& p, const ExploreArgs& a, const sim::CostOptions& copt,
+                            const std::vector<Reduction>& reds, const Explored& e, std::size_t shown) {
+  nlohmann::json out;
+  out["system"] = engine::system_json(p.system);
+  out["axes"] = p.axes;
+  out["algo"] = a.cost.algo;
+  out["bytes"] = copt.bytes;
+  out["reductions"] = nlohmann::json::array();
+  for (const auto& r : reds) out["reductions"].push_back({{"reduce", r.axes}, {"weight", r.weight}});
+  out["results"] = nlohmann::json::array();
+  for (std::size_t k = 0; k < shown; ++k) {
+    const auto& r = e.rows[e.order[k]];
+    nlohmann::json o;
+    o["rank"] = k + 1;
+    o["matrix"] = r.x;
+    o["total_s"] = r.total;
+    o["total_allreduce_s"] = r.total_ar;
+    o["speedup"] = r.total > 0 ? r.total_ar / r.total : 1.0;
+    o["reductions"] = nlohmann::json::array();
+    for (std::size_t i = 0; i < reds.size(); ++i) {
+      const auto& mr = r.per[i];
+      nlohmann::json ro{{"reduce", reds[i].axes}, {"weight", reds[i].weight}, {"allreduce_s", mr.allreduce_s}};
+      if (!mr.programs.empty())
+        ro["best"] = {{"program", mr.programs.front().name}, {"time_s", mr.programs.front().time_s}};
+      else
+        ro["best"] = nullptr;
+      o["reductions"].push_back(std::move(ro));
+    }
+    out["results"].push_back(std::move(o));
+  }
+  return out;
+}
+
+void print_explored(const Problem& p, const ExploreArgs& a, const sim::CostOptions& copt,
+                    const std::vector<Reduction>& reds, const Explored& e, std::size_t shown, std::int64_t devices) {
+  fmt::print("system {}: {} devices; axes [{}]; algo {}; {} per device\n", p.system.name, devices,
+             fmt::join(p.axes, " "), a.cost.algo, sim::format_bytes(copt.bytes));
+  fmt::print("reductions:");
+  for (const auto& r : reds) fmt::print("  [{}] x {}", fmt::join(r.axes, ","), r.weight);
+  std::size_t mw = 6;
+  for (const auto& r : e.rows) mw = std::max(mw, engine::format_matrix_brackets(r.x).size());
+  fmt::print("\n\n{:>4}  {:<{}} {:>11} {:>13} {:>8}", "rank", "matrix", mw, "total", "all-AllReduce", "speedup");
+  for (const auto& r : reds) fmt::print("  {:>14}", fmt::format("reduce [{}]", fmt::join(r.axes, ",")));
+  fmt::print("\n");
+  for (std::size_t k = 0; k < shown; ++k) {
+    const auto& r = e.rows[e.order[k]];
+    fmt::print("{:>4}  {:<{}} {:>11} {:>13} {:>7.2f}x", k + 1, engine::format_matrix_brackets(r.x), mw,
+               sim::format_seconds(r.total), sim::format_seconds(r.total_ar), r.total > 0 ? r.total_ar / r.total : 1.0);
+    for (const auto& mr : r.per) fmt::print("  {:>14}", sim::format_seconds(mr.best_s()));
+    fmt::print("\n");
+  }
+  if (e.rows.empty()) return;
+  const auto& b = e.rows[e.order[0]];
+  fmt::print("\nbest placement {}:\n", engine::format_matrix_brackets(b.x));
+  for (std::size_t i = 0; i < reds.size(); ++i) {
+    const auto& mr = b.per[i];
+    fmt::print("  reduce [{}] x {}: {} (single AllReduce {}, {:.2f}x)  {}\n", fmt::join(reds[i].axes, ","),
+               reds[i].weight, sim::format_seconds(mr.best_s()), sim::format_seconds(mr.allreduce_s), mr.speedup(),
+               mr.programs.empty() ? std::string("-") : mr.programs.front().name);
+  }
+}
+
 Registrar reg("explore", [](CLI::App& sub) -> std::function<int()> {
   auto a = std::make_shared<ExploreArgs>();
   add_problem_options(sub, a->problem, /*need_reduce=*/false, /*sharp=*/true);
@@ -94,94 +195,13 @@ Registrar reg("explore", [](CLI::App& sub) -> std::function<int()> {
                            {a->json, a->progress});
     }
     sim::Simulator simulator(p.system);
-
-    struct Row {
-      engine::ParallelismMatrix x;
-      std::vector<sim::MatrixRanking> per;
-      double total = 0, total_ar = 0;
-    };
-    std::vector<Row> rows;
-    engine::Progress progress("explore: placements", p.matrices.size(), a->progress.wanted());
-    for (const auto& x : p.matrices) {
-      Row r;
-      r.x = x;
-      for (const auto& red : reds) {
-        engine::Placement pl(p.system.cardinalities(), p.axes, x, red.axes);
-        auto mr = sim::rank_placement(simulator, programs, pl, copt);
-        r.total += red.weight * mr.best_s();
-        r.total_ar += red.weight * mr.allreduce_s;
-        mr.programs.resize(std::min<std::size_t>(mr.programs.size(), 1));
-        r.per.push_back(std::move(mr));
-      }
-      rows.push_back(std::move(r));
-      progress.add();
-    }
-    progress.finish();
-    std::vector<std::size_t> order(rows.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](std::size_t i, std::size_t j) { return rows[i].total < rows[j].total; });
+    const Explored e = explore_placements(p, reds, programs, copt, simulator, a->progress.wanted());
     const std::size_t shown =
-        a->top < 0 ? rows.size() : std::min<std::size_t>(rows.size(), static_cast<std::size_t>(a->top));
-    if (a->json) {
-      nlohmann::json out;
-      out["system"] = engine::system_json(p.system);
-      out["axes"] = p.axes;
-      out["algo"] = a->cost.algo;
-      out["bytes"] = copt.bytes;
-      out["reductions"] = nlohmann::json::array();
-      for (const auto& r : reds) out["reductions"].push_back({{"reduce", r.axes}, {"weight", r.weight}});
-      out["results"] = nlohmann::json::array();
-      for (std::size_t k = 0; k < shown; ++k) {
-        const auto& r = rows[order[k]];
-        nlohmann::json o;
-        o["rank"] = k + 1;
-        o["matrix"] = r.x;
-        o["total_s"] = r.total;
-        o["total_allreduce_s"] = r.total_ar;
-        o["speedup"] = r.total > 0 ? r.total_ar / r.total : 1.0;
-        o["reductions"] = nlohmann::json::array();
-        for (std::size_t i = 0; i < reds.size(); ++i) {
-          const auto& mr = r.per[i];
-          nlohmann::json ro{{"reduce", reds[i].axes}, {"weight", reds[i].weight}, {"allreduce_s", mr.allreduce_s}};
-          if (!mr.programs.empty())
-            ro["best"] = {{"program", mr.programs.front().name}, {"time_s", mr.programs.front().time_s}};
-          else
-            ro["best"] = nullptr;
-          o["reductions"].push_back(std::move(ro));
-        }
-        out["results"].push_back(std::move(o));
-      }
-      fmt::print("{}\n", out.dump(2));
-      return 0;
-    }
-    fmt::print("system {}: {} devices; axes [{}]; algo {}; {} per device\n", p.system.name,
-               simulator.topology().num_devices(), fmt::join(p.axes, " "), a->cost.algo, sim::format_bytes(copt.bytes));
-    fmt::print("reductions:");
-    for (const auto& r : reds) fmt::print("  [{}] x {}", fmt::join(r.axes, ","), r.weight);
-    std::size_t mw = 6;
-    for (const auto& r : rows) mw = std::max(mw, engine::format_matrix_brackets(r.x).size());
-    fmt::print("\n\n{:>4}  {:<{}} {:>11} {:>13} {:>8}", "rank", "matrix", mw, "total", "all-AllReduce", "speedup");
-    for (const auto& r : reds) fmt::print("  {:>14}", fmt::format("reduce [{}]", fmt::join(r.axes, ",")));
-    fmt::print("\n");
-    for (std::size_t k = 0; k < shown; ++k) {
-      const auto& r = rows[order[k]];
-      fmt::print("{:>4}  {:<{}} {:>11} {:>13} {:>7.2f}x", k + 1, engine::format_matrix_brackets(r.x), mw,
-                 sim::format_seconds(r.total), sim::format_seconds(r.total_ar),
-                 r.total > 0 ? r.total_ar / r.total : 1.0);
-      for (const auto& mr : r.per) fmt::print("  {:>14}", sim::format_seconds(mr.best_s()));
-      fmt::print("\n");
-    }
-    if (!rows.empty()) {
-      const auto& b = rows[order[0]];
-      fmt::print("\nbest placement {}:\n", engine::format_matrix_brackets(b.x));
-      for (std::size_t i = 0; i < reds.size(); ++i) {
-        const auto& mr = b.per[i];
-        fmt::print("  reduce [{}] x {}: {} (single AllReduce {}, {:.2f}x)  {}\n", fmt::join(reds[i].axes, ","),
-                   reds[i].weight, sim::format_seconds(mr.best_s()), sim::format_seconds(mr.allreduce_s), mr.speedup(),
-                   mr.programs.empty() ? std::string("-") : mr.programs.front().name);
-      }
-    }
+        a->top < 0 ? e.rows.size() : std::min<std::size_t>(e.rows.size(), static_cast<std::size_t>(a->top));
+    if (a->json)
+      fmt::print("{}\n", explore_json(p, *a, copt, reds, e, shown).dump(2));
+    else
+      print_explored(p, *a, copt, reds, e, shown, simulator.topology().num_devices());
     return 0;
   };
 });

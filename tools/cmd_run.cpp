@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/run_format.hpp"
 #include "p2v/engine/units.hpp"
 
 #include <nlohmann/json.hpp>
@@ -85,10 +86,21 @@ void print_timing(const runtime::Timing& t, const std::string& label) {
 }
 
 // --json: one timing (seconds; bandwidths in GB/s = 1e9 bytes/s, as nccl-tests define them).
-nlohmann::json timing_json(const runtime::Timing& t) {
-  return {{"what", t.what},        {"groups", t.groups},   {"group_size", t.group_size}, {"num_groups", t.num_groups},
-          {"bytes", t.bytes},      {"min_s", t.t.min},     {"median_s", t.t.median},     {"max_s", t.t.max},
-          {"algbw_GBps", t.algbw}, {"busbw_GBps", t.busbw}};
+engine::RunTiming run_timing(const runtime::Timing& t) {
+  return {t.what,  t.groups,   t.groups_list, t.group_size, t.num_groups, t.bytes,
+          t.t.min, t.t.median, t.t.max,       t.algbw,      t.busbw};
+}
+
+// --json: the program's record (format p2v-run/1, engine/run_format.hpp).
+engine::RunProgram run_program_record(const runtime::Job& job, std::int64_t bytes, const runtime::RunReport& rep,
+                                      bool baseline) {
+  engine::RunProgram o{job.notation, job.matrix, bytes, rep.ok, rep.failure, {}, {}, {}};
+  if (!rep.ok) return o;
+  o.failure.clear();
+  for (const auto& t : rep.steps) o.steps.push_back(run_timing(t));
+  o.total = run_timing(rep.total);
+  if (baseline) o.baseline = run_timing(rep.baseline);
+  return o;
 }
 
 std::string csv_quote(const std::string& s) {
@@ -234,26 +246,50 @@ void print_sweep(const std::vector<std::int64_t>& sizes, const std::vector<std::
 // Runs every job at every size on this rank (rank 0 prints); returns the number of programs that
 // failed the check. Each rank plans its own part of each program. Runs in `done` (--resume) are
 // skipped; with --limit, at most that many runs happen.
-int run_jobs(const RunArgs& a, const runtime::Jobs& pr, runtime::RunOptions opt, runtime::Backend& be,
-             runtime::Coordinator& co, const std::vector<std::int64_t>& sizes, const Done& done) {
-  const int rank = co.rank(), size = co.size();
-  // --json (rank 0): the run as one document (format p2v-run/1, docs/formats.md), printed at the end.
-  nlohmann::json out;
-  if (a.json && rank == 0)
-    out = {{"format", "p2v-run/1"},
-           {"system", pr.system.name},
-           {"levels", pr.system.cardinalities()},
-           {"ranks", size},
-           {"backend", be.name()},
-           {"axes", pr.axes},
-           {"reduce", pr.reduce},
-           {"dtype", runtime::to_string(opt.dtype)},
-           {"bytes", opt.bytes},
-           {"iters", opt.iters},
-           {"warmup", opt.warmup},
-           {"verified", opt.verify},
-           {"programs", nlohmann::json::array()}};
-  if (rank == 0) {
+// One process's pass over every (size, program) pair of a run: what it has measured so far, and the
+// steps of each pair (skip what --resume found, stop at --limit, run, report on rank 0).
+struct RunPass {
+  const RunArgs& a;
+  const runtime::Jobs& pr;
+  runtime::RunOptions opt;
+  runtime::Backend& be;
+  runtime::Coordinator& co;
+  const std::vector<std::int64_t>& sizes;
+  const Done& done;
+  int rank, size;
+  engine::RunFile out;  // --json (rank 0): the run as one document (p2v-run/1), printed at the end
+  int failures = 0, ran = 0;
+  std::vector<std::vector<Measured>> by_size = std::vector<std::vector<Measured>>(sizes.size());
+  int gmax = 1;  // the reduction groups' size
+
+  RunPass(const RunArgs& a_, const runtime::Jobs& pr_, runtime::RunOptions opt_, runtime::Backend& be_,
+          runtime::Coordinator& co_, const std::vector<std::int64_t>& sizes_, const Done& done_)
+      : a(a_),
+        pr(pr_),
+        opt(std::move(opt_)),
+        be(be_),
+        co(co_),
+        sizes(sizes_),
+        done(done_),
+        rank(co_.rank()),
+        size(co_.size()) {}
+
+  void begin() {
+    out.system = pr.system.name;
+    out.levels = pr.system.cardinalities();
+    out.ranks = size;
+    out.backend = be.name();
+    out.axes = pr.axes;
+    out.reduce = pr.reduce;
+    out.dtype = runtime::to_string(opt.dtype);
+    out.bytes = opt.bytes;
+    out.iters = opt.iters;
+    out.warmup = opt.warmup;
+    out.verified = opt.verify;
+    std::int64_t g = 1;
+    for (int r : pr.reduce) g *= pr.axes[static_cast<std::size_t>(r)];
+    gmax = static_cast<int>(g);
+    if (rank != 0) return;
     if (!pr.warning.empty()) fmt::print(stderr, "{}", pr.warning);
     if (!a.json)
       fmt::print(
@@ -265,108 +301,97 @@ int run_jobs(const RunArgs& a, const runtime::Jobs& pr, runtime::RunOptions opt,
                                          engine::format_size(sizes.back()))
                            : "");
   }
+
   // Progress (rank 0): iterations in all, the checked run counted as one.
-  const std::uint64_t per_run = static_cast<std::uint64_t>((opt.verify ? 1 : 0) + opt.warmup + opt.iters);
-  std::uint64_t todo = 0;
-  for (const auto b : sizes)
-    for (const auto& job : pr.jobs) todo += done.count(key_of(a, pr, job, size, b)) ? 0 : per_run;
-  if (a.limit > 0) todo = std::min<std::uint64_t>(todo, per_run * static_cast<std::uint64_t>(a.limit));
-  engine::Progress progress("run: iterations", todo, rank == 0 && a.progress.wanted());
-  if (rank == 0) opt.on_iteration = [&progress] { progress.add(); };
-  int failures = 0, ran = 0;
-  std::vector<std::vector<Measured>> by_size(sizes.size());
-  bool several_matrices = false;
-  for (const auto& job : pr.jobs) several_matrices |= job.matrix != pr.jobs.front().matrix;
-  const int gmax = [&] {
-    std::int64_t n = 1;
-    for (int r : pr.reduce) n *= pr.axes[static_cast<std::size_t>(r)];
-    return static_cast<int>(n);
-  }();
-  for (std::size_t si = 0; si < sizes.size(); ++si) {
-    opt.bytes = sizes[si];
-    for (std::size_t i = 0; i < pr.jobs.size(); ++i) {
-      const runtime::Job& job = pr.jobs[i];
-      const std::string where = sizes.size() > 1 ? fmt::format(", {} per rank", engine::format_size(sizes[si])) : "";
-      if (const auto it = done.find(key_of(a, pr, job, size, sizes[si])); it != done.end()) {
-        if (rank == 0) {
-          if (!a.json)
-            fmt::print("\nprogram {}/{} on matrix {}{}: {}\n  already measured (--resume): median {:.1f} us; skipped\n",
-                       i + 1, pr.jobs.size(), engine::format_matrix_brackets(job.matrix), where, job.notation,
-                       it->second.median_s * 1e6);
-          by_size[si].push_back(
-              {job.notation, engine::format_matrix(job.matrix), it->second.median_s, it->second.baseline_s, gmax});
-        }
-        continue;
-      }
-      if (a.limit > 0 && ran >= a.limit) {
-        if (rank == 0 && !a.json) fmt::print("\n--limit {}: stopped; rerun with --resume to go on\n", a.limit);
-        if (rank == 0 && a.json) fmt::print("{}\n", out.dump(2));
-        return failures;
-      }
-      ++ran;
-      const runtime::RankPlan plan = runtime::make_rank_plan(job.program, rank, opt.verify);
-      if (a.check_plan) {
-        const std::string diff = runtime::check_against_global(job.program, rank);
-        if (const int first = co.agree(!diff.empty()); first >= 0) {
-          if (rank == first)
-            fmt::print(stderr,
-                       "p2v run: --check-plan: for program '{}', rank {}'s own plan differs from its part of the "
-                       "global plan: {}\n",
-                       job.notation, rank, diff);
-          ++failures;
-          continue;
-        }
-      }
-      if (rank == 0) {
-        progress.note(fmt::format("program {}/{}{}", i + 1, pr.jobs.size(),
-                                  sizes.size() > 1 ? " at " + engine::format_size(sizes[si]) : ""));
-        if (!a.json) {
-          fmt::print("\nprogram {}/{} on matrix {}{}: {}\n", i + 1, pr.jobs.size(),
-                     engine::format_matrix_brackets(job.matrix), where, job.notation);
-          if (a.check_plan) fmt::print("  --check-plan: every rank's own plan equals its part of the global plan\n");
-          if (a.show_plan) show_plan(job, plan);
-        }
-        std::fflush(stdout);
-      }
-      const auto rep = runtime::run_program(plan, be, opt, co);
-      if (rank == 0 && a.json) {
-        nlohmann::json o{{"program", job.notation}, {"matrix", job.matrix}, {"bytes", sizes[si]}, {"ok", rep.ok}};
-        if (rep.ok) {
-          o["steps"] = nlohmann::json::array();
-          for (const auto& t : rep.steps) o["steps"].push_back(timing_json(t));
-          o["total"] = timing_json(rep.total);
-          if (opt.baseline) o["baseline"] = timing_json(rep.baseline);
-        } else {
-          o["failure"] = rep.failure;
-        }
-        out["programs"].push_back(std::move(o));
-      }
-      if (!rep.ok) {
-        ++failures;
-        if (rank == 0) {
-          std::fflush(stdout);
-          fmt::print(stderr, "p2v run: RESULT MISMATCH for program '{}':\n{}\n", job.notation, rep.failure);
-        }
-        continue;
-      }
-      if (rank == 0) {
-        if (a.json) {
-          if (!a.csv.empty()) append_csv(a.csv, pr, job, rep, a, size, be.name());
-          if (!a.csv_programs.empty()) append_program_csv(a.csv_programs, pr, job, rep, a, size, be.name());
-        } else {
-          print_report(a, pr, job, rep, opt, be, size);
-        }
-        by_size[si].push_back({job.notation, engine::format_matrix(job.matrix), rep.total.t.median,
-                               opt.baseline ? rep.baseline.t.median : 0.0, gmax});
-      }
-      std::fflush(stdout);
-    }
+  std::uint64_t iterations_to_do() const {
+    const std::uint64_t per_run = static_cast<std::uint64_t>((opt.verify ? 1 : 0) + opt.warmup + opt.iters);
+    std::uint64_t todo = 0;
+    for (const auto b : sizes)
+      for (const auto& job : pr.jobs) todo += done.count(key_of(a, pr, job, size, b)) ? 0 : per_run;
+    if (a.limit > 0) todo = std::min<std::uint64_t>(todo, per_run * static_cast<std::uint64_t>(a.limit));
+    return todo;
   }
-  progress.finish();
-  if (rank == 0) {
+
+  std::string at_size(std::size_t si) const {
+    return sizes.size() > 1 ? fmt::format(", {} per rank", engine::format_size(sizes[si])) : "";
+  }
+
+  // --resume: a run the CSV files already hold is reported from them, not run again.
+  bool skipped(std::size_t si, std::size_t i) {
+    const runtime::Job& job = pr.jobs[i];
+    const auto it = done.find(key_of(a, pr, job, size, sizes[si]));
+    if (it == done.end()) return false;
+    if (rank == 0) {
+      if (!a.json)
+        fmt::print("\nprogram {}/{} on matrix {}{}: {}\n  already measured (--resume): median {:.1f} us; skipped\n",
+                   i + 1, pr.jobs.size(), engine::format_matrix_brackets(job.matrix), at_size(si), job.notation,
+                   it->second.median_s * 1e6);
+      by_size[si].push_back(
+          {job.notation, engine::format_matrix(job.matrix), it->second.median_s, it->second.baseline_s, gmax});
+    }
+    return true;
+  }
+
+  // --check-plan: false (and one failure) when a rank's own plan differs from the global plan.
+  bool plan_checked(const runtime::Job& job) {
+    if (!a.check_plan) return true;
+    const std::string diff = runtime::check_against_global(job.program, rank);
+    const int first = co.agree(!diff.empty());
+    if (first < 0) return true;
+    if (rank == first)
+      fmt::print(stderr,
+                 "p2v run: --check-plan: for program '{}', rank {}'s own plan differs from its part of the "
+                 "global plan: {}\n",
+                 job.notation, rank, diff);
+    ++failures;
+    return false;
+  }
+
+  void announce(std::size_t si, std::size_t i, const runtime::RankPlan& plan, engine::Progress& progress) const {
+    if (rank != 0) return;
+    const runtime::Job& job = pr.jobs[i];
+    progress.note(fmt::format("program {}/{}{}", i + 1, pr.jobs.size(),
+                              sizes.size() > 1 ? " at " + engine::format_size(sizes[si]) : ""));
+    if (!a.json) {
+      fmt::print("\nprogram {}/{} on matrix {}{}: {}\n", i + 1, pr.jobs.size(),
+                 engine::format_matrix_brackets(job.matrix), at_size(si), job.notation);
+      if (a.check_plan) fmt::print("  --check-plan: every rank's own plan equals its part of the global plan\n");
+      if (a.show_plan) show_plan(job, plan);
+    }
+    std::fflush(stdout);
+  }
+
+  // Rank 0 reports a finished run: the JSON record, the CSV rows (as measured) or the table.
+  void record(std::size_t si, const runtime::Job& job, const runtime::RunReport& rep) {
+    if (rank == 0 && a.json) out.programs.push_back(run_program_record(job, sizes[si], rep, opt.baseline));
+    if (!rep.ok) {
+      ++failures;
+      if (rank == 0) {
+        std::fflush(stdout);
+        fmt::print(stderr, "p2v run: RESULT MISMATCH for program '{}':\n{}\n", job.notation, rep.failure);
+      }
+      return;
+    }
+    if (rank == 0) {
+      if (a.json) {
+        if (!a.csv.empty()) append_csv(a.csv, pr, job, rep, a, size, be.name());
+        if (!a.csv_programs.empty()) append_program_csv(a.csv_programs, pr, job, rep, a, size, be.name());
+      } else {
+        print_report(a, pr, job, rep, opt, be, size);
+      }
+      by_size[si].push_back({job.notation, engine::format_matrix(job.matrix), rep.total.t.median,
+                             opt.baseline ? rep.baseline.t.median : 0.0, gmax});
+    }
+    std::fflush(stdout);
+  }
+
+  void summary() const {
+    if (rank != 0) return;
+    bool several_matrices = false;
+    for (const auto& job : pr.jobs) several_matrices |= job.matrix != pr.jobs.front().matrix;
     const std::size_t runs = pr.jobs.size() * sizes.size();
     if (a.json)
-      fmt::print("{}\n", out.dump(2));
+      fmt::print("{}\n", engine::to_json(out).dump(2));
     else if (sizes.size() > 1)
       print_sweep(sizes, by_size, several_matrices);
     const std::string what = sizes.size() == 1
@@ -377,7 +402,34 @@ int run_jobs(const RunArgs& a, const runtime::Jobs& pr, runtime::RunOptions opt,
     else if (runs > 1 && !a.json)
       fmt::print("\nall {} verified{}\n", what, done.empty() ? "" : " (skipped ones: in an earlier run)");
   }
-  return failures;
+};
+
+int run_jobs(const RunArgs& a, const runtime::Jobs& pr, runtime::RunOptions opt, runtime::Backend& be,
+             runtime::Coordinator& co, const std::vector<std::int64_t>& sizes, const Done& done) {
+  RunPass pass(a, pr, std::move(opt), be, co, sizes, done);
+  pass.begin();
+  engine::Progress progress("run: iterations", pass.iterations_to_do(), pass.rank == 0 && a.progress.wanted());
+  if (pass.rank == 0) pass.opt.on_iteration = [&progress] { progress.add(); };
+  for (std::size_t si = 0; si < sizes.size(); ++si) {
+    pass.opt.bytes = sizes[si];
+    for (std::size_t i = 0; i < pr.jobs.size(); ++i) {
+      if (pass.skipped(si, i)) continue;
+      if (a.limit > 0 && pass.ran >= a.limit) {
+        if (pass.rank == 0 && !a.json) fmt::print("\n--limit {}: stopped; rerun with --resume to go on\n", a.limit);
+        if (pass.rank == 0 && a.json) fmt::print("{}\n", engine::to_json(pass.out).dump(2));
+        return pass.failures;
+      }
+      ++pass.ran;
+      const runtime::Job& job = pr.jobs[i];
+      const runtime::RankPlan plan = runtime::make_rank_plan(job.program, pass.rank, pass.opt.verify);
+      if (!pass.plan_checked(job)) continue;
+      pass.announce(si, i, plan, progress);
+      pass.record(si, job, runtime::run_program(plan, be, pass.opt, co));
+    }
+  }
+  progress.finish();
+  pass.summary();
+  return pass.failures;
 }
 
 // An exception that ends a run in a device thread or an MPI rank: exit code and message. A user's
@@ -652,7 +704,9 @@ Registrar reg("run", [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--hierarchy", r->hierarchy,
                  "hierarchy the program notation refers to: a, b, c, d or d-uncollapsed (default: the "
                  "program file's, else d)");
-  sub.add_option("--top", r->top, "run only the first K programs of each matrix in --program-file (0: all)");
+  sub.add_option("--top", r->top,
+                 "the N best programs of each matrix by predicted time, as p2v simulate --top N lists them: run "
+                 "them (needs a --program-file written by p2v simulate --json; N >= 1, or -1: all)");
   sub.add_option("--certificate", r->certificate,
                  "run only if this certificate passes the independent checker (its program if none is given)");
   sub.add_flag("--unchecked", r->unchecked,
@@ -693,7 +747,8 @@ Registrar reg("run", [](CLI::App& sub) -> std::function<int()> {
                  "testing: corrupt one element on RANK (0-based, one rank per device) after STEP (1-based step of each "
                  "program), e.g. 2:5; the checked run must then report the mismatch (exit 1)");
   const CLI::Option* bytes = sub.get_option("--bytes");
-  return [a, r, preset, bytes]() -> int {
+  const CLI::Option* top = sub.get_option("--top");
+  return [a, r, preset, bytes, top]() -> int {
     if (a->sweep.given() && bytes->count() == 0) a->bytes.clear();  // -b/-e/-f instead of the default --bytes
     // --preset NAME alone: one node of the preset (tools::load_system); the run needs only its levels.
     if (r->system.empty() && !preset->empty()) {
@@ -703,6 +758,11 @@ Registrar reg("run", [](CLI::App& sub) -> std::function<int()> {
     }
     if (!r->system.empty() && !preset->empty()) (void)load_system(r->system, *preset);  // checks the name
     if (a->json && a->show_plan) throw Error("--show-plan prints tables; it does not go with --json");
+    if (top->count() > 0 && (r->top < -1 || r->top == 0))
+      throw Error(fmt::format("--top {}: expected a number of programs (1 or more), or -1 for all", r->top));
+    if (top->count() > 0 && r->program_file.empty())
+      throw Error("--top N picks the best programs of a --program-file written by p2v simulate --json: give one");
+    if (r->top < 0) r->top = 0;  // all
 #ifdef P2V_HAVE_RUNTIME
     return run_command(*a, *r);
 #else

@@ -48,7 +48,9 @@ void add_options(CLI::App& sub, SimArgs& a) {
                  "placements it does not fit are left out, so --matrix is only needed to choose among several");
   sub.add_option("--program-file", a.program_file,
                  "price the programs of this file: one per line, or the --json output of p2v synth / p2v simulate");
-  sub.add_option("--top", a.top, "programs listed per matrix (-1: all); --json lists all unless --top is given")
+  sub.add_option("--top", a.top,
+                 "the N best programs of each matrix by predicted time: list them (-1: all; --json lists all "
+                 "unless --top is given; p2v run --top N runs the same N)")
       ->capture_default_str();
   add_search_options(sub, a.search, /*with_hierarchy=*/false);
   sub.add_flag("--json", a.json, "machine-readable output: every program's time and per-step breakdown");
@@ -63,7 +65,8 @@ void add_options(CLI::App& sub, SimArgs& a) {
       ->capture_default_str();
   sub.add_option("--svg-ranking", a.svg_ranking, "write an SVG of predicted time per program in rank order");
   sub.add_option("--measurements", a.measurements,
-                 "CSV of measured collectives (collective,groups,bytes,seconds): report prediction error");
+                 "measured collectives: a CSV (collective,groups,bytes,seconds) or p2v run --json output "
+                 "(p2v-run/1): report prediction error");
   sub.add_option("--measured-programs", a.measured_programs,
                  "CSV of measured program times (program,seconds[,matrix]): report where the measured-best "
                  "program ranks in the prediction, rank correlation and error; overlay on --svg-ranking");
@@ -141,8 +144,15 @@ void keep_given(sim::SimulateReport& r, const std::set<std::string>& want, int m
   r.results = std::move(kept);
 }
 
-// The problem and the simulation's options.
-std::pair<Problem, sim::SimulateOptions> prepare(const SimArgs& a) {
+// The problem, the simulation's options and the programs to price (--program/--program-file, read
+// once here).
+struct Prepared {
+  Problem problem;
+  sim::SimulateOptions options;
+  std::set<std::string> given;
+};
+
+Prepared prepare(const SimArgs& a) {
   Problem p = load_problem(a.problem);
   if (const auto note = fill_interconnects(p.system, a.problem.preset, a.problem.sharp); !note.empty() && !a.json)
     fmt::print("{}\n", note);
@@ -174,13 +184,12 @@ std::pair<Problem, sim::SimulateOptions> prepare(const SimArgs& a) {
   o.svg_topology = !a.svg_topology.empty();
   o.svg_ranking = !a.svg_ranking.empty();
   o.svg_program = a.svg_program;
-  return {std::move(p), std::move(o)};
+  return {std::move(p), std::move(o), given};
 }
 
 // Loads the problem and ranks it; writes the pictures asked for.
 sim::SimulateRun run(const SimArgs& a) {
-  const auto [p, o] = prepare(a);
-  const auto given = given_programs(a);
+  const auto [p, o, given] = prepare(a);
   auto r = sim::simulate(p.system, p.axes, p.reduce, p.matrices, o);
   if (!given.empty()) keep_given(r.report, given, a.search.max_size);
   if (o.svg_topology && !r.topology_svg.empty()) write_file(a.svg_topology, r.topology_svg);
@@ -292,8 +301,9 @@ int sweep(SimArgs a, const std::vector<double>& sizes) {
                                     {!a.program_file.empty(), "--program-file"}})
     if (given) throw Error(fmt::format("{} shows one size: give a single --bytes with it, not a sweep", name));
   a.cost.bytes.clear();  // each size in turn, below
-  auto [p, o] = prepare(a);
-  return simulate_sweep(p.system, p.axes, p.reduce, p.matrices, o, sizes, {a.json, a.progress});
+  const auto prep = prepare(a);
+  const auto& p = prep.problem;
+  return simulate_sweep(p.system, p.axes, p.reduce, p.matrices, prep.options, sizes, {a.json, a.progress});
 }
 
 Registrar reg("simulate", [](CLI::App& sub) -> std::function<int()> {

@@ -10,6 +10,7 @@
 
 #include "command.hpp"
 #include "common.hpp"
+#include "infer_matrix.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/sim/report.hpp"
 #include "p2v/sim/step_plan.hpp"
@@ -93,6 +94,11 @@ StepCommand run(StepArgs& a) {
     for (std::size_t i = 0; i < n; ++i) a.problem.reduce += (i ? "," : "") + std::to_string(i);
   }
   c.problem = load_problem(a.problem);
+  if (!a.program.empty())  // the placements the program fits (tools::matrices_fitting), as simulate --program
+    c.problem.matrices = matrices_fitting(
+        c.problem, {"--program '" + a.program + "'", "is not a program of", [&](const engine::ParallelismMatrix& x) {
+                      return program_fits(c.problem, x, a.program, engine::HierarchyKind::ReductionAxes);
+                    }});
   a.preset_note = fill_interconnects(c.problem.system, a.problem.preset, a.problem.sharp);
   c.opt.synth = a.search.options();
   c.opt.zero = a.mode == "zero";

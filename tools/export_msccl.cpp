@@ -106,184 +106,213 @@ struct Writer {
 
 int mod(int a, int g) { return ((a % g) + g) % g; }
 
-std::string msccl_xml_impl(int n, const engine::Groups& reduction, const engine::LoweredProgram& prog,
-                           const std::string& name, bool refine) {
+using Local = std::vector<std::vector<std::vector<int>>>;  // step -> groups -> positions
+
+// The program and its states seen from the reduction groups: device -> (group, position), the
+// group size, and the rows of each position in each state.
+struct View {
+  const engine::Groups& reduction;
+  const engine::LoweredProgram& prog;
+  std::vector<engine::StateSet> states;
+  std::vector<std::pair<int, int>> where;  // device -> (reduction group, position in it)
+  int n = 0, g = 0;
+  std::vector<int> rows(std::size_t s, int p) const {
+    return states[s].rows(reduction[0][static_cast<std::size_t>(p)]);
+  }
+};
+
+View view_of(int n, const engine::Groups& reduction, const engine::LoweredProgram& prog, const std::string& name) {
   if (reduction.empty() || reduction.front().size() < 2)
     throw Error("--format msccl: the reduction groups have one device each: there is nothing to reduce");
-  const engine::Trace t = engine::replay(n, prog);
+  engine::Trace t = engine::replay(n, prog);
   if (t.failed_step >= 0)
     throw Error(fmt::format("program '{}': step {} is not valid here: {}", name, t.failed_step + 1, t.reason));
-  const auto& states = t.states;
-  // Device -> (reduction group, position in it).
-  std::vector<std::pair<int, int>> where(static_cast<std::size_t>(n), {-1, -1});
+  View v{reduction,
+         prog,
+         std::move(t.states),
+         std::vector<std::pair<int, int>>(static_cast<std::size_t>(n), {-1, -1}),
+         n,
+         static_cast<int>(reduction.front().size())};
   for (std::size_t j = 0; j < reduction.size(); ++j)
     for (std::size_t p = 0; p < reduction[j].size(); ++p)
-      where[static_cast<std::size_t>(reduction[j][p])] = {static_cast<int>(j), static_cast<int>(p)};
-  const int g = static_cast<int>(reduction.front().size());
+      v.where[static_cast<std::size_t>(reduction[j][p])] = {static_cast<int>(j), static_cast<int>(p)};
   for (const auto& rg : reduction)
-    if (static_cast<int>(rg.size()) != g)
+    if (static_cast<int>(rg.size()) != v.g)
       throw Error("--format msccl: the reduction groups differ in size; MSCCL runs one algorithm per communicator");
+  return v;
+}
 
-  // Local program of each reduction group: steps as groups of positions; all must be equal, and
-  // the rows each position holds in every state must be equal too.
-  using Local = std::vector<std::vector<std::vector<int>>>;  // step -> groups -> positions
-  auto local_of = [&](std::size_t j) {
-    Local out;
-    for (std::size_t s = 0; s < prog.size(); ++s) {
-      std::vector<std::vector<int>> gs;
-      for (const auto& grp : prog[s].groups) {
-        if (grp.size() < 2) continue;
-        const int rj = where[static_cast<std::size_t>(grp.front())].first;
-        bool mine = rj == static_cast<int>(j);
-        std::vector<int> pos;
-        for (int d : grp) {
-          if (where[static_cast<std::size_t>(d)].first != rj)
-            throw Error(
-                fmt::format("--format msccl: step {} ({}) has a group that spans several reduction groups; MSCCL's "
-                            "AllReduce runs on one reduction group's communicator",
-                            s + 1, engine::to_string(prog[s].collective)));
-          pos.push_back(where[static_cast<std::size_t>(d)].second);
-        }
-        if (mine) gs.push_back(std::move(pos));
+// Local program of reduction group j: its steps as groups of positions.
+Local local_of(const View& v, std::size_t j) {
+  Local out;
+  for (std::size_t s = 0; s < v.prog.size(); ++s) {
+    std::vector<std::vector<int>> gs;
+    for (const auto& grp : v.prog[s].groups) {
+      if (grp.size() < 2) continue;
+      const int rj = v.where[static_cast<std::size_t>(grp.front())].first;
+      bool mine = rj == static_cast<int>(j);
+      std::vector<int> pos;
+      for (int d : grp) {
+        if (v.where[static_cast<std::size_t>(d)].first != rj)
+          throw Error(
+              fmt::format("--format msccl: step {} ({}) has a group that spans several reduction groups; MSCCL's "
+                          "AllReduce runs on one reduction group's communicator",
+                          s + 1, engine::to_string(v.prog[s].collective)));
+        pos.push_back(v.where[static_cast<std::size_t>(d)].second);
       }
-      std::sort(gs.begin(), gs.end());
-      out.push_back(std::move(gs));
+      if (mine) gs.push_back(std::move(pos));
     }
-    return out;
-  };
-  const Local local = local_of(0);
-  for (std::size_t j = 1; j < reduction.size(); ++j) {
-    if (local_of(j) != local)
+    std::sort(gs.begin(), gs.end());
+    out.push_back(std::move(gs));
+  }
+  return out;
+}
+
+// Every reduction group must run the same local program, and the rows each position holds in every
+// state must be equal too: one MSCCL algorithm runs on every group's communicator.
+Local common_local_program(const View& v) {
+  const Local local = local_of(v, 0);
+  for (std::size_t j = 1; j < v.reduction.size(); ++j) {
+    if (local_of(v, j) != local)
       throw Error(fmt::format(
           "--format msccl: reduction group {} runs a different local program than group 0; one MSCCL algorithm "
           "cannot express both",
           j));
-    for (std::size_t s = 0; s < states.size(); ++s)
-      for (int p = 0; p < g; ++p)
-        if (states[s].rows(reduction[j][static_cast<std::size_t>(p)]) !=
-            states[s].rows(reduction[0][static_cast<std::size_t>(p)]))
+    for (std::size_t s = 0; s < v.states.size(); ++s)
+      for (int p = 0; p < v.g; ++p)
+        if (v.states[s].rows(v.reduction[j][static_cast<std::size_t>(p)]) !=
+            v.states[s].rows(v.reduction[0][static_cast<std::size_t>(p)]))
           throw Error(
               fmt::format("--format msccl: reduction group {} lays out its rows differently from group 0 (state {}, "
                           "member {}); one MSCCL algorithm cannot express both",
                           j, s, p));
   }
-  // Rows of position p in state s, and the chunk unit: the gcd of every run boundary.
-  auto rows = [&](std::size_t s, int p) { return states[s].rows(reduction[0][static_cast<std::size_t>(p)]); };
-  int unit = n;
-  for (std::size_t s = 0; s < states.size(); ++s)
-    for (int p = 0; p < g; ++p) {
-      const auto r = rows(s, p);
+  return local;
+}
+
+// The chunk unit: the gcd of every run boundary of every state's rows. Refined: an AllReduce's rows
+// split into as many equal blocks as it has members (the ring's bandwidth-optimal cut); otherwise
+// its blocks follow the coarser chunks (fewer operations).
+int chunk_unit(const View& v, const Local& local, bool refine) {
+  int unit = v.n;
+  for (std::size_t s = 0; s < v.states.size(); ++s)
+    for (int p = 0; p < v.g; ++p) {
+      const auto r = v.rows(s, p);
       for (std::size_t i = 0; i < r.size(); ++i) {
         if (i == 0 || r[i] != r[i - 1] + 1) unit = std::gcd(unit, r[i]);
         if (i + 1 == r.size() || r[i + 1] != r[i] + 1) unit = std::gcd(unit, r[i] + 1);
       }
     }
-  // Refined: an AllReduce's rows split into as many equal blocks as it has members (the ring's
-  // bandwidth-optimal cut); otherwise its blocks follow the coarser chunks (fewer operations).
   if (refine)
-    for (std::size_t s = 0; s < prog.size(); ++s)
-      if (prog[s].collective == engine::Collective::AllReduce)
+    for (std::size_t s = 0; s < v.prog.size(); ++s)
+      if (v.prog[s].collective == engine::Collective::AllReduce)
         for (const auto& m : local[s]) {
-          const auto r = rows(s, m[0]);
+          const auto r = v.rows(s, m[0]);
           const auto k = m.size();
           if (r.size() % k != 0) continue;
           unit = std::gcd(unit, static_cast<int>(r.size() / k));
           for (std::size_t i = 1; i < k; ++i) unit = std::gcd(unit, r[i * r.size() / k]);
         }
-  if (unit <= 0) unit = 1;
-  const int nchunks = n / unit;
-  auto chunks = [&](std::size_t s, int p) {
+  return unit <= 0 ? 1 : unit;
+}
+
+// One step's group m (positions) lowered to operations: rings for ReduceScatter, AllGather and
+// AllReduce (ReduceScatter then AllGather), chains for Reduce and Broadcast.
+struct StepLowering {
+  const View& v;
+  int unit;
+  std::vector<int> chunks(std::size_t s, int p) const {
     std::vector<int> c;
-    for (int r : rows(s, p))
+    for (int r : v.rows(s, p))
       if (r % unit == 0) c.push_back(r / unit);
     return c;
-  };
-
-  Writer w(g);
-  int chan = 0;
-  for (std::size_t s = 0; s < prog.size(); ++s) {
-    if (local[s].empty()) continue;
-    if (chan >= kMaxChannels)
-      throw Error(
-          fmt::format("--format msccl: more than {} steps with groups (one channel each; MAXCHANNELS)", kMaxChannels));
-    w.begin_step(chan);
-    const auto coll = prog[s].collective;
-    for (const auto& m : local[s]) {
-      const int k = static_cast<int>(m.size());
-      auto same_rows = [&](const char* what) {
-        for (int i = 1; i < k; ++i)
-          if (chunks(s, m[static_cast<std::size_t>(i)]) != chunks(s, m[0]))
-            throw Error(
-                fmt::format("--format msccl: step {} ({}): the members hold different rows before it", s + 1, what));
-        return chunks(s, m[0]);
-      };
-      std::vector<std::vector<int>> rs, ag;  // ring blocks per position for the two phases
-      using engine::Collective;
-      if (coll == Collective::AllReduce) {
-        const auto all = same_rows("AllReduce");
-        for (int i = 0; i < k; ++i) {
-          const auto b = all.size() * static_cast<std::size_t>(i) / static_cast<std::size_t>(k);
-          const auto e = all.size() * static_cast<std::size_t>(i + 1) / static_cast<std::size_t>(k);
-          rs.emplace_back(all.begin() + static_cast<std::ptrdiff_t>(b), all.begin() + static_cast<std::ptrdiff_t>(e));
-        }
-        ag = rs;
-      } else if (coll == Collective::ReduceScatter) {
-        auto all = same_rows("ReduceScatter");
-        std::vector<int> un;
-        for (int i = 0; i < k; ++i) {
-          rs.push_back(chunks(s + 1, m[static_cast<std::size_t>(i)]));
-          un.insert(un.end(), rs.back().begin(), rs.back().end());
-        }
-        std::sort(un.begin(), un.end());
-        if (un != all)
-          throw Error(
-              fmt::format("--format msccl: step {} (ReduceScatter): the kept blocks do not partition the "
-                          "rows held before it",
-                          s + 1));
-      } else if (coll == Collective::AllGather) {
-        for (int i = 0; i < k; ++i) ag.push_back(chunks(s, m[static_cast<std::size_t>(i)]));
-      }
-      if (!rs.empty() || !ag.empty()) {
-        for (int i = 0; i < k; ++i) {
-          const int r = m[static_cast<std::size_t>(i)];
-          w.peers(r, m[static_cast<std::size_t>(mod(i + 1, k))], m[static_cast<std::size_t>(mod(i - 1, k))]);
-          if (!rs.empty()) {
-            w.emit(r, "s", rs[static_cast<std::size_t>(mod(i - 1, k))]);
-            for (int q = 0; q <= k - 2; ++q)
-              w.emit(r, q < k - 2 ? "rrs" : "rrc", rs[static_cast<std::size_t>(mod(i - 2 - q, k))]);
-          }
-          if (!ag.empty()) {
-            w.emit(r, "s", ag[static_cast<std::size_t>(i)]);
-            for (int q = 0; q <= k - 2; ++q)
-              w.emit(r, q < k - 2 ? "rcs" : "r", ag[static_cast<std::size_t>(mod(i - 1 - q, k))]);
-          }
-        }
-      } else if (coll == Collective::Reduce) {
-        const auto all = same_rows("Reduce");
-        for (int i = 0; i < k; ++i) {
-          const int r = m[static_cast<std::size_t>(i)];
-          w.peers(r, i > 0 ? m[static_cast<std::size_t>(i - 1)] : -1,
-                  i + 1 < k ? m[static_cast<std::size_t>(i + 1)] : -1);
-          w.emit(r, i == k - 1 ? "s" : (i > 0 ? "rrs" : "rrc"), all);
-        }
-      } else {  // Broadcast from the first member
-        const auto all = chunks(s, m[0]);
-        for (int i = 0; i < k; ++i) {
-          const int r = m[static_cast<std::size_t>(i)];
-          w.peers(r, i + 1 < k ? m[static_cast<std::size_t>(i + 1)] : -1,
-                  i > 0 ? m[static_cast<std::size_t>(i - 1)] : -1);
-          w.emit(r, i == 0 ? "s" : (i + 1 < k ? "rcs" : "r"), all);
-        }
-      }
-    }
-    w.end_step();
-    ++chan;
+  }
+  std::vector<int> same_rows(std::size_t s, const std::vector<int>& m, const char* what) const {
+    for (std::size_t i = 1; i < m.size(); ++i)
+      if (chunks(s, m[i]) != chunks(s, m[0]))
+        throw Error(
+            fmt::format("--format msccl: step {} ({}): the members hold different rows before it", s + 1, what));
+    return chunks(s, m[0]);
   }
 
+  void ring(Writer& w, const std::vector<int>& m, const std::vector<std::vector<int>>& rs,
+            const std::vector<std::vector<int>>& ag) const {
+    const int k = static_cast<int>(m.size());
+    for (int i = 0; i < k; ++i) {
+      const int r = m[static_cast<std::size_t>(i)];
+      w.peers(r, m[static_cast<std::size_t>(mod(i + 1, k))], m[static_cast<std::size_t>(mod(i - 1, k))]);
+      if (!rs.empty()) {
+        w.emit(r, "s", rs[static_cast<std::size_t>(mod(i - 1, k))]);
+        for (int q = 0; q <= k - 2; ++q)
+          w.emit(r, q < k - 2 ? "rrs" : "rrc", rs[static_cast<std::size_t>(mod(i - 2 - q, k))]);
+      }
+      if (!ag.empty()) {
+        w.emit(r, "s", ag[static_cast<std::size_t>(i)]);
+        for (int q = 0; q <= k - 2; ++q)
+          w.emit(r, q < k - 2 ? "rcs" : "r", ag[static_cast<std::size_t>(mod(i - 1 - q, k))]);
+      }
+    }
+  }
+
+  void chain(Writer& w, const std::vector<int>& m, const std::vector<int>& all, bool reduce) const {
+    const int k = static_cast<int>(m.size());
+    for (int i = 0; i < k; ++i) {
+      const int r = m[static_cast<std::size_t>(i)];
+      const int prev = i > 0 ? m[static_cast<std::size_t>(i - 1)] : -1;
+      const int next = i + 1 < k ? m[static_cast<std::size_t>(i + 1)] : -1;
+      if (reduce) {  // towards the first member
+        w.peers(r, prev, next);
+        w.emit(r, i == k - 1 ? "s" : (i > 0 ? "rrs" : "rrc"), all);
+      } else {  // from the first member
+        w.peers(r, next, prev);
+        w.emit(r, i == 0 ? "s" : (i + 1 < k ? "rcs" : "r"), all);
+      }
+    }
+  }
+
+  void group(Writer& w, std::size_t s, const std::vector<int>& m) const {
+    using engine::Collective;
+    const auto coll = v.prog[s].collective;
+    const int k = static_cast<int>(m.size());
+    std::vector<std::vector<int>> rs, ag;  // ring blocks per position for the two phases
+    if (coll == Collective::AllReduce) {
+      const auto all = same_rows(s, m, "AllReduce");
+      for (int i = 0; i < k; ++i) {
+        const auto b = all.size() * static_cast<std::size_t>(i) / static_cast<std::size_t>(k);
+        const auto e = all.size() * static_cast<std::size_t>(i + 1) / static_cast<std::size_t>(k);
+        rs.emplace_back(all.begin() + static_cast<std::ptrdiff_t>(b), all.begin() + static_cast<std::ptrdiff_t>(e));
+      }
+      ag = rs;
+    } else if (coll == Collective::ReduceScatter) {
+      auto all = same_rows(s, m, "ReduceScatter");
+      std::vector<int> un;
+      for (int i = 0; i < k; ++i) {
+        rs.push_back(chunks(s + 1, m[static_cast<std::size_t>(i)]));
+        un.insert(un.end(), rs.back().begin(), rs.back().end());
+      }
+      std::sort(un.begin(), un.end());
+      if (un != all)
+        throw Error(
+            fmt::format("--format msccl: step {} (ReduceScatter): the kept blocks do not partition the "
+                        "rows held before it",
+                        s + 1));
+    } else if (coll == Collective::AllGather) {
+      for (int i = 0; i < k; ++i) ag.push_back(chunks(s, m[static_cast<std::size_t>(i)]));
+    }
+    if (!rs.empty() || !ag.empty())
+      ring(w, m, rs, ag);
+    else if (coll == Collective::Reduce)
+      chain(w, m, same_rows(s, m, "Reduce"), true);
+    else
+      chain(w, m, chunks(s, m[0]), false);
+  }
+};
+
+std::string xml_text(const std::string& name, int channels, int nchunks, int g, const Writer& w) {
   std::string o = fmt::format(
       "<algo name=\"{}\" proto=\"Simple\" nchannels=\"{}\" nchunksperloop=\"{}\" ngpus=\"{}\" coll=\"allreduce\" "
       "inplace=\"1\" outofplace=\"0\" minBytes=\"0\" maxBytes=\"9223372036854775807\">\n",
-      engine::text::xml_escape("p2v: " + name), chan, nchunks, g);
+      engine::text::xml_escape("p2v: " + name), channels, nchunks, g);
   for (int r = 0; r < g; ++r) {
     o += fmt::format("  <gpu id=\"{}\" i_chunks=\"{}\" o_chunks=\"0\" s_chunks=\"0\">\n", r, nchunks);
     const auto& tbs = w.tbs[static_cast<std::size_t>(r)];
@@ -303,6 +332,26 @@ std::string msccl_xml_impl(int n, const engine::Groups& reduction, const engine:
   }
   o += "</algo>\n";
   return o;
+}
+
+std::string msccl_xml_impl(int n, const engine::Groups& reduction, const engine::LoweredProgram& prog,
+                           const std::string& name, bool refine) {
+  const View v = view_of(n, reduction, prog, name);
+  const Local local = common_local_program(v);
+  const StepLowering lower{v, chunk_unit(v, local, refine)};
+  Writer w(v.g);
+  int chan = 0;
+  for (std::size_t s = 0; s < prog.size(); ++s) {
+    if (local[s].empty()) continue;
+    if (chan >= kMaxChannels)
+      throw Error(
+          fmt::format("--format msccl: more than {} steps with groups (one channel each; MAXCHANNELS)", kMaxChannels));
+    w.begin_step(chan);
+    for (const auto& m : local[s]) lower.group(w, s, m);
+    w.end_step();
+    ++chan;
+  }
+  return xml_text(name, chan, n / lower.unit, v.g, w);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/text_util.hpp"
 #include "p2v/engine/units.hpp"
 
 namespace p2v::tools {
@@ -18,53 +19,7 @@ std::string run_key(const std::string& system, std::int64_t ranks, const std::st
                      program, bytes);
 }
 
-bool split_csv_line(const std::string& line, std::vector<std::string>& f) {
-  f.clear();
-  std::string cur;
-  bool quoted = false, was_quoted = false;
-  for (std::size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quoted) {
-      if (c == '"') {
-        if (i + 1 < line.size() && line[i + 1] == '"') {
-          cur += '"';
-          ++i;
-        } else {
-          quoted = false;
-        }
-      } else {
-        cur += c;
-      }
-    } else if (c == '"') {
-      if (!cur.empty() || was_quoted) return false;
-      quoted = was_quoted = true;
-    } else if (c == ',') {
-      f.push_back(std::move(cur));
-      cur.clear();
-      was_quoted = false;
-    } else {
-      if (was_quoted) return false;
-      cur += c;
-    }
-  }
-  if (quoted) return false;
-  f.push_back(std::move(cur));
-  return true;
-}
-
 namespace {
-
-double number(const std::string& s, const std::string& where) {
-  std::size_t pos = 0;
-  double v = 0;
-  try {
-    v = std::stod(s, &pos);
-  } catch (...) {
-    pos = 0;
-  }
-  if (s.empty() || pos != s.size()) throw Error(fmt::format("{}: '{}' is not a number", where, s));
-  return v;
-}
 
 std::int64_t integer(const std::string& s, const std::string& where) {
   return engine::parse_integer(s, where, 0, std::int64_t{1} << 62);
@@ -87,14 +42,13 @@ std::vector<std::pair<int, std::string>> lines_of(const std::string& path) {
 // --csv: "# total,groups,bytes,median,program,matrix,system,ranks,backend,dtype,iters,baseline".
 std::map<std::string, DoneRun> from_steps_csv(const std::string& path) {
   std::map<std::string, DoneRun> out;
-  std::vector<std::string> f;
   for (const auto& [n, line] : lines_of(path)) {
     if (line.rfind("# total,", 0) != 0) continue;
     const std::string where = fmt::format("--resume: {}:{}", path, n);
-    if (!split_csv_line(line.substr(2), f)) throw Error(where + ": malformed CSV line");
+    const auto f = engine::text::split_csv(line.substr(2), where);
     if (f.size() < 12) continue;  // written by a p2v run without --resume support: not resumable
     out[run_key(f[6], integer(f[7], where), f[8], f[9], static_cast<int>(integer(f[10], where)), f[5], f[4],
-                integer(f[2], where))] = {number(f[3], where), number(f[11], where)};
+                integer(f[2], where))] = {engine::parse_double(f[3], where), engine::parse_double(f[11], where)};
   }
   return out;
 }
@@ -102,12 +56,11 @@ std::map<std::string, DoneRun> from_steps_csv(const std::string& path) {
 // --csv-programs: by its header (program,seconds,matrix,...,baseline_seconds,bytes,system,ranks,backend,dtype,iters).
 std::map<std::string, DoneRun> from_programs_csv(const std::string& path) {
   std::map<std::string, DoneRun> out;
-  std::vector<std::string> f;
   std::map<std::string, std::size_t> col;
   for (const auto& [n, line] : lines_of(path)) {
     if (line.empty() || line[0] == '#') continue;
     const std::string where = fmt::format("--resume: {}:{}", path, n);
-    if (!split_csv_line(line, f)) throw Error(where + ": malformed CSV line");
+    const auto f = engine::text::split_csv(line, where);
     if (col.empty()) {
       for (std::size_t i = 0; i < f.size(); ++i) col[f[i]] = i;
       for (const char* c : {"program", "seconds", "matrix", "baseline_seconds", "bytes", "system", "ranks", "backend",
@@ -122,7 +75,8 @@ std::map<std::string, DoneRun> from_programs_csv(const std::string& path) {
     };
     out[run_key(at("system"), integer(at("ranks"), where), at("backend"), at("dtype"),
                 static_cast<int>(integer(at("iters"), where)), at("matrix"), at("program"),
-                integer(at("bytes"), where))] = {number(at("seconds"), where), number(at("baseline_seconds"), where)};
+                integer(at("bytes"), where))] = {engine::parse_double(at("seconds"), where),
+                                                 engine::parse_double(at("baseline_seconds"), where)};
   }
   return out;
 }

@@ -23,7 +23,4 @@ struct DoneRun {
 // for a file that cannot be read or a line that does not parse.
 std::map<std::string, DoneRun> completed_runs(const std::string& csv, const std::string& csv_programs);
 
-// Splits one CSV line (fields quoted with "", "" inside quotes) into fields; false if malformed.
-bool split_csv_line(const std::string& line, std::vector<std::string>& fields);
-
 }  // namespace p2v::tools

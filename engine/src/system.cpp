@@ -116,19 +116,6 @@ double number_at(const json_read::At& at, bool positive) {
   return d;
 }
 
-// The interconnect's bandwidth: "bandwidth_GBps" (GB/s, the name that says its unit) or the old
-// "bandwidth_gbps" (same unit; still read, docs/formats.md), not both.
-double bandwidth_at(json_read::Object& o, const char* now, const char* old, bool required) {
-  const auto a = o.optional(now);
-  const auto b = o.optional(old);
-  if (a && b) b->fail(fmt::format("give \"{}\" or its old name \"{}\", not both", now, old));
-  if (!a && !b) {
-    if (required) o[now];  // fails: missing
-    return 0.0;
-  }
-  return number_at(a ? *a : *b, true);
-}
-
 Device parse_device(const json_read::At& at) {
   json_read::Object o(at);
   Device d;
@@ -162,9 +149,11 @@ Interconnect parse_interconnect(const json_read::At& at) {
   json_read::Object o(at);
   Interconnect x;
   x.kind = json_read::parsed(o["kind"], [&](const std::string& k) { return parse_kind(k); });
-  x.bandwidth_gbps = bandwidth_at(o, "bandwidth_GBps", "bandwidth_gbps", true);
+  // "bandwidth_gbps" / "flow_bandwidth_gbps": the deprecated names (same unit, GB/s).
+  x.bandwidth_gbps = number_at(o.renamed("bandwidth_GBps", "bandwidth_gbps"), true);
   x.latency_us = number_at(o["latency_us"], false);
-  x.flow_bandwidth_gbps = bandwidth_at(o, "flow_bandwidth_GBps", "flow_bandwidth_gbps", false);
+  if (const auto f = o.optional_renamed("flow_bandwidth_GBps", "flow_bandwidth_gbps"))
+    x.flow_bandwidth_gbps = number_at(*f, true);
   o.finish();
   return x;
 }
@@ -254,6 +243,34 @@ System parse_system_arg(const std::string& arg) {
                   arg));
 }
 
+namespace {
+
+// Fields of the sections kept as read (topology links, NCCL levels) written under the names that say
+// their unit when the file used the deprecated ones (docs/formats.md): a system is always written
+// in the current vocabulary.
+void rename_deprecated(json& o, const char* old, const char* now) {
+  if (!o.is_object() || !o.contains(old) || o.contains(now)) return;
+  o[now] = std::move(o[old]);
+  o.erase(old);
+}
+
+json current_topology(json t) {
+  if (t.is_object() && t.contains("links") && t["links"].is_array())
+    for (auto& l : t["links"]) rename_deprecated(l, "bandwidth_gbps", "bandwidth_GBps");
+  return t;
+}
+
+json current_nccl(json n) {
+  if (n.is_object() && n.contains("levels") && n["levels"].is_object())
+    for (auto& l : n["levels"]) {
+      rename_deprecated(l, "bus_bw_gbps", "bus_bw_GBps");
+      rename_deprecated(l, "nic_gbps", "nic_GBps");
+    }
+  return n;
+}
+
+}  // namespace
+
 json system_json(const System& s) {
   json j;
   j["name"] = s.name;
@@ -262,14 +279,14 @@ json system_json(const System& s) {
     json o{{"name", l.name}, {"cardinality", l.cardinality}};
     if (l.interconnect)
       o["interconnect"] = {{"kind", to_string(l.interconnect->kind)},
-                           {"bandwidth_gbps", l.interconnect->bandwidth_gbps},
+                           {"bandwidth_GBps", l.interconnect->bandwidth_gbps},
                            {"latency_us", l.interconnect->latency_us}};
     if (l.interconnect && l.interconnect->flow_bandwidth_gbps > 0)
-      o["interconnect"]["flow_bandwidth_gbps"] = l.interconnect->flow_bandwidth_gbps;
+      o["interconnect"]["flow_bandwidth_GBps"] = l.interconnect->flow_bandwidth_gbps;
     j["levels"].push_back(o);
   }
-  if (s.has_topology()) j["topology"] = s.topology;
-  if (!s.nccl.is_null()) j["nccl"] = s.nccl;
+  if (s.has_topology()) j["topology"] = current_topology(s.topology);
+  if (!s.nccl.is_null()) j["nccl"] = current_nccl(s.nccl);
   if (s.device) {
     json d;
     if (!s.device->name.empty()) d["name"] = s.device->name;

@@ -33,6 +33,24 @@ long long parse_integer(const std::string& text, const std::string& what, long l
   return v;
 }
 
+double parse_double(const std::string& text, const std::string& what, Sign sign) {
+  std::size_t pos = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &pos);
+  } catch (...) {
+    pos = 0;  // no number, or beyond the range of a double
+  }
+  const bool ok = !text.empty() && pos == text.size() && std::isfinite(v) &&
+                  (sign == Sign::Any || (sign == Sign::NonNegative ? v >= 0 : v > 0));
+  if (!ok)
+    throw Error(fmt::format("{}: '{}' is not a {}number", what, text,
+                            sign == Sign::Any        ? ""
+                            : sign == Sign::Positive ? "positive "
+                                                     : "non-negative "));
+  return v;
+}
+
 double parse_size(const std::string& text, const std::string& what, double max) {
   const std::string forms = "a size such as 1048576, 1e9, 64K, 1M, 512MiB, 8GB or 8GiB";
   std::size_t pos = 0;

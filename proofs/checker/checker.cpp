@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 namespace p2v::checker {
@@ -414,9 +415,19 @@ std::vector<std::string> read_system(const json& sj, const std::vector<int>& lev
       reject(at + ".cardinality: differs from 'levels'");
     if (lv[j].contains("interconnect")) {
       const json& ic = lv[j]["interconnect"];
-      fields(ic, at + ".interconnect", {"kind", "bandwidth_gbps", "latency_us"}, {"flow_bandwidth_gbps"});
+      // Bandwidths in GB/s under the names that say so, or their deprecated names (docs/formats.md);
+      // one of each pair, never both.
+      fields(ic, at + ".interconnect", {"kind", "latency_us"},
+             {"bandwidth_GBps", "bandwidth_gbps", "flow_bandwidth_GBps", "flow_bandwidth_gbps"});
       str(ic["kind"], at + ".interconnect.kind");
-      for (const char* k : {"bandwidth_gbps", "latency_us", "flow_bandwidth_gbps"})
+      for (const auto& [now, old] :
+           {std::pair{"bandwidth_GBps", "bandwidth_gbps"}, std::pair{"flow_bandwidth_GBps", "flow_bandwidth_gbps"}})
+        if (ic.contains(now) && ic.contains(old))
+          reject(at + ".interconnect: both '" + now + "' and its deprecated name '" + old + "'");
+      if (!ic.contains("bandwidth_GBps") && !ic.contains("bandwidth_gbps"))
+        reject(at + ".interconnect: missing field 'bandwidth_GBps'");
+      for (const char* k :
+           {"bandwidth_GBps", "bandwidth_gbps", "latency_us", "flow_bandwidth_GBps", "flow_bandwidth_gbps"})
         if (ic.contains(k)) number(ic[k], at + ".interconnect." + k);
     }
   }

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/infer_matrix.hpp"
 #include "p2v/engine/notation.hpp"
 #include "p2v/engine/state.hpp"
 #include "p2v/runtime/certificate.hpp"
@@ -194,22 +195,10 @@ engine::ParallelismMatrix infer_matrix(const Sources& s, const Jobs& out, const 
   constexpr std::size_t kMaxTried = 256;
   if (all.size() > kMaxTried)
     throw Error(fmt::format("--program needs --matrix: the axes have {} placements (see p2v matrices)", all.size()));
-  std::vector<engine::ParallelismMatrix> fit;
-  std::string first_error;
-  for (const auto& x : all) {
-    try {
-      if (resolve_patterns(out.system, x, out.reduce, s.kind, notation).reaches_goal) fit.push_back(x);
-    } catch (const Error& e) {
-      if (first_error.empty()) first_error = e.what();
-    }
-  }
-  if (fit.size() == 1) return fit.front();
-  if (fit.empty())
-    throw Error(fmt::format("--program fits none of the {} placements of the axes{}", all.size(),
-                            first_error.empty() ? std::string() : " (e.g. " + first_error + ")"));
-  std::string list;
-  for (const auto& x : fit) list += (list.empty() ? "" : ", ") + engine::format_matrix_brackets(x);
-  throw Error(fmt::format("--program fits {} placements ({}): pick one with --matrix", fit.size(), list));
+  return engine::infer_matrix(
+      all, {"--program '" + notation + "'", "is not a program of", [&](const engine::ParallelismMatrix& x) {
+              return resolve_patterns(out.system, x, out.reduce, s.kind, notation).reaches_goal;
+            }});
 }
 
 // --program / --certificate: one job.
@@ -240,8 +229,15 @@ void add_single(const JobRequest& a, const Sources& s, Jobs& out,
   if (notation.empty()) out.jobs.back().notation = "certified program of " + a.certificate;
 }
 
-// --program-file: every program of every matching matrix (the first --top of each).
+// --program-file: every program of every matching matrix, or with --top N the N best of each by
+// predicted time (the programs `p2v simulate --top N` lists), which needs a ranked file.
 void add_file(const JobRequest& a, const Sources& s, Jobs& out, const std::optional<engine::ParallelismMatrix>& want) {
+  if (a.top > 0 && !s.file->ranked)
+    throw Error(fmt::format(
+        "--top {} runs the {} best programs of each matrix by predicted time, as p2v simulate --top {} lists them, "
+        "and --program-file '{}' does not rank its programs (it is {}): rank them with p2v simulate ... --json "
+        "> ranked.json and run --program-file ranked.json --top {}",
+        a.top, a.top, a.top, a.program_file, s.file->is_json ? "p2v synth's output" : "a text file", a.top));
   const auto levels = out.system.cardinalities();
   for (const auto& set : s.file->sets) {
     engine::ParallelismMatrix x = set.matrix;

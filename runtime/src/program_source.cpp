@@ -1,6 +1,7 @@
 #include "p2v/runtime/program_source.hpp"
 
 #include <fmt/core.h>
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -52,10 +53,13 @@ ProgramFile from_simulate(const sim::SimulateReport& rep) {
   pf.system = rep.system;
   pf.axes = rep.axes;
   pf.reduce = rep.reduce;
+  pf.ranked = true;
   for (const auto& m : rep.results) {
     ProgramSet set;
     set.matrix = m.matrix;
-    for (const auto& p : m.programs) set.programs.push_back({p.program, {}});
+    auto ranked = m.programs;  // best first: the order --top takes them in
+    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& x, const auto& y) { return x.rank < y.rank; });
+    for (const auto& p : ranked) set.programs.push_back({p.program, {}});
     pf.sets.push_back(std::move(set));
   }
   return pf;

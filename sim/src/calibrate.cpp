@@ -13,7 +13,9 @@
 #include "p2v/engine/io.hpp"
 #include "p2v/engine/json_reader.hpp"
 #include "p2v/engine/json_util.hpp"
+#include "p2v/engine/run_format.hpp"
 #include "p2v/engine/text_util.hpp"
+#include "p2v/engine/units.hpp"
 
 namespace p2v::sim {
 
@@ -84,19 +86,6 @@ Groups parse_groups(const std::string& text, const std::string& where, int nd) {
   return gs;
 }
 
-double parse_pos(const std::string& s, const std::string& where) {
-  std::size_t pos = 0;
-  double v = 0;
-  try {
-    v = std::stod(s, &pos);
-  } catch (...) {
-    pos = 0;
-  }
-  if (s.empty() || pos != s.size() || !std::isfinite(v) || v <= 0)
-    throw Error(where + ": '" + s + "' is not a positive number");
-  return v;
-}
-
 // Solves A x = b (n×n, dense) by Gaussian elimination with partial pivoting.
 std::vector<double> solve(std::vector<std::vector<double>> A, std::vector<double> b) {
   const std::size_t n = b.size();
@@ -123,7 +112,48 @@ std::vector<double> solve(std::vector<std::vector<double>> A, std::vector<double
 
 }  // namespace
 
+namespace {
+
+// `p2v run --json` output (p2v-run/1, engine/run_format.hpp): every step and baseline timing of
+// the programs that passed, at its median, as the CSV's rows would hold it.
+std::vector<Measurement> from_run_file(const std::string& text, const std::string& origin, int num_devices) {
+  const auto f = engine::parse_run_file(text, origin);
+  if (f.ranks != num_devices)
+    throw Error(
+        fmt::format("{}: measured on {} ranks, but the system has {} devices: these measurements do not fit "
+                    "it; calibrate the system they were taken on (a system of {} devices)",
+                    origin, f.ranks, num_devices, f.ranks));
+  std::vector<Measurement> ms;
+  for (std::size_t i = 0; i < f.programs.size(); ++i) {
+    const auto& p = f.programs[i];
+    std::vector<std::pair<std::string, const engine::RunTiming*>> ts;
+    for (std::size_t s = 0; s < p.steps.size(); ++s)
+      ts.emplace_back(fmt::format("programs[{}].steps[{}]", i, s), &p.steps[s]);
+    if (p.baseline) ts.emplace_back(fmt::format("programs[{}].baseline", i), &*p.baseline);
+    for (const auto& [path, t] : ts) {
+      const std::string where = origin + ": " + path;
+      if (t->group_list.empty())
+        throw Error(where + ": no group_list (written by an earlier p2v run); rerun, or give its --csv file");
+      Measurement m;
+      m.line = static_cast<int>(ms.size()) + 1;
+      m.step.collective = parse_collective(t->what);
+      m.groups_text = t->group_list;
+      m.step.groups = parse_groups(m.groups_text, where, num_devices);
+      m.bytes = static_cast<double>(t->bytes);
+      m.seconds = t->median_s;
+      if (!(m.bytes > 0) || !(m.seconds > 0)) throw Error(where + ": bytes and median_s must be positive");
+      ms.push_back(std::move(m));
+    }
+  }
+  if (ms.empty()) throw Error(origin + ": no measured steps (no program of the run passed its check)");
+  return ms;
+}
+
+}  // namespace
+
 std::vector<Measurement> parse_measurements(const std::string& text, const std::string& origin, int num_devices) {
+  if (const auto first = text.find_first_not_of(" \t\r\n"); first != std::string::npos && text[first] == '{')
+    return from_run_file(text, origin, num_devices);
   std::vector<Measurement> ms;
   std::stringstream ss(text);
   std::string line;
@@ -135,7 +165,7 @@ std::vector<Measurement> parse_measurements(const std::string& text, const std::
     ++ln;
     const auto t = trim(line);
     if (t.empty() || t[0] == '#') continue;
-    auto f = split_csv(t);
+    auto f = split_csv(t, fmt::format("{}:{}", origin, ln));
     if (!header_seen) {
       header_seen = true;
       if (lower(f[0]) == "collective" || std::any_of(f.begin(), f.end(), [](const std::string& x) {
@@ -172,10 +202,10 @@ std::vector<Measurement> parse_measurements(const std::string& text, const std::
     m.step.collective = parse_collective(f[static_cast<std::size_t>(ccol)]);
     m.groups_text = f[static_cast<std::size_t>(gcol)];
     m.step.groups = parse_groups(m.groups_text, where, num_devices);
-    m.bytes = parse_pos(f[static_cast<std::size_t>(bcol)], where + " bytes");
-    m.seconds = parse_pos(f[static_cast<std::size_t>(scol)], where + " seconds");
+    m.bytes = engine::parse_double(f[static_cast<std::size_t>(bcol)], where + " bytes", engine::Sign::Positive);
+    m.seconds = engine::parse_double(f[static_cast<std::size_t>(scol)], where + " seconds", engine::Sign::Positive);
     if (rcol >= 0 && static_cast<std::size_t>(rcol) < f.size() && !f[static_cast<std::size_t>(rcol)].empty()) {
-      const auto r = parse_pos(f[static_cast<std::size_t>(rcol)], where + " ranks");
+      const auto r = engine::parse_double(f[static_cast<std::size_t>(rcol)], where + " ranks", engine::Sign::Positive);
       if (r != num_devices)
         throw Error(fmt::format(
             "{}: measured on {} ranks, but the system has {} devices: these measurements do not fit it; calibrate "
@@ -335,7 +365,7 @@ nlohmann::json calibrated_system_json(const System& s, const Topology& t, const 
     const auto name = l["name"].get<std::string>();
     if (l.contains("interconnect") && has(name)) {
       auto [bw, lat] = t.class_params(name);
-      l["interconnect"]["bandwidth_gbps"] = bw / 1e9;
+      l["interconnect"]["bandwidth_GBps"] = bw / 1e9;
       l["interconnect"]["latency_us"] = lat * 1e6;
     }
   }
@@ -344,7 +374,8 @@ nlohmann::json calibrated_system_json(const System& s, const Topology& t, const 
       const auto kind = l.value("kind", std::string("link"));
       if (!has(kind)) continue;
       auto [bw, lat] = t.class_params(kind);
-      l["bandwidth_gbps"] = bw / 1e9;
+      l.erase("bandwidth_gbps");  // the deprecated name, if the file had it
+      l["bandwidth_GBps"] = bw / 1e9;
       l["latency_us"] = lat * 1e6;
     }
   if (t.step_overhead() > 0 || (j.contains("topology") && j["topology"].contains("step_overhead_us"))) {
@@ -384,8 +415,8 @@ nlohmann::json to_json(const CalibrationReport& r) {
                    {"system", r.system}};
   for (const auto& c : r.classes)
     j["classes"].push_back({{"class", c.cls},
-                            {"bandwidth_gbps_before", c.bandwidth_gbps_before},
-                            {"bandwidth_gbps_after", c.bandwidth_gbps_after},
+                            {"bandwidth_GBps_before", c.bandwidth_gbps_before},
+                            {"bandwidth_GBps_after", c.bandwidth_gbps_after},
                             {"latency_us_before", c.latency_us_before},
                             {"latency_us_after", c.latency_us_after},
                             {"constrained", c.constrained}});
@@ -407,8 +438,11 @@ CalibrationReport calibration_report_from_json(const nlohmann::json& j, const st
   r.step_overhead_us_after = o["step_overhead_us_after"].number();
   o["classes"].each([&](const At& at) {
     engine::json_read::Object c(at);
-    r.classes.push_back({c["class"].string(), c["bandwidth_gbps_before"].number(), c["bandwidth_gbps_after"].number(),
-                         c["latency_us_before"].number(), c["latency_us_after"].number(), c["constrained"].boolean()});
+    // "bandwidth_gbps_*": the deprecated names of the same GB/s fields (docs/formats.md).
+    const double before = c.renamed("bandwidth_GBps_before", "bandwidth_gbps_before").number();
+    const double after = c.renamed("bandwidth_GBps_after", "bandwidth_gbps_after").number();
+    r.classes.push_back({c["class"].string(), before, after, c["latency_us_before"].number(),
+                         c["latency_us_after"].number(), c["constrained"].boolean()});
     c.finish();
   });
   const At system = o["system"];

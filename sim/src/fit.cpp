@@ -93,7 +93,7 @@ std::vector<FitKnob> system_knobs(const System& s) {
       const auto* lp = np.level(l.name);
       const auto hw = lp && lp->hw ? *lp->hw : hw_class_of(l.interconnect->kind);
       const std::string base = "/nccl/levels/" + l.name;
-      ks.push_back({base + "/bus_bw_gbps", lp && lp->bus_bw_gbps > 0 ? lp->bus_bw_gbps : l.interconnect->bandwidth_gbps,
+      ks.push_back({base + "/bus_bw_GBps", lp && lp->bus_bw_gbps > 0 ? lp->bus_bw_gbps : l.interconnect->bandwidth_gbps,
                     0, false});
       // NCCL's ring hwLat row of the level's class (tuning.cc) as the starting point.
       static constexpr double ring_lat[3][kNumProtocols] = {{0.6, 1.9, 3.4}, {1.0, 2.5, 5.7}, {2.7, 4.0, 14.0}};
@@ -111,7 +111,7 @@ std::vector<FitKnob> system_knobs(const System& s) {
       const auto& l = s.levels[i];
       if (l.cardinality <= 1 || !l.interconnect) continue;
       const std::string base = fmt::format("/levels/{}/interconnect", i);
-      ks.push_back({base + "/bandwidth_gbps", l.interconnect->bandwidth_gbps, 0, false});
+      ks.push_back({base + "/bandwidth_GBps", l.interconnect->bandwidth_gbps, 0, false});
       ks.push_back({base + "/latency_us", std::max(l.interconnect->latency_us, 1e-3), 0, false});
     }
     ks.push_back(
@@ -130,6 +130,7 @@ SystemFit fit_system(const System& s, const std::vector<FitPoint>& ps, Algorithm
     if (std::none_of(fit.knobs.begin(), fit.knobs.end(), [&](const FitKnob& k) { return k.name == o; }))
       throw Error(fmt::format("calibrate: '{}' is not a knob of system '{}'", o, s.name));
   fit.rms_log_before = log_error(predict_points(s, ps, algo));
+  // Written in the current names (a deprecated "bus_bw_gbps" becomes "bus_bw_GBps"), the knobs' names.
   const json base = engine::system_json(s);
   // Only the knob being probed or fitted is written: the others keep the system's own values (a
   // latency of 0 stays 0, though its knob starts from a floor when it is fitted).

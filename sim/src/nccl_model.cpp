@@ -273,7 +273,7 @@ NcclParams nccl_params_from_json(const nlohmann::json& j, const System& s) {
         else
           h->fail("expected nvlink, pci or net, got \"" + v + "\"");
       }
-      if (const auto v = x.optional("bus_bw_gbps")) {
+      if (const auto v = x.optional_renamed("bus_bw_GBps", "bus_bw_gbps")) {
         l.bus_bw_gbps = non_neg(*v);
         if (l.bus_bw_gbps <= 0) v->fail("must be positive");
       }
@@ -288,7 +288,7 @@ NcclParams nccl_params_from_json(const nlohmann::json& j, const System& s) {
         l.nics = v->int32();
         if (l.nics < 1) v->fail("must be at least 1");
       }
-      if (const auto v = x.optional("nic_gbps")) l.nic_gbps = non_neg(*v);
+      if (const auto v = x.optional_renamed("nic_GBps", "nic_gbps")) l.nic_gbps = non_neg(*v);
       x.finish();
       p.levels.push_back(std::move(l));
     }
@@ -315,7 +315,7 @@ nlohmann::json nccl_json(const NcclParams& p) {
     for (const auto& l : p.levels) {
       nlohmann::json x = nlohmann::json::object();
       if (l.hw) x["hw"] = to_string(*l.hw);
-      if (l.bus_bw_gbps > 0) x["bus_bw_gbps"] = l.bus_bw_gbps;
+      if (l.bus_bw_gbps > 0) x["bus_bw_GBps"] = l.bus_bw_gbps;
       const char* names[kNumProtocols] = {"ll", "ll128", "simple"};
       nlohmann::json h = nlohmann::json::object();
       for (int i = 0; i < kNumProtocols; ++i)
@@ -323,7 +323,7 @@ nlohmann::json nccl_json(const NcclParams& p) {
           h[names[i]] = l.hop_latency_us[static_cast<std::size_t>(i)];
       if (!h.empty()) x["hop_latency_us"] = h;
       if (l.nics > 0) x["nics"] = l.nics;
-      if (l.nic_gbps > 0) x["nic_gbps"] = l.nic_gbps;
+      if (l.nic_gbps > 0) x["nic_GBps"] = l.nic_gbps;
       lv[l.level] = x;
     }
     j["levels"] = lv;

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/units.hpp"
 
 namespace p2v::sim {
 
@@ -72,16 +73,7 @@ std::string find_test(const std::string& s) {
 }
 
 double number(const std::string& s, const std::string& where, const char* what) {
-  std::size_t pos = 0;
-  double v = NAN;
-  try {
-    v = std::stod(s, &pos);
-  } catch (...) {
-    pos = 0;
-  }
-  if (s.empty() || pos != s.size() || !std::isfinite(v))
-    throw Error(fmt::format("{}: {} '{}' is not a number", where, what, s));
-  return v;
+  return engine::parse_double(s, fmt::format("{}: {}", where, what));
 }
 
 struct Columns {

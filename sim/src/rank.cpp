@@ -12,6 +12,7 @@
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/io.hpp"
 #include "p2v/engine/text_util.hpp"
+#include "p2v/engine/units.hpp"
 
 namespace p2v::sim {
 
@@ -74,7 +75,7 @@ std::vector<ProgramMeasurement> parse_program_measurements(const std::string& te
     ++ln;
     const auto t = trim(line);
     if (t.empty() || t[0] == '#') continue;
-    auto f = split_csv(t);
+    auto f = split_csv(t, fmt::format("{}:{}", origin, ln));
     if (!header) {
       header = true;
       for (int i = 0; i < static_cast<int>(f.size()); ++i) {
@@ -102,14 +103,7 @@ std::vector<ProgramMeasurement> parse_program_measurements(const std::string& te
     m.line = ln;
     m.program = f[static_cast<std::size_t>(pcol)];
     const auto& sv = f[static_cast<std::size_t>(scol)];
-    std::size_t pos = 0;
-    try {
-      m.seconds = std::stod(sv, &pos);
-    } catch (...) {
-      pos = 0;
-    }
-    if (sv.empty() || pos != sv.size() || !(m.seconds > 0) || !std::isfinite(m.seconds))
-      throw Error(fmt::format("{}:{}: seconds '{}' is not a positive number", origin, ln, sv));
+    m.seconds = parse_double(sv, fmt::format("{}:{}: seconds", origin, ln), Sign::Positive);
     if (mcol >= 0 && !f[static_cast<std::size_t>(mcol)].empty())
       m.matrix = parse_matrix(f[static_cast<std::size_t>(mcol)]);
     out.push_back(std::move(m));

@@ -97,16 +97,6 @@ nlohmann::json to_json(const StepRecord& s, SimModel m) {
   return o;
 }
 
-// A bandwidth in GB/s under its name ("busbw_GBps") or the name reports had before the unit was
-// spelled out ("busbw_gbps", same unit; read during the transition, docs/formats.md), not both.
-double gbps(engine::json_read::Object& o, const char* now, const char* old) {
-  const auto a = o.optional(now);
-  const auto b = o.optional(old);
-  if (a && b) b->fail(fmt::format("give \"{}\" or its old name \"{}\", not both", now, old));
-  if (!a && !b) o[now];  // fails: missing
-  return (a ? *a : *b).number();
-}
-
 StepRecord step_record_from_json(const engine::json_read::At& at, SimModel m) {
   engine::json_read::Object o(at);
   StepRecord s;
@@ -115,7 +105,7 @@ StepRecord step_record_from_json(const engine::json_read::At& at, SimModel m) {
   s.group_size = o["group_size"].int32();
   s.algo = algorithm_from_json(o["algo"]);
   s.time_s = o["time_s"].number();
-  s.busbw_gbps = gbps(o, "busbw_GBps", "busbw_gbps");
+  s.busbw_gbps = o.renamed("busbw_GBps", "busbw_gbps").number();
   auto proto = [](const engine::json_read::At& a) {
     const auto v = a.string();
     if (v != "LL" && v != "LL128" && v != "Simple") a.fail("expected LL, LL128 or Simple, got \"" + v + "\"");
@@ -135,7 +125,7 @@ StepRecord step_record_from_json(const engine::json_read::At& at, SimModel m) {
     s.bytes_per_rank = o["bytes_per_rank"].number();
     s.latency_s = o["latency_s"].number();
     s.bandwidth_s = o["bandwidth_s"].number();
-    s.algbw_gbps = gbps(o, "algbw_GBps", "algbw_gbps");
+    s.algbw_gbps = o.renamed("algbw_GBps", "algbw_gbps").number();
     if (const auto b = o["bottleneck"]; !b.is_null()) s.bottleneck = link_from_json(b);
     o["links"].each([&](const engine::json_read::At& l) { s.links.push_back(link_from_json(l)); });
   }

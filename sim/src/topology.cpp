@@ -80,7 +80,7 @@ Template parse_template(const json& j, const std::string& sysname) {
       x.kind = k->string();
     else
       x.kind = "link";
-    const auto bw = l["bandwidth_gbps"];
+    const auto bw = l.renamed("bandwidth_GBps", "bandwidth_gbps");  // GB/s; the second name is deprecated
     x.bw = non_negative(bw);
     if (x.bw <= 0) bw.fail("must be positive");
     if (const auto lat = l.optional("latency_us")) x.lat = non_negative(*lat);

@@ -166,6 +166,29 @@ TEST_CASE("certificate formats: the strict reader round-trips what encodings wri
   CHECK(refused(t).find("c.json: format: expected \"p2v-certificate/1\" or") == 0);
 }
 
+TEST_CASE("checker: interconnect bandwidths under their unit name or the deprecated one, never both") {
+  Fixture fx("node=2,gpu=4", {2, 4}, {{1, 2}, {2, 2}}, {1}, engine::HierarchyKind::ReductionAxes, "units");
+  const json base = json::parse(read(fx.files.at(0)));
+  auto verdict = [&](const json& ic) {
+    json c = base;
+    c["system"]["levels"][0]["interconnect"] = ic;
+    return checker::check_certificate(c.dump());
+  };
+  CHECK(verdict({{"kind", "nic"}, {"bandwidth_GBps", 12.5}, {"latency_us", 5}, {"flow_bandwidth_GBps", 1}}).ok);
+  CHECK(verdict({{"kind", "nic"}, {"bandwidth_gbps", 12.5}, {"latency_us", 5}, {"flow_bandwidth_gbps", 1}}).ok);
+  const auto both = verdict({{"kind", "nic"}, {"bandwidth_GBps", 1}, {"bandwidth_gbps", 1}, {"latency_us", 5}});
+  CHECK(!both.ok);
+  CHECK(both.reason.find("deprecated name 'bandwidth_gbps'") != std::string::npos);
+  const auto none = verdict({{"kind", "nic"}, {"latency_us", 5}});
+  CHECK(!none.ok);
+  CHECK(none.reason.find("missing field 'bandwidth_GBps'") != std::string::npos);
+  // What the engine writes is the new name.
+  engine::System s = engine::parse_system_json(
+      R"({"levels": [{"name": "n", "cardinality": 2, "interconnect": {"kind": "nic", "bandwidth_gbps": 3, "latency_us": 1}}]})",
+      "s.json");
+  CHECK(engine::system_to_json(s).find("\"bandwidth_GBps\": 3") != std::string::npos);
+}
+
 TEST_CASE("tampered certificates are rejected with a reason") {
   Fixture fx("node=2,gpu=4", {2, 4}, {{1, 2}, {2, 2}}, {1}, engine::HierarchyKind::ReductionAxes, "tamper");
   // A program of 3 steps (Reduce ; AllReduce Master ; Broadcast or similar).

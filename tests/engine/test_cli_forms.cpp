@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -191,6 +192,102 @@ TEST_CASE("run: --dtype spellings, --json, --preset, and the matrix found from -
       "--bytes 4K --iters 1 --warmup 0 --json");
   REQUIRE(p.code == 0);
   CHECK(json::parse(p.out)["levels"] == json::parse("[8]"));
+}
+
+TEST_CASE("--top N means the N best by predicted time: run --top N runs what simulate --top N lists") {
+  const std::string problem = " --system " + kSys + "fig2a.json --axes 4,4 --reduce 1 --bytes 4K";
+  auto all = run_cli("simulate" + problem + " --json");
+  REQUIRE(all.code == 0);
+  const std::string ranked = temp_file("ranked.json", all.out);
+  auto listed = run_cli("simulate" + problem + " --json --top 2");
+  REQUIRE(listed.code == 0);
+  std::multiset<std::pair<std::string, std::string>> want, ran;
+  const json lj = json::parse(listed.out);
+  for (const auto& m : lj["results"]) {
+    CHECK(m["programs"].size() <= 2);
+    for (const auto& p : m["programs"]) want.insert({m["matrix"].dump(), p["program"].get<std::string>()});
+  }
+  REQUIRE(want.size() >= 4);  // fig2a's 4 placements, 2 each
+  auto r = run_cli("run --backend threads --program-file " + ranked +
+                   " --top 2 --bytes 4K --iters 1 --warmup 0 --no-baseline --json");
+  REQUIRE(r.code == 0);
+  const json rj = json::parse(r.out);
+  for (const auto& p : rj["programs"]) {
+    CHECK(p["ok"] == true);
+    ran.insert({p["matrix"].dump(), p["program"].get<std::string>()});
+  }
+  CHECK(ran == want);
+  // An unranked file (synth's) or no file: refused, saying why.
+  auto synth = run_cli("synth --system " + kSys + "fig2a.json --axes 4,4 --reduce 1 --json");
+  REQUIRE(synth.code == 0);
+  const std::string unranked = temp_file("unranked.json", synth.out);
+  auto u = run_cli("run --backend threads --program-file " + unranked + " --top 2 --bytes 4K --iters 1 --warmup 0");
+  CHECK(u.code == 2);
+  CHECK(u.err.find("does not rank its programs (it is p2v synth's output)") != std::string::npos);
+  auto none = run_cli("run --backend threads --system " + kSys +
+                      "fig2a.json --axes 4,4 --reduce 1 --program 'AllReduce@(root,Inside)' --top 2");
+  CHECK(none.code == 2);
+  CHECK(none.err.find("--top N picks the best programs of a --program-file") != std::string::npos);
+  auto zero = run_cli("run --backend threads --program-file " + ranked + " --top 0 --bytes 4K");
+  CHECK(zero.code == 2);
+  CHECK(zero.err.find("--top 0: expected a number of programs (1 or more), or -1 for all") != std::string::npos);
+  std::remove(ranked.c_str());
+  std::remove(unranked.c_str());
+}
+
+TEST_CASE("p2v-run/1 has a reader: simulate --measurements and calibrate take run --json output") {
+  const std::string sys = " --system " + kSys + "fig2a.json --axes 4,4 --reduce 1";
+  auto r = run_cli("run --backend threads" + sys +
+                   " --program 'ReduceScatter@(cpu,Inside) ; AllReduce@(cpu,Parallel(server)) ; AllGather@(cpu,Inside)'"
+                   " --bytes 64K --iters 2 --warmup 0 --json");
+  REQUIRE(r.code == 0);
+  const auto rj = json::parse(r.out);
+  REQUIRE(rj["programs"][0]["steps"].size() == 3);
+  CHECK(rj["programs"][0]["steps"][0]["group_list"].get<std::string>().find('|') != std::string::npos);
+  const std::string run = temp_file("run.json", r.out);
+  // 3 steps and the baseline: 4 measured collectives, priced by the simulator.
+  auto s = run_cli("simulate" + sys + " --bytes 64K --measurements " + run + " --json");
+  REQUIRE(s.code == 0);
+  CHECK(json::parse(s.out)["measurements"]["rows"].size() == 4);
+  auto c = run_cli("calibrate --system " + kSys + "fig2a.json --measurements " + run + " --json");
+  REQUIRE(c.code == 0);
+  CHECK(json::parse(c.out)["measurements"] == 4);
+  // Taken on 16 ranks: refused for a system of 32 devices, as the CSV is.
+  auto other = run_cli("calibrate --system node=4,gpu=8 --preset dgx-a100 --measurements " + run);
+  CHECK(other.code == 2);
+  CHECK(other.err.find("measured on 16 ranks, but the system has 32 devices") != std::string::npos);
+  std::remove(run.c_str());
+}
+
+TEST_CASE("export and step infer the matrix when one fits, and list the candidates when several do") {
+  const std::string fig2a = " --system " + kSys + "fig2a.json --axes 4,4 --reduce 1";
+  const std::string one =
+      " --program 'ReduceScatter@(cpu,Inside) ; AllReduce@(cpu,Parallel(server)) ; AllGather@(cpu,Inside)'";
+  const std::string out = temp_file("export.py", "");
+  auto e = run_cli("export" + fig2a + one + " -o " + out + " --json");
+  REQUIRE(e.code == 0);
+  CHECK(json::parse(e.out)["matrix"] == json::parse("[[1,2,1,2],[1,1,2,2]]"));
+  auto many = run_cli("export" + fig2a + " --program 'AllReduce@(rack,Inside)' -o " + out);
+  CHECK(many.code == 2);
+  CHECK(many.err.find("--program 'AllReduce@(rack,Inside)' fits 4 placements ([[1 1 1 4] [1 2 2 1]], ") !=
+        std::string::npos);
+  CHECK(many.err.find("pick one with --matrix") != std::string::npos);
+  // run: the same selection and the same words (engine::infer_matrix).
+  auto run_many = run_cli("run --backend threads" + fig2a + " --program 'AllReduce@(rack,Inside)' --bytes 4K");
+  CHECK(run_many.code == 2);
+  CHECK(run_many.err.find("--program 'AllReduce@(rack,Inside)' fits 4 placements ([[1 1 1 4] [1 2 2 1]], ") !=
+        std::string::npos);
+  auto all = run_cli("export" + fig2a + " --all-programs -o " + out);
+  CHECK(all.code == 2);
+  CHECK(all.err.find("--all-programs fits 4 placements") != std::string::npos);
+  auto none = run_cli("export" + fig2a + " --program 'AllReduce@(server,Inside)' -o " + out);
+  CHECK(none.code == 2);
+  CHECK(none.err.find("is not a program of any of the 4 placements of the axes") != std::string::npos);
+  // step: only the placements the program fits are planned.
+  auto st = run_cli("step --model " + kModels + "bert-base.json" + fig2a + " --measured-step-ms 100" + one + " --json");
+  REQUIRE(st.code == 0);
+  CHECK(json::parse(st.out)["placements"].size() == 1);
+  std::remove(out.c_str());
 }
 
 TEST_CASE("usage errors: an unknown flag exits 2 with p2v: error: for every command") {

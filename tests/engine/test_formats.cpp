@@ -4,10 +4,12 @@
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/placement.hpp"
+#include "p2v/engine/run_format.hpp"
 #include "p2v/engine/shape.hpp"
 #include "p2v/engine/synth.hpp"
 #include "p2v/engine/synth_format.hpp"
@@ -144,4 +146,66 @@ TEST_CASE("p2v-synth/2 reader refuses malformed files, naming the field") {
           j["results"][0]["programs"][1]["steps"] = {2, 1};
         }).find("does not match its steps") != std::string::npos);
   CHECK(edited([](auto& j) { j["axes"] = "4"; }).find("t.json: axes: expected an array") != std::string::npos);
+}
+
+TEST_CASE("p2v-run/1 round trip, and the strict reader refuses what it does not know") {
+  RunFile f;
+  f.system = "fig2a";
+  f.levels = {2, 8};
+  f.ranks = 16;
+  f.backend = "threads";
+  f.axes = {4, 4};
+  f.reduce = {1};
+  f.dtype = "float32";
+  f.bytes = 4096;
+  f.iters = 3;
+  f.warmup = 1;
+  f.verified = true;
+  RunTiming step{"ReduceScatter", "4 groups of 4", "0-3|4-7|8-11|12-15", 4, 4, 4096, 1e-5, 2e-5, 3e-5, 0.2, 0.15};
+  RunTiming total = step;
+  total.what = "total";
+  RunTiming base = step;
+  base.what = "AllReduce";
+  base.group_list.clear();  // written without the list: still read
+  f.programs.push_back(
+      {"ReduceScatter@(cpu,Inside)", {{1, 2, 1, 2}, {1, 1, 2, 2}}, 4096, true, "", {step}, total, base});
+  f.programs.push_back({"AllReduce",
+                        {{1, 2, 1, 2}, {1, 1, 2, 2}},
+                        4096,
+                        false,
+                        "rank 3: chunk 2 is 7, expected 8",
+                        {},
+                        std::nullopt,
+                        std::nullopt});
+  const nlohmann::json j = to_json(f);
+  CHECK(j["format"] == "p2v-run/1");
+  CHECK(j["programs"][0]["steps"][0]["busbw_GBps"] == 0.15);
+  CHECK(!j["programs"][0]["baseline"].contains("group_list"));
+  CHECK(parse_run_file(j.dump(), "run.json") == f);
+  auto refused = [&](auto&& edit) {
+    nlohmann::json e = j;
+    edit(e);
+    try {
+      parse_run_file(e.dump(), "run.json");
+    } catch (const p2v::Error& x) {
+      return std::string(x.what());
+    }
+    return std::string("(accepted)");
+  };
+  CHECK(refused([](auto& e) { e["format"] = "p2v-run/2"; }).find("not a version this p2v reads") != std::string::npos);
+  CHECK(refused([](auto& e) { e["format"] = "p2v-synth/2"; }).find("expected \"p2v-run/1\"") != std::string::npos);
+  CHECK(refused([](auto& e) {
+          e["programs"][0]["steps"][0]["median"] = 1;
+        }).find("run.json: programs[0].steps[0].median: unknown field") != std::string::npos);
+  CHECK(refused([](auto& e) { e["programs"][0].erase("total"); }).find("run.json: programs[0].total: missing") !=
+        std::string::npos);
+  CHECK(refused([](auto& e) { e["programs"][1].erase("failure"); }).find("programs[1].failure: missing") !=
+        std::string::npos);
+  CHECK(refused([](auto& e) { e["ranks"] = "16"; }).find("run.json: ranks: expected") != std::string::npos);
+  // The bandwidths are only ever written with their unit in the name: the _gbps spelling is unknown here.
+  CHECK(refused([](auto& e) {
+          auto& t = e["programs"][0]["steps"][0];
+          t["busbw_gbps"] = t["busbw_GBps"];
+          t.erase("busbw_GBps");
+        }).find("busbw_GBps: missing") != std::string::npos);
 }

@@ -104,7 +104,7 @@ TEST_CASE("system files: device peaks per dtype and bandwidths that name their u
   CHECK(t.levels[0].interconnect->bandwidth_gbps == 300);
   CHECK(error_of(R"({"levels": [{"name": "g", "cardinality": 2, "interconnect": {"kind": "nic", "bandwidth_GBps": 1,
                   "bandwidth_gbps": 1, "latency_us": 1}}]})")
-            .find("levels[0].interconnect.bandwidth_gbps: give \"bandwidth_GBps\" or its old name") !=
+            .find("levels[0].interconnect.bandwidth_gbps: give \"bandwidth_GBps\" or its deprecated name") !=
         std::string::npos);
   CHECK(error_of(R"({"levels": [{"name": "g", "cardinality": 2}], "device": {"peak_tflops_by_dtype": {"f33": 1}}})")
             .find("device.peak_tflops_by_dtype: dtype 'f33': unknown element type") != std::string::npos);

@@ -1,5 +1,6 @@
 // engine::run_workers (threads always joined, the first exception rethrown after the join) and
-// engine::parse_integer (the strict integer parser of options).
+// engine::parse_integer / parse_double (the strict number parsers of options and CSV readers) and
+// engine::text::split_csv (the one CSV splitter).
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -7,9 +8,12 @@
 #include <limits>
 #include <new>
 #include <stdexcept>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/text_util.hpp"
 #include "p2v/engine/units.hpp"
 #include "p2v/engine/workers.hpp"
 
@@ -58,4 +62,40 @@ TEST_CASE("parse_integer: digits only, in range, no overflow") {
   CHECK_THROWS_WITH(parse_integer("0", "--inject-fault STEP", 1, 9),
                     "--inject-fault STEP: expected an integer from 1 to 9, got '0'");
   CHECK_THROWS_AS(parse_integer("10", "--n", 1, 9), p2v::Error);
+}
+
+TEST_CASE("parse_double: the whole text, finite, with the sign asked for") {
+  using p2v::engine::parse_double;
+  using p2v::engine::Sign;
+  CHECK(parse_double("0.5", "x") == 0.5);
+  CHECK(parse_double("-3", "x") == -3);
+  CHECK(parse_double("1e-6", "x", Sign::Positive) == 1e-6);
+  CHECK(parse_double("0", "x", Sign::NonNegative) == 0);
+  for (const char* bad : {"", "1x", "x1", "inf", "nan", "1e400", "1,5", "1 2"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS(parse_double(bad, "x"), p2v::Error);
+  }
+  CHECK_THROWS_WITH(parse_double("0", "m.csv:3 bytes", Sign::Positive), "m.csv:3 bytes: '0' is not a positive number");
+  CHECK_THROWS_WITH(parse_double("-1", "w", Sign::NonNegative), "w: '-1' is not a non-negative number");
+  CHECK_THROWS_WITH(parse_double("1o", "w"), "w: '1o' is not a number");
+}
+
+TEST_CASE("split_csv: RFC 4180 quotes, whitespace around fields dropped, malformed lines refused") {
+  using p2v::engine::text::split_csv;
+  using p2v::engine::text::try_split_csv;
+  using V = std::vector<std::string>;
+  CHECK(split_csv("a,b") == V{"a", "b"});
+  CHECK(split_csv(" a , b ") == V{"a", "b"});
+  CHECK(split_csv("\"x, y\",z") == V{"x, y", "z"});
+  CHECK(split_csv("\"say \"\"hi\"\"\",1") == V{"say \"hi\"", "1"});
+  CHECK(split_csv(" \" padded \" ,2") == V{" padded ", "2"});
+  CHECK(split_csv("") == V{""});
+  CHECK(split_csv(",") == V{"", ""});
+  CHECK(split_csv("\"\",x") == V{"", "x"});
+  for (const char* bad : {"a\"b,c", "\"a\"b,c", "\"a", "x,\"y", "\"a\" \"b\""}) {
+    CAPTURE(bad);
+    CHECK(!try_split_csv(bad));
+    CHECK_THROWS_AS(split_csv(bad, "f.csv:2"), p2v::Error);
+  }
+  CHECK_THROWS_WITH(split_csv("\"a", "f.csv:2"), doctest::Contains("f.csv:2: malformed CSV line"));
 }

@@ -49,7 +49,7 @@ TEST_CASE("fit: recovers a perturbed network bandwidth from synthetic nccl-tests
   std::vector<FitPoint> ps;
   for (const auto& k : knobs) {
     const bool node_bw =
-        (k.name.find("/nccl/levels/node/bus_bw_gbps") == 0) || (k.name == "/levels/0/interconnect/bandwidth_gbps");
+        (k.name.find("/nccl/levels/node/bus_bw_GBps") == 0) || (k.name == "/levels/0/interconnect/bandwidth_GBps");
     if (!node_bw) continue;
     json tj = bj;
     tj[json::json_pointer(k.name)] = k.before * 0.4;

@@ -11,8 +11,10 @@
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/placement.hpp"
 #include "p2v/sim/calibrate.hpp"
+#include "p2v/sim/nccl_model.hpp"
 #include "p2v/sim/simulate.hpp"
 #include "p2v/sim/step_plan.hpp"
+#include "p2v/sim/topology.hpp"
 
 using namespace p2v::engine;
 namespace sim = p2v::sim;
@@ -179,6 +181,67 @@ TEST_CASE("formats: calibrate --json round-trips and is strict") {
   CHECK(error_of([&] {
           sim::parse_calibration_report(bad.dump(), "cal.json");
         }).find("cal.json: system: expected a system object") != std::string::npos);
+  // Written under the names that say the unit; the deprecated names still read, both at once refused.
+  CHECK(j.dump().find("bandwidth_GBps_before") != std::string::npos);
+  CHECK(j.dump().find("_gbps") == std::string::npos);
+  json old = j;
+  for (auto& c : old["classes"]) {
+    c["bandwidth_gbps_before"] = c["bandwidth_GBps_before"];
+    c["bandwidth_gbps_after"] = c["bandwidth_GBps_after"];
+    c.erase("bandwidth_GBps_before");
+    c.erase("bandwidth_GBps_after");
+  }
+  CHECK(sim::parse_calibration_report(old.dump(), "cal.json") == rep);
+  bad = j;
+  bad["classes"][0]["bandwidth_gbps_after"] = 1;
+  CHECK(error_of([&] {
+          sim::parse_calibration_report(bad.dump(), "cal.json");
+        }).find("classes[0].bandwidth_gbps_after: give \"bandwidth_GBps_after\" or its deprecated name") !=
+        std::string::npos);
+}
+
+TEST_CASE("formats: bandwidths are written as _GBps; the deprecated _gbps names are read, never both") {
+  // A system file in the old vocabulary: interconnect, topology link and NCCL level.
+  const std::string old_names = R"({"name": "t", "levels": [
+      {"name": "node", "cardinality": 2, "interconnect": {"kind": "nic", "bandwidth_gbps": 12.5, "latency_us": 5,
+                                                          "flow_bandwidth_gbps": 1.25}},
+      {"name": "gpu", "cardinality": 2, "interconnect": {"kind": "switch", "bandwidth_gbps": 100, "latency_us": 1}}],
+    "topology": {"scope": "node", "uplink": "nic", "vertices": [{"name": "nic", "kind": "nic"}],
+                 "links": [{"a": "gpu0", "b": "nic", "bandwidth_gbps": 7}, {"a": "gpu1", "b": "nic", "bandwidth_GBps": 7}]},
+    "nccl": {"levels": {"node": {"bus_bw_gbps": 11, "nics": 1, "nic_gbps": 12.5}}}})";
+  const System s = parse_system_json(old_names, "old.json");
+  CHECK(s.levels[0].interconnect->bandwidth_gbps == 12.5);
+  CHECK(s.levels[0].interconnect->flow_bandwidth_gbps == 1.25);
+  CHECK(sim::nccl_params(s).level("node")->bus_bw_gbps == 11);
+  CHECK(sim::nccl_params(s).level("node")->nic_gbps == 12.5);
+  CHECK(error_of([&] { sim::Topology::build(s); }).empty());
+  // Written back: only the new names, and read again to the same system.
+  const std::string written = system_to_json(s);
+  CHECK(written.find("gbps") == std::string::npos);
+  for (const char* k : {"\"bandwidth_GBps\"", "\"flow_bandwidth_GBps\"", "\"bus_bw_GBps\"", "\"nic_GBps\""})
+    CHECK(written.find(k) != std::string::npos);
+  const System t = parse_system_json(written, "new.json");
+  CHECK(system_to_json(t) == written);
+  CHECK(sim::Topology::build(t).edges().size() == sim::Topology::build(s).edges().size());
+  CHECK(sim::nccl_params(t).level("node")->bus_bw_gbps == 11);
+  // Both names in one object: refused, by path, naming both.
+  auto both = [&](const std::string& from, const std::string& to) {
+    std::string x = old_names;
+    x.replace(x.find(from), from.size(), to);
+    System b = parse_system_json(x, "both.json");
+    sim::Topology::build(b);
+    sim::nccl_params(b);
+  };
+  CHECK(error_of([&] {
+          both(R"("flow_bandwidth_gbps": 1.25)", R"("flow_bandwidth_gbps": 1.25, "flow_bandwidth_GBps": 1.25)");
+        }).find("levels[0].interconnect.flow_bandwidth_gbps: give \"flow_bandwidth_GBps\" or its deprecated name") !=
+        std::string::npos);
+  CHECK(error_of([&] {
+          both(R"("bandwidth_gbps": 7})", R"("bandwidth_gbps": 7, "bandwidth_GBps": 7})");
+        }).find("topology.links[0].bandwidth_gbps: give \"bandwidth_GBps\"") != std::string::npos);
+  CHECK(error_of([&] {
+          both(R"("nic_gbps": 12.5)", R"("nic_gbps": 12.5, "nic_GBps": 12.5)");
+        }).find("nccl.levels.node.nic_gbps: give \"nic_GBps\"") != std::string::npos);
 }
 
 TEST_CASE("formats: a system file's topology section is read strictly") {

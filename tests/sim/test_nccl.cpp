@@ -297,13 +297,13 @@ TEST_CASE("nccl section: strict reader") {
   CHECK(p.sharp);
   CHECK(p.level("node")->hop_latency_us[0] == doctest::Approx(5));
   CHECK(p.level("node")->hop_latency_us[1] < 0);
-  CHECK(nccl_json(p)["levels"]["node"]["bus_bw_gbps"] == 350);
+  CHECK(nccl_json(p)["levels"]["node"]["bus_bw_GBps"] == 350);
   // The engine's system reader refuses a non-object section and accepts the field.
   CHECK_THROWS_AS(parse_system_json(R"({"levels": [{"name": "gpu", "cardinality": 2}], "nccl": 3})", "t"), p2v::Error);
   // bus_bw_gbps replaces the level's bandwidth in the model.
   System a = preset_system("node=2,gpu=8", "dgx-a100");
   const auto slow_before = call(Simulator(a), Collective::AllReduce, 16, 1 << 30, Algorithm::Ring, Protocol::Simple);
-  a.nccl["levels"]["node"]["bus_bw_gbps"] = 96;  // half the preset's 192
+  a.nccl["levels"]["node"]["bus_bw_GBps"] = 96;  // half the preset's 192
   const auto slow_after = call(Simulator(a), Collective::AllReduce, 16, 1 << 30, Algorithm::Ring, Protocol::Simple);
   CHECK(slow_after.bandwidth_s == doctest::Approx(2 * slow_before.bandwidth_s).epsilon(1e-6));
 }

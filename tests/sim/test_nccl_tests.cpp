@@ -138,7 +138,7 @@ TEST_CASE("nccl-tests: strict errors name the file and line") {
         "log.txt: no result rows (expected the nccl-tests table: a header naming size, count, "
         "type, time, algbw, busbw and rows below it)");
   CHECK(error_of(std::string(kHeader) + "   64   16  float  sum  -1  1o.0  0.01  0.01  0  10.0  0.01  0.01  0\n") ==
-        "log.txt:7: time '1o.0' is not a number");
+        "log.txt:7: time: '1o.0' is not a number");
   CHECK(error_of(std::string(kHeader) + "   64   16  float  sum  -1\n").find("log.txt:7: 5 fields") == 0);
   CHECK(error_of(std::string(kHeader) + "   64   16  float  sum  -1  10.0  0.01  0.01  0  10.0  0.01  0.01  0  9\n")
             .find("log.txt:7: 14 fields, more than the 13") == 0);

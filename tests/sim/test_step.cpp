@@ -164,7 +164,7 @@ TEST_CASE("step: a per-flow cap limits a single flow, not the link") {
   CHECK(free.time(two, o) == doctest::Approx(2 * free.time(one, o)).epsilon(1e-3));
   const auto g4 = load_system_file(simtest::example("g4dn-4node.json"));
   CHECK(g4.levels[0].interconnect->flow_bandwidth_gbps == 1.25);
-  CHECK(system_to_json(g4).find("flow_bandwidth_gbps") != std::string::npos);
+  CHECK(system_to_json(g4).find("flow_bandwidth_GBps") != std::string::npos);
 }
 
 TEST_CASE("p2v step: bounds on every bundled model and preset, both modes") {

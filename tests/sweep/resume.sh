@@ -11,7 +11,8 @@ fail=0
 say() { echo "$@"; }
 bad() { echo "FAIL: $*"; fail=1; }
 
-"$P2V" synth --system node=2,gpu=4 --axes 8 --reduce 0 --json >"$T/progs.json" || exit 2
+# Ranked by the simulator: --top 3 runs the 3 best programs by predicted time.
+"$P2V" simulate --system node=2,gpu=4 --axes 8 --reduce 0 --json >"$T/progs.json" || exit 2
 RUN=(run --backend threads --program-file "$T/progs.json" --top 3 --bytes 1K:64K:x8 --warmup 0)
 
 # The identity of every row: the timing columns and the last one (iters) dropped; the rest

@@ -104,6 +104,19 @@ class Object {
     if (!at_.raw().contains(key)) return std::nullopt;
     return field(key);
   }
+  // A field renamed so its name says its unit ("bandwidth_GBps", once "bandwidth_gbps"): read under
+  // either name (the old one is deprecated, docs/formats.md), never both; absent: std::nullopt.
+  std::optional<At> optional_renamed(const char* now, const char* old) {
+    auto a = optional(now);
+    auto b = optional(old);
+    if (a && b) b->fail(fmt::format("give \"{}\" or its deprecated name \"{}\", not both", now, old));
+    return a ? a : b;
+  }
+  // The same for a field that must be present (the error names the new spelling).
+  At renamed(const char* now, const char* old) {
+    if (auto v = optional_renamed(now, old)) return *v;
+    return (*this)[now];  // fails: missing
+  }
   // Every field not read is unknown to the format.
   void finish() const {
     for (auto it = at_.raw().begin(); it != at_.raw().end(); ++it)

@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <cctype>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,23 +42,57 @@ inline std::string trim(std::string s) {
   return s.substr(i);
 }
 
-// Splits a CSV line; double quotes protect commas. Fields are trimmed.
-inline std::vector<std::string> split_csv(const std::string& line) {
+// Splits one CSV line (RFC 4180 quoting: a field may be enclosed in double quotes, which protect
+// commas, and "" inside them is one quote). Whitespace around a field is dropped; inside quotes it
+// is kept. std::nullopt for a malformed line: a quote inside an unquoted field, text after a
+// closing quote, an unterminated quote.
+inline std::optional<std::vector<std::string>> try_split_csv(const std::string& line) {
   std::vector<std::string> f;
   std::string cur;
-  bool quoted = false;
-  for (char c : line) {
-    if (c == '"') {
-      quoted = !quoted;
-    } else if (c == ',' && !quoted) {
-      f.push_back(trim(cur));
+  bool quoted = false, was_quoted = false, closed = false;
+  auto end_field = [&] {
+    f.push_back(was_quoted ? cur : trim(cur));
+    cur.clear();
+    was_quoted = closed = false;
+  };
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c != '"') {
+        cur += c;
+      } else if (i + 1 < line.size() && line[i + 1] == '"') {
+        cur += '"';
+        ++i;
+      } else {
+        quoted = false;
+        closed = true;
+      }
+    } else if (c == ',') {
+      end_field();
+    } else if (closed) {
+      if (!std::isspace(static_cast<unsigned char>(c))) return std::nullopt;  // text after the closing quote
+    } else if (c == '"') {
+      if (was_quoted || !trim(cur).empty()) return std::nullopt;  // a quote inside an unquoted field
       cur.clear();
+      quoted = was_quoted = true;
     } else {
       cur += c;
     }
   }
-  f.push_back(trim(cur));
+  if (quoted) return std::nullopt;
+  end_field();
   return f;
+}
+
+// The same; throws p2v::Error "<where>: malformed CSV line (...)" for a malformed line.
+inline std::vector<std::string> split_csv(const std::string& line, const std::string& where = "CSV") {
+  auto f = try_split_csv(line);
+  if (!f)
+    throw Error(
+        fmt::format("{}: malformed CSV line (a quote inside an unquoted field, text after a closing "
+                    "quote or an unterminated quote): {}",
+                    where, line));
+  return std::move(*f);
 }
 
 }  // namespace p2v::engine::text

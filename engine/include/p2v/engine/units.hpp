@@ -1,5 +1,5 @@
 #pragma once
-// The one size parser (--bytes, --memory, ...) and integer parser of every command.
+// The one size parser (--bytes, --memory, ...) and the number parsers of every command and CSV reader.
 #include <string>
 
 namespace p2v::engine {
@@ -12,5 +12,10 @@ double parse_size(const std::string& text, const std::string& what, double max =
 // A whole decimal number in [lo, hi] (optional sign, digits only, nothing else; no overflow).
 // Throws p2v::Error "<what>: expected an integer from <lo> to <hi>, got '<text>'" otherwise.
 long long parse_integer(const std::string& text, const std::string& what, long long lo, long long hi);
+
+// A finite decimal number, the whole text ("0.5", "1e-6", "-3"); `sign` narrows it. Throws
+// p2v::Error "<what>: '<text>' is not a [positive |non-negative ]number" otherwise.
+enum class Sign { Any, NonNegative, Positive };
+double parse_double(const std::string& text, const std::string& what, Sign sign = Sign::Any);
 
 }  // namespace p2v::engine

@@ -36,7 +36,7 @@ ResolvedProgram resolve_patterns(const engine::System& sys, const engine::Parall
 struct JobRequest {
   std::string system, axes, reduce, matrix;
   std::string program, program_file, certificate, hierarchy;
-  int top = 0;             // programs per matrix of --program-file (0: all)
+  int top = 0;             // the best programs per matrix of a ranked --program-file (0 or -1: all)
   bool unchecked = false;  // run failing certificates / programs missing the goal (with a warning)
 };
 

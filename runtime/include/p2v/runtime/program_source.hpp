@@ -34,6 +34,7 @@ struct ProgramFile {
   std::vector<ProgramSet> sets;          // JSON: one per result; text: one set, matrix empty
   std::string hierarchy_kind;            // JSON "hierarchy_kind" when present
   bool is_json = false;
+  bool ranked = false;  // each set's programs best first by predicted time (p2v simulate --json)
 };
 
 // Text files: one program per line ('#' comments, blank lines ignored), to be resolved by the
