@@ -83,6 +83,26 @@ int log2i(long long n) {
   return l;
 }
 
+// "algorithms" names, bit i of NcclParams::algorithms.
+constexpr const char* kAlgoNames[5] = {"ring", "tree", "nvls", "nvls-tree", "collnet"};
+int algo_bit(Algorithm a) {
+  switch (a) {
+    case Algorithm::Ring:
+      return 1;
+    case Algorithm::Tree:
+      return 2;
+    case Algorithm::Nvls:
+      return 4;
+    case Algorithm::NvlsTree:
+      return 8;
+    case Algorithm::CollNet:
+      return 16;
+    case Algorithm::Auto:
+      return 0;
+  }
+  return 0;
+}
+
 int node_index(int nodes) { return nodes <= 2 ? nodes - 1 : 2; }  // tuning.cc index2
 
 // Steps of a ring (tuning.cc nsteps): AllReduce 2(n-1), ReduceScatter/AllGather n-1, else n.
@@ -252,6 +272,37 @@ NcclParams nccl_params_from_json(const nlohmann::json& j, const System& s) {
   if (const auto v = o.optional("amd_cpu")) p.amd_cpu = v->boolean();
   if (const auto v = o.optional("net_overhead_us")) p.net_overhead_us = non_neg(*v);
   if (const auto v = o.optional("fill_stage")) p.fill_stage = non_neg(*v);
+  if (const auto v = o.optional("buffsize")) {  // NCCL_BUFFSIZE
+    p.buffsize = non_neg(*v);
+    if (p.buffsize < 65536) v->fail("must be at least 65536 bytes");
+  }
+  if (const auto v = o.optional("protocols")) {  // NCCL_PROTO
+    p.protocols = 0;
+    for (const auto& e : v->raw()) {
+      if (!e.is_string()) v->fail("expected a list of ll, ll128, simple");
+      const std::string n = lower(e.get<std::string>());
+      const Protocol q = n == "ll"       ? Protocol::LL
+                         : n == "ll128"  ? Protocol::LL128
+                         : n == "simple" ? Protocol::Simple
+                                         : Protocol::Auto;
+      if (q == Protocol::Auto) v->fail("expected a list of ll, ll128, simple, got \"" + n + "\"");
+      p.protocols |= 1 << static_cast<int>(q);
+    }
+    if (p.protocols == 0) v->fail("must name at least one protocol");
+  }
+  if (const auto v = o.optional("algorithms")) {  // NCCL_ALGO
+    p.algorithms = 0;
+    for (const auto& e : v->raw()) {
+      if (!e.is_string()) v->fail("expected a list of ring, tree, nvls, nvls-tree, collnet");
+      const std::string n = lower(e.get<std::string>());
+      int bit = 0;
+      for (int i = 0; i < 5; ++i)
+        if (n == kAlgoNames[i]) bit = 1 << i;
+      if (bit == 0) v->fail("expected a list of ring, tree, nvls, nvls-tree, collnet, got \"" + n + "\"");
+      p.algorithms |= bit;
+    }
+    if (!(p.algorithms & 1)) v->fail("must include ring (NCCL's fallback)");
+  }
   if (const auto lv = o.optional("levels")) {
     json_read::Object lo(*lv);
     for (auto it = lv->raw().begin(); it != lv->raw().end(); ++it) {
@@ -310,6 +361,20 @@ nlohmann::json nccl_json(const NcclParams& p) {
   if (p.amd_cpu) j["amd_cpu"] = true;
   if (p.net_overhead_us >= 0) j["net_overhead_us"] = p.net_overhead_us;
   if (p.fill_stage >= 0) j["fill_stage"] = p.fill_stage;
+  if (p.buffsize > 0) j["buffsize"] = p.buffsize;
+  if (p.protocols != 7) {
+    nlohmann::json a = nlohmann::json::array();
+    const char* names[kNumProtocols] = {"ll", "ll128", "simple"};
+    for (int i = 0; i < kNumProtocols; ++i)
+      if (p.protocols & (1 << i)) a.push_back(names[i]);
+    j["protocols"] = a;
+  }
+  if (p.algorithms != 31) {
+    nlohmann::json a = nlohmann::json::array();
+    for (int i = 0; i < 5; ++i)
+      if (p.algorithms & (1 << i)) a.push_back(kAlgoNames[i]);
+    j["algorithms"] = a;
+  }
   if (!p.levels.empty()) {
     nlohmann::json lv = nlohmann::json::object();
     for (const auto& l : p.levels) {
@@ -333,6 +398,9 @@ nlohmann::json nccl_json(const NcclParams& p) {
 
 bool available(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr) {
   if (c.ranks < 2) return a == Algorithm::Ring;
+  // NCCL_PROTO / NCCL_ALGO (the system's "protocols" / "algorithms"; ring is always allowed).
+  if (pr != Protocol::Auto && !(p.protocols & (1 << static_cast<int>(pr)))) return false;
+  if (a != Algorithm::Ring && !(p.algorithms & algo_bit(a))) return false;
   const bool simple = pr == Protocol::Simple;
   const int ppn = c.ranks / std::max(1, c.nodes);
   switch (a) {
@@ -518,8 +586,9 @@ PipelineShape pipeline_shape(const NcclParams& p, const CallShape& c, Algorithm 
   const int nodes = std::max(1, c.nodes), ppn = std::max(1, c.ranks / nodes);
   const double nch = p.effective_channels();
   const double per_channel = c.bytes / nch;  // enqueue.cc: calcCollChunking(nChannels = 1, per-channel bytes)
-  constexpr double kSimpleStep = 4.0 * 1024 * 1024 / 8;  // init.cc DEFAULT_BUFFSIZE 4 MiB / NCCL_STEPS 8
-  constexpr double kNvlsChunk = 128.0 * 1024;            // transport/nvls.cc NCCL_NVLS_CHUNKSIZE default
+  // init.cc DEFAULT_BUFFSIZE 4 MiB (NCCL_BUFFSIZE overrides) / NCCL_STEPS 8
+  const double kSimpleStep = (p.buffsize > 0 ? p.buffsize : 4.0 * 1024 * 1024) / 8;
+  constexpr double kNvlsChunk = 128.0 * 1024;  // transport/nvls.cc NCCL_NVLS_CHUNKSIZE default
   switch (a) {
     case Algorithm::Tree:
       // device/all_reduce.h runTreeSplit: reduce up the intra-node chain and the inter-node tree,

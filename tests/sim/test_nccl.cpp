@@ -327,3 +327,41 @@ TEST_CASE("p2v simulate: presets, --algo auto says which algorithm and protocol,
   CHECK(r.code == 2);
   CHECK(r.out.find("p2v: error: --proto 'll64'") != std::string::npos);
 }
+
+TEST_CASE("nccl section: NCCL_PROTO, NCCL_ALGO and NCCL_BUFFSIZE restrict and size what NCCL runs") {
+  System s = preset_system("node=2,gpu=8", "dgx-h100");
+  s.nccl["protocols"] = nlohmann::json::array({"simple"});
+  s.nccl["algorithms"] = nlohmann::json::array({"ring", "tree"});
+  s.nccl["buffsize"] = 8 << 20;
+  const NcclParams p = nccl_params(s);
+  CHECK(p.protocols == 4);
+  CHECK(p.algorithms == 3);
+  // Round trip.
+  CHECK(nccl_json(p)["protocols"] == nlohmann::json::array({"simple"}));
+  CHECK(nccl_json(p)["algorithms"] == nlohmann::json::array({"ring", "tree"}));
+  CHECK(nccl_json(p)["buffsize"] == 8 << 20);
+  // Small multi-node AllReduce: tree/LL by default, tree/Simple when only Simple is allowed; large:
+  // no NVLS tree (the default pick on dgx-h100) without "nvls-tree" in the list.
+  const Simulator sim(s);
+  auto st = call(sim, Collective::AllReduce, 16, 1024);
+  CHECK(st.algo == Algorithm::Tree);
+  CHECK(st.proto == Protocol::Simple);
+  st = call(sim, Collective::AllReduce, 16, double(1 << 30));
+  CHECK(st.algo != Algorithm::NvlsTree);
+  CHECK(st.proto == Protocol::Simple);
+  // Forcing a protocol the list leaves out falls back to one it allows.
+  CHECK(call(sim, Collective::AllReduce, 16, 1024, Algorithm::Auto, Protocol::LL).proto == Protocol::Simple);
+  // The Simple tree's chunk is one step: buffsize / 8 = 1 MiB instead of 512 KiB.
+  CHECK(pipeline_shape(p, CallShape{Collective::AllReduce, 16, 2, double(1 << 30)}, Algorithm::Tree, Protocol::Simple)
+            .chunk == 1 << 20);
+  auto bad = [&](const char* key, nlohmann::json v, const char* what) {
+    System t = s;
+    t.nccl[key] = v;
+    CHECK_THROWS_WITH_AS(nccl_params(t), doctest::Contains(what), p2v::Error);
+  };
+  bad("protocols", nlohmann::json::array({"ll256"}), "ll256");
+  bad("protocols", nlohmann::json::array(), "at least one");
+  bad("algorithms", nlohmann::json::array({"tree"}), "ring");
+  bad("algorithms", nlohmann::json::array({"ring", "pat"}), "pat");
+  bad("buffsize", 1024, "65536");
+}

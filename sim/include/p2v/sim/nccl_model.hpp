@@ -75,6 +75,12 @@ struct NcclParams {
   double net_overhead_us = -1.0;  // per inter-node ring step host overhead; < 0: NCCL's 1 us
   double fill_stage = -1.0;       // a pipeline stage's time in chunk times of the bottleneck stage
                                   // (pipeline_fill_s); < 0: 1 (every counted stage as slow)
+  // NCCL_PROTO: protocols NCCL may use, bit i = Protocol i (LL, LL128, Simple); 7 = all.
+  int protocols = 7;
+  // NCCL_ALGO: algorithms NCCL may use, bit i = Algorithm i (ring, tree, nvls, nvls-tree, collnet); 31 = all.
+  int algorithms = 31;
+  // NCCL_BUFFSIZE, bytes (the Simple buffer; a step is buffsize / 8); <= 0: NCCL's 4 MiB.
+  double buffsize = 0.0;
   std::vector<NcclLevelParams> levels;
 
   const NcclLevelParams* level(const std::string& name) const;
