@@ -342,6 +342,52 @@ TEST_CASE("any length: the smallest instance and c have the same goal-reaching s
   }
 }
 
+// --master-collectives all beyond CI, on request (test_shape_graph -tc="*Master setting all*" --no-skip;
+// docs/shape.md "--master-collectives all"): the product check of every vector over 2..6 at depth 2,
+// over 2..4 at depth 3 and over {2,3} at depth 4, each with and without a trivial leaf, against the
+// shape's smallest instance. Reports the instances with dead divergences (a step valid on one
+// instance only, from which the goal is unreachable) and the smallest such instance's shortest one.
+TEST_CASE("Master setting all: product check sweep over cardinalities" * doctest::skip()) {
+  std::vector<std::vector<int>> all;
+  for (int a = 2; a <= 6; ++a)
+    for (int b = 2; b <= 6; ++b) all.push_back({a, b});
+  for (int a = 2; a <= 4; ++a)
+    for (int b = 2; b <= 4; ++b)
+      for (int c = 2; c <= 4; ++c) all.push_back({a, b, c});
+  for (int m = 0; m < 16; ++m) all.push_back({2 + (m & 1), 2 + ((m >> 1) & 1), 2 + ((m >> 2) & 1), 2 + (m >> 3)});
+  const std::size_t plain = all.size();
+  for (std::size_t i = 0; i < plain; ++i) {
+    auto c = all[i];
+    c.push_back(1);
+    all.push_back(std::move(c));
+  }
+  int with_dead = 0;
+  std::string smallest_dead;
+  for (const auto& c : all) {
+    auto small = c;
+    for (auto& v : small) v = std::min(v, 2);
+    auto cards = c;
+    cards.insert(cards.begin(), 1);
+    const Graph& a = graph(small, MasterCollectives::All);
+    const Graph b = explore(cards, MasterCollectives::All);
+    const Product p = product(a, b);
+    INFO("c = ", fmt::format("{}", c), ", first divergence: ", p.first_divergence);
+    CHECK(p.live_divergences == 0);
+    CHECK(p.goal_mismatches == 0);
+    CHECK(p.liveness_mismatches == 0);
+    CHECK(p.pairs >= static_cast<std::size_t>(std::count(b.live.begin(), b.live.end(), 1)));
+    if (p.dead_divergences > 0) {
+      ++with_dead;
+      if (smallest_dead.empty())
+        smallest_dead = fmt::format("[{}] ({} states): {} dead divergences, first: {}", fmt::join(c, " "),
+                                    b.states.size(), p.dead_divergences, p.first_divergence);
+    }
+    MESSAGE(fmt::format("[{}]: {} states, {} pairs, {} live / {} dead divergences", fmt::join(c, " "), b.states.size(),
+                        p.pairs, p.live_divergences, p.dead_divergences));
+  }
+  MESSAGE(all.size(), " instances, ", with_dead, " with dead divergences; first: ", smallest_dead);
+}
+
 // Counts the live states outside a class of states, and the valid steps from outside into it.
 std::pair<int, int> outside_class(const Graph& G, const std::vector<char>& in) {
   int live_outside = 0, reentries = 0;
