@@ -54,6 +54,36 @@ std::string answers_text(const EquationResult& e) {
   return t;
 }
 
+// Per solver, over every shape of a rule's bounded run: how many shapes it answered unsat
+// ("equal there") and sat, and its total time.
+struct SolverTally {
+  std::string solver, version;
+  std::size_t unsat = 0, sat = 0, other = 0;
+  double ms = 0;
+};
+std::vector<SolverTally> solver_tally(const RuleProof& p) {
+  std::vector<SolverTally> out;
+  for (const auto& s : p.shapes)
+    for (std::size_t i = 0; i < s.result.runs.size(); ++i) {
+      const auto& r = s.result.runs[i];
+      if (out.size() <= i) out.push_back({r.solver, r.version});
+      auto& t = out[i];
+      (r.result == encodings::smt::Result::unsat ? t.unsat
+       : r.result == encodings::smt::Result::sat ? t.sat
+                                                 : t.other)++;
+      t.ms += r.ms;
+    }
+  return out;
+}
+// "z3 4.8.12 unsat on 63 of 63 shapes (120 ms), cvc5 1.0.3 unsat on 63 of 63 shapes (80 ms)"
+std::string tally_text(const RuleProof& p) {
+  std::string t;
+  for (const auto& x : solver_tally(p))
+    t += fmt::format("{}{} {} unsat on {} of {} shapes{} ({:.0f} ms)", t.empty() ? "" : ", ", x.solver, x.version,
+                     x.unsat, p.shapes.size(), x.sat ? fmt::format(", sat on {}", x.sat) : "", x.ms);
+  return t;
+}
+
 struct ProveArgs {
   std::vector<std::string> ids;
   bool all = false, all_sizes = false, json = false;
@@ -195,6 +225,14 @@ int prove_rules(const ProveArgs& a) {
       j["shapes"] = p.shapes.size();
       j["ms"] = p.ms;
       j["encoding"] = p.encoding;
+      j["bounded_answers"] = nlohmann::json::array();
+      for (const auto& x : solver_tally(p))
+        j["bounded_answers"].push_back({{"solver", x.solver},
+                                        {"version", x.version},
+                                        {"unsat", x.unsat},
+                                        {"sat", x.sat},
+                                        {"other", x.other},
+                                        {"ms", x.ms}});
       if (as.asked) {
         nlohmann::json aj{{"status", as.status}, {"reason", as.reason}, {"ms", as.ms}, {"closed_forms", as.forms}};
         aj["answers"] = nlohmann::json::array();
@@ -210,6 +248,8 @@ int prove_rules(const ProveArgs& a) {
       if (!p.message.empty())
         fmt::print("  {}{}\n", p.status == RuleProof::Refuted ? "counterexample: " : "", p.message);
       if (p.status == RuleProof::Refuted) fmt::print("  solvers: {}\n", answers_text(p.shapes.back().result));
+      if (p.status == RuleProof::Proved)
+        fmt::print("  up to {} ({} encoding): {}\n", a.max_devices, p.encoding, tally_text(p));
       if (!all_line.empty()) fmt::print("  {}\n", all_line);
     }
   }

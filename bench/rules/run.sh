@@ -10,6 +10,12 @@ BIN=${2:-build}/bin/p2v
 SYS=examples/systems/a100-4node.json
 echo "== rules prove --all --max-devices $N (z3 + cvc5)"
 /usr/bin/time -f "wall %e s" "$BIN" rules prove --all --max-devices "$N" --certify /tmp/p2v-bench-rules
+echo "== issue 25 target: rules prove --all --max-devices 64 < 60 s with both solvers (3 runs; take the median)"
+uptime
+for i in 1 2 3; do
+  /usr/bin/time -f "run $i: user %U s, sys %S s, wall %e s, %M KB" "$BIN" rules prove --all --max-devices 64 | tail -1
+done
+uptime
 echo "== rules derive, $SYS --axes 4,16 (3 runs each, derivation time per matrix in the lines)"
 for r in 0 1; do
   for i in 1 2 3; do "$BIN" rules derive --system "$SYS" --axes 4,16 --reduce "$r" | grep -E "^cli|^total"; done

@@ -12,6 +12,7 @@
 
 #include "p2v/encodings/rules_digits.hpp"
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/json_reader.hpp"
 
 namespace p2v::encodings {
 
@@ -270,6 +271,37 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// Asks one query of every solver of the pool, in order: `build(solver, want_text)` adds the query
+// to the solver and returns its SMT-LIB text (kept, with its hash, from the first solver that gives
+// one); after sat, `witness(solver)` reads (device, chunk, source) from the model. z3 answers
+// between push and pop (one incremental solver), cvc5 on a fresh solver per query (SolverPool).
+template <class Build, class Witness>
+std::vector<SolverRun> ask_solvers(SolverPool& pool, std::string& smtlib, std::string& hash, Build&& build,
+                                   Witness&& witness) {
+  std::vector<SolverRun> runs;
+  for (std::size_t si = 0; si < pool.kinds.size(); ++si) {
+    smt::Solver& s = pool.get(si);
+    const bool inc = pool.kinds[si] == smt::SolverKind::Z3;
+    if (inc) s.push();
+    SolverRun run;
+    run.solver = s.name();
+    run.version = s.version();
+    const auto t0 = std::chrono::steady_clock::now();
+    std::string text = build(s, smtlib.empty());
+    run.result = s.check();
+    run.ms = ms_since(t0);
+    if (run.result == smt::Result::sat) run.witness = witness(s);
+    if (run.result == smt::Result::unknown) run.reason = s.reason_unknown();
+    if (smtlib.empty() && !text.empty()) {
+      smtlib = std::move(text);
+      hash = fnv1a64_hex(smtlib);
+    }
+    if (inc) s.pop();
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
 // Every solver must answer unsat, or sat with a witness the replay confirms; the replay must agree.
 void conclude(EquationResult& res, const CountState& a, const CountState& b, RuleCompare compare) {
   bool all_unsat = true, all_sat = true;
@@ -370,32 +402,19 @@ EquationResult solve_equation(const Equation& eq, SolverPool& pool) {
   const CountState a = engine::run_lowered_side(eq.k, eq.lhs_layout, eq.lhs);
   const CountState b = engine::run_lowered_side(eq.k, eq.rhs_layout, eq.rhs);
   res.difference = engine::compare_counting(a, b, eq.compare);
-  bool first = true;
-  for (std::size_t si = 0; si < pool.kinds.size(); ++si) {
-    smt::Solver& s = pool.get(si);
-    const bool inc = pool.kinds[si] == smt::SolverKind::Z3;
-    if (inc) s.push();
-    SolverRun run;
-    run.solver = s.name();
-    run.version = s.version();
-    const auto t0 = std::chrono::steady_clock::now();
-    Encoder enc(s, eq, first);
-    enc.encode();
-    run.result = s.check();
-    run.ms = ms_since(t0);
-    if (run.result == smt::Result::sat)
-      run.witness = std::array<int, 3>{static_cast<int>(s.value_u64(enc.D())),
-                                       enc.row_of_class(static_cast<int>(s.value_u64(enc.R()))),
-                                       static_cast<int>(s.value_u64(enc.J()))};
-    if (run.result == smt::Result::unknown) run.reason = s.reason_unknown();
-    if (first) {
-      res.smtlib = enc.text();
-      res.hash = fnv1a64_hex(res.smtlib);
-      first = false;
-    }
-    if (inc) s.pop();
-    res.runs.push_back(std::move(run));
-  }
+  std::unique_ptr<Encoder> enc;
+  res.runs = ask_solvers(
+      pool, res.smtlib, res.hash,
+      [&](smt::Solver& s, bool text) {
+        enc = std::make_unique<Encoder>(s, eq, text);
+        enc->encode();
+        return enc->text();
+      },
+      [&](smt::Solver& s) {
+        return std::optional<std::array<int, 3>>{std::array<int, 3>{
+            static_cast<int>(s.value_u64(enc->D())), enc->row_of_class(static_cast<int>(s.value_u64(enc->R()))),
+            static_cast<int>(s.value_u64(enc->J()))}};
+      });
   conclude(res, a, b, eq.compare);
   return res;
 }
@@ -436,26 +455,14 @@ EquationResult solve_digit_shape(const engine::Rule& rule, const DigitRule& dr, 
     res.problem = "the per-digit closed forms disagree with the counting replay: " + mismatch;
     return res;
   }
-  for (std::size_t si = 0; si < pool.kinds.size(); ++si) {
-    smt::Solver& s = pool.get(si);
-    const bool inc = pool.kinds[si] == smt::SolverKind::Z3;
-    if (inc) s.push();
-    SolverRun run;
-    run.solver = s.name();
-    run.version = s.version();
-    const auto t0 = std::chrono::steady_clock::now();
-    const DigitRule::Query q = dr.query(&s, &shape);
-    run.result = s.check();
-    run.ms = ms_since(t0);
-    if (run.result == smt::Result::sat) run.witness = dr.witness(s, q, shape);
-    if (run.result == smt::Result::unknown) run.reason = s.reason_unknown();
-    if (res.smtlib.empty()) {
-      res.smtlib = q.text;
-      res.hash = fnv1a64_hex(res.smtlib);
-    }
-    if (inc) s.pop();
-    res.runs.push_back(std::move(run));
-  }
+  DigitRule::Query q;
+  res.runs = ask_solvers(
+      pool, res.smtlib, res.hash,
+      [&](smt::Solver& s, bool) {
+        q = dr.query(&s, &shape);
+        return q.text;
+      },
+      [&](smt::Solver& s) { return std::optional<std::array<int, 3>>{dr.witness(s, q, shape)}; });
   conclude(res, a, b, rule.compare);
   return res;
 }
@@ -474,29 +481,15 @@ void prove_all_sizes(const engine::Rule& rule, const DigitRule& dr, SolverPool& 
         "cannot state";
   } else {
     out.forms = dr.forms_text();
+    out.runs = ask_solvers(
+        pool, out.smtlib, out.hash, [&](smt::Solver& s, bool) { return dr.query(&s, nullptr).text; },
+        [](smt::Solver&) { return std::optional<std::array<int, 3>>{}; });
     bool all_unsat = true;
-    for (std::size_t si = 0; si < pool.kinds.size(); ++si) {
-      smt::Solver& s = pool.get(si);
-      const bool inc = pool.kinds[si] == smt::SolverKind::Z3;
-      if (inc) s.push();
-      SolverRun run;
-      run.solver = s.name();
-      run.version = s.version();
-      const auto t1 = std::chrono::steady_clock::now();
-      const DigitRule::Query q = dr.query(&s, nullptr);
-      run.result = s.check();
-      run.ms = ms_since(t1);
-      if (run.result == smt::Result::unknown) run.reason = s.reason_unknown();
-      if (out.smtlib.empty()) {
-        out.smtlib = q.text;
-        out.hash = fnv1a64_hex(q.text);
-      }
-      if (inc) s.pop();
+    for (const auto& run : out.runs) {
       all_unsat = all_unsat && run.result == smt::Result::unsat;
       if (run.result != smt::Result::unsat && out.reason.empty())
         out.reason = fmt::format("{} answered {} on the all-sizes query{}", run.solver, smt::to_string(run.result),
                                  run.reason.empty() ? "" : " (" + run.reason + ")");
-      out.runs.push_back(std::move(run));
     }
     if (all_unsat) out.status = "proved";
   }
@@ -567,89 +560,212 @@ RuleProof prove_rule(const engine::Rule& rule, int max_devices, const std::vecto
   return p;
 }
 
-std::string rule_certificate_json(const engine::Rule& rule, const RuleProof& proof) {
-  nlohmann::json j;
-  j["format"] = kRuleCertificateFormat;
-  j["kind"] = "rule";
-  j["rule"] = rule.id;
-  j["title"] = rule.title;
-  j["side_conditions"] = rule.side_conditions;
-  j["lhs"] = engine::rule_side_text(rule.lhs);
-  j["rhs"] = engine::rule_side_text(rule.rhs);
-  j["compare"] = rule.compare == RuleCompare::Equal ? "equal" : "transpose";
-  j["expected"] = rule.holds ? "holds" : "fails";
-  j["status"] = to_string(proof.status);
-  j["scope"] = proof.scope;
-  j["message"] = proof.message;
-  j["max_devices"] = proof.max_devices;
-  j["ms"] = proof.ms;
-  j["shapes"] = nlohmann::json::array();
+RuleCertificate make_rule_certificate(const engine::Rule& rule, const RuleProof& proof) {
+  RuleCertificate c;
+  c.rule = rule.id;
+  c.title = rule.title;
+  c.side_conditions = rule.side_conditions;
+  c.lhs = engine::rule_side_text(rule.lhs);
+  c.rhs = engine::rule_side_text(rule.rhs);
+  c.compare = rule.compare == RuleCompare::Equal ? "equal" : "transpose";
+  c.expected = rule.holds ? "holds" : "fails";
+  c.status = to_string(proof.status);
+  c.scope = proof.scope;
+  c.message = proof.message;
+  c.max_devices = proof.max_devices;
+  c.ms = proof.ms;
   for (const auto& s : proof.shapes) {
-    nlohmann::json sj;
-    sj["shape"] = s.shape;
-    sj["verdict"] = to_string(s.result.verdict);
-    sj["query_hash"] = s.result.hash;
-    sj["answers"] = nlohmann::json::array();
-    for (const auto& r : s.result.runs) {
-      nlohmann::json a{
-          {"solver", r.solver}, {"version", r.version}, {"answer", smt::to_string(r.result)}, {"ms", r.ms}};
-      if (r.witness) a["witness"] = *r.witness;
-      sj["answers"].push_back(std::move(a));
-    }
+    RuleCertShape sh;
+    sh.shape = s.shape;
+    sh.verdict = to_string(s.result.verdict);
+    sh.query_hash = s.result.hash;
+    for (const auto& r : s.result.runs)
+      sh.answers.push_back({r.solver, r.version, smt::to_string(r.result), r.ms, r.witness});
     if (s.result.difference) {
       const auto& d = *s.result.difference;
+      sh.counterexample = RuleCertCounterexample{d.device, d.row, d.source, d.lhs, d.rhs};
+    }
+    c.shapes.push_back(std::move(sh));
+  }
+  if (!proof.shapes.empty()) {
+    c.smtlib_shape = proof.shapes.back().shape;
+    c.smtlib = proof.shapes.back().result.smtlib;
+  }
+  c.encoding = proof.encoding;
+  if (proof.encoding == "per-digit") c.radix_order = proof.radix_order;
+  if (proof.all_sizes.asked) {
+    const auto& as = proof.all_sizes;
+    RuleCertAllSizes a{as.status, as.reason, as.forms, as.hash, as.smtlib, as.ms, {}};
+    for (const auto& r : as.runs) a.answers.push_back({r.solver, r.version, smt::to_string(r.result), r.ms, {}});
+    c.all_sizes = std::move(a);
+  }
+  return c;
+}
+
+namespace {
+nlohmann::json answers_json(const std::vector<RuleCertAnswer>& v) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& r : v) {
+    nlohmann::json a{{"solver", r.solver}, {"version", r.version}, {"answer", r.answer}, {"ms", r.ms}};
+    if (r.witness) a["witness"] = *r.witness;
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+}  // namespace
+
+std::string write_rule_certificate(const RuleCertificate& c) {
+  nlohmann::json j;
+  j["format"] = fmt::format("{}/{}", kRuleCertificateFamily, c.version);
+  j["kind"] = c.kind;
+  j["rule"] = c.rule;
+  j["title"] = c.title;
+  j["side_conditions"] = c.side_conditions;
+  j["lhs"] = c.lhs;
+  j["rhs"] = c.rhs;
+  j["compare"] = c.compare;
+  j["expected"] = c.expected;
+  j["status"] = c.status;
+  j["scope"] = c.scope;
+  j["message"] = c.message;
+  j["max_devices"] = c.max_devices;
+  j["ms"] = c.ms;
+  j["shapes"] = nlohmann::json::array();
+  for (const auto& s : c.shapes) {
+    nlohmann::json sj{{"shape", s.shape}, {"verdict", s.verdict}, {"query_hash", s.query_hash}};
+    sj["answers"] = answers_json(s.answers);
+    if (s.counterexample) {
+      const auto& d = *s.counterexample;
       sj["counterexample"] = {{"device", d.device},
-                              {"chunk", d.row},
+                              {"chunk", d.chunk},
                               {"source", d.source},
                               {"lhs", d.lhs ? nlohmann::json(*d.lhs) : nlohmann::json(nullptr)},
                               {"rhs", d.rhs ? nlohmann::json(*d.rhs) : nlohmann::json(nullptr)}};
     }
     j["shapes"].push_back(std::move(sj));
   }
-  if (!proof.shapes.empty()) {
-    j["smtlib_shape"] = proof.shapes.back().shape;
-    j["smtlib"] = proof.shapes.back().result.smtlib;
-  }
-  j["encoding"] = proof.encoding;
-  if (proof.encoding == "per-digit") j["radix_order"] = proof.radix_order;
-  if (proof.all_sizes.asked) {
-    const auto& as = proof.all_sizes;
-    nlohmann::json a{{"status", as.status},   {"reason", as.reason}, {"closed_forms", as.forms},
-                     {"query_hash", as.hash}, {"smtlib", as.smtlib}, {"ms", as.ms}};
-    a["answers"] = nlohmann::json::array();
-    for (const auto& r : as.runs)
-      a["answers"].push_back(
-          {{"solver", r.solver}, {"version", r.version}, {"answer", smt::to_string(r.result)}, {"ms", r.ms}});
+  if (c.smtlib_shape) j["smtlib_shape"] = *c.smtlib_shape;
+  if (c.smtlib) j["smtlib"] = *c.smtlib;
+  if (c.encoding) j["encoding"] = *c.encoding;
+  if (c.radix_order) j["radix_order"] = *c.radix_order;
+  if (c.all_sizes) {
+    const auto& as = *c.all_sizes;
+    nlohmann::json a{{"status", as.status},         {"reason", as.reason}, {"closed_forms", as.closed_forms},
+                     {"query_hash", as.query_hash}, {"smtlib", as.smtlib}, {"ms", as.ms}};
+    a["answers"] = answers_json(as.answers);
     j["all_sizes"] = std::move(a);
   }
   return j.dump(1);
+}
+
+std::string rule_certificate_json(const engine::Rule& rule, const RuleProof& proof) {
+  return write_rule_certificate(make_rule_certificate(rule, proof));
+}
+
+namespace {
+namespace jr = engine::json_read;
+std::vector<RuleCertAnswer> read_answers(const jr::At& at, bool bounded) {
+  std::vector<RuleCertAnswer> out;
+  at.each([&](const jr::At& e) {
+    jr::Object o(e);
+    RuleCertAnswer a;
+    a.solver = o["solver"].string();
+    a.version = o["version"].string();
+    a.answer = o["answer"].string();
+    a.ms = o["ms"].number();
+    if (bounded)
+      if (auto w = o.optional("witness")) {
+        const auto v = w->ints();
+        if (v.size() != 3) w->fail("expected (device, chunk, source)");
+        a.witness = std::array<int, 3>{v[0], v[1], v[2]};
+      }
+    o.finish();
+    out.push_back(std::move(a));
+  });
+  return out;
+}
+std::optional<std::int64_t> nullable_int(const jr::At& at) {
+  if (at.is_null()) return std::nullopt;
+  return at.integer();
+}
+}  // namespace
+
+RuleCertificate read_rule_certificate(const std::string& text, const std::string& origin) {
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text);
+  } catch (const std::exception& e) {
+    throw p2v::Error(fmt::format("{}: not valid JSON: {}", origin, e.what()));
+  }
+  RuleCertificate c;
+  jr::Object o(jr::At(doc, origin, ""));
+  c.version = jr::check_format(o, kRuleCertificateFamily, kRuleCertificateVersion);
+  c.kind = o["kind"].string();
+  c.rule = o["rule"].string();
+  c.title = o["title"].string();
+  c.side_conditions = o["side_conditions"].string();
+  c.lhs = o["lhs"].string();
+  c.rhs = o["rhs"].string();
+  c.compare = o["compare"].string();
+  c.expected = o["expected"].string();
+  c.status = o["status"].string();
+  c.scope = o["scope"].string();
+  c.message = o["message"].string();
+  c.max_devices = o["max_devices"].int32();
+  c.ms = o["ms"].number();
+  o["shapes"].each([&](const jr::At& e) {
+    jr::Object so(e);
+    RuleCertShape sh;
+    sh.shape = so["shape"].ints();
+    sh.verdict = so["verdict"].string();
+    sh.query_hash = so["query_hash"].string();
+    sh.answers = read_answers(so["answers"], true);
+    if (auto ce = so.optional("counterexample")) {
+      jr::Object co(*ce);
+      RuleCertCounterexample x;
+      x.device = co["device"].int32();
+      x.chunk = co["chunk"].int32();
+      x.source = co["source"].int32();
+      x.lhs = nullable_int(co["lhs"]);
+      x.rhs = nullable_int(co["rhs"]);
+      co.finish();
+      sh.counterexample = x;
+    }
+    so.finish();
+    c.shapes.push_back(std::move(sh));
+  });
+  if (auto v = o.optional("smtlib_shape")) c.smtlib_shape = v->ints();
+  if (auto v = o.optional("smtlib")) c.smtlib = v->string();
+  if (auto v = o.optional("encoding")) c.encoding = v->string();
+  if (auto v = o.optional("radix_order")) c.radix_order = v->string();
+  if (auto v = o.optional("all_sizes")) {
+    jr::Object ao(*v);
+    RuleCertAllSizes as;
+    as.status = ao["status"].string();
+    as.reason = ao["reason"].string();
+    as.closed_forms = ao["closed_forms"].string();
+    as.query_hash = ao["query_hash"].string();
+    as.smtlib = ao["smtlib"].string();
+    as.ms = ao["ms"].number();
+    as.answers = read_answers(ao["answers"], false);
+    ao.finish();
+    c.all_sizes = std::move(as);
+  }
+  o.finish();
+  return c;
 }
 
 namespace {
 struct BadCert : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
-void only_fields(const nlohmann::json& j, const std::string& where, std::initializer_list<const char*> required,
-                 std::initializer_list<const char*> optional = {}) {
-  if (!j.is_object()) throw BadCert(where + ": not an object");
-  for (const char* k : required)
-    if (!j.contains(k)) throw BadCert(where + ": missing field '" + k + "'");
-  for (auto it = j.begin(); it != j.end(); ++it)
-    if (std::none_of(required.begin(), required.end(), [&](const char* k) { return it.key() == k; }) &&
-        std::none_of(optional.begin(), optional.end(), [&](const char* k) { return it.key() == k; }))
-      throw BadCert(where + ": unknown field '" + it.key() + "'");
-}
-const std::string& text_of(const nlohmann::json& j, const std::string& what) {
-  if (!j.is_string()) throw BadCert(what + ": not a string");
-  return j.get_ref<const std::string&>();
-}
-int int_of(const nlohmann::json& j, int lo, int hi, const std::string& what) {
-  if (!j.is_number_integer() || j.get<long long>() < lo || j.get<long long>() > hi)
+int in_range(int v, int lo, int hi, const std::string& what) {
+  if (v < lo || v > hi)
     throw BadCert(what + ": an integer in " + std::to_string(lo) + ".." + std::to_string(hi) + " expected");
-  return j.get<int>();
+  return v;
 }
-void non_negative(const nlohmann::json& j, const std::string& what) {
-  if (!j.is_number() || !(j.get<double>() >= 0)) throw BadCert(what + ": a non-negative number expected");
+void non_negative(double v, const std::string& what) {
+  if (!(v >= 0)) throw BadCert(what + ": a non-negative number expected");
 }
 // The query of one shape, as the prover builds it (the SMT-LIB text beside the solver terms).
 std::string rule_query(const Equation& eq) {
@@ -665,58 +781,46 @@ std::string equation_query(const Equation& eq) { return rule_query(eq); }
 
 std::string check_rule_certificate(const std::string& text, std::string* summary,
                                    std::vector<std::array<std::string, 3>>* claims, bool resolve) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const std::exception& e) {
-    return std::string("not valid JSON: ") + e.what();
-  }
   std::vector<std::array<std::string, 3>> cl;
   try {
-    only_fields(j, "certificate",
-                {"format", "kind", "rule", "title", "side_conditions", "lhs", "rhs", "compare", "expected", "status",
-                 "scope", "message", "max_devices", "ms", "shapes"},
-                {"smtlib_shape", "smtlib", "encoding", "radix_order", "all_sizes"});
-    if (text_of(j["format"], "format") != kRuleCertificateFormat) return "format is not p2v-rule-certificate/1";
-    if (text_of(j["kind"], "kind") != "rule") return "kind: expected \"rule\"";
-    const engine::Rule& rule = engine::find_rule(text_of(j["rule"], "rule"));
-    if (text_of(j["lhs"], "lhs") != engine::rule_side_text(rule.lhs) ||
-        text_of(j["rhs"], "rhs") != engine::rule_side_text(rule.rhs))
+    // Strict reading first (every field of the format, no other, types checked), then what it claims.
+    const RuleCertificate c = read_rule_certificate(text, "rule certificate");
+    if (c.kind != "rule") return "kind: expected \"rule\"";
+    const engine::Rule& rule = engine::find_rule(c.rule);
+    if (c.lhs != engine::rule_side_text(rule.lhs) || c.rhs != engine::rule_side_text(rule.rhs))
       return "the certificate's sides are not the catalogue's rule " + rule.id;
-    if (text_of(j["title"], "title") != rule.title) return "title: not the catalogue's";
-    if (text_of(j["side_conditions"], "side_conditions") != rule.side_conditions)
-      return "side_conditions: not the catalogue's";
-    if (text_of(j["compare"], "compare") != (rule.compare == RuleCompare::Equal ? "equal" : "transpose"))
+    if (c.title != rule.title) return "title: not the catalogue's";
+    if (c.side_conditions != rule.side_conditions) return "side_conditions: not the catalogue's";
+    if (c.compare != (rule.compare == RuleCompare::Equal ? "equal" : "transpose"))
       return "compare: not the catalogue's";
     const std::string expected = rule.holds ? "holds" : "fails";
-    if (text_of(j["expected"], "expected") != expected) return "expected: the catalogue says the rule " + expected;
+    if (c.expected != expected) return "expected: the catalogue says the rule " + expected;
     cl.push_back(
         {"lhs, rhs, title, side_conditions, compare, expected", "the catalogue's rule " + rule.id, "re-derived"});
-    const std::string status = text_of(j["status"], "status");
+    const std::string& status = c.status;
     if (status != "proved" && status != "refuted") return "status " + status + " certifies nothing";
     if (status != (rule.holds ? "proved" : "refuted"))
       return "status " + status + " contradicts the catalogue (the rule " + expected + ")";
     // p2v rules prove certifies 2..kMaxRuleDevices devices (tools/cmd_rules.cpp); a larger bound
     // would make the shape list below run for hours (2000000000 hung p2v check).
-    const int N = int_of(j["max_devices"], 2, kMaxRuleDevices, "max_devices");
-    non_negative(j["ms"], "ms");
+    const int N = in_range(c.max_devices, 2, kMaxRuleDevices, "max_devices");
+    non_negative(c.ms, "ms");
     const auto shapes = engine::grid_shapes(rule.arity, N);
-    const auto& cs = j["shapes"];
-    if (!cs.is_array() || cs.empty()) return "shapes: non-empty array expected";
+    const auto& cs = c.shapes;
+    if (cs.empty()) return "shapes: non-empty array expected";
     if (status == "proved" && cs.size() != shapes.size())
       return fmt::format("proved, but lists {} shapes of the {} up to {} devices", cs.size(), shapes.size(), N);
     std::string message, scope;
     if (status == "proved")
       scope = fmt::format("proved for every grid shape up to {} devices only (no all-sizes proof)", N);
     // The bounded queries' encoding (certificates before issue 25 have none: concrete).
-    const std::string encoding = j.contains("encoding") ? text_of(j["encoding"], "encoding") : "concrete";
+    const std::string encoding = c.encoding.value_or("concrete");
     if (encoding != "concrete" && encoding != "per-digit") return "encoding: concrete or per-digit expected";
     const DigitRule dr(rule);
     if (encoding == "per-digit") {
       if (!dr.ok()) return "encoding per-digit, but the rule is outside the per-digit fragment: " + dr.reason();
-      if (!j.contains("radix_order") || text_of(j["radix_order"], "radix_order") != dr.order_text())
-        return "radix_order: expected \"" + dr.order_text() + "\"";
-    } else if (j.contains("radix_order")) {
+      if (c.radix_order != dr.order_text()) return "radix_order: expected \"" + dr.order_text() + "\"";
+    } else if (c.radix_order) {
       return "radix_order: only with the per-digit encoding";
     }
     std::unique_ptr<SolverPool> pool;
@@ -725,16 +829,15 @@ std::string check_rule_certificate(const std::string& text, std::string* summary
     std::map<std::string, std::string> versions;
     for (std::size_t i = 0; i < cs.size(); ++i) {
       const std::string at = fmt::format("shapes[{}]", i);
-      only_fields(cs[i], at, {"shape", "verdict", "query_hash", "answers"}, {"counterexample"});
-      if (!cs[i]["shape"].is_array()) return at + ".shape: not an array";
+      const RuleCertShape& sh = cs[i];
       std::vector<int> shape;
-      for (const auto& v : cs[i]["shape"]) shape.push_back(int_of(v, 1, N, at + ".shape"));
+      for (int v : sh.shape) shape.push_back(in_range(v, 1, N, at + ".shape"));
       if (i >= shapes.size() || shape != shapes[i])
         return fmt::format("shape {} is not the {}-th shape in order", shape_text(shape), i + 1);
       const bool last = i + 1 == cs.size();
       const bool differ = status == "refuted" && last;
       const std::string want = differ ? "sat" : "unsat";
-      if (text_of(cs[i]["verdict"], at + ".verdict") != (differ ? "differ" : "equal"))
+      if (sh.verdict != (differ ? "differ" : "equal"))
         return fmt::format("{}.verdict: expected {} (the replay and the status say so)", at,
                            differ ? "differ" : "equal");
       const auto a = engine::run_side(rule.lhs, shape), b = engine::run_side(rule.rhs, shape);
@@ -752,30 +855,28 @@ std::string check_rule_certificate(const std::string& text, std::string* summary
           return fmt::format("shape {}: the per-digit closed forms are not the replay's: {}", shape_text(shape), mm);
       }
       const std::string query = encoding == "per-digit" ? dr.query(nullptr, &shape).text : rule_query(eq);
-      if (text_of(cs[i]["query_hash"], at + ".query_hash") != fnv1a64_hex(query))
+      if (sh.query_hash != fnv1a64_hex(query))
         return fmt::format("{}.query_hash: not the hash of the shape's query ({})", at, fnv1a64_hex(query));
       last_query = query;
-      const auto& ans = cs[i]["answers"];
-      if (!ans.is_array() || ans.size() != 2) return at + ".answers: one answer of z3 and one of cvc5 expected";
+      const auto& ans = sh.answers;
+      if (ans.size() != 2) return at + ".answers: one answer of z3 and one of cvc5 expected";
       std::vector<std::string> solvers;
       for (std::size_t q = 0; q < ans.size(); ++q) {
         const std::string aat = fmt::format("{}.answers[{}]", at, q);
-        only_fields(ans[q], aat, {"solver", "version", "answer", "ms"}, {"witness"});
-        solvers.push_back(text_of(ans[q]["solver"], aat + ".solver"));
-        const std::string version = text_of(ans[q]["version"], aat + ".version");
+        solvers.push_back(ans[q].solver);
+        const std::string& version = ans[q].version;
         if (version.empty()) return aat + ".version: empty";
         if (!versions.emplace(solvers.back(), version).second && versions[solvers.back()] != version)
           return aat + ".version: differs from the solver's other answers (one run per solver)";
-        non_negative(ans[q]["ms"], aat + ".ms");
-        if (text_of(ans[q]["answer"], aat + ".answer") != want)
-          return fmt::format("shape {}: {} answered {}, not {}", shape_text(shape), solvers.back(),
-                             ans[q]["answer"].get<std::string>(), want);
-        if (ans[q].contains("witness") != differ) return aat + ".witness: present exactly with a sat answer";
+        non_negative(ans[q].ms, aat + ".ms");
+        if (ans[q].answer != want)
+          return fmt::format("shape {}: {} answered {}, not {}", shape_text(shape), solvers.back(), ans[q].answer,
+                             want);
+        if (ans[q].witness.has_value() != differ) return aat + ".witness: present exactly with a sat answer";
         if (differ) {
-          const auto& w = ans[q]["witness"];
-          if (!w.is_array() || w.size() != 3) return aat + ".witness: (device, chunk, source) expected";
-          const int d = int_of(w[0], 0, k - 1, aat + ".witness"), r = int_of(w[1], 0, k - 1, aat + ".witness"),
-                    src = int_of(w[2], 0, k - 1, aat + ".witness");
+          const auto& w = *ans[q].witness;
+          const int d = in_range(w[0], 0, k - 1, aat + ".witness"), r = in_range(w[1], 0, k - 1, aat + ".witness"),
+                    src = in_range(w[2], 0, k - 1, aat + ".witness");
           if (!differs_at(a, b, rule.compare, d, r, src))
             return aat + ".witness: not a difference under the counting replay";
         }
@@ -789,16 +890,11 @@ std::string check_rule_certificate(const std::string& text, std::string* summary
             return fmt::format("shape {}: re-solved, {} answers {}, the certificate {}", shape_text(shape),
                                again.runs[q].solver, smt::to_string(again.runs[q].result), want);
       }
-      if (cs[i].contains("counterexample") != differ)
-        return at + ".counterexample: present exactly when the sides differ";
+      if (sh.counterexample.has_value() != differ) return at + ".counterexample: present exactly when the sides differ";
       if (differ) {
-        const auto& ce = cs[i]["counterexample"];
-        only_fields(ce, at + ".counterexample", {"device", "chunk", "source", "lhs", "rhs"});
-        auto opt = [](const std::optional<std::int64_t>& v) {
-          return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-        };
-        if (ce["device"] != diff->device || ce["chunk"] != diff->row || ce["source"] != diff->source ||
-            ce["lhs"] != opt(diff->lhs) || ce["rhs"] != opt(diff->rhs))
+        const auto& ce = *sh.counterexample;
+        if (ce.device != diff->device || ce.chunk != diff->row || ce.source != diff->source || ce.lhs != diff->lhs ||
+            ce.rhs != diff->rhs)
           return fmt::format("shape {}: the counterexample is not the replay's first difference ({})",
                              shape_text(shape), diff->describe());
         message = fmt::format("shape {} ({} devices): {}", shape_text(shape), k, diff->describe());
@@ -807,45 +903,40 @@ std::string check_rule_certificate(const std::string& text, std::string* summary
     // The all-sizes proof: closed forms and query re-derived, the closed forms replayed on every
     // listed shape, the answers recorded (or re-solved).
     bool all_sizes_proved = false;
-    if (j.contains("all_sizes")) {
+    if (c.all_sizes) {
       if (!rule.holds) return "all_sizes: only positive rules have an all-sizes proof";
       if (status != "proved") return "all_sizes: only after the bounded proof";
-      const auto& as = j["all_sizes"];
-      only_fields(as, "all_sizes", {"status", "reason", "closed_forms", "query_hash", "smtlib", "ms", "answers"});
-      non_negative(as["ms"], "all_sizes.ms");
-      const std::string st = text_of(as["status"], "all_sizes.status");
+      const auto& as = *c.all_sizes;
+      non_negative(as.ms, "all_sizes.ms");
+      const std::string& st = as.status;
       if (st != "proved" && st != "unknown") return "all_sizes.status: proved or unknown expected";
       const std::string forms = dr.ok() ? dr.forms_text() : "";
-      if (text_of(as["closed_forms"], "all_sizes.closed_forms") != forms)
-        return "all_sizes.closed_forms: not the rule's per-digit closed forms";
+      if (as.closed_forms != forms) return "all_sizes.closed_forms: not the rule's per-digit closed forms";
       const bool can = dr.ok() && !dr.size_dependent();
       const std::string q = can ? dr.query(nullptr, nullptr).text : "";
-      if (text_of(as["smtlib"], "all_sizes.smtlib") != q) return "all_sizes.smtlib: not the rule's all-sizes query";
-      if (text_of(as["query_hash"], "all_sizes.query_hash") != (can ? fnv1a64_hex(q) : ""))
+      if (as.smtlib != q) return "all_sizes.smtlib: not the rule's all-sizes query";
+      if (as.query_hash != (can ? fnv1a64_hex(q) : ""))
         return "all_sizes.query_hash: not the hash of the all-sizes query";
-      const auto& ans = as["answers"];
-      if (!ans.is_array() || ans.size() != (can ? 2u : 0u))
+      const auto& ans = as.answers;
+      if (ans.size() != (can ? 2u : 0u))
         return can ? "all_sizes.answers: one answer of z3 and one of cvc5 expected"
                    : "all_sizes.answers: none expected";
       bool both_unsat = can;
       std::vector<std::string> who;
       for (std::size_t q2 = 0; q2 < ans.size(); ++q2) {
         const std::string aat = fmt::format("all_sizes.answers[{}]", q2);
-        only_fields(ans[q2], aat, {"solver", "version", "answer", "ms"});
-        who.push_back(text_of(ans[q2]["solver"], aat + ".solver"));
-        if (text_of(ans[q2]["version"], aat + ".version").empty()) return aat + ".version: empty";
-        non_negative(ans[q2]["ms"], aat + ".ms");
-        const std::string x = text_of(ans[q2]["answer"], aat + ".answer");
+        who.push_back(ans[q2].solver);
+        if (ans[q2].version.empty()) return aat + ".version: empty";
+        non_negative(ans[q2].ms, aat + ".ms");
+        const std::string& x = ans[q2].answer;
         if (x != "sat" && x != "unsat" && x != "unknown") return aat + ".answer: sat, unsat or unknown expected";
         both_unsat = both_unsat && x == "unsat";
       }
       if (can && who != std::vector<std::string>{"z3", "cvc5"}) return "all_sizes.answers: z3's then cvc5's expected";
       if ((st == "proved") != both_unsat)
         return "all_sizes.status: " + st + " but the answers say " + (both_unsat ? "proved" : "not proved");
-      if (st == "unknown" && text_of(as["reason"], "all_sizes.reason").empty())
-        return "all_sizes.reason: an unknown proof needs its reason";
-      if (st == "proved" && text_of(as["reason"], "all_sizes.reason") != "")
-        return "all_sizes.reason: empty when proved";
+      if (st == "unknown" && as.reason.empty()) return "all_sizes.reason: an unknown proof needs its reason";
+      if (st == "proved" && !as.reason.empty()) return "all_sizes.reason: empty when proved";
       if (can && encoding != "per-digit") {  // per-digit: already replayed shape by shape above
         for (const auto& shape : shapes) {
           const std::string mm = dr.replay_check(shape);
@@ -860,9 +951,9 @@ std::string check_rule_certificate(const std::string& text, std::string* summary
           smt::Solver& sv = p2.get(q2);
           dr.query(&sv, nullptr);
           const std::string again = smt::to_string(sv.check());
-          if (again != ans[q2]["answer"].get<std::string>())
+          if (again != ans[q2].answer)
             return fmt::format("all_sizes: re-solved, {} answers {}, the certificate {}", sv.name(), again,
-                               ans[q2]["answer"].get<std::string>());
+                               ans[q2].answer);
         }
       }
       all_sizes_proved = st == "proved";
@@ -891,11 +982,11 @@ std::string check_rule_certificate(const std::string& text, std::string* summary
       scope = fmt::format(
           "proved for every size (per-digit closed forms, z3 and cvc5 unsat) and on every grid shape up to {} devices",
           N);
-    if (text_of(j["scope"], "scope") != scope) return "scope: expected \"" + scope + "\"";
-    if (text_of(j["message"], "message") != message) return "message: expected \"" + message + "\"";
-    if (!j.contains("smtlib") || !j.contains("smtlib_shape")) return "smtlib, smtlib_shape: missing";
-    if (j["smtlib_shape"] != cs.back()["shape"]) return "smtlib_shape: not the last shape";
-    if (text_of(j["smtlib"], "smtlib") != last_query) return "smtlib: not the last shape's query";
+    if (c.scope != scope) return "scope: expected \"" + scope + "\"";
+    if (c.message != message) return "message: expected \"" + message + "\"";
+    if (!c.smtlib || !c.smtlib_shape) return "smtlib, smtlib_shape: missing";
+    if (*c.smtlib_shape != cs.back().shape) return "smtlib_shape: not the last shape";
+    if (*c.smtlib != last_query) return "smtlib: not the last shape's query";
     cl.push_back({"shapes[].verdict, counterexample, witness, message, scope",
                   fmt::format("{} shapes up to {} devices: {}", cs.size(), N,
                               status == "proved" ? "the sides are equal" : "equal, then a counterexample"),

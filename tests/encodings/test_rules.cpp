@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "p2v/encodings/rules.hpp"
@@ -78,6 +79,71 @@ TEST_CASE("rules: certificates are re-validated by the counting replay, tamperin
   std::string c = rule_certificate_json(ar, prove_rule(ar, 4, kBoth, 60000));
   c.replace(c.find("ar-2d-rows-cols"), 15, "neg-ar-2d-overla");
   CHECK(check_rule_certificate(c, nullptr) != "");
+}
+
+TEST_CASE("rules: certificates are written and read back field by field; the reader is strict") {
+  // Round trip: one proved rule with an all-sizes proof, one refuted rule (witnesses, counterexample).
+  for (const char* id : {"commute-reduce-ag", "neg-rs-ag-id"}) {
+    CAPTURE(id);
+    const auto& rule = engine::find_rule(id);
+    const RuleProof p = prove_rule(rule, 4, kBoth, 60000, RuleEncoding::Auto, rule.holds);
+    const RuleCertificate c = make_rule_certificate(rule, p);
+    const std::string text = write_rule_certificate(c);
+    CHECK(text == rule_certificate_json(rule, p));
+    const RuleCertificate back = read_rule_certificate(text, "cert.json");
+    CHECK(back == c);
+    CHECK(write_rule_certificate(back) == text);
+    CHECK(back.all_sizes.has_value() == rule.holds);
+    CHECK(back.shapes.back().counterexample.has_value() == !rule.holds);
+    if (!rule.holds) CHECK(back.shapes.back().answers[0].witness.has_value());
+    CHECK(check_rule_certificate(text, nullptr) == "");
+  }
+  const auto& rule = engine::find_rule("commute-reduce-ag");
+  const std::string text = rule_certificate_json(rule, prove_rule(rule, 4, kBoth, 60000, RuleEncoding::Auto, true));
+  // Each edit must be refused by the reader with the path and the reason, and so by p2v check.
+  auto refused = [&](auto edit) {
+    nlohmann::json j = nlohmann::json::parse(text);
+    edit(j);
+    std::string why;
+    try {
+      (void)read_rule_certificate(j.dump(1), "cert.json");
+    } catch (const p2v::Error& e) {
+      why = e.what();
+    }
+    REQUIRE(why.rfind("cert.json: ", 0) == 0);
+    // p2v check reports the reader's error unchanged (its origin is "rule certificate").
+    CHECK(check_rule_certificate(j.dump(1), nullptr) == "rule certificate" + why.substr(9));
+    return why;
+  };
+  using J = nlohmann::json;
+  CHECK(refused([](J& j) { j["note"] = 1; }).find("cert.json: note: unknown field") == 0);
+  CHECK(refused([](J& j) {
+          j["shapes"][0]["answers"][1]["note"] = "x";
+        }).find("cert.json: shapes[0].answers[1].note: unknown field") == 0);
+  CHECK(refused([](J& j) {
+          j["all_sizes"]["answers"][0]["witness"] = {0, 0, 0};
+        }).find("cert.json: all_sizes.answers[0].witness: unknown field") == 0);
+  CHECK(refused([](J& j) { j["max_devices"] = "4"; }).find("cert.json: max_devices: expected an integer") == 0);
+  CHECK(refused([](J& j) {
+          j["shapes"][2]["answers"][0]["ms"] = "1";
+        }).find("cert.json: shapes[2].answers[0].ms: expected a number") == 0);
+  CHECK(refused([](J& j) {
+          j["shapes"][1]["shape"][0] = 1.5;
+        }).find("cert.json: shapes[1].shape[0]: expected an integer") == 0);
+  CHECK(refused([](J& j) { j["shapes"][0].erase("query_hash"); }).find("cert.json: shapes[0].query_hash: missing") ==
+        0);
+  CHECK(refused([](J& j) { j["all_sizes"].erase("reason"); }).find("cert.json: all_sizes.reason: missing") == 0);
+  CHECK(refused([](J& j) { j.erase("scope"); }).find("cert.json: scope: missing") == 0);
+  CHECK(refused([](J& j) { j["format"] = "p2v-rule-certificate/2"; }).find("is not a version this p2v reads") !=
+        std::string::npos);
+  CHECK(refused([](J& j) { j["shapes"] = J::object(); }).find("cert.json: shapes: expected an array") == 0);
+  // A certificate without `encoding` (before the per-digit encoding) still reads (as concrete).
+  const auto& ar = engine::find_rule("ar-hier");
+  nlohmann::json old =
+      nlohmann::json::parse(rule_certificate_json(ar, prove_rule(ar, 4, kBoth, 60000, RuleEncoding::Concrete)));
+  old.erase("encoding");
+  CHECK_FALSE(read_rule_certificate(old.dump(1), "old.json").encoding.has_value());
+  CHECK(check_rule_certificate(old.dump(1), nullptr) == "");
 }
 
 TEST_CASE("rules: the per-digit closed forms agree with the counting replay on every shape up to 24 devices") {

@@ -236,7 +236,8 @@ struct Product {
   // Lemma 2(b)/3(ii) on every step from a pair whose c-state is in G': successors' row-uniformity and
   // G' membership agree, and a c-successor in G' restricts to the 2-successor.
   int steps_from_gp = 0, lemma_violations = 0;
-  std::string first_divergence;  // notation, shortest first
+  std::string first_divergence;   // notation, shortest first
+  bool first_valid_on_a = false;  // the first divergence's last step is valid on a (else on b)
 };
 
 Product product(const Graph& a, const Graph& b) {
@@ -270,7 +271,10 @@ Product product(const Graph& a, const Graph& b) {
         const bool live = nx >= 0 ? a.live[nx] : b.live[ny];
         ++(live ? p.live_divergences : p.dead_divergences);
         p.divergences_from_g += a.g[x] || b.g[y];
-        if (p.first_divergence.empty()) p.first_divergence = path(q, t);
+        if (p.first_divergence.empty()) {
+          p.first_divergence = path(q, t);
+          p.first_valid_on_a = nx >= 0;
+        }
         continue;
       }
       if (nx >= 0 && b.gp[y]) {
@@ -340,6 +344,60 @@ TEST_CASE("any length: the smallest instance and c have the same goal-reaching s
     // Every live state of c is reached in the product (the product misses nothing that matters).
     CHECK(p.pairs >= static_cast<std::size_t>(std::count(b.live.begin(), b.live.end(), 1)));
   }
+}
+
+// The on-request sweeps' instances: every vector over 2..6 at depth 2, over 2..max3 at depth 3 and
+// over {2,3} at depth 4.
+static std::vector<std::vector<int>> sweep_instances(int max3) {
+  std::vector<std::vector<int>> all;
+  for (int a = 2; a <= 6; ++a)
+    for (int b = 2; b <= 6; ++b) all.push_back({a, b});
+  for (int a = 2; a <= max3; ++a)
+    for (int b = 2; b <= max3; ++b)
+      for (int c = 2; c <= max3; ++c) all.push_back({a, b, c});
+  for (int m = 0; m < 16; ++m) all.push_back({2 + (m & 1), 2 + ((m >> 1) & 1), 2 + ((m >> 2) & 1), 2 + (m >> 3)});
+  return all;
+}
+
+// --master-collectives all beyond CI, on request (test_shape_graph -tc="*Master setting all*" --no-skip;
+// docs/shape.md "--master-collectives all"): the product check of every vector over 2..6 at depth 2,
+// over 2..4 at depth 3 and over {2,3} at depth 4, each with and without a trivial leaf, against the
+// shape's smallest instance. Reports the instances with dead divergences (a step valid on one
+// instance only, from which the goal is unreachable) and the smallest such instance's shortest one.
+// The depth-4 trivial-leaf instances have ~210k states each; the run's memory grows to ~17 GB.
+TEST_CASE("Master setting all: product check sweep over cardinalities" * doctest::skip()) {
+  auto all = sweep_instances(4);
+  const std::size_t plain = all.size();
+  for (std::size_t i = 0; i < plain; ++i) {
+    auto c = all[i];
+    c.push_back(1);
+    all.push_back(std::move(c));
+  }
+  int with_dead = 0;
+  std::string smallest_dead;
+  for (const auto& c : all) {
+    auto small = c;
+    for (auto& v : small) v = std::min(v, 2);
+    auto cards = c;
+    cards.insert(cards.begin(), 1);
+    const Graph& a = graph(small, MasterCollectives::All);
+    const Graph b = explore(cards, MasterCollectives::All);
+    const Product p = product(a, b);
+    INFO("c = ", fmt::format("{}", c), ", first divergence: ", p.first_divergence);
+    CHECK(p.live_divergences == 0);
+    CHECK(p.goal_mismatches == 0);
+    CHECK(p.liveness_mismatches == 0);
+    CHECK(p.pairs >= static_cast<std::size_t>(std::count(b.live.begin(), b.live.end(), 1)));
+    if (p.dead_divergences > 0) {
+      ++with_dead;
+      if (smallest_dead.empty())
+        smallest_dead = fmt::format("[{}] ({} states): {} dead divergences, first: {}", fmt::join(c, " "),
+                                    b.states.size(), p.dead_divergences, p.first_divergence);
+    }
+    MESSAGE(fmt::format("[{}]: {} states, {} pairs, {} live / {} dead divergences", fmt::join(c, " "), b.states.size(),
+                        p.pairs, p.live_divergences, p.dead_divergences));
+  }
+  MESSAGE(all.size(), " instances, ", with_dead, " with dead divergences; first: ", smallest_dead);
 }
 
 // Counts the live states outside a class of states, and the valid steps from outside into it.
@@ -416,13 +474,7 @@ TEST_CASE("Lemma 2(a) on the smallest instances of depth 5 (default setting)" * 
 // Lemma 2(a) beyond CI, on request (test_shape_graph -tc="*sweep*" --no-skip, a few minutes):
 // every vector over 2..6 at depth 2, over 2..5 at depth 3 and over {2,3} at depth 4.
 TEST_CASE("Lemma 2(a) sweep over cardinalities (default setting)" * doctest::skip()) {
-  std::vector<std::vector<int>> all;
-  for (int a = 2; a <= 6; ++a)
-    for (int b = 2; b <= 6; ++b) all.push_back({a, b});
-  for (int a = 2; a <= 5; ++a)
-    for (int b = 2; b <= 5; ++b)
-      for (int c = 2; c <= 5; ++c) all.push_back({a, b, c});
-  for (int m = 0; m < 16; ++m) all.push_back({2 + (m & 1), 2 + ((m >> 1) & 1), 2 + ((m >> 2) & 1), 2 + (m >> 3)});
+  const auto all = sweep_instances(5);
   for (const auto& c : all) {
     auto cards = c;
     cards.insert(cards.begin(), 1);
@@ -657,6 +709,49 @@ TEST_CASE("prefix validity differs between instances, only on dead prefixes") {
   const Product q = product(a4, b4);
   CHECK(q.live_divergences == 0);
   CHECK(q.divergences_from_g > 0);
+}
+
+// docs/shape.md "--master-collectives all": checked, not proved. No instance checked has a live
+// divergence (the goal-reaching sequences agree). Depth <= 2 (both forms) and depth 3 without a
+// trivial leaf have no divergence at all, not even a dead one; the smallest instances with one are
+// the 12-device [2 2 3 1], [2 3 2 1], [3 2 2 1] against [2 2 2 1]: six steps whose sixth is valid on
+// the smallest instance only (from a state in G, leading to a dead state) — so the default
+// setting's argument (a step valid on the smallest instance is valid on every instance, Lemma 3)
+// does not carry over. The same six steps are the first divergence of [3 2 2 2] against [2 2 2 2].
+// The on-request sweep ("product check sweep") covers more instances.
+TEST_CASE("Master setting all: no live divergence; the minimal dead divergence") {
+  // The shortest dead divergence (breadth first; "" = none at all).
+  const std::string w1 =
+      "Reduce@(l2,Inside) ; ReduceScatter@(l2,Master(l1)) ; Broadcast@(l2,Inside) ; AllGather@(l2,Master(l1)) ; "
+      "ReduceScatter@(l1,Master(l0)) ; Broadcast@(l3,Master(l2))";
+  const std::string w2 =
+      "Reduce@(l1,Parallel(l0)) ; ReduceScatter@(l2,Master(l1)) ; Broadcast@(l1,Parallel(l0)) ; "
+      "AllGather@(l2,Master(l1)) ; ReduceScatter@(l3,Master(l2)) ; Broadcast@(l1,Master(l0))";
+  struct Case {
+    std::vector<int> c;
+    std::string first;
+  };
+  for (const auto& [c, first] : std::vector<Case>{{{3, 3}, ""},
+                                                  {{3, 3, 1}, ""},
+                                                  {{3, 3, 3}, ""},
+                                                  {{2, 3, 4}, ""},
+                                                  {{3, 2, 2, 1}, w1},
+                                                  {{2, 2, 3, 1}, w2},
+                                                  {{3, 2, 2, 2}, w1}}) {
+    auto small = c;
+    for (auto& v : small) v = std::min(v, 2);
+    const Product p = product(graph(small, MasterCollectives::All), graph(c, MasterCollectives::All));
+    INFO("c = ", fmt::format("{}", c), ", first divergence: ", p.first_divergence);
+    CHECK(p.live_divergences == 0);
+    CHECK(p.goal_mismatches == 0);
+    CHECK(p.liveness_mismatches == 0);
+    CHECK((p.dead_divergences > 0) == !first.empty());
+    CHECK(p.first_divergence == first);
+    if (!first.empty()) {
+      CHECK(p.first_valid_on_a);  // the sixth step is valid on the smallest instance only
+      MESSAGE(fmt::format("[{}]", fmt::join(c, " ")), ": ", p.dead_divergences, " dead divergences");
+    }
+  }
 }
 
 // What a shape certificate says it relies on (encodings' relies_on): proved or checked, per program.

@@ -108,9 +108,56 @@ RuleEncoding parse_rule_encoding(const std::string& s);  // "auto", "concrete", 
 RuleProof prove_rule(const engine::Rule& rule, int max_devices, const std::vector<smt::SolverKind>& solvers,
                      unsigned timeout_ms, RuleEncoding encoding = RuleEncoding::Auto, bool all_sizes = false);
 
+inline constexpr const char* kRuleCertificateFamily = "p2v-rule-certificate";
+inline constexpr int kRuleCertificateVersion = 1;
 inline constexpr const char* kRuleCertificateFormat = "p2v-rule-certificate/1";
 // The largest max_devices of a rule certificate (p2v rules prove --max-devices, at most 256).
 inline constexpr int kMaxRuleDevices = 256;
+
+// What a rule certificate says, field by field (docs/formats.md "p2v-rule-certificate/1"): written
+// only by write_rule_certificate, read back strictly by read_rule_certificate (every field of the
+// format and no other, types checked); check_rule_certificate then re-derives what it claims.
+struct RuleCertAnswer {
+  std::string solver, version, answer;  // answer: "sat", "unsat" or "unknown"
+  double ms = 0;
+  std::optional<std::array<int, 3>> witness;  // (device, chunk, source) with a sat answer (bounded only)
+  bool operator==(const RuleCertAnswer&) const = default;
+};
+struct RuleCertCounterexample {
+  int device = 0, chunk = 0, source = 0;
+  std::optional<std::int64_t> lhs, rhs;  // null: the side does not own the chunk
+  bool operator==(const RuleCertCounterexample&) const = default;
+};
+struct RuleCertShape {
+  std::vector<int> shape;
+  std::string verdict, query_hash;
+  std::vector<RuleCertAnswer> answers;
+  std::optional<RuleCertCounterexample> counterexample;
+  bool operator==(const RuleCertShape&) const = default;
+};
+struct RuleCertAllSizes {
+  std::string status, reason, closed_forms, query_hash, smtlib;
+  double ms = 0;
+  std::vector<RuleCertAnswer> answers;
+  bool operator==(const RuleCertAllSizes&) const = default;
+};
+struct RuleCertificate {
+  int version = kRuleCertificateVersion;
+  std::string kind = "rule", rule, title, side_conditions, lhs, rhs, compare, expected, status, scope, message;
+  int max_devices = 0;
+  double ms = 0;
+  std::vector<RuleCertShape> shapes;
+  std::optional<std::vector<int>> smtlib_shape;
+  std::optional<std::string> smtlib;
+  std::optional<std::string> encoding;  // absent in certificates older than the per-digit encoding
+  std::optional<std::string> radix_order;
+  std::optional<RuleCertAllSizes> all_sizes;
+  bool operator==(const RuleCertificate&) const = default;
+};
+RuleCertificate make_rule_certificate(const engine::Rule& rule, const RuleProof& proof);
+std::string write_rule_certificate(const RuleCertificate& c);  // JSON text
+// Strict: throws p2v::Error naming `origin` and the path of the first missing, mistyped or unknown value.
+RuleCertificate read_rule_certificate(const std::string& json_text, const std::string& origin);
 
 // JSON certificate text: the rule, every shape with each solver's answer, time and the query
 // hash, the SMT-LIB text of the largest (or counterexample) shape, and the counterexample.
