@@ -5,6 +5,7 @@
 //                 [--method confirm|closure|enumerate|symbolic-closure|symbolic-enumerate]
 //                 [--solver z3|cvc5|both] [--choice binary|onehot] [--max-size L] [--reps N]
 //                 [--jobs N]   (closure: workers per solver, each with its own solver)
+//                 [--assume]   (closure: the start state as assumptions, no push/pop)
 // Default: the two-, three- and four-level systems of docs/shape.md, --axes = all devices, reduce 0.
 #include <fmt/core.h>
 
@@ -37,7 +38,8 @@ int main(int argc, char** argv) {
   std::string method = "confirm", solver = "both", choice = "binary";
   int L = 5, reps = 1, jobs = 1;
   std::string z3_logic;
-  int batch = 0;  // 0: the default per solver
+  int batch = 0;        // 0: the default per solver
+  bool assume = false;  // closure: the start state as assumptions instead of a push scope
   std::vector<std::pair<std::string, std::string>> cvc5_options;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -58,6 +60,8 @@ int main(int argc, char** argv) {
       jobs = std::stoi(next());
     else if (a == "--batch")
       batch = std::stoi(next());
+    else if (a == "--assume")
+      assume = true;
     else if (a == "--z3-logic")
       z3_logic = next();
     else if (a == "--cvc5-option")
@@ -88,6 +92,7 @@ int main(int argc, char** argv) {
       o.jobs = jobs;
       o.z3_logic = z3_logic;
       o.closure_batch = batch;
+      o.closure_assume = assume;
       o.cvc5_options = cvc5_options;
       o.progress = [](const std::string& line) { fmt::print(stderr, "  {}\n", line); };
       for (auto kind : smt::parse_solver_list(solver)) {

@@ -43,7 +43,6 @@ class OneStep {
   virtual std::vector<smt::Term> state_parts(int t, int u) { return {state_is(t, u)}; }
   virtual smt::Term goal(int t) = 0;              // the state at t is the goal
   virtual smt::Term chosen(int instruction) = 0;  // the step is this instruction
-  virtual smt::Term chosen_var() = 0;             // the binary choice variable
 };
 
 // How one closure run sees the graph: which nodes it closes and with which encoding.
@@ -66,6 +65,15 @@ std::vector<EnumerationResult> closure_run(const std::vector<smt::SolverKind>& k
                                            int max_size, const SearchOptions& opt,
                                            const std::function<std::string(const engine::Program&)>& name,
                                            const ClosureSpec& spec);
+
+// "Not this program" (the blocking clause of both encoders): some step t = 1..n chooses another
+// instruction than prog[t - 1]; chosen(t, i) is "step t chooses i", ff the constant false.
+template <class Chosen>
+smt::Term not_program(const engine::Program& prog, const Chosen& chosen, smt::Term ff) {
+  std::vector<smt::Term> c;
+  for (std::size_t t = 0; t < prog.size(); ++t) c.push_back(!chosen(static_cast<int>(t + 1), prog[t]));
+  return smt::any_of(c, ff);
+}
 
 // Shared helpers of the encodings.
 smt::SolverOptions solver_options(const SearchOptions& o);

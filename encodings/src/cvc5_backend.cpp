@@ -16,7 +16,7 @@ namespace {
 class Cvc5Backend final : public Backend {
  public:
   explicit Cvc5Backend(const SolverOptions& opt) : opt_(opt) {
-    set("produce-models", "true");
+    if (opt.models) set("produce-models", "true");
     set("incremental", opt.incremental ? "true" : "false");
     if (opt.timeout_ms) set("tlimit-per", std::to_string(opt.timeout_ms));
     if (opt.proofs) {

@@ -271,13 +271,9 @@ class Encoder {
     return smt::all_of(c, tt_);
   }
 
-  // The binary choice variable of step t (ChoiceEncoding::Binary).
-  Term chosen_var(int t) const { return choice_bv_.at(static_cast<std::size_t>(t - 1)); }
-
   Term block(const engine::Program& prog) const {
-    std::vector<Term> c;
-    for (std::size_t t = 0; t < prog.size(); ++t) c.push_back(!chosen(static_cast<int>(t + 1), prog[t]));
-    return smt::any_of(c, ff_);
+    return detail::not_program(
+        prog, [this](int t, int i) { return chosen(t, i); }, ff_);
   }
 
   Term tt() const { return tt_; }
@@ -943,6 +939,38 @@ std::vector<EnumerationResult> closure_run(const std::vector<smt::SolverKind>& k
     int edges = 0, checks = 0;
     double validity_seconds = 0, closure_seconds = 0;
   };
+  // Validity of the programs' steps from u: the step relation holds, with the successor's goal
+  // status; `base` names u (assumptions; empty where u is asserted).
+  auto check_steps = [&](smt::SolverKind kind, smt::Solver& s, OneStep& e, std::size_t u, const std::vector<Term>& base,
+                         Counts& n) {
+    for (auto [i, v] : used[u]) {
+      const auto tc = Clock::now();
+      const Term at_goal = e.goal(1);
+      std::vector<Term> as = base;
+      as.push_back(e.chosen(i));
+      as.push_back(e.state_is(1, v));
+      as.push_back(g.goal[static_cast<std::size_t>(v)] ? at_goal : !at_goal);
+      const smt::Result r = s.check_assuming(as);
+      n.validity_seconds += since(tc);
+      ++n.checks;
+      if (r == smt::Result::unknown) unknown(s, "on a step of a program", opt);
+      if (r == smt::Result::unsat)
+        throw Error(std::string(to_string(kind)) +
+                    ": the encoding rejects a step of the enumerator's programs (instruction " + std::to_string(i) +
+                    " from a state at depth " + std::to_string(g.depth[u]) +
+                    "); nothing is certified (run p2v verify for the details)");
+    }
+  };
+  // After a sat closure query: the instruction of the unlisted step, found by one check per
+  // instruction (the closure's solvers build no models).
+  auto culprit = [&](smt::Solver& s, OneStep& e, std::vector<Term> base) -> std::string {
+    for (std::size_t i = 0; i < p.instructions.size(); ++i) {
+      base.push_back(e.chosen(static_cast<int>(i)));
+      if (s.check_assuming(base) == smt::Result::sat) return " (instruction " + std::to_string(i) + ")";
+      base.pop_back();
+    }
+    return "";
+  };
   auto close_state = [&](smt::SolverKind kind, smt::Solver& s, OneStep& e, std::size_t u) {
     Counts n;
     // The start state (and on the last level the goal after the step) asserted in a push scope,
@@ -962,24 +990,7 @@ std::vector<EnumerationResult> closure_run(const std::vector<smt::SolverKind>& k
       else
         s.add(e.goal(1));
     }
-    // Validity of the programs' steps from u: the step relation holds, with the successor's goal status.
-    for (auto [i, v] : used[u]) {
-      const auto tc = Clock::now();
-      const Term at_goal = e.goal(1);
-      std::vector<Term> as = base;
-      as.push_back(e.chosen(i));
-      as.push_back(e.state_is(1, v));
-      as.push_back(g.goal[static_cast<std::size_t>(v)] ? at_goal : !at_goal);
-      const smt::Result r = s.check_assuming(as);
-      n.validity_seconds += since(tc);
-      ++n.checks;
-      if (r == smt::Result::unknown) unknown(s, "on a step of a program", opt);
-      if (r == smt::Result::unsat)
-        throw Error(std::string(to_string(kind)) +
-                    ": the encoding rejects a step of the enumerator's programs (instruction " + std::to_string(i) +
-                    " from a state at depth " + std::to_string(g.depth[u]) +
-                    "); nothing is certified (run p2v verify for the details)");
-    }
+    check_steps(kind, s, e, u, base, n);
     // Closure: no valid step from u other than the listed ones (with their exact successors); on
     // the last level, no valid step to the goal other than the listed ones.
     Term act;
@@ -997,12 +1008,10 @@ std::vector<EnumerationResult> closure_run(const std::vector<smt::SolverKind>& k
     const smt::Result r = spec.assume ? s.check_assuming(base) : s.check();
     n.closure_seconds = since(tc);
     if (r == smt::Result::unknown) unknown(s, "on the steps from a reachable state", opt);
-    if (r == smt::Result::sat) {
-      const auto i = s.value_u64(e.chosen_var());
-      throw Error(std::string(to_string(kind)) + " finds a valid step (instruction " + std::to_string(i) +
-                  ") from a reachable state at depth " + std::to_string(g.depth[u]) +
+    if (r == smt::Result::sat)
+      throw Error(std::string(to_string(kind)) + " finds a valid step" + culprit(s, e, base) +
+                  " from a reachable state at depth " + std::to_string(g.depth[u]) +
                   " that the reference semantics does not list; nothing is certified");
-    }
     if (spec.assume)
       s.add(!act);  // this state's blocks are done with
     else
@@ -1022,21 +1031,7 @@ std::vector<EnumerationResult> closure_run(const std::vector<smt::SolverKind>& k
       s.add(smt::implies(b, e.state_is(0, static_cast<int>(u))));
       if (g.depth[u] == max_size - 1) s.add(smt::implies(b, e.goal(1)));
     }
-    for (std::size_t q = 0; q < us.size(); ++q)
-      for (auto [i, v] : used[us[q]]) {
-        const auto tc = Clock::now();
-        const Term at_goal = e.goal(1);
-        const smt::Result r = s.check_assuming(
-            {selectors[q], e.chosen(i), e.state_is(1, v), g.goal[static_cast<std::size_t>(v)] ? at_goal : !at_goal});
-        n.validity_seconds += since(tc);
-        ++n.checks;
-        if (r == smt::Result::unknown) unknown(s, "on a step of a program", opt);
-        if (r == smt::Result::unsat)
-          throw Error(std::string(to_string(kind)) +
-                      ": the encoding rejects a step of the enumerator's programs (instruction " + std::to_string(i) +
-                      " from a state at depth " + std::to_string(g.depth[us[q]]) +
-                      "); nothing is certified (run p2v verify for the details)");
-      }
+    for (std::size_t q = 0; q < us.size(); ++q) check_steps(kind, s, e, us[q], {selectors[q]}, n);
     for (std::size_t q = 0; q < us.size(); ++q)
       for (auto [i, v] : g.succ[us[q]])
         if (in_encoding(static_cast<std::size_t>(v))) {
@@ -1048,11 +1043,9 @@ std::vector<EnumerationResult> closure_run(const std::vector<smt::SolverKind>& k
     const smt::Result r = s.check();
     n.closure_seconds = since(tc);
     if (r == smt::Result::unknown) unknown(s, "on the steps from reachable states", opt);
-    if (r == smt::Result::sat) {
-      const auto i = s.value_u64(e.chosen_var());
-      throw Error(std::string(to_string(kind)) + " finds a valid step (instruction " + std::to_string(i) +
-                  ") from a reachable state that the reference semantics does not list; nothing is certified");
-    }
+    if (r == smt::Result::sat)
+      throw Error(std::string(to_string(kind)) + " finds a valid step" + culprit(s, e, {}) +
+                  " from a reachable state that the reference semantics does not list; nothing is certified");
     s.pop();
     return n;
   };
@@ -1076,7 +1069,9 @@ std::vector<EnumerationResult> closure_run(const std::vector<smt::SolverKind>& k
     try {
       for (std::size_t kk = 0, t = 0; !stop && claim(kk, t);) {
         if (!solver[kk]) {
-          solver[kk] = std::make_unique<smt::Solver>(kinds[kk], solver_options(opt));
+          smt::SolverOptions so = solver_options(opt);
+          so.models = false;  // sat/unsat is all the closure reads
+          solver[kk] = std::make_unique<smt::Solver>(kinds[kk], so);
           enc[kk] = spec.make(*solver[kk]);
           std::lock_guard<std::mutex> lock(mu);
           if (!named[kk]) name_run(res[kk], *solver[kk]);
@@ -1121,7 +1116,11 @@ std::vector<EnumerationResult> closure_run(const std::vector<smt::SolverKind>& k
       jobs, worker, [&] { stop = true; }, "try fewer --jobs");
   if (!first_error.empty()) throw Error(first_error);
   for (std::size_t kk = 0; kk < K; ++kk) {
-    if (!named[kk]) name_run(res[kk], smt::Solver(kinds[kk], solver_options(opt)));  // no state to close
+    if (!named[kk]) {  // no state to close
+      smt::SolverOptions so = solver_options(opt);
+      so.models = false;
+      name_run(res[kk], smt::Solver(kinds[kk], so));
+    }
     if (res[kk].seconds == 0) res[kk].seconds = since(t_all);
   }
   return res;
@@ -1141,7 +1140,6 @@ class ConcreteStep : public detail::OneStep {
   Term state_is(int t, int u) override { return e_.state_is(t, g_.states.at(static_cast<std::size_t>(u))); }
   Term goal(int t) override { return e_.goal(t); }
   Term chosen(int i) override { return e_.chosen(1, i); }
-  Term chosen_var() override { return e_.chosen_var(1); }
 
  private:
   Encoder e_;

@@ -214,9 +214,8 @@ class PerLevelEncoder {
     return prog;
   }
   Term block(const engine::Program& prog) const {
-    std::vector<Term> c;
-    for (std::size_t t = 0; t < prog.size(); ++t) c.push_back(!chosen(static_cast<int>(t + 1), prog[t]));
-    return smt::any_of(c, ff_);
+    return detail::not_program(
+        prog, [this](int t, int i) { return chosen(t, i); }, ff_);
   }
   Term tt() const { return tt_; }
 
@@ -375,7 +374,6 @@ class PerLevelStep : public detail::OneStep {
   std::vector<Term> state_parts(int t, int u) override { return e_.state_parts(t, node(u)); }
   Term goal(int t) override { return e_.goal(t); }
   Term chosen(int i) override { return e_.chosen(1, i); }
-  Term chosen_var() override { return e_.chosen_var(1); }
 
  private:
   const PerLevelState& node(int u) const {

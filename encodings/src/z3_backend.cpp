@@ -18,10 +18,12 @@ class Z3Backend final : public Backend {
       : logic_(opt.z3_logic.empty() ? "QF_FD" : opt.z3_logic), solver_(make_solver(ctx_, logic_)), opt_(opt) {
     z3::params p(ctx_);
     if (opt.timeout_ms) p.set("timeout", opt.timeout_ms);
+    if (!opt.models) p.set("model", false);
     solver_.set(p);
   }
   std::string settings() const override {
-    return "logic=" + logic_ + (opt_.timeout_ms ? " timeout=" + std::to_string(opt_.timeout_ms) + "ms" : "");
+    return "logic=" + logic_ + (opt_.timeout_ms ? " timeout=" + std::to_string(opt_.timeout_ms) + "ms" : "") +
+           (opt_.models ? "" : " model=false");
   }
   std::string name() const override { return "z3"; }
   std::string version() const override {
