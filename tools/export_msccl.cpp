@@ -1,4 +1,4 @@
-// p2v export --format msccl (issue 26 item 7): a reduction program as an MSCCL algorithm file.
+// p2v export --format msccl (docs/export.md): a reduction program as an MSCCL algorithm file.
 //
 // The XML is the "old" MSCCL-IR format that msccl-tools writes (microsoft/msccl-tools @ 030a750,
 // msccl/language/ir.py, ir_to_xml with old_format=True) and that MSCCL's executor reads

@@ -1,6 +1,6 @@
 #pragma once
 // p2v export --format msccl: a reduction program as an MSCCL algorithm (XML, the format MSCCL's
-// executor loads with MSCCL_XML_FILES / mscclLoadAlgo), issue 26 item 7.
+// executor loads with MSCCL_XML_FILES / mscclLoadAlgo), docs/export.md "--format msccl".
 #include <string>
 
 #include "p2v/engine/instruction.hpp"

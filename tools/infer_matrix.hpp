@@ -1,5 +1,5 @@
 #pragma once
-// Commands infer the parallelism matrix when only one fits (issue 26 item 5): export and step take
+// Commands infer the parallelism matrix when only one fits (README "Runtime (`p2v run`)"): export and step take
 // the placements a program is valid on, through engine/infer_matrix.hpp, which run uses too
 // (runtime/src/jobs.cpp, on pattern programs that scale past the state engine).
 #include <string>

@@ -1,5 +1,5 @@
 #pragma once
-// p2v run --resume (issue 26, item 4): which (program, matrix, size) runs a --csv or
+// p2v run --resume (docs/sweeps.md "Results written as they come"): which (program, matrix, size) runs a --csv or
 // --csv-programs file already holds, so that a rerun of an interrupted sweep skips them.
 #include <cstdint>
 #include <map>

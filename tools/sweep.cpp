@@ -1,4 +1,4 @@
-// Size sweeps and progress options of the commands (issue 26, items 3 and 4).
+// Size sweeps and progress options of the commands (docs/sweeps.md).
 #include "sweep.hpp"
 
 #include <fmt/core.h>

@@ -1,5 +1,5 @@
 #pragma once
-// Size sweeps and progress options shared by the commands (issue 26, items 3 and 4):
+// Size sweeps and progress options shared by the commands (docs/sweeps.md):
 // --bytes LIST|RANGE and nccl-tests' -b/-e/-f/-i, the crossover table, --progress/--quiet.
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>

@@ -1,4 +1,4 @@
-// Size sweeps of p2v simulate and p2v explore (issue 26, item 3).
+// Size sweeps of p2v simulate and p2v explore (docs/sweeps.md).
 #include "sweep_sim.hpp"
 
 #include <fmt/core.h>

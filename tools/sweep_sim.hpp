@@ -1,5 +1,5 @@
 #pragma once
-// Size sweeps of `p2v simulate` and `p2v explore` (issue 26, item 3): one ranking per size, a
+// Size sweeps of `p2v simulate` and `p2v explore` (docs/sweeps.md): one ranking per size, a
 // row per size with nccl-tests' algbw/busbw, and the crossover table (docs/sweeps.md).
 #include <functional>
 #include <nlohmann/json.hpp>

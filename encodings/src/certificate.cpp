@@ -158,13 +158,14 @@ engine::CertificateFacts certificate_facts(const engine::SynthResult& r, const e
       f.states = run.closure_states;
       f.steps = run.closure_edges;
       f.seconds = run.closure_seconds;
-      f.conclusion = "by induction on the length, every valid program of at most " + std::to_string(L) + " steps" +
-                     (sym ? " of the per-level encoding" : "") +
-                     " is a path of the closed state graph, whose paths are exactly the " +
-                     std::to_string(run.programs.size()) + " listed programs" +
-                     (sym ? " (every other reachable state is a dead end of the reference semantics; the "
-                            "per-level encoding is SPEC section 4 on the states it represents: encodings/README.md)"
-                          : "");
+      f.conclusion =
+          "by induction on the length, every valid program of at most " + std::to_string(L) + " steps" +
+          (sym ? " of the per-level encoding" : "") +
+          " is a path of the closed state graph, whose paths are exactly the " + std::to_string(run.programs.size()) +
+          " listed programs" +
+          (sym ? " (every other reachable state is a dead end of the reference semantics; the "
+                 "per-level encoding is docs/model.md section 4 on the states it represents: encodings/README.md)"
+               : "");
       facts.complete.push_back(std::move(f));
       continue;
     }

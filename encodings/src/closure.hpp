@@ -15,7 +15,7 @@
 
 namespace p2v::encodings::detail {
 
-// The reachable part of the reference semantics (engine::StateSet, SPEC §4): every state reached
+// The reachable part of the reference semantics (engine::StateSet, docs/model.md §4): every state reached
 // by a valid prefix of at most max_size - 1 steps that is not the goal is expanded with every
 // instruction whose precondition holds (from depth max_size - 1: only the steps to the goal).
 struct StateGraph {

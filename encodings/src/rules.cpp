@@ -813,7 +813,7 @@ std::string check_rule_certificate(const std::string& text, std::string* summary
     std::string message, scope;
     if (status == "proved")
       scope = fmt::format("proved for every grid shape up to {} devices only (no all-sizes proof)", N);
-    // The bounded queries' encoding (certificates before issue 25 have none: concrete).
+    // The bounded queries' encoding (older certificates have none: concrete).
     const std::string encoding = c.encoding.value_or("concrete");
     if (encoding != "concrete" && encoding != "per-digit") return "encoding: concrete or per-digit expected";
     const DigitRule dr(rule);

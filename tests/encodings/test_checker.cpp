@@ -105,6 +105,27 @@ TEST_CASE("certificates round-trip through the checker (hierarchies (d), (a), (c
       CHECK(fact["settings"].get<std::string>().find("logic=") != std::string::npos);
     }
   }
+  // The per-level closure's conclusion names the model's section 4 (docs/model.md); certificates
+  // written before that move say "SPEC section 4" and are still accepted; any other text is not.
+  REQUIRE_FALSE(d.files.empty());
+  auto conclusion_as = [&](const std::string& from, const std::string& to) {
+    json c = json::parse(read(d.files[0]));
+    for (auto& fact : c["facts"]["complete"]) {
+      auto text = fact["conclusion"].get<std::string>();
+      const auto at = text.find(from);
+      REQUIRE(at != std::string::npos);
+      fact["conclusion"] = text.replace(at, from.size(), to);
+    }
+    const std::string out = d.dir + "/conclusion-" + std::to_string(to.size()) + ".json";
+    std::ofstream(out) << c.dump(2);
+    return checker::check_certificate_file(out);
+  };
+  CHECK(json::parse(read(d.files[0]))["facts"]["complete"][0]["conclusion"].get<std::string>().find(
+            "docs/model.md section 4") != std::string::npos);
+  CHECK(conclusion_as("docs/model.md section 4", "SPEC section 4").ok);
+  const auto other = conclusion_as("docs/model.md section 4", "docs/model.md section 5");
+  CHECK_FALSE(other.ok);
+  CHECK(other.reason.find("conclusion") != std::string::npos);
   Fixture a("node=2,gpu=2", {2, 2}, {{1, 2}, {2, 1}}, {0}, engine::HierarchyKind::System, "a");
   for (const auto& f : a.files) CHECK(checker::check_certificate_file(f).ok);
   Fixture c("node=2,gpu=2", {2, 2}, {{2, 1}, {1, 2}}, {1}, engine::HierarchyKind::RowBased, "c");

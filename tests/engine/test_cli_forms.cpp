@@ -1,4 +1,4 @@
-// The command line's shared vocabulary (issue 26 items 1, 2, 5, 8; issue 27's dispatcher): every
+// The command line's shared vocabulary (README "Commands"; the dispatcher, docs/architecture.md): every
 // command that takes a system takes a file, an inline hierarchy and --preset; dtype spellings;
 // usage errors exit 2; the companion executable is chosen from all flags; simulate prices given
 // programs; calibrate refuses measurements of another system.
@@ -71,7 +71,7 @@ TEST_CASE("system forms: matrices, groups, synth, simulate and explore take a fi
   }
 }
 
-TEST_CASE("system forms: explore --preset and --system node=4,gpu=8 (issue 26's failing cases)") {
+TEST_CASE("system forms: explore --preset and --system node=4,gpu=8 (cases that once failed)") {
   auto a = run_cli("explore --system node=4,gpu=8 --axes 32 --reduce 0 --preset dgx-h100");
   CHECK(a.code == 0);
   CHECK(a.out.find("preset dgx-h100") != std::string::npos);

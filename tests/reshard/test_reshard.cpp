@@ -421,7 +421,7 @@ TEST_CASE("random problems: within the bound, never costlier than the baseline, 
 }
 
 TEST_CASE("the allpermute where tiles are small: two problems where a final permute costs more") {
-  // issue 27: p2v placed its one allpermute last (32 and 48); the optimum permutes first.
+  // Before the exact search p2v placed its one allpermute last (32 and 48); the optimum permutes first.
   auto p = plan("x=4,y=6", "[4{y,x}96]", "[16{y}96]");
   CHECK(p.program.cost == 20);
   CHECK(ops(p.program) == std::vector<std::string>{"allpermute", "allgather"});

@@ -46,7 +46,7 @@ void check_run(const rs::Plan& p, const rs::Program& prog) {
 
 }  // namespace
 
-TEST_CASE("issue 27's examples and a relabelling run correctly on threads") {
+TEST_CASE("docs/reshard.md's permute-first examples and a relabelling run correctly on threads") {
   for (const auto& [mesh, from, to] :
        std::vector<std::array<std::string, 3>>{{"x=4,y=6", "[4{y,x}96]", "[16{y}96]"},
                                                {"a=2,b=2,c=2", "[3{b}6,2{a,c}8]", "[6,4{a}8]"},

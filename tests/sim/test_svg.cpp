@@ -1,4 +1,4 @@
-// Pictures people read (issue 26 item 9): the step Gantt chart's time axis, bucket labels and
+// Pictures people read (docs/step.md, docs/simulator.md pictures): the step Gantt chart's time axis, bucket labels and
 // default-beside-chosen panels; topology colours distinct per group; readable font sizes; legends
 // that name only what is drawn.
 #include <doctest/doctest.h>

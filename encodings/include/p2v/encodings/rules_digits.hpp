@@ -1,5 +1,5 @@
 #pragma once
-// The per-digit semantics of grid rules (issue 25, item 3; docs/rules.md "Proofs for every size").
+// The per-digit semantics of grid rules (docs/rules.md "Proofs for every size").
 //
 // On an L-axis grid with symbolic sizes n_0..n_{L-1}, a device is its coordinates (d_0..d_{L-1}), a
 // source its coordinates (j_0..), and a row its L digits r_0..r_{L-1} in a radix order pi (digit p

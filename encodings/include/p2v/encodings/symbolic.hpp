@@ -7,7 +7,7 @@
 //   - for each level (device bit) the row bit its digit is fixed to, if any: n x n bits;
 //   - for each device its column set: k bits;
 // k^2 + n^2 bits in all instead of the concrete encoding's k^3 + k^2 (k = 2^n). The five
-// collectives' Hoare rules (SPEC §4) become conditions on the fixed levels (the rows: "the group's
+// collectives' Hoare rules (docs/model.md §4) become conditions on the fixed levels (the rows: "the group's
 // levels are fixed to none of the row bits", "all of them are") and on the devices' column sets.
 // A step whose successor has no per-level form (an AllGather over members with different column
 // sets, a Broadcast to an empty member whose rows would be another device's) is not a step of

@@ -1,5 +1,5 @@
 #pragma once
-// Commands infer the parallelism matrix when only one fits (issue 26 item 5): the one selection
+// Commands infer the parallelism matrix when only one fits (README "Runtime (`p2v run`)"): the one selection
 // and its messages, shared by run (runtime/src/jobs.cpp, on pattern programs) and by export,
 // step (tools/infer_matrix.hpp, on the state engine).
 #include <functional>

@@ -1,5 +1,5 @@
 #pragma once
-// Progress on stderr for work that may take more than a couple of seconds (issue 26, item 4):
+// Progress on stderr for work that may take more than a couple of seconds (docs/sweeps.md "Progress"):
 // done/total, rate and ETA, redrawn at most every `interval` seconds. add() may be called from
 // any thread (e.g. the workers of engine::run_workers); drawing happens in whichever thread
 // crosses the interval, under a mutex, so lines never interleave.

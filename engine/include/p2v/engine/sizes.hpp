@@ -1,5 +1,5 @@
 #pragma once
-// Size sweeps (issue 26, item 3): the one parser of size lists and ranges every command's --bytes
+// Size sweeps (docs/sweeps.md "Sizes"): the one parser of size lists and ranges every command's --bytes
 // (and nccl-tests' -b/-e/-f/-i) goes through, and the crossover table of a sweep.
 #include <cstddef>
 #include <string>
