@@ -1229,9 +1229,18 @@ std::string check_shape(const json& c, const Claims& cl) {
 }  // namespace
 
 Verdict check_certificate(const std::string& text, const Context& ctx) {
+  json c;
+  try {
+    c = json::parse(text);
+  } catch (const json::exception& e) {
+    return {false, std::string("malformed JSON: ") + e.what(), "", {}};
+  }
+  return check_certificate(c, text, ctx);
+}
+
+Verdict check_certificate(const json& c, const std::string& text, const Context& ctx) {
   Verdict v;
   try {
-    const json c = json::parse(text);
     if (c.is_object() && c.contains("format") && c["format"] == "p2v-reshard-certificate/1")
       return check_reshard_certificate(text);
     const bool shape = c.is_object() && c.contains("format") && c["format"] == "p2v-shape-certificate/1";
