@@ -1086,7 +1086,8 @@ std::string check(const json& c, const Claims& cl) {
       if (!rec.is_string()) reject("states: not a string");
       if (rec.get_ref<const std::string&>() != node->text[d])
         reject("state after step " + std::to_string(t) + ", device " + std::to_string(d) + ": recorded \"" +
-               rec.get<std::string>() + "\", replayed " + describe(unpack(node->bits, k)[d]) + " (\"" + node->text[d] + "\")");
+               rec.get<std::string>() + "\", replayed " + describe(unpack(node->bits, k)[d]) + " (\"" + node->text[d] +
+               "\")");
     }
   };
   compare(0);
