@@ -5,9 +5,12 @@
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
 
+#include <atomic>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
+#include <thread>
 
 #include "command.hpp"
 #include "p2v/checker/checker.hpp"
@@ -16,6 +19,7 @@
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/io.hpp"
 #include "p2v/engine/progress.hpp"
+#include "p2v/engine/workers.hpp"
 
 namespace p2v::tools {
 namespace {
@@ -23,7 +27,10 @@ namespace {
 // Dispatch on the certificate's kind: rule certificates (p2v rules prove --certify) and
 // rewrite certificates (p2v rewrite --certificate) are re-validated by the counting replay and
 // their re-derived queries; program and reshard certificates by the independent checker.
-checker::Verdict check_text(const std::string& text, const checker::Context& ctx, bool resolve) {
+// `checker_only`: return nothing for a rule or rewrite certificate (the caller checks it on its
+// own thread; only the independent checker is known to run on several threads at once).
+std::optional<checker::Verdict> check_text(const std::string& text, const checker::Context& ctx, bool resolve,
+                                           bool checker_only = false) {
   // Dispatch on the format field itself (a format's name may appear in any text field).
   const auto doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   const std::string format = doc.is_object() && doc.contains("format") && doc["format"].is_string()
@@ -32,11 +39,14 @@ checker::Verdict check_text(const std::string& text, const checker::Context& ctx
   const bool rule = format == encodings::kRuleCertificateFormat;
   const bool rewrite = format.rfind(std::string(encodings::kRewriteCertificateFormat) + "/", 0) == 0;
   if (!rule && !rewrite) {
-    auto v = checker::check_certificate(text, ctx);
+    // The document is parsed once here; a text that does not parse goes to the checker as text
+    // (it words the refusal).
+    auto v = doc.is_discarded() ? checker::check_certificate(text, ctx) : checker::check_certificate(doc, text, ctx);
     if (v.ok && resolve)
       v.summary += "\n  --resolve: this kind stores no SMT-LIB queries; its solver answers stay recorded";
     return v;
   }
+  if (checker_only) return std::nullopt;
   checker::Verdict v;
   std::vector<std::array<std::string, 3>> claims;
   v.reason = rule ? encodings::check_rule_certificate(text, &v.summary, &claims, resolve)
@@ -46,14 +56,15 @@ checker::Verdict check_text(const std::string& text, const checker::Context& ctx
   return v;
 }
 
-checker::Verdict check_file(const std::string& f, const checker::Context& ctx, bool resolve) {
+std::optional<checker::Verdict> check_file(const std::string& f, const checker::Context& ctx, bool resolve,
+                                           bool checker_only = false) {
   std::string text;
   try {
     text = engine::read_text_file(f, "certificate");
   } catch (const Error& e) {
-    return {false, e.what(), "", {}};
+    return checker::Verdict{false, e.what(), "", {}};
   }
-  return check_text(text, ctx, resolve);
+  return check_text(text, ctx, resolve, checker_only);
 }
 
 Registrar reg("check", [](CLI::App& sub) -> std::function<int()> {
@@ -62,6 +73,7 @@ Registrar reg("check", [](CLI::App& sub) -> std::function<int()> {
   auto quiet = std::make_shared<bool>(false);
   auto resolve = std::make_shared<bool>(false);
   auto progress_flag = std::make_shared<bool>(false);
+  auto jobs = std::make_shared<int>(0);
   sub.add_option("certificates", *paths,
                  "certificate files (JSON) or certificate directories (checked against their MANIFEST.json)")
       ->required();
@@ -73,7 +85,14 @@ Registrar reg("check", [](CLI::App& sub) -> std::function<int()> {
   sub.add_flag("--resolve", *resolve,
                "re-run the recorded solver queries with Z3 and cvc5 and compare the answers (rule and rewrite "
                "certificates)");
-  return [paths, json, quiet, resolve, progress_flag] {
+  sub.add_option("--jobs", *jobs,
+                 "certificates of a directory checked at once; 0 = one per hardware thread (output order is "
+                 "the manifest's either way)")
+      ->capture_default_str();
+  return [paths, json, quiet, resolve, progress_flag, jobs] {
+    if (*jobs < 0) throw Error(fmt::format("--jobs {}: must be >= 0 (0 = one per hardware thread)", *jobs));
+    const std::size_t workers =
+        *jobs > 0 ? static_cast<std::size_t>(*jobs) : std::max(1u, std::thread::hardware_concurrency());
     nlohmann::json out = nlohmann::json::array();
     std::size_t bad = 0, total = 0;
     engine::Progress progress("check: certificates", 0, engine::progress_wanted(*quiet, *progress_flag));
@@ -131,13 +150,30 @@ Registrar reg("check", [](CLI::App& sub) -> std::function<int()> {
       if (!*json && !*quiet)
         fmt::print("manifest {}: {} files, hashes match, nothing else in the directory; run: {}\n", dir,
                    d.context.files.size(), d.run);
+      // Checked in batches by `workers` threads, reported in manifest order after each batch.
+      std::vector<std::string> certs_of;
       for (const auto& name : d.context.files)
         if (name.size() > 5 && name.substr(name.size() - 5) == ".json")
-          report((std::filesystem::path(dir) / name).string(),
-                 check_file((std::filesystem::path(dir) / name).string(), d.context, *resolve));
+          certs_of.push_back((std::filesystem::path(dir) / name).string());
+      constexpr std::size_t kBatch = 64;
+      for (std::size_t b = 0; b < certs_of.size(); b += kBatch) {
+        const std::size_t e = std::min(certs_of.size(), b + kBatch);
+        std::vector<std::optional<checker::Verdict>> verdicts(e - b);
+        std::atomic<std::size_t> next{b};
+        std::atomic<bool> stop{false};
+        engine::run_workers(
+            std::min(workers, e - b),
+            [&](std::size_t) {
+              for (std::size_t i; !stop && (i = next++) < e;)
+                verdicts[i - b] = check_file(certs_of[i], d.context, *resolve, /*checker_only=*/true);
+            },
+            [&] { stop = true; }, "try --jobs 1");
+        for (std::size_t i = b; i < e; ++i)
+          report(certs_of[i], verdicts[i - b] ? *verdicts[i - b] : *check_file(certs_of[i], d.context, *resolve));
+      }
     }
     for (const auto& f : files)
-      if (!in_dirs.count(std::filesystem::weakly_canonical(f).string())) report(f, check_file(f, {}, *resolve));
+      if (!in_dirs.count(std::filesystem::weakly_canonical(f).string())) report(f, *check_file(f, {}, *resolve));
     progress.finish();
     if (*json)
       fmt::print("{}\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));  // reasons quote raw input

@@ -7,7 +7,9 @@
 #include "read_capped.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -598,6 +600,110 @@ bool per_level_form(const State& s, const Hierarchy& h) {
   return true;
 }
 
+// ---- the replay, memoised by program prefix: the certificates of one directory share their
+// hierarchy and most prefixes, so each distinct prefix's state is derived once per process (by
+// the code above, from its parent prefix's state) and its texts rendered once ----
+// The hierarchy's local part (cardinalities, coordinates, goal groups): what states, steps and
+// goal depend on.
+std::string hierarchy_key(const Hierarchy& h) {
+  std::string key;
+  for (int x : h.cards) key += std::to_string(x) + ",";
+  for (const auto* gs : {&h.coords, &h.goal}) {
+    key += "|";
+    for (const auto& g : *gs) {
+      for (int x : g) key += std::to_string(x) + ",";
+      key += ";";
+    }
+  }
+  return key;
+}
+// The goal state of h: every device of a goal group holds every row summed over its group
+// (derived once per hierarchy; `key` is hierarchy_key(h)).
+std::shared_ptr<const State> goal_state(const Hierarchy& h, const std::string& key) {
+  static std::mutex mutex;
+  static std::map<std::string, std::shared_ptr<const State>> memo;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = memo.find(key); it != memo.end()) return it->second;
+  }
+  const int k = static_cast<int>(h.coords.size());
+  auto goal = std::make_shared<State>(k, Dev(k, Row(k, false)));
+  for (const auto& g : h.goal)
+    for (int d : g)
+      for (int r = 0; r < k; ++r)
+        for (int j : g) (*goal)[d][r][j] = true;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (memo.size() >= 16 || k > 64) return goal;  // bounded: a directory holds one hierarchy
+  return memo.emplace(key, std::move(goal)).first->second;
+}
+
+// A state's bits, device-major then row then column (k^3 bits), as the memo keeps it.
+std::vector<std::uint64_t> pack(const State& s) {
+  const std::size_t k = s.size();
+  std::vector<std::uint64_t> b((k * k * k + 63) / 64, 0);
+  for (std::size_t d = 0, i = 0; d < k; ++d)
+    for (std::size_t r = 0; r < k; ++r)
+      for (std::size_t j = 0; j < k; ++j, ++i)
+        if (s[d][r][j]) b[i / 64] |= std::uint64_t{1} << (i % 64);
+  return b;
+}
+State unpack(const std::vector<std::uint64_t>& b, std::size_t k) {
+  State s(k, Dev(k, Row(k, false)));
+  for (std::size_t d = 0, i = 0; d < k; ++d)
+    for (std::size_t r = 0; r < k; ++r)
+      for (std::size_t j = 0; j < k; ++j, ++i) s[d][r][j] = (b[i / 64] >> (i % 64)) & 1;
+  return s;
+}
+struct Replayed {
+  std::vector<std::uint64_t> bits;  // the state, packed
+  std::vector<std::string> text;    // state_text of each device
+  bool goal = false, per_level = false;
+  std::string why;  // the step to this state fails its precondition: why ("" when it holds)
+};
+// Bounds the memo: bits of states kept (k^3 each, packed), 2^28 = 32 MiB; past it, states are
+// derived without being kept.
+constexpr long long kMemoBits = 1LL << 28;
+// The state after prefix `key`: `parent`'s state with collective `col` applied to each group of
+// `g` in turn (parent null: the initial state of h).
+std::shared_ptr<const Replayed> replay_node(const std::string& key, const std::shared_ptr<const Replayed>& parent,
+                                            const Hierarchy& h, const State& goal, const std::string& col,
+                                            const Groups& g) {
+  static std::mutex mutex;
+  static std::map<std::string, std::shared_ptr<const Replayed>> memo;
+  static long long bits = 0;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = memo.find(key); it != memo.end()) return it->second;
+  }
+  auto r = std::make_shared<Replayed>();
+  const int k = static_cast<int>(h.coords.size());
+  State s;
+  if (!parent) {
+    s.assign(k, Dev(k, Row(k, false)));
+    for (int d = 0; d < k; ++d)
+      for (int q = 0; q < k; ++q) s[d][q][d] = true;
+  } else {
+    s = unpack(parent->bits, k);
+    for (const auto& grp : g)
+      if (auto why = apply(col, grp, s); !why.empty()) {
+        r->why = "(" + col + " on " + show(grp) + "): precondition fails: " + why;
+        break;
+      }
+  }
+  if (r->why.empty()) {
+    r->bits = pack(s);
+    r->text.reserve(k);
+    for (int d = 0; d < k; ++d) r->text.push_back(state_text(s[d]));
+    r->goal = s == goal;
+    r->per_level = per_level_form(s, h);
+  }
+  const std::lock_guard<std::mutex> lock(mutex);
+  const long long size = static_cast<long long>(k) * k * k;
+  if (bits + size > kMemoBits) return r;
+  bits += size;
+  return memo.emplace(key, std::move(r)).first->second;
+}
+
 // ---- solver facts: each entry's query, result and conclusion text follow from its numbers (the
 // checker renders them); the answers themselves are recorded, not re-solved here ----
 struct SolverFacts {
@@ -732,7 +838,8 @@ void read_fact(const json& f, const std::string& at, const std::string& list, in
 // enumerator's count are re-derived by the checker's own enumeration when the instance is small
 // enough (kMaxApplied), else checked against the solver facts and reported as recorded.
 std::string check_facts(const json& f, const Hierarchy& h, const std::string& mc, const State& goal, int n, int L,
-                        const std::string& notation, const Claims& cl, const std::vector<State>& trace) {
+                        const std::string& notation, const Claims& cl,
+                        const std::vector<std::shared_ptr<const Replayed>>& trace) {
   fields(f, "facts", {"enumerator", "found_by", "shortest", "minimal", "no_shorter", "complete_up_to", "complete"},
          {"proofs"});
   fields(f["enumerator"], "facts.enumerator", {"found", "programs", "nodes"});
@@ -781,7 +888,7 @@ std::string check_facts(const json& f, const Hierarchy& h, const std::string& mc
           "encoding is for levels of cardinality 1 or 2)");
     if (mc != "allreduce") reject("facts: symbolic-closure facts with --master-collectives all");
     for (std::size_t t = 0; t < trace.size(); ++t)
-      if (!per_level_form(trace[t], h))
+      if (!trace[t]->per_level)
         reject("facts: symbolic-closure facts, but the state after step " + std::to_string(t) +
                " has no per-level form (not row-uniform, or its rows are not fixed to level digits)");
     cl.add("facts",
@@ -832,15 +939,7 @@ std::string check_facts(const json& f, const Hierarchy& h, const std::string& mc
   // once per process for the certificates of one run (a directory holds one per program).
   static std::mutex cache_mutex;
   static std::map<std::string, std::optional<std::vector<long long>>> cache;
-  std::string key = mc + "/" + std::to_string(L) + "/";
-  for (int x : h.cards) key += std::to_string(x) + ",";
-  for (const auto* gs : {&h.coords, &h.goal}) {
-    key += "|";
-    for (const auto& g : *gs) {
-      for (int x : g) key += std::to_string(x) + ",";
-      key += ";";
-    }
-  }
+  const std::string key = mc + "/" + std::to_string(L) + "/" + hierarchy_key(h);
   std::optional<std::vector<long long>> counted;
   bool cached = false;
   {
@@ -977,15 +1076,12 @@ std::string check(const json& c, const Claims& cl) {
   const auto ins = instruction_set(h, mc);
 
   // Goal state.
-  State goal(k, Dev(k, Row(k, false)));
-  for (const auto& g : h.goal)
-    for (int d : g)
-      for (int r = 0; r < k; ++r)
-        for (int j : g) goal[d][r][j] = true;
-  // Initial state.
-  State s(k, Dev(k, Row(k, false)));
-  for (int d = 0; d < k; ++d)
-    for (int r = 0; r < k; ++r) s[d][r][d] = true;
+  std::string prefix = hierarchy_key(h);
+  const std::shared_ptr<const State> goal_p = goal_state(h, prefix);
+  const State& goal = *goal_p;
+  // The replay, memoised by program prefix: the initial state of this hierarchy, then each
+  // step's successor (replay_node).
+  std::shared_ptr<const Replayed> node = replay_node(prefix, nullptr, h, goal, "", {});
 
   // Recorded states must be the replayed ones, in the writer's exact text.
   auto compare = [&](std::size_t t) {
@@ -993,14 +1089,16 @@ std::string check(const json& c, const Claims& cl) {
     if (!st.is_array() || st.size() != static_cast<std::size_t>(k))
       reject("states[" + std::to_string(t) + "]: one entry per device expected");
     for (int d = 0; d < k; ++d) {
-      const std::string text = str(st[d], "states");
-      if (text != state_text(s[d]))
-        reject("state after step " + std::to_string(t) + ", device " + std::to_string(d) + ": recorded \"" + text +
-               "\", replayed " + describe(s[d]) + " (\"" + state_text(s[d]) + "\")");
+      const json& rec = st[d];
+      if (!rec.is_string()) reject("states: not a string");
+      if (rec.get_ref<const std::string&>() != node->text[d])
+        reject("state after step " + std::to_string(t) + ", device " + std::to_string(d) + ": recorded \"" +
+               rec.get<std::string>() + "\", replayed " + describe(unpack(node->bits, k)[d]) + " (\"" + node->text[d] +
+               "\")");
     }
   };
   compare(0);
-  std::vector<State> trace{s};  // the replayed states, for the per-level premise of symbolic facts
+  std::vector<std::shared_ptr<const Replayed>> trace{node};  // for the per-level premise of symbolic facts
   std::string notation;
   for (std::size_t t = 0; t < steps.size(); ++t) {
     const std::string at = "program.steps[" + std::to_string(t) + "]";
@@ -1044,14 +1142,14 @@ std::string check(const json& c, const Claims& cl) {
     if (str(lowered[t]["collective"], "lowered.collective") != col ||
         groups_of(lowered[t]["groups"], p.devices, "lowered.groups") != low)
       reject(at + ": lowered groups or collective do not match the step");
-    if (s == goal) reject(at + ": the program continues past the goal");
-    for (const auto& grp : g)
-      if (auto why = apply(col, grp, s); !why.empty())
-        reject(at + " (" + col + " on " + show(grp) + "): precondition fails: " + why);
+    if (node->goal) reject(at + ": the program continues past the goal");
+    prefix += "|" + col + "," + std::to_string(slice) + "," + form + "," + std::to_string(e);
+    node = replay_node(prefix, node, h, goal, col, g);
+    if (!node->why.empty()) reject(at + " " + node->why);
     compare(t + 1);
-    trace.push_back(s);
+    trace.push_back(node);
   }
-  if (s != goal) reject("the final state is not the goal");
+  if (!node->goal) reject("the final state is not the goal");
   if (str(prog["notation"], "program.notation") != notation)
     reject("program.notation: differs from the notation rendered from the steps (\"" + notation + "\")");
   cl.add("program", "the program is valid on the placement and reaches the goal: " + notation, "replayed");
@@ -1236,9 +1334,18 @@ std::string check_shape(const json& c, const Claims& cl) {
 }  // namespace
 
 Verdict check_certificate(const std::string& text, const Context& ctx) {
+  json c;
+  try {
+    c = json::parse(text);
+  } catch (const json::exception& e) {
+    return {false, std::string("malformed JSON: ") + e.what(), "", {}};
+  }
+  return check_certificate(c, text, ctx);
+}
+
+Verdict check_certificate(const json& c, const std::string& text, const Context& ctx) {
   Verdict v;
   try {
-    const json c = json::parse(text);
     if (c.is_object() && c.contains("format") && c["format"] == "p2v-reshard-certificate/1")
       return check_reshard_certificate(text);
     const bool shape = c.is_object() && c.contains("format") && c["format"] == "p2v-shape-certificate/1";

@@ -13,6 +13,7 @@
 #include <fmt/core.h>
 
 #include <sys/wait.h>
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +21,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "p2v/encodings/certificate.hpp"
 #include "p2v/encodings/rules.hpp"
@@ -337,6 +339,38 @@ TEST_CASE("symbolic certificates: the encoding is named and its premise re-deriv
   for (const char* list : {"found_by", "no_shorter", "complete"})
     for (auto& f : u["instance"]["facts"][list]) f["method"] = "symbolic-closure";
   CHECK_FALSE(checker::check_certificate(u.dump()).ok);
+}
+
+TEST_CASE("checker's prefix memo: two threads agree with one; a changed state behind a memoised prefix is refused") {
+  const auto certs = shape_certificates();
+  REQUIRE(certs.size() >= 2);
+  std::vector<std::string> one;
+  for (const auto& c : certs) {
+    const auto v = checker::check_certificate(c);
+    REQUIRE(v.ok);
+    one.push_back(v.summary);
+  }
+  std::vector<std::string> two(certs.size());
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t i; (i = next++) < certs.size();) two[i] = checker::check_certificate(certs[i]).summary;
+  };
+  std::thread a(work), b(work);
+  a.join();
+  b.join();
+  CHECK(two == one);
+  // Every state of these programs is memoised now: a recorded state that differs is still refused.
+  for (const auto& text : certs) {
+    json c = json::parse(text);
+    for (std::size_t t = 0; t < c["instance"]["states"].size(); ++t) {
+      json u = c;
+      auto& cell = u["instance"]["states"][t][0];
+      cell = cell.get<std::string>().empty() ? std::string("0:0") : std::string();
+      const auto v = checker::check_certificate(u.dump());
+      CHECK_FALSE(v.ok);
+      CHECK(v.reason.find("state after step " + std::to_string(t)) != std::string::npos);
+    }
+  }
 }
 
 TEST_CASE("tamper suite: rule certificates (p2v-rule-certificate/1)") {

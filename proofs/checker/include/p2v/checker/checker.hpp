@@ -6,6 +6,7 @@
 // replayed instance (the notation, shortest, minimal, the number of valid programs up to the bound
 // by its own enumeration), refuses any field it does not know or that is missing, and reports every
 // other claim (the solvers' answers) per claim as recorded, not re-checked.
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,9 @@ struct Context {
 };
 
 Verdict check_certificate(const std::string& json_text, const Context& ctx = {});
+// The same on a document the caller has already parsed (p2v check parses each file once to
+// dispatch on its format); `json_text` is its text, used only by the reshard checker.
+Verdict check_certificate(const nlohmann::json& doc, const std::string& json_text, const Context& ctx = {});
 Verdict check_certificate_file(const std::string& path);
 // Reshard certificates (format p2v-reshard-certificate/1, docs/model.md §10); check_certificate dispatches
 // to it by the format field.
