@@ -13,6 +13,7 @@
 #include "p2v/encodings/rules_digits.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/json_reader.hpp"
+#include "p2v/engine/json_util.hpp"
 
 namespace p2v::encodings {
 
@@ -691,12 +692,7 @@ std::optional<std::int64_t> nullable_int(const jr::At& at) {
 }  // namespace
 
 RuleCertificate read_rule_certificate(const std::string& text, const std::string& origin) {
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(text);
-  } catch (const std::exception& e) {
-    throw p2v::Error(fmt::format("{}: not valid JSON: {}", origin, e.what()));
-  }
+  const nlohmann::json doc = engine::parse_json(text, origin);
   RuleCertificate c;
   jr::Object o(jr::At(doc, origin, ""));
   c.version = jr::check_format(o, kRuleCertificateFamily, kRuleCertificateVersion);
