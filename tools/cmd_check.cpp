@@ -10,7 +10,6 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
-#include <thread>
 
 #include "command.hpp"
 #include "p2v/checker/checker.hpp"
@@ -27,10 +26,11 @@ namespace {
 // Dispatch on the certificate's kind: rule certificates (p2v rules prove --certify) and
 // rewrite certificates (p2v rewrite --certificate) are re-validated by the counting replay and
 // their re-derived queries; program and reshard certificates by the independent checker.
-// `checker_only`: return nothing for a rule or rewrite certificate (the caller checks it on its
-// own thread; only the independent checker is known to run on several threads at once).
-std::optional<checker::Verdict> check_text(const std::string& text, const checker::Context& ctx, bool resolve,
-                                           bool checker_only = false) {
+// `deferred`: given, a rule or rewrite certificate is not checked but its text moved there and
+// nothing returned (the caller checks it on its own thread; only the independent checker is known
+// to run on several threads at once).
+std::optional<checker::Verdict> check_text(std::string text, const checker::Context& ctx, bool resolve,
+                                           std::string* deferred = nullptr) {
   // Dispatch on the format field itself (a format's name may appear in any text field).
   const auto doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   const std::string format = doc.is_object() && doc.contains("format") && doc["format"].is_string()
@@ -46,7 +46,10 @@ std::optional<checker::Verdict> check_text(const std::string& text, const checke
       v.summary += "\n  --resolve: this kind stores no SMT-LIB queries; its solver answers stay recorded";
     return v;
   }
-  if (checker_only) return std::nullopt;
+  if (deferred) {
+    *deferred = std::move(text);
+    return std::nullopt;
+  }
   checker::Verdict v;
   std::vector<std::array<std::string, 3>> claims;
   v.reason = rule ? encodings::check_rule_certificate(text, &v.summary, &claims, resolve)
@@ -57,14 +60,14 @@ std::optional<checker::Verdict> check_text(const std::string& text, const checke
 }
 
 std::optional<checker::Verdict> check_file(const std::string& f, const checker::Context& ctx, bool resolve,
-                                           bool checker_only = false) {
+                                           std::string* deferred = nullptr) {
   std::string text;
   try {
     text = engine::read_text_file(f, "certificate");
   } catch (const Error& e) {
     return checker::Verdict{false, e.what(), "", {}};
   }
-  return check_text(text, ctx, resolve, checker_only);
+  return check_text(std::move(text), ctx, resolve, deferred);
 }
 
 Registrar reg("check", [](CLI::App& sub) -> std::function<int()> {
@@ -91,8 +94,7 @@ Registrar reg("check", [](CLI::App& sub) -> std::function<int()> {
       ->capture_default_str();
   return [paths, json, quiet, resolve, progress_flag, jobs] {
     if (*jobs < 0) throw Error(fmt::format("--jobs {}: must be >= 0 (0 = one per hardware thread)", *jobs));
-    const std::size_t workers =
-        *jobs > 0 ? static_cast<std::size_t>(*jobs) : std::max(1u, std::thread::hardware_concurrency());
+    const std::size_t workers = engine::worker_count(*jobs);
     nlohmann::json out = nlohmann::json::array();
     std::size_t bad = 0, total = 0;
     engine::Progress progress("check: certificates", 0, engine::progress_wanted(*quiet, *progress_flag));
@@ -159,17 +161,19 @@ Registrar reg("check", [](CLI::App& sub) -> std::function<int()> {
       for (std::size_t b = 0; b < certs_of.size(); b += kBatch) {
         const std::size_t e = std::min(certs_of.size(), b + kBatch);
         std::vector<std::optional<checker::Verdict>> verdicts(e - b);
+        std::vector<std::string> deferred(e - b);  // rule and rewrite certificates, read once
         std::atomic<std::size_t> next{b};
         std::atomic<bool> stop{false};
         engine::run_workers(
             std::min(workers, e - b),
             [&](std::size_t) {
               for (std::size_t i; !stop && (i = next++) < e;)
-                verdicts[i - b] = check_file(certs_of[i], d.context, *resolve, /*checker_only=*/true);
+                verdicts[i - b] = check_file(certs_of[i], d.context, *resolve, &deferred[i - b]);
             },
             [&] { stop = true; }, "try --jobs 1");
         for (std::size_t i = b; i < e; ++i)
-          report(certs_of[i], verdicts[i - b] ? *verdicts[i - b] : *check_file(certs_of[i], d.context, *resolve));
+          report(certs_of[i],
+                 verdicts[i - b] ? *verdicts[i - b] : *check_text(std::move(deferred[i - b]), d.context, *resolve));
       }
     }
     for (const auto& f : files)

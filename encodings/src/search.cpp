@@ -11,7 +11,6 @@
 #include <map>
 #include <mutex>
 #include <stdexcept>
-#include <thread>
 
 #include <unistd.h>
 
@@ -925,8 +924,7 @@ std::vector<EnumerationResult> closure_run(const std::vector<smt::SolverKind>& k
   }
   // opt.jobs workers (0: one per hardware thread), at least one per kind so that the solvers run
   // concurrently, at most one per task.
-  const std::size_t asked =
-      opt.jobs > 0 ? static_cast<std::size_t>(opt.jobs) : std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t asked = engine::worker_count(opt.jobs);
   const std::size_t jobs = std::clamp<std::size_t>(std::max(asked, K), 1, std::max<std::size_t>(1, tasks));
   std::vector<EnumerationResult> res(K);
   for (auto& r : res) {

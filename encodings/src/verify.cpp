@@ -172,8 +172,7 @@ class Pool {
     for (std::size_t i = 0; i < jobs_.size(); ++i) order_.push_back(i);
     std::stable_sort(order_.begin(), order_.end(),
                      [&](std::size_t x, std::size_t y) { return jobs_[x].cost > jobs_[y].cost; });
-    const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-    const std::size_t n = std::min<std::size_t>(jobs_.size(), opt.jobs > 0 ? static_cast<std::size_t>(opt.jobs) : hw);
+    const std::size_t n = std::min(jobs_.size(), engine::worker_count(opt.jobs));
     // A thread that cannot be started: the started ones are joined before the error leaves the
     // constructor (~Pool does not run then, and a joinable std::thread must never be destroyed).
     try {

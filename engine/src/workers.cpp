@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <exception>
 #include <mutex>
 #include <new>
@@ -12,6 +13,10 @@
 #include "p2v/engine/error.hpp"
 
 namespace p2v::engine {
+
+std::size_t worker_count(int jobs) {
+  return jobs > 0 ? static_cast<std::size_t>(jobs) : std::max(1u, std::thread::hardware_concurrency());
+}
 
 std::string thread_start_error(std::size_t k, std::size_t n, const std::string& reason, const std::string& hint) {
   return fmt::format("cannot start worker thread {} of {}: {}{}{}", k + 1, n, reason, hint.empty() ? "" : "; ", hint);

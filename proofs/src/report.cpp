@@ -7,7 +7,6 @@
 #include <exception>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/placement.hpp"
@@ -98,8 +97,7 @@ ProveResult run_cases(const std::vector<SuiteCase>& cases, ProveOptions opt, con
     if (progress) progress(done, total, runs[i]);
   };
   const auto t0 = Clock::now();
-  const std::size_t hw = std::max(1u, std::thread::hardware_concurrency());
-  const std::size_t n = std::min(total, opt.jobs > 0 ? static_cast<std::size_t>(opt.jobs) : hw);
+  const std::size_t n = std::min(total, engine::worker_count(opt.jobs));
   if (n <= 1) {
     for (std::size_t i = 0; i < total; ++i) run_one(i);
   } else {

@@ -16,6 +16,10 @@ namespace p2v::engine {
 void run_workers(std::size_t n, const std::function<void(std::size_t)>& fn, const std::function<void()>& cancel = {},
                  const std::string& hint = "try fewer --jobs");
 
+// How many workers a `--jobs` value asks for: `jobs` itself when positive, else one per hardware
+// thread (at least one).
+std::size_t worker_count(int jobs);
+
 // The message of a failed thread start, for code that keeps its threads itself.
 std::string thread_start_error(std::size_t k, std::size_t n, const std::string& reason, const std::string& hint);
 
