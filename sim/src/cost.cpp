@@ -7,6 +7,7 @@
 
 #include "p2v/engine/error.hpp"
 #include "p2v/sim/nccl_model.hpp"
+#include "step_load.hpp"
 
 namespace p2v::sim {
 
@@ -71,60 +72,9 @@ double bus_factor(Collective c, double p) {
 
 namespace {
 
-// Accumulates one step: per-edge bytes (already multiplied by repetitions) and the latency term.
-// On a link with a per-flow cap (Edge::flow_bandwidth), the largest single flow is tracked too:
-// the link is busy for max(total / bandwidth, largest flow / cap), i.e. each flow gets
-// min(cap, its share of the bandwidth).
-struct Acc {
-  const Topology& t;
-  const std::vector<int>* node = nullptr;  // NCCL node (NVLink domain) per device
-  std::vector<double> bytes;               // per edge
-  std::vector<double> maxflow;             // per edge: the largest single flow (only on capped edges)
-  std::vector<int> touched;
-  double latency = 0.0;
-  explicit Acc(const Topology& topo) : t(topo), bytes(topo.edges().size(), 0.0), maxflow(topo.edges().size(), 0.0) {}
-
-  void flow(int a, int b, double nbytes) {
-    for (int e : t.route(a, b)) {
-      const auto i = static_cast<std::size_t>(e);
-      auto& x = bytes[i];
-      if (x == 0.0) touched.push_back(e);
-      x += nbytes;
-      if (t.edges()[i].flow_bandwidth > 0) maxflow[i] = std::max(maxflow[i], nbytes);
-    }
-  }
-  // Time edge e is busy in this step.
-  double busy(int e) const {
-    const auto i = static_cast<std::size_t>(e);
-    const auto& ed = t.edges()[i];
-    const double tt = bytes[i] / ed.bandwidth;
-    return ed.flow_bandwidth > 0 ? std::max(tt, maxflow[i] / ed.flow_bandwidth) : tt;
-  }
-  // Bandwidth term: the busiest link's time; also reports it.
-  double bw_time(int* bottleneck = nullptr, double* bb = nullptr) const {
-    double worst = 0.0;
-    int we = -1;
-    for (int e : touched) {
-      const double tt = busy(e);
-      if (tt > worst || (tt == worst && e < we)) {
-        worst = tt;
-        we = e;
-      }
-    }
-    if (bottleneck) *bottleneck = we;
-    if (bb) *bb = we >= 0 ? bytes[static_cast<std::size_t>(we)] : 0.0;
-    return worst;
-  }
-  void clear() {
-    for (int e : touched) bytes[static_cast<std::size_t>(e)] = maxflow[static_cast<std::size_t>(e)] = 0.0;
-    touched.clear();
-    latency = 0.0;
-  }
-};
-
 // Ring over members (ascending = ring order): `reps` rounds, each member sends `b` bytes to its
 // successor per round.
-void ring(Acc& acc, const std::vector<int>& m, double b, int reps) {
+void ring(StepLoad& acc, const std::vector<int>& m, double b, int reps) {
   const std::size_t p = m.size();
   double lat = 0.0;
   for (std::size_t i = 0; i < p; ++i) {
@@ -136,7 +86,7 @@ void ring(Acc& acc, const std::vector<int>& m, double b, int reps) {
 }
 
 // Pipelined chain through `order` carrying `b` bytes on each hop.
-void chain(Acc& acc, const std::vector<int>& order, double b) {
+void chain(StepLoad& acc, const std::vector<int>& order, double b) {
   double lat = 0.0;
   for (std::size_t i = 0; i + 1 < order.size(); ++i) {
     acc.flow(order[i], order[i + 1], b);
@@ -148,7 +98,7 @@ void chain(Acc& acc, const std::vector<int>& order, double b) {
 // Members of a group split by node (NCCL node: devices joined without a network link), in order.
 // `outer`: split by the outermost level with more than one instance instead (the tree's chains,
 // as the level model shapes them).
-std::vector<std::vector<int>> segments(const Acc& acc, const std::vector<int>& m, bool outer = false) {
+std::vector<std::vector<int>> segments(const StepLoad& acc, const std::vector<int>& m, bool outer = false) {
   std::vector<std::vector<int>> seg;
   auto id = [&](int d) { return outer ? acc.t.node_of(d) : (*acc.node)[static_cast<std::size_t>(d)]; };
   for (int d : m) {
@@ -168,7 +118,7 @@ std::vector<std::vector<int>> segments(const Acc& acc, const std::vector<int>& m
 // Flows of a double binary tree over the segments: tree edges between segment i and its parent,
 // both directions, `b` per tree; `spread`: the bytes split over the segments' members pairwise
 // (NVLS tree, CollNet: every GPU drives its own NIC) instead of one head per segment.
-void tree_flows(Acc& acc, const std::vector<std::vector<int>>& seg, double b, bool spread) {
+void tree_flows(StepLoad& acc, const std::vector<std::vector<int>>& seg, double b, bool spread) {
   const std::size_t k = seg.size();
   for (int tr = 0; tr < 2; ++tr)
     for (std::size_t i = 1; i < k; ++i) {
@@ -185,7 +135,7 @@ void tree_flows(Acc& acc, const std::vector<std::vector<int>>& seg, double b, bo
 
 // NCCL's tree AllReduce: a chain inside each node (up for the reduction, down for the
 // broadcast), and a double binary tree across the node heads, each tree carrying half the data.
-void tree_allreduce(Acc& acc, const std::vector<int>& m, double S) {
+void tree_allreduce(StepLoad& acc, const std::vector<int>& m, double S) {
   const auto seg = segments(acc, m, true);
   for (const auto& s : seg)
     for (std::size_t i = 0; i + 1 < s.size(); ++i) {
@@ -199,7 +149,7 @@ void tree_allreduce(Acc& acc, const std::vector<int>& m, double S) {
 // receives the result: S out and S in per GPU (a one-round ring of S has exactly that load on a
 // star). Across nodes: NVLS tree (tree over nodes, every GPU carrying its slice) or, with SHARP,
 // the network reduces: every node sends S and receives S (a one-round ring over nodes).
-void nvls_allreduce(Acc& acc, const std::vector<int>& m, double S, Algorithm a) {
+void nvls_allreduce(StepLoad& acc, const std::vector<int>& m, double S, Algorithm a) {
   const auto seg = segments(acc, m);
   for (const auto& s : seg)
     if (s.size() > 1) ring(acc, s, S, 1);
@@ -216,7 +166,7 @@ void nvls_allreduce(Acc& acc, const std::vector<int>& m, double S, Algorithm a) 
 
 // CollNet (SHARP) AllReduce: reduce-scatter inside the node, every GPU sends its slice into the
 // network and receives the reduced slice (node: S out, S in), all-gather inside the node.
-void collnet_allreduce(Acc& acc, const std::vector<int>& m, double S) {
+void collnet_allreduce(StepLoad& acc, const std::vector<int>& m, double S) {
   const auto seg = segments(acc, m);
   std::size_t w = seg.front().size();
   for (const auto& s : seg) {
@@ -231,7 +181,7 @@ void collnet_allreduce(Acc& acc, const std::vector<int>& m, double S) {
 
 // Adds every group's transfers of the step to acc (algorithm `algo`, which the collective must
 // offer); fills S (per rank buffer of the first group).
-void add_step(Acc& acc, const LoweredStep& st, double n, const std::vector<double>& frac, Algorithm algo,
+void add_step(StepLoad& acc, const LoweredStep& st, double n, const std::vector<double>& frac, Algorithm algo,
               double* S_out) {
   double S_first = 0.0;
   bool first = true;
@@ -410,7 +360,7 @@ StepCost Simulator::step(const LoweredStep& st, double n, std::vector<double>& f
       if (static_cast<int>(g.size()) > sc.group_size) first = &g;
       sc.group_size = std::max(sc.group_size, static_cast<int>(g.size()));
     }
-  Acc acc(topo_);
+  StepLoad acc(topo_);
   acc.node = &node_;
   if (!first) {
     sc.algo = sc.nccl_pick = Algorithm::Ring;

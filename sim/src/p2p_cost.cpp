@@ -6,13 +6,13 @@
 #include <algorithm>
 
 #include "p2v/engine/error.hpp"
+#include "step_load.hpp"
 
 namespace p2v::sim {
 
 P2PCost p2p_cost(const Simulator& sim, const std::vector<Send>& sends) {
   const Topology& topo = sim.topology();
-  const auto& edges = topo.edges();
-  std::vector<double> load(edges.size(), 0.0), largest(edges.size(), 0.0);
+  StepLoad load(topo);
   P2PCost c;
   double route_latency = 0.0;
   for (const auto& s : sends) {
@@ -23,25 +23,11 @@ P2PCost p2p_cost(const Simulator& sim, const std::vector<Send>& sends) {
     if (s.from == s.to || !(s.bytes > 0)) continue;
     ++c.sends;
     route_latency = std::max(route_latency, topo.route_latency(s.from, s.to));
-    for (int e : topo.route(s.from, s.to)) {
-      load[static_cast<std::size_t>(e)] += s.bytes;
-      largest[static_cast<std::size_t>(e)] = std::max(largest[static_cast<std::size_t>(e)], s.bytes);
-    }
+    load.flow(s.from, s.to, s.bytes);
   }
   if (c.sends == 0) return c;
-  for (std::size_t e = 0; e < edges.size(); ++e) {
-    if (load[e] == 0.0) continue;
-    double busy = load[e] / edges[e].bandwidth;
-    if (edges[e].flow_bandwidth > 0) busy = std::max(busy, largest[e] / edges[e].flow_bandwidth);
-    if (busy > c.bandwidth_s) {
-      c.bandwidth_s = busy;
-      c.bottleneck_edge = static_cast<int>(e);
-    }
-  }
-  if (c.bottleneck_edge >= 0) {
-    c.bottleneck_bytes = load[static_cast<std::size_t>(c.bottleneck_edge)];
-    c.bottleneck_class = edges[static_cast<std::size_t>(c.bottleneck_edge)].cls;
-  }
+  c.bandwidth_s = load.bw_time(&c.bottleneck_edge, &c.bottleneck_bytes);
+  if (c.bottleneck_edge >= 0) c.bottleneck_class = topo.edges()[static_cast<std::size_t>(c.bottleneck_edge)].cls;
   c.latency_s = route_latency + sim.nccl().effective_launch_us() * 1e-6 + topo.step_overhead();
   c.time_s = c.latency_s + c.bandwidth_s;
   return c;
