@@ -19,7 +19,8 @@ struct StepLoad {
   std::vector<double> maxflow;             // per edge: the largest single flow (only on capped edges)
   std::vector<int> touched;
   double latency = 0.0;
-  explicit StepLoad(const Topology& topo) : t(topo), bytes(topo.edges().size(), 0.0), maxflow(topo.edges().size(), 0.0) {}
+  explicit StepLoad(const Topology& topo)
+      : t(topo), bytes(topo.edges().size(), 0.0), maxflow(topo.edges().size(), 0.0) {}
 
   void flow(int a, int b, double nbytes) {
     for (int e : t.route(a, b)) {
