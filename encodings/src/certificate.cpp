@@ -341,10 +341,6 @@ void make_dir(const std::string& dir) {
   if (ec) throw Error("--certify: cannot create directory '" + dir + "': " + ec.message());
 }
 
-void write_file(const std::string& path, const std::string& text) {
-  engine::write_file_atomic(path, text + "\n", "certificate");
-}
-
 // --resume: every file there and accepted by c.reuse.
 bool reusable(const CertifyOptions& c, const std::vector<std::string>& paths, const engine::SynthResult& r,
               const engine::ParallelismMatrix& x) {
@@ -375,10 +371,11 @@ CertifyResult certify_programs(const engine::System& sys, const engine::Placemen
   CertifyResult out = solve_and_compare(p, r, opt, c, runs);
   make_dir(c.dir);
   const auto proof_files = write_proofs(c, out, tag);
-  for (std::size_t i = 0; i < r.programs.size(); ++i) {
-    write_file(paths[i], certificate_json(sys, p, r, opt, r.programs[i], out.runs, proof_files));
-    out.files.push_back(paths[i]);
-  }
+  std::vector<std::pair<std::string, std::string>> files;
+  for (std::size_t i = 0; i < r.programs.size(); ++i)
+    files.emplace_back(paths[i], certificate_json(sys, p, r, opt, r.programs[i], out.runs, proof_files) + "\n");
+  engine::write_files_atomic(files, "certificate");  // one flush to disk for the placement's files
+  out.files = paths;
   return out;
 }
 
@@ -400,6 +397,7 @@ CertifyResult certify_shape_programs(const engine::System& sys, const engine::Sh
   CertifyResult out = solve_and_compare(cp, r, opt, c, runs);
   make_dir(c.dir);
   const auto proof_files = write_proofs(c, out, tag + "-shape");
+  std::vector<std::pair<std::string, std::string>> files;
   for (std::size_t i = 0; i < r.programs.size(); ++i) {
     const auto& prog = r.programs[i];
     engine::ShapeCertificate cert;
@@ -434,9 +432,10 @@ CertifyResult certify_shape_programs(const engine::System& sys, const engine::Sh
         engine::shape_theorem_basis(shape, r, prog, opt.master).text,
         "docs/shape.md section 4 (the groups of a step on any instance are the level pattern recorded in steps[])"};
     cert.instance = make_certificate(inst.system, cp, r, opt, prog, out.runs, proof_files);
-    write_file(paths[i], engine::to_json(cert).dump(1));
-    out.files.push_back(paths[i]);
+    files.emplace_back(paths[i], engine::to_json(cert).dump(1) + "\n");
   }
+  engine::write_files_atomic(files, "certificate");  // one flush to disk for the placement's files
+  out.files = paths;
   return out;
 }
 }  // namespace p2v::encodings

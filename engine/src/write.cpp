@@ -10,7 +10,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "p2v/engine/error.hpp"
 
@@ -118,6 +120,90 @@ void write_file_atomic(const std::string& path, std::string_view content, const 
     const int e = errno;
     ::close(dfd);
     if (r != 0 && e != EINVAL && e != EROFS) fail(what, path, e);
+  }
+}
+
+void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files, const std::string& what) {
+  struct Pending {
+    std::string tmp, path, dir;
+  };
+  std::vector<Pending> pending;
+  auto discard = [&](std::size_t from) {
+    for (std::size_t i = from; i < pending.size(); ++i) ::unlink(pending[i].tmp.c_str());
+  };
+  for (const auto& [path, content] : files) {
+    if (path.empty()) {
+      discard(0);
+      throw Error(fmt::format("cannot write {}: empty file name", what));
+    }
+    struct stat lst {};
+    const bool exists = ::lstat(path.c_str(), &lst) == 0;
+    if (exists && (S_ISLNK(lst.st_mode) || !S_ISREG(lst.st_mode))) {
+      try {
+        write_file_atomic(path, content, what);
+      } catch (...) {
+        discard(0);
+        throw;
+      }
+      continue;
+    }
+    const std::filesystem::path target(path);
+    const std::string dir = target.has_parent_path() ? target.parent_path().string() : std::string(".");
+    std::string tmpl = (std::filesystem::path(dir) / ("." + target.filename().string() + ".tmp.XXXXXX")).string();
+    const int fd = ::mkstemp(tmpl.data());
+    if (fd < 0) {
+      const int e = errno;
+      discard(0);
+      fail(what, path, e);
+    }
+    int err = write_all(fd, content);
+    if (err == 0 && ::fchmod(fd, exists ? (lst.st_mode & 07777) : (0666 & ~current_umask())) != 0) err = errno;
+    if (::close(fd) != 0 && err == 0) err = errno;
+    pending.push_back({tmpl, path, dir});
+    if (err != 0) {
+      discard(0);
+      fail(what, path, err);
+    }
+  }
+  std::set<std::string> dirs;
+  for (const auto& p : pending) dirs.insert(p.dir);
+  // One flush of each file system the temporaries are on (syncfs reports writeback errors since
+  // Linux 5.8); where syncfs is refused, each temporary is synced on its own.
+  for (const auto& d : dirs) {
+    const int dfd = ::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int err = dfd < 0 ? errno : 0;
+    if (dfd >= 0 && ::syncfs(dfd) != 0) err = errno;
+    if (dfd >= 0) ::close(dfd);
+    if (err == 0) continue;
+    if (dfd >= 0 && err != ENOSYS && err != EINVAL && err != EROFS) {  // a writeback error
+      discard(0);
+      fail(what, d, err);
+    }
+    for (const auto& p : pending) {
+      if (p.dir != d) continue;
+      const int fd = ::open(p.tmp.c_str(), O_RDONLY | O_CLOEXEC);
+      int e = fd < 0 ? errno : 0;
+      if (fd >= 0 && ::fsync(fd) != 0) e = errno;
+      if (fd >= 0) ::close(fd);
+      if (e != 0) {
+        discard(0);
+        fail(what, p.path, e);
+      }
+    }
+  }
+  for (std::size_t i = 0; i < pending.size(); ++i)
+    if (::rename(pending[i].tmp.c_str(), pending[i].path.c_str()) != 0) {
+      const int e = errno;
+      discard(i);
+      fail(what, pending[i].path, e);
+    }
+  for (const auto& d : dirs) {
+    const int dfd = ::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) continue;
+    const int r = ::fsync(dfd);
+    const int e = errno;
+    ::close(dfd);
+    if (r != 0 && e != EINVAL && e != EROFS) fail(what, d, e);
   }
 }
 

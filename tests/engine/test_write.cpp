@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/write.hpp"
@@ -126,5 +128,47 @@ TEST_CASE("write_file_atomic: /dev/stdout redirected to a file appends behind wh
   ::close(saved);
   std::fclose(file);
   CHECK(slurp(f) == "table\nrows\n");
+  fs::remove_all(d);
+}
+
+TEST_CASE("write_files_atomic: every file whole, replaced ones keep their permissions, no temporary left") {
+  const fs::path d = fresh_dir("p2v-write-many");
+  write_file_atomic((d / "f1.json").string(), "old");
+  fs::permissions(d / "f1.json", fs::perms::owner_read | fs::perms::owner_write);
+  fs::create_directories(d / "real");
+  write_file_atomic((d / "real" / "t.json").string(), "old target");
+  fs::create_symlink(d / "real" / "t.json", d / "link.json");
+  std::vector<std::pair<std::string, std::string>> files;
+  for (int i = 0; i < 50; ++i)
+    files.emplace_back((d / ("f" + std::to_string(i) + ".json")).string(), std::string(1000 + i, 'a' + i % 26));
+  files.emplace_back((d / "link.json").string(), "through the link");
+  p2v::engine::write_files_atomic(files, "test file");
+  for (const auto& [p, c] : files) CHECK(slurp(p) == c);
+  CHECK((fs::status(d / "f1.json").permissions() & fs::perms::all) == (fs::perms::owner_read | fs::perms::owner_write));
+  CHECK(fs::is_symlink(d / "link.json"));
+  CHECK(slurp(d / "real" / "t.json") == "through the link");
+  std::size_t temps = 0;
+  for (const auto& e : fs::recursive_directory_iterator(d))
+    temps += e.path().filename().string().find(".tmp.") != std::string::npos;
+  CHECK(temps == 0);
+  fs::remove_all(d);
+}
+
+TEST_CASE("write_files_atomic: a file that cannot be written names it, and nothing of the batch is left behind") {
+  const fs::path d = fresh_dir("p2v-write-many-fail");
+  write_file_atomic((d / "a.json").string(), "old a");
+  const std::string missing = (d / "no" / "such" / "b.json").string();
+  std::string err;
+  try {
+    p2v::engine::write_files_atomic({{(d / "a.json").string(), "new a"}, {missing, "b"}}, "test file");
+  } catch (const p2v::Error& e) {
+    err = e.what();
+  }
+  CHECK(err.find("cannot write test file '" + missing + "'") != std::string::npos);
+  CHECK(slurp(d / "a.json") == "old a");  // the failure came before any rename
+  std::size_t temps = 0;
+  for (const auto& e : fs::recursive_directory_iterator(d))
+    temps += e.path().filename().string().find(".tmp.") != std::string::npos;
+  CHECK(temps == 0);
   fs::remove_all(d);
 }
