@@ -68,11 +68,6 @@ constexpr double kTreeCorrection[kNumProtocols][24] = {
     {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0},
     {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0},
     {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9}};
-// src/include/comm.h NCCL_{LL,LL128,SIMPLE}_THREAD_THRESHOLD (bytes per thread before adding a
-// channel; ring LL's is multiplied by nRanks in tuning.cc) and device.h max threads per channel
-// (LL 512, LL128 640, Simple 512).
-constexpr double kThreadThreshold[kNumProtocols] = {8, 8, 64};
-constexpr double kMaxThreads[kNumProtocols] = {512, 640, 512};
 
 int log2i(long long n) {
   int l = -1;
@@ -396,6 +391,53 @@ nlohmann::json nccl_json(const NcclParams& p) {
   return j;
 }
 
+namespace {
+// trees.cc ncclGetBtree: parent and children of `rank` in the btree over n ranks rooted at 0.
+void btree(int n, int rank, int& up, int& d0, int& d1) {
+  int bit = 1;
+  while (bit < n && !(bit & rank)) bit <<= 1;
+  if (rank == 0) {
+    up = d0 = -1;
+    d1 = n > 1 ? bit >> 1 : -1;
+    return;
+  }
+  up = (rank ^ bit) | (bit << 1);
+  if (up >= n) up = rank ^ bit;
+  int low = bit >> 1;
+  d0 = low == 0 ? -1 : rank - low;
+  d1 = low == 0 ? -1 : rank + low;
+  while (d1 >= n) {
+    d1 = low == 0 ? -1 : rank + low;
+    low >>= 1;
+  }
+}
+// Rank `rank`'s role in tree t (trees.cc ncclGetDtree: mirror for even n, shift for odd n) and back.
+int role(int n, int rank, int t) { return t == 0 ? rank : (n % 2 == 1 ? (rank - 1 + n) % n : n - 1 - rank); }
+int unrole(int n, int r, int t) { return t == 0 || r < 0 ? r : (n % 2 == 1 ? (r + 1) % n : n - 1 - r); }
+int tree_degree(int n, int rank, int t) {
+  int up = -1, d0 = -1, d1 = -1;
+  btree(n, role(n, rank, t), up, d0, d1);
+  return (up >= 0) + (d0 >= 0) + (d1 >= 0);
+}
+}  // namespace
+
+int nccl_tree_parent(int n, int rank, int t) {
+  int up = -1, d0 = -1, d1 = -1;
+  btree(n, role(n, rank, t), up, d0, d1);
+  return unrole(n, up, t);
+}
+
+int nccl_tree_max_degree(long long n) {
+  if (n < 2) return 0;
+  // Every rank is a leaf (one link) in at least one of the two trees and has at most three links in
+  // the other, so 4 bounds the degree; it is reached from 4 ranks on (enumerated up to 2^16).
+  if (n > 65536) return 4;
+  int best = 0;
+  const int k = static_cast<int>(n);
+  for (int r = 0; r < k && best < 4; ++r) best = std::max(best, tree_degree(k, r, 0) + tree_degree(k, r, 1));
+  return best;
+}
+
 bool available(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr) {
   if (c.ranks < 2) return a == Algorithm::Ring;
   // NCCL_PROTO / NCCL_ALGO (the system's "protocols" / "algorithms"; ring is always allowed).
@@ -481,8 +523,9 @@ double latency_us(const NcclParams& p, const CallShape& c, const GroupLevels& g,
   return lat;
 }
 
-double bandwidth_time(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr, double flow_s,
+double bandwidth_time(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr, const FlowTime& flow,
                       bool nccl_estimate) {
+  const double flow_s = flow.s;
   const int n = c.ranks, nodes = std::max(1, c.nodes);
   const int ai = static_cast<int>(p.arch), ni = node_index(nodes);
   const double nch = p.effective_channels();
@@ -524,8 +567,14 @@ double bandwidth_time(const NcclParams& p, const CallShape& c, Algorithm a, Prot
     case Algorithm::Nvls:
     case Algorithm::NvlsTree: {
       // NVLS busBw per channel = bwIntra * nvlsEfficiency * (nCh-1)/nCh (one channel less)
+      // tuning.cc (v2.30.7): busBw/channel = min(bwIntra * nvlsEfficiency * (nCh-1)/nCh [x2 AllReduce],
+      // bwInter [x2 NVLS tree on <= 2 nodes]): the efficiency is the NVSwitch's, so it slows the
+      // links inside the nodes, not the network's (the x2 factors are in this model's flows).
       const double eff = p.effective_nvls_efficiency() * (nch - 1) / nch;
-      t /= eff;
+      if (flow.intra_s >= 0 && flow.net_s >= 0)
+        t = std::max(flow.intra_s / eff, flow.net_s);
+      else
+        t /= eff;
       if (a == Algorithm::NvlsTree) cap(ring_bus, nch * kPerChNvlsTree[ai][ni] * 1e9);
       break;
     }
@@ -537,15 +586,12 @@ double bandwidth_time(const NcclParams& p, const CallShape& c, Algorithm a, Prot
     case Algorithm::Auto:
       break;
   }
-  if (!nccl_estimate && a != Algorithm::Nvls && a != Algorithm::NvlsTree && a != Algorithm::CollNet) {
-    // enqueue.cc topoGetAlgoInfo: ring/tree drop channels while bytes < nc * nthreads * threshold
-    // (ring LL's threshold x nRanks); fewer channels move fewer bytes per unit time.
-    double thr = kThreadThreshold[static_cast<int>(pr)];
-    if (a == Algorithm::Ring && pr == Protocol::LL) thr *= n;
-    const double per_channel = kMaxThreads[static_cast<int>(pr)] * thr;
-    const double used = std::clamp(std::floor(S / per_channel), 1.0, nch);
-    if (used < nch) t *= nch / used;
-  }
+  // No channel term at small sizes: enqueue.cc topoGetAlgoInfo drops ring/tree channels only while
+  // a channel would get less than `threshold` bytes per thread (nBytes < nc x nthreads x threshold;
+  // NCCL_{LL,LL128,SIMPLE}_THREAD_THRESHOLD, ring LL's x nRanks), i.e. while each step of a channel
+  // is a single line per thread, which the per-hop latency already prices; NCCL's own estimate
+  // (ncclTopoGetAlgoTime) prices the call with all channels' bandwidth. (Scaling the bandwidth term
+  // by channels / channels used was tried: docs/simulator.md, "Tried and not kept".)
   if (!nccl_estimate) t += pipeline_fill_s(p, c, a, pr, t);
   return t;
 }
