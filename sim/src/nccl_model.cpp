@@ -267,6 +267,7 @@ NcclParams nccl_params_from_json(const nlohmann::json& j, const System& s) {
   if (const auto v = o.optional("amd_cpu")) p.amd_cpu = v->boolean();
   if (const auto v = o.optional("net_overhead_us")) p.net_overhead_us = non_neg(*v);
   if (const auto v = o.optional("fill_stage")) p.fill_stage = non_neg(*v);
+  if (const auto v = o.optional("ll128_net_fill")) p.ll128_net_fill = v->boolean();
   if (const auto v = o.optional("buffsize")) {  // NCCL_BUFFSIZE
     p.buffsize = non_neg(*v);
     if (p.buffsize < 65536) v->fail("must be at least 65536 bytes");
@@ -356,6 +357,7 @@ nlohmann::json nccl_json(const NcclParams& p) {
   if (p.amd_cpu) j["amd_cpu"] = true;
   if (p.net_overhead_us >= 0) j["net_overhead_us"] = p.net_overhead_us;
   if (p.fill_stage >= 0) j["fill_stage"] = p.fill_stage;
+  if (p.ll128_net_fill) j["ll128_net_fill"] = true;
   if (p.buffsize > 0) j["buffsize"] = p.buffsize;
   if (p.protocols != 7) {
     nlohmann::json a = nlohmann::json::array();
@@ -560,8 +562,8 @@ double bandwidth_time(const NcclParams& p, const CallShape& c, Algorithm a, Prot
       // NCCL's static correction for trees at medium sizes: in its estimate always; in p2v's time
       // only for LL/LL128 (for Simple the pipeline fill below models the same effect).
       const int ls = log2i(static_cast<long long>(S) >> 6);
-      if (ls >= 0 && ls < 23 && (nccl_estimate || pr != Protocol::Simple))
-        t /= kTreeCorrection[static_cast<int>(pr)][ls];
+      const bool filled = pr == Protocol::Simple || (pr == Protocol::LL128 && p.ll128_net_fill && nodes > 1);
+      if (ls >= 0 && ls < 23 && (nccl_estimate || !filled)) t /= kTreeCorrection[static_cast<int>(pr)][ls];
       break;
     }
     case Algorithm::Nvls:
@@ -625,13 +627,33 @@ double nccl_estimate_factor(const NcclParams& p, const CallShape& c, Algorithm a
 
 PipelineShape pipeline_shape(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr) {
   PipelineShape ps;
-  // LL and LL128 forward at line granularity (8 and 120 data bytes per flag): no store-and-forward
-  // per chunk. Ring: every rank sends step k after receiving step k-1 (lockstep), which the flow
-  // and latency terms already price. CollNet and multi-node NVLS: not modelled (stages = 1).
-  if (pr != Protocol::Simple || c.coll != Collective::AllReduce || c.ranks < 2) return ps;
+  // LL and LL128 forward at line granularity (8 and 120 data bytes per flag) inside a node: no
+  // store-and-forward per chunk there (across nodes, LL128 trees only with "ll128_net_fill").
+  // Ring: every rank sends step k after receiving step k-1 (lockstep), which the flow and latency
+  // terms already price. CollNet and multi-node NVLS: not modelled (stages = 1).
+  if (c.coll != Collective::AllReduce || c.ranks < 2) return ps;
   const int nodes = std::max(1, c.nodes), ppn = std::max(1, c.ranks / nodes);
   const double nch = p.effective_channels();
   const double per_channel = c.bytes / nch;  // enqueue.cc: calcCollChunking(nChannels = 1, per-channel bytes)
+  if (pr == Protocol::LL128 && a == Algorithm::Tree && nodes > 1 && p.ll128_net_fill) {
+    // The net proxy posts an LL128 step to the NIC once the GPU has written all of it, and the
+    // receiver sees it once it has fully arrived (src/transport/net.cc sendProxyProgress /
+    // recvProxyProgress), so across nodes the tree is a chunk pipeline with the Simple tree's
+    // stages. Chunk: one step of the LL128 buffer in data bytes (init.cc DEFAULT_LL128_BUFFSIZE =
+    // 120 x 640 x 8 steps x 8 B; a step is 614400 B, 576000 of them data), halved by enqueue.cc
+    // calcCollChunking while the per-channel bytes hold fewer than (1 + log2(nodes) + 0.1 ppn) x
+    // 64 / ppn chunks (down to 128 KiB) or x 16 / ppn (down to 32 KiB); integer division as there.
+    const double nsteps = 1 + log2i(nodes) + 0.1 * ppn;
+    double chunk = 576000;
+    while (std::floor(per_channel / chunk) < nsteps * 64 / ppn && chunk > 131072) chunk = std::floor(chunk / 2);
+    while (std::floor(per_channel / chunk) < nsteps * 16 / ppn && chunk > 32768) chunk = std::floor(chunk / 2);
+    ps.stages = 2 + 2 * log2i(nodes);
+    ps.chunk = chunk;
+    ps.heads = 1;
+    ps.chunks = std::max(1.0, std::ceil(per_channel / chunk));
+    return ps;
+  }
+  if (pr != Protocol::Simple) return ps;
   // init.cc DEFAULT_BUFFSIZE 4 MiB (NCCL_BUFFSIZE overrides) / NCCL_STEPS 8
   const double kSimpleStep = (p.buffsize > 0 ? p.buffsize : 4.0 * 1024 * 1024) / 8;
   constexpr double kNvlsChunk = 128.0 * 1024;  // transport/nvls.cc NCCL_NVLS_CHUNKSIZE default

@@ -188,6 +188,38 @@ TEST_CASE("nccl: pipeline fill of store-and-forward algorithms follows NCCL's ch
   CHECK(st.bandwidth_s / double(8 << 20) > 1.5 * big.bandwidth_s / double(1 << 30));
 }
 
+TEST_CASE("nccl: \"ll128_net_fill\" makes a multi-node LL128 tree a chunk pipeline (hand-computed chunks)") {
+  System s = preset_system("node=2,gpu=8", "dgx-h100");
+  NcclParams np = nccl_params(s);
+  const CallShape c{Collective::AllReduce, 16, 2, double(32 << 20)};           // 2 MiB per channel
+  CHECK(pipeline_shape(np, c, Algorithm::Tree, Protocol::LL128).stages == 1);  // off by default
+  np.ll128_net_fill = true;
+  // nsteps = 1 + log2(2) + 0.1 x 8 = 2.8; 2 MiB / 576000 = 3 < 2.8 x 64 / 8 = 22.4: halve while
+  // above 128 KiB: 288000 (7), 144000 (14), 72000 (stops: 144000 was the last above 131072);
+  // then 29 >= 2.8 x 16 / 8 = 5.6: kept. 2 MiB / 72000 -> 30 chunks; stages 2 + 2 log2(2) = 4.
+  auto ps = pipeline_shape(np, c, Algorithm::Tree, Protocol::LL128);
+  CHECK(ps.stages == 4);
+  CHECK(ps.chunk == 72000);
+  CHECK(ps.chunks == 30);
+  CHECK(pipeline_fill_s(np, c, Algorithm::Tree, Protocol::LL128, 3e-4) == doctest::Approx(3e-4 / 30 * 3));
+  // 64 KiB per channel: 72000 -> 36000 (1 < 5.6) -> 18000 (3 < 5.6; 36000 > 32768): 4 chunks.
+  ps = pipeline_shape(np, CallShape{Collective::AllReduce, 16, 2, double(1 << 20)}, Algorithm::Tree, Protocol::LL128);
+  CHECK(ps.chunk == 18000);
+  CHECK(ps.chunks == 4);
+  // Inside one node, for LL and for rings: nothing to fill.
+  CHECK(pipeline_shape(np, CallShape{Collective::AllReduce, 8, 1, 1e8}, Algorithm::Tree, Protocol::LL128).stages == 1);
+  CHECK(pipeline_shape(np, c, Algorithm::Tree, Protocol::LL).stages == 1);
+  CHECK(pipeline_shape(np, c, Algorithm::Ring, Protocol::LL128).stages == 1);
+  // The switch is read and written by the "nccl" section.
+  s.nccl["ll128_net_fill"] = true;
+  CHECK(nccl_params(s).ll128_net_fill);
+  CHECK(nccl_json(nccl_params(s)).at("ll128_net_fill") == true);
+  // With the fill the tree correction factor leaves the time (it stands for the same effect):
+  // LL128 tree bandwidth term = flow / (0.92 x 120/128) + fill.
+  CHECK(bandwidth_time(np, c, Algorithm::Tree, Protocol::LL128, 3e-4, false) ==
+        doctest::Approx(3e-4 / 0.92 / (120.0 / 128) * (1 + 3.0 / 30)));
+}
+
 TEST_CASE("nccl: the pick uses NCCL's NVLS and CollNet busBw formulas") {
   const NcclParams np = nccl_params(preset_system("gpu=8", "dgx-h100"));
   // NVLS AllReduce: 2 x bwIntra x nRanks / nsteps against this model's S per GPU link: (p-1)/p.
