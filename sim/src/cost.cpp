@@ -119,12 +119,13 @@ std::vector<std::vector<int>> segments(const StepLoad& acc, const std::vector<in
 // both directions, `b` per tree; `spread`: the bytes split over the segments' members pairwise
 // (NVLS tree, CollNet: every GPU drives its own NIC) instead of one head per segment.
 void tree_flows(StepLoad& acc, const std::vector<std::vector<int>>& seg, double b, bool spread) {
-  const std::size_t k = seg.size();
+  const int k = static_cast<int>(seg.size());
   for (int tr = 0; tr < 2; ++tr)
-    for (std::size_t i = 1; i < k; ++i) {
-      const std::size_t par = (i - 1) / 2;
-      const auto& c = seg[tr == 0 ? i : k - 1 - i];
-      const auto& p = seg[tr == 0 ? par : k - 1 - par];
+    for (int i = 0; i < k; ++i) {
+      const int par = nccl_tree_parent(k, i, tr);  // NCCL's double binary tree (trees.cc)
+      if (par < 0) continue;
+      const auto& c = seg[static_cast<std::size_t>(i)];
+      const auto& p = seg[static_cast<std::size_t>(par)];
       const std::size_t w = spread ? std::min(c.size(), p.size()) : 1;
       for (std::size_t j = 0; j < w; ++j) {
         acc.flow(c[j], p[j], b / static_cast<double>(w));
@@ -388,13 +389,13 @@ StepCost Simulator::step(const LoweredStep& st, double n, std::vector<double>& f
     for (const auto& gi : infos) l = std::max(l, latency_us(nccl_, gi.shape, gi.lv, a, p));
     return l * 1e-6;
   };
-  std::vector<std::pair<Algorithm, double>> flows;  // flow time per algorithm (computed once)
+  std::vector<std::pair<Algorithm, FlowTime>> flows;  // flow time per algorithm (computed once)
   auto flow_of = [&](Algorithm a) {
     for (const auto& [x, f] : flows)
       if (x == a) return f;
     acc.clear();
     add_step(acc, st, n, frac, a, nullptr);
-    flows.emplace_back(a, acc.bw_time());
+    flows.emplace_back(a, acc.flow_time());
     return flows.back().second;
   };
   const NcclChoice use = choose(nccl_, shape, algo, proto, flow_of, latency);
@@ -405,7 +406,7 @@ StepCost Simulator::step(const LoweredStep& st, double n, std::vector<double>& f
   acc.clear();
   add_step(acc, st, n, frac, use.algo, &sc.bytes_per_rank);
   const double launch = nccl_.effective_launch_us() * 1e-6 + topo_.step_overhead();
-  sc.bandwidth_s = bandwidth_time(nccl_, shape, use.algo, use.proto, acc.bw_time(), false);
+  sc.bandwidth_s = bandwidth_time(nccl_, shape, use.algo, use.proto, acc.flow_time(), false);
   sc.latency_s = latency(use.algo, use.proto) + launch;
   sc.time_s = sc.latency_s + sc.bandwidth_s;
   acc.bw_time(&sc.bottleneck_edge, &sc.bottleneck_bytes);

@@ -241,20 +241,7 @@ LevelStep LevelSimulator::step(const Shape& s, Collective c, const GroupPattern&
     return k;
   };
   // The largest degree of a head in NCCL's double binary tree over k heads (both trees).
-  auto tree_maxdeg = [](long long k) {
-    int maxdeg = 0;
-    auto deg = [&](long long i) { return (i > 0) + (2 * i + 1 < k) + (2 * i + 2 < k); };
-    auto consider = [&](long long i) {
-      if (i >= 0 && i < k) maxdeg = std::max(maxdeg, static_cast<int>(deg(i) + deg(k - 1 - i)));
-    };
-    if (k > 1)
-      for (long long d = 0; d < 8; ++d) {
-        consider(d);
-        consider(k - 1 - d);
-        consider(k / 2 - 4 + d);
-      }
-    return maxdeg;
-  };
+  auto tree_maxdeg = [](long long k) { return nccl_tree_max_degree(k); };
   std::vector<double> load(L, 0.0), flow(L, 0.0);  // per level: bytes on the busiest uplink, largest flow
   // Busiest-link time of algorithm a's flows (full link bandwidth) and its level.
   auto evaluate = [&](Algorithm a) {
@@ -335,14 +322,16 @@ LevelStep LevelSimulator::step(const Shape& s, Collective c, const GroupPattern&
           }
         break;
     }
-    double worst = 0;
+    FlowTime worst(0.0, 0.0, 0.0);  // busiest level, and busiest inside nodes / across them
     int wl = -1;
     for (int l = 0; l < L; ++l) {
       if (load[l] == 0) continue;
       double t = load[l] / (links_[l].bandwidth_gbps * 1e9);
       if (links_[l].flow_bandwidth_gbps > 0) t = std::max(t, flow[l] / (links_[l].flow_bandwidth_gbps * 1e9));
-      if (t > worst) {
-        worst = t;
+      double& part = hw_[l] == HwClass::Net ? worst.net_s : worst.intra_s;
+      part = std::max(part, t);
+      if (t > worst.s) {
+        worst.s = t;
         wl = l;
       }
     }
@@ -364,7 +353,7 @@ LevelStep LevelSimulator::step(const Shape& s, Collective c, const GroupPattern&
   if (K_net > 1) gl.inter = nccl_.level(names_[nl]);  // the nodes' uplinks
   for (int l = top; l <= nl; ++l)
     if (cards_[l] > 1 && hw_[l] == HwClass::Net) gl.latency_inter_us += links_[l].latency_us;
-  std::vector<std::pair<Algorithm, std::pair<double, int>>> flows;
+  std::vector<std::pair<Algorithm, std::pair<FlowTime, int>>> flows;
   auto flow_of = [&](Algorithm a) {
     for (const auto& [x, f] : flows)
       if (x == a) return f;

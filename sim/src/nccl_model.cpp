@@ -68,11 +68,6 @@ constexpr double kTreeCorrection[kNumProtocols][24] = {
     {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0},
     {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0},
     {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9}};
-// src/include/comm.h NCCL_{LL,LL128,SIMPLE}_THREAD_THRESHOLD (bytes per thread before adding a
-// channel; ring LL's is multiplied by nRanks in tuning.cc) and device.h max threads per channel
-// (LL 512, LL128 640, Simple 512).
-constexpr double kThreadThreshold[kNumProtocols] = {8, 8, 64};
-constexpr double kMaxThreads[kNumProtocols] = {512, 640, 512};
 
 int log2i(long long n) {
   int l = -1;
@@ -272,6 +267,7 @@ NcclParams nccl_params_from_json(const nlohmann::json& j, const System& s) {
   if (const auto v = o.optional("amd_cpu")) p.amd_cpu = v->boolean();
   if (const auto v = o.optional("net_overhead_us")) p.net_overhead_us = non_neg(*v);
   if (const auto v = o.optional("fill_stage")) p.fill_stage = non_neg(*v);
+  if (const auto v = o.optional("ll128_net_fill")) p.ll128_net_fill = v->boolean();
   if (const auto v = o.optional("buffsize")) {  // NCCL_BUFFSIZE
     p.buffsize = non_neg(*v);
     if (p.buffsize < 65536) v->fail("must be at least 65536 bytes");
@@ -361,6 +357,7 @@ nlohmann::json nccl_json(const NcclParams& p) {
   if (p.amd_cpu) j["amd_cpu"] = true;
   if (p.net_overhead_us >= 0) j["net_overhead_us"] = p.net_overhead_us;
   if (p.fill_stage >= 0) j["fill_stage"] = p.fill_stage;
+  if (p.ll128_net_fill) j["ll128_net_fill"] = true;
   if (p.buffsize > 0) j["buffsize"] = p.buffsize;
   if (p.protocols != 7) {
     nlohmann::json a = nlohmann::json::array();
@@ -394,6 +391,53 @@ nlohmann::json nccl_json(const NcclParams& p) {
     j["levels"] = lv;
   }
   return j;
+}
+
+namespace {
+// trees.cc ncclGetBtree: parent and children of `rank` in the btree over n ranks rooted at 0.
+void btree(int n, int rank, int& up, int& d0, int& d1) {
+  int bit = 1;
+  while (bit < n && !(bit & rank)) bit <<= 1;
+  if (rank == 0) {
+    up = d0 = -1;
+    d1 = n > 1 ? bit >> 1 : -1;
+    return;
+  }
+  up = (rank ^ bit) | (bit << 1);
+  if (up >= n) up = rank ^ bit;
+  int low = bit >> 1;
+  d0 = low == 0 ? -1 : rank - low;
+  d1 = low == 0 ? -1 : rank + low;
+  while (d1 >= n) {
+    d1 = low == 0 ? -1 : rank + low;
+    low >>= 1;
+  }
+}
+// Rank `rank`'s role in tree t (trees.cc ncclGetDtree: mirror for even n, shift for odd n) and back.
+int role(int n, int rank, int t) { return t == 0 ? rank : (n % 2 == 1 ? (rank - 1 + n) % n : n - 1 - rank); }
+int unrole(int n, int r, int t) { return t == 0 || r < 0 ? r : (n % 2 == 1 ? (r + 1) % n : n - 1 - r); }
+int tree_degree(int n, int rank, int t) {
+  int up = -1, d0 = -1, d1 = -1;
+  btree(n, role(n, rank, t), up, d0, d1);
+  return (up >= 0) + (d0 >= 0) + (d1 >= 0);
+}
+}  // namespace
+
+int nccl_tree_parent(int n, int rank, int t) {
+  int up = -1, d0 = -1, d1 = -1;
+  btree(n, role(n, rank, t), up, d0, d1);
+  return unrole(n, up, t);
+}
+
+int nccl_tree_max_degree(long long n) {
+  if (n < 2) return 0;
+  // Every rank is a leaf (one link) in at least one of the two trees and has at most three links in
+  // the other, so 4 bounds the degree; it is reached from 4 ranks on (enumerated up to 2^16).
+  if (n > 65536) return 4;
+  int best = 0;
+  const int k = static_cast<int>(n);
+  for (int r = 0; r < k && best < 4; ++r) best = std::max(best, tree_degree(k, r, 0) + tree_degree(k, r, 1));
+  return best;
 }
 
 bool available(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr) {
@@ -481,8 +525,9 @@ double latency_us(const NcclParams& p, const CallShape& c, const GroupLevels& g,
   return lat;
 }
 
-double bandwidth_time(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr, double flow_s,
+double bandwidth_time(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr, const FlowTime& flow,
                       bool nccl_estimate) {
+  const double flow_s = flow.s;
   const int n = c.ranks, nodes = std::max(1, c.nodes);
   const int ai = static_cast<int>(p.arch), ni = node_index(nodes);
   const double nch = p.effective_channels();
@@ -517,15 +562,21 @@ double bandwidth_time(const NcclParams& p, const CallShape& c, Algorithm a, Prot
       // NCCL's static correction for trees at medium sizes: in its estimate always; in p2v's time
       // only for LL/LL128 (for Simple the pipeline fill below models the same effect).
       const int ls = log2i(static_cast<long long>(S) >> 6);
-      if (ls >= 0 && ls < 23 && (nccl_estimate || pr != Protocol::Simple))
-        t /= kTreeCorrection[static_cast<int>(pr)][ls];
+      const bool filled = pr == Protocol::Simple || (pr == Protocol::LL128 && p.ll128_net_fill && nodes > 1);
+      if (ls >= 0 && ls < 23 && (nccl_estimate || !filled)) t /= kTreeCorrection[static_cast<int>(pr)][ls];
       break;
     }
     case Algorithm::Nvls:
     case Algorithm::NvlsTree: {
       // NVLS busBw per channel = bwIntra * nvlsEfficiency * (nCh-1)/nCh (one channel less)
+      // tuning.cc (v2.30.7): busBw/channel = min(bwIntra * nvlsEfficiency * (nCh-1)/nCh [x2 AllReduce],
+      // bwInter [x2 NVLS tree on <= 2 nodes]): the efficiency is the NVSwitch's, so it slows the
+      // links inside the nodes, not the network's (the x2 factors are in this model's flows).
       const double eff = p.effective_nvls_efficiency() * (nch - 1) / nch;
-      t /= eff;
+      if (flow.intra_s >= 0 && flow.net_s >= 0)
+        t = std::max(flow.intra_s / eff, flow.net_s);
+      else
+        t /= eff;
       if (a == Algorithm::NvlsTree) cap(ring_bus, nch * kPerChNvlsTree[ai][ni] * 1e9);
       break;
     }
@@ -537,15 +588,12 @@ double bandwidth_time(const NcclParams& p, const CallShape& c, Algorithm a, Prot
     case Algorithm::Auto:
       break;
   }
-  if (!nccl_estimate && a != Algorithm::Nvls && a != Algorithm::NvlsTree && a != Algorithm::CollNet) {
-    // enqueue.cc topoGetAlgoInfo: ring/tree drop channels while bytes < nc * nthreads * threshold
-    // (ring LL's threshold x nRanks); fewer channels move fewer bytes per unit time.
-    double thr = kThreadThreshold[static_cast<int>(pr)];
-    if (a == Algorithm::Ring && pr == Protocol::LL) thr *= n;
-    const double per_channel = kMaxThreads[static_cast<int>(pr)] * thr;
-    const double used = std::clamp(std::floor(S / per_channel), 1.0, nch);
-    if (used < nch) t *= nch / used;
-  }
+  // No channel term at small sizes: enqueue.cc topoGetAlgoInfo drops ring/tree channels only while
+  // a channel would get less than `threshold` bytes per thread (nBytes < nc x nthreads x threshold;
+  // NCCL_{LL,LL128,SIMPLE}_THREAD_THRESHOLD, ring LL's x nRanks), i.e. while each step of a channel
+  // is a single line per thread, which the per-hop latency already prices; NCCL's own estimate
+  // (ncclTopoGetAlgoTime) prices the call with all channels' bandwidth. (Scaling the bandwidth term
+  // by channels / channels used was tried: docs/simulator.md, "Tried and not kept".)
   if (!nccl_estimate) t += pipeline_fill_s(p, c, a, pr, t);
   return t;
 }
@@ -579,13 +627,33 @@ double nccl_estimate_factor(const NcclParams& p, const CallShape& c, Algorithm a
 
 PipelineShape pipeline_shape(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr) {
   PipelineShape ps;
-  // LL and LL128 forward at line granularity (8 and 120 data bytes per flag): no store-and-forward
-  // per chunk. Ring: every rank sends step k after receiving step k-1 (lockstep), which the flow
-  // and latency terms already price. CollNet and multi-node NVLS: not modelled (stages = 1).
-  if (pr != Protocol::Simple || c.coll != Collective::AllReduce || c.ranks < 2) return ps;
+  // LL and LL128 forward at line granularity (8 and 120 data bytes per flag) inside a node: no
+  // store-and-forward per chunk there (across nodes, LL128 trees only with "ll128_net_fill").
+  // Ring: every rank sends step k after receiving step k-1 (lockstep), which the flow and latency
+  // terms already price. CollNet and multi-node NVLS: not modelled (stages = 1).
+  if (c.coll != Collective::AllReduce || c.ranks < 2) return ps;
   const int nodes = std::max(1, c.nodes), ppn = std::max(1, c.ranks / nodes);
   const double nch = p.effective_channels();
   const double per_channel = c.bytes / nch;  // enqueue.cc: calcCollChunking(nChannels = 1, per-channel bytes)
+  if (pr == Protocol::LL128 && a == Algorithm::Tree && nodes > 1 && p.ll128_net_fill) {
+    // The net proxy posts an LL128 step to the NIC once the GPU has written all of it, and the
+    // receiver sees it once it has fully arrived (src/transport/net.cc sendProxyProgress /
+    // recvProxyProgress), so across nodes the tree is a chunk pipeline with the Simple tree's
+    // stages. Chunk: one step of the LL128 buffer in data bytes (init.cc DEFAULT_LL128_BUFFSIZE =
+    // 120 x 640 x 8 steps x 8 B; a step is 614400 B, 576000 of them data), halved by enqueue.cc
+    // calcCollChunking while the per-channel bytes hold fewer than (1 + log2(nodes) + 0.1 ppn) x
+    // 64 / ppn chunks (down to 128 KiB) or x 16 / ppn (down to 32 KiB); integer division as there.
+    const double nsteps = 1 + log2i(nodes) + 0.1 * ppn;
+    double chunk = 576000;
+    while (std::floor(per_channel / chunk) < nsteps * 64 / ppn && chunk > 131072) chunk = std::floor(chunk / 2);
+    while (std::floor(per_channel / chunk) < nsteps * 16 / ppn && chunk > 32768) chunk = std::floor(chunk / 2);
+    ps.stages = 2 + 2 * log2i(nodes);
+    ps.chunk = chunk;
+    ps.heads = 1;
+    ps.chunks = std::max(1.0, std::ceil(per_channel / chunk));
+    return ps;
+  }
+  if (pr != Protocol::Simple) return ps;
   // init.cc DEFAULT_BUFFSIZE 4 MiB (NCCL_BUFFSIZE overrides) / NCCL_STEPS 8
   const double kSimpleStep = (p.buffsize > 0 ? p.buffsize : 4.0 * 1024 * 1024) / 8;
   constexpr double kNvlsChunk = 128.0 * 1024;  // transport/nvls.cc NCCL_NVLS_CHUNKSIZE default

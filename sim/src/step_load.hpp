@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "p2v/sim/nccl_model.hpp"
 #include "p2v/sim/topology.hpp"
 
 namespace p2v::sim {
@@ -52,6 +53,17 @@ struct StepLoad {
     if (bottleneck) *bottleneck = we;
     if (bb) *bb = we >= 0 ? bytes[static_cast<std::size_t>(we)] : 0.0;
     return worst;
+  }
+  // The busiest link's time, and the busiest inside nodes and across them (network links).
+  FlowTime flow_time() const {
+    FlowTime f(0.0, 0.0, 0.0);
+    for (int e : touched) {
+      const double tt = busy(e);
+      f.s = std::max(f.s, tt);
+      double& part = hw_class_of(t.edges()[static_cast<std::size_t>(e)].kind) == HwClass::Net ? f.net_s : f.intra_s;
+      part = std::max(part, tt);
+    }
+    return f;
   }
   void clear() {
     for (int e : touched) bytes[static_cast<std::size_t>(e)] = maxflow[static_cast<std::size_t>(e)] = 0.0;

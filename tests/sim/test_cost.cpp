@@ -282,15 +282,17 @@ TEST_CASE("cost: tree AllReduce across 4 single-GPU nodes (hand-computed)") {
   Simulator sim(s);
   std::vector<double> frac(4, 1.0);
   const auto st = sim.step({Collective::AllReduce, {{0, 1, 2, 3}}}, 1e9, frac, Algorithm::Tree, true);
-  // Tree 1 (0; 1,2 under 0; 3 under 1) and its mirror each carry n/2 up and down: the busiest
-  // uplink carries 1.5 n. Bandwidth term 1.5 n / 10 GB/s / 0.92 (NCCL's tree efficiency); latency
+  // NCCL's double binary tree (trees.cc): tree 0 is 0 - 2, with 1 and 3 under 2; tree 1 its mirror
+  // (rank r plays 3 - r): 3 - 1, with 2 and 0 under 1. Each tree carries n/2 up and down per link;
+  // node 2 has 3 links in tree 0 and 1 in tree 1 (so has node 1): its uplink carries 4 x n/2 = 2 n.
+  // Bandwidth term 2 n / 10 GB/s / 0.92 (NCCL's tree efficiency); latency
   // (NCCL): base 8.4 + 2 x log2(4) x (14 us tree Simple net hop + 2 x the network's 4 us), plus launch.
   // Pipeline fill (Simple): 2 + 2 log2(4) = 6 stages; 16 channels of 1e9/16 bytes in 512 KiB chunks
   // = 120 chunks per channel; fill = 5/120 of the bandwidth term.
-  CHECK(st.bottleneck_bytes == doctest::Approx(1.5e9));
+  CHECK(st.bottleneck_bytes == doctest::Approx(2e9));
   CHECK(st.proto == Protocol::Simple);
-  CHECK(st.bandwidth_s == doctest::Approx(1.5e9 / 10e9 / 0.92 * (1 + 5.0 / 120)));
+  CHECK(st.bandwidth_s == doctest::Approx(2e9 / 10e9 / 0.92 * (1 + 5.0 / 120)));
   CHECK(st.latency_s == doctest::Approx((8.4 + 2 * 2 * (14 + 2 * 4)) * 1e-6 + kDefaultLaunchUs * 1e-6));
-  // The ring moves the same 1.5 n per uplink, without the tree's efficiency loss: NCCL's pick.
+  // The ring moves 2 x 3/4 n = 1.5 n per uplink, without the tree's efficiency loss: NCCL's pick.
   CHECK(st.nccl_pick == Algorithm::Ring);
 }

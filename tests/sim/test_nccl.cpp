@@ -6,6 +6,8 @@
 
 #include "helpers.hpp"
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/placement.hpp"
+#include "p2v/engine/shape.hpp"
 #include "p2v/engine/system.hpp"
 #include "p2v/sim/cost.hpp"
 #include "p2v/sim/fit.hpp"
@@ -186,6 +188,38 @@ TEST_CASE("nccl: pipeline fill of store-and-forward algorithms follows NCCL's ch
   CHECK(st.bandwidth_s / double(8 << 20) > 1.5 * big.bandwidth_s / double(1 << 30));
 }
 
+TEST_CASE("nccl: \"ll128_net_fill\" makes a multi-node LL128 tree a chunk pipeline (hand-computed chunks)") {
+  System s = preset_system("node=2,gpu=8", "dgx-h100");
+  NcclParams np = nccl_params(s);
+  const CallShape c{Collective::AllReduce, 16, 2, double(32 << 20)};           // 2 MiB per channel
+  CHECK(pipeline_shape(np, c, Algorithm::Tree, Protocol::LL128).stages == 1);  // off by default
+  np.ll128_net_fill = true;
+  // nsteps = 1 + log2(2) + 0.1 x 8 = 2.8; 2 MiB / 576000 = 3 < 2.8 x 64 / 8 = 22.4: halve while
+  // above 128 KiB: 288000 (7), 144000 (14), 72000 (stops: 144000 was the last above 131072);
+  // then 29 >= 2.8 x 16 / 8 = 5.6: kept. 2 MiB / 72000 -> 30 chunks; stages 2 + 2 log2(2) = 4.
+  auto ps = pipeline_shape(np, c, Algorithm::Tree, Protocol::LL128);
+  CHECK(ps.stages == 4);
+  CHECK(ps.chunk == 72000);
+  CHECK(ps.chunks == 30);
+  CHECK(pipeline_fill_s(np, c, Algorithm::Tree, Protocol::LL128, 3e-4) == doctest::Approx(3e-4 / 30 * 3));
+  // 64 KiB per channel: 72000 -> 36000 (1 < 5.6) -> 18000 (3 < 5.6; 36000 > 32768): 4 chunks.
+  ps = pipeline_shape(np, CallShape{Collective::AllReduce, 16, 2, double(1 << 20)}, Algorithm::Tree, Protocol::LL128);
+  CHECK(ps.chunk == 18000);
+  CHECK(ps.chunks == 4);
+  // Inside one node, for LL and for rings: nothing to fill.
+  CHECK(pipeline_shape(np, CallShape{Collective::AllReduce, 8, 1, 1e8}, Algorithm::Tree, Protocol::LL128).stages == 1);
+  CHECK(pipeline_shape(np, c, Algorithm::Tree, Protocol::LL).stages == 1);
+  CHECK(pipeline_shape(np, c, Algorithm::Ring, Protocol::LL128).stages == 1);
+  // The switch is read and written by the "nccl" section.
+  s.nccl["ll128_net_fill"] = true;
+  CHECK(nccl_params(s).ll128_net_fill);
+  CHECK(nccl_json(nccl_params(s)).at("ll128_net_fill") == true);
+  // With the fill the tree correction factor leaves the time (it stands for the same effect):
+  // LL128 tree bandwidth term = flow / (0.92 x 120/128) + fill.
+  CHECK(bandwidth_time(np, c, Algorithm::Tree, Protocol::LL128, 3e-4, false) ==
+        doctest::Approx(3e-4 / 0.92 / (120.0 / 128) * (1 + 3.0 / 30)));
+}
+
 TEST_CASE("nccl: the pick uses NCCL's NVLS and CollNet busBw formulas") {
   const NcclParams np = nccl_params(preset_system("gpu=8", "dgx-h100"));
   // NVLS AllReduce: 2 x bwIntra x nRanks / nsteps against this model's S per GPU link: (p-1)/p.
@@ -199,6 +233,87 @@ TEST_CASE("nccl: the pick uses NCCL's NVLS and CollNet busBw formulas") {
   const Simulator h1(preset_system("gpu=8", "dgx-h100"));
   CHECK(call(h1, Collective::AllGather, 8, double(1 << 30)).algo == Algorithm::Ring);
   CHECK(call(h1, Collective::AllReduce, 8, double(1 << 30)).algo == Algorithm::Nvls);
+}
+
+TEST_CASE("nccl: double binary tree as NCCL builds it (trees.cc), hand-computed") {
+  // Tree 0 (ncclGetBtree): the parent of rank r clears r's lowest set bit and sets the next one
+  // (or only clears it when that leaves the range); rank 0 is the root with one child.
+  auto parents = [](int n, int t) {
+    std::vector<int> v;
+    for (int r = 0; r < n; ++r) v.push_back(nccl_tree_parent(n, r, t));
+    return v;
+  };
+  CHECK(parents(8, 0) == std::vector<int>{-1, 2, 4, 2, 0, 6, 4, 6});
+  CHECK(parents(4, 0) == std::vector<int>{-1, 2, 0, 2});
+  // Tree 1, n even: the mirror (rank r plays n-1-r): 3 is the root, 1 under it, 2 and 0 under 1.
+  CHECK(parents(4, 1) == std::vector<int>{1, 3, 1, -1});
+  // n odd: tree 0 shifted by one rank (rank r plays r-1): n = 3, tree 0 is 0 - 2 - 1, tree 1 1 - 0 - 2.
+  CHECK(parents(3, 0) == std::vector<int>{-1, 2, 0});
+  CHECK(parents(3, 1) == std::vector<int>{1, -1, 0});
+  CHECK(parents(2, 0) == std::vector<int>{-1, 0});
+  CHECK(parents(2, 1) == std::vector<int>{1, -1});
+  // Links per rank over both trees, the largest: 2 ranks 1 + 1; 3 ranks: rank 0 has 1 + 2;
+  // 4 ranks: rank 2 has 3 (parent 0, children 1, 3) + 1 (a leaf under 1 in the mirror).
+  CHECK(nccl_tree_max_degree(1) == 0);
+  CHECK(nccl_tree_max_degree(2) == 2);
+  CHECK(nccl_tree_max_degree(3) == 3);
+  CHECK(nccl_tree_max_degree(4) == 4);
+  CHECK(nccl_tree_max_degree(8) == 4);
+  CHECK(nccl_tree_max_degree(1000) == 4);
+  CHECK(nccl_tree_max_degree(1LL << 20) == 4);
+  // The graph model's tree flows and the level model's degree agree on 4 nodes: the busiest uplink
+  // carries 4 x S/2 = 2 S for the NVLS tree (the heap-shaped tree used before gave 1.5 S).
+  const System sys = preset_system("node=4,gpu=8", "dgx-h100");
+  const Simulator g(sys);
+  const LevelSimulator l(sys);
+  const auto xs = enumerate_matrices(sys.cardinalities(), {32});
+  REQUIRE(xs.size() == 1);
+  const Placement pl(sys.cardinalities(), {32}, xs.front(), {0});
+  const Shape sh =
+      make_shape(sys.cardinalities(), sys.level_names(), xs.front(), pl.reduce(), HierarchyKind::ReductionAxes);
+  CostOptions o;
+  o.algo = Algorithm::Nvls;
+  o.bytes = double(1 << 30);
+  const auto st = g.simulate(single_allreduce(pl.reduction_groups()), o).steps.front();
+  CHECK(st.algo == Algorithm::NvlsTree);
+  CHECK(st.bottleneck_bytes == doctest::Approx(2.0 * (1 << 30)));  // the node's uplink (its 8 NICs)
+  CHECK(l.allreduce_time(sh, o) == doctest::Approx(st.time_s).epsilon(1e-9));
+}
+
+TEST_CASE("nccl: NVLS efficiency slows the NVSwitch side only, not the network (tuning.cc v2.30.7)") {
+  const NcclParams np = nccl_params(preset_system("node=2,gpu=8", "dgx-h100"));
+  // 64 MiB: NCCL's per-channel NVLS tree cap (16 x 57.7 GB/s of bus bandwidth: 0.14 ms) does not bind.
+  const CallShape c{Collective::AllReduce, 16, 2, double(1 << 26)};
+  const double eff = 0.85 * 15.0 / 16;  // nvlsEfficiency (Hopper) x (nChannels - 1) / nChannels
+  // Estimate (no pipeline fill): max(NVLink part / eff, network part).
+  CHECK(bandwidth_time(np, c, Algorithm::NvlsTree, Protocol::Simple, FlowTime(1e-3, 1e-3, 0.5e-3), true) ==
+        doctest::Approx(1e-3 / eff));
+  CHECK(bandwidth_time(np, c, Algorithm::NvlsTree, Protocol::Simple, FlowTime(1e-3, 0.5e-3, 1e-3), true) ==
+        doctest::Approx(1e-3));
+  CHECK(bandwidth_time(np, c, Algorithm::NvlsTree, Protocol::Simple, FlowTime(1e-3, 0.9e-3, 1e-3), true) ==
+        doctest::Approx(0.9e-3 / eff));
+  // A time not split by link class is all NVSwitch (one node's NVLS).
+  CHECK(bandwidth_time(np, c, Algorithm::NvlsTree, Protocol::Simple, 1e-3, true) == doctest::Approx(1e-3 / eff));
+  // Ring and tree ignore the split.
+  CHECK(bandwidth_time(np, c, Algorithm::Ring, Protocol::Simple, FlowTime(1e-3, 0.2e-3, 1e-3), true) ==
+        doctest::Approx(1e-3));
+}
+
+TEST_CASE("nccl: no channel term at small sizes (a ring/LL call of 32 KiB on 8 H100s, hand-computed)") {
+  // enqueue.cc runs this call on one channel (32 KiB < 2 x 512 threads x 8 B x 8 ranks), every
+  // thread moving one 8-byte line per step: the latency term prices that. The bandwidth term is
+  // NCCL's estimate: bus bytes 2 x 7/8 x 32 KiB at min(llMaxBw 141 GB/s, 0.5 x flow).
+  const NcclParams np = nccl_params(preset_system("gpu=8", "dgx-h100"));
+  const CallShape c{Collective::AllReduce, 8, 1, 32768.0};
+  const double bus = 32768.0 * 14 / 8;
+  CHECK(bandwidth_time(np, c, Algorithm::Ring, Protocol::LL, 1e-8, false) == doctest::Approx(bus / 141e9));
+  CHECK(bandwidth_time(np, c, Algorithm::Ring, Protocol::LL, 1e-8, false) ==
+        bandwidth_time(np, c, Algorithm::Ring, Protocol::LL, 1e-8, true));
+  // LL128 tree at 16 KiB on 2 nodes: no channel term either; the tree correction factor (.8 at
+  // log2(16 KiB / 64) = 8) and 120/128 with 0.92: flow / (0.92 x 120/128 x 0.9) unless capped.
+  const CallShape t{Collective::AllReduce, 16, 2, 16384.0};
+  CHECK(bandwidth_time(np, t, Algorithm::Tree, Protocol::LL128, 1e-6, false) ==
+        doctest::Approx(1e-6 / 0.92 / (120.0 / 128) / 0.8));
 }
 
 TEST_CASE("nccl: contention between the groups of a step stays (8 GPUs behind the node's NICs)") {

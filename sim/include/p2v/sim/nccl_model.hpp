@@ -75,6 +75,9 @@ struct NcclParams {
   double net_overhead_us = -1.0;  // per inter-node ring step host overhead; < 0: NCCL's 1 us
   double fill_stage = -1.0;       // a pipeline stage's time in chunk times of the bottleneck stage
                                   // (pipeline_fill_s); < 0: 1 (every counted stage as slow)
+  // Multi-node LL128 trees as a chunk pipeline (NCCL's net proxy sends whole steps): off by
+  // default (docs/simulator.md §2, "Pipeline fill").
+  bool ll128_net_fill = false;
   // NCCL_PROTO: protocols NCCL may use, bit i = Protocol i (LL, LL128, Simple); 7 = all.
   int protocols = 7;
   // NCCL_ALGO: algorithms NCCL may use, bit i = Algorithm i (ring, tree, nvls, nvls-tree, collnet); 31 = all.
@@ -129,6 +132,15 @@ struct CallShape {
   double bytes = 0.0;
 };
 
+// NCCL's double binary tree over n ranks (NVIDIA/nccl v2.30.7 src/graph/trees.cc ncclGetBtree,
+// ncclGetDtree): tree 0 is the bit-pattern binary tree rooted at rank 0 (one child), tree 1 its
+// mirror (rank -> n-1-rank) when n is even, else its shift by one rank. The parent of `rank` in
+// tree `t` (0 or 1), -1 at the root.
+int nccl_tree_parent(int n, int rank, int t);
+// The largest number of tree links (parent + children, both trees) of any rank: each link carries
+// half the data in each direction, so a node's network link carries maxdeg x S/2 per direction.
+int nccl_tree_max_degree(long long n);
+
 // Whether NCCL offers this algorithm/protocol for the call on this system (tuning.cc's filters).
 bool available(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr);
 // Candidate (algorithm, protocol) pairs for a call under the user's choice (Auto: all NCCL offers;
@@ -138,11 +150,23 @@ std::vector<std::pair<Algorithm, Protocol>> nccl_candidates(const NcclParams& p,
 // NCCL's latency term, microseconds (tuning.cc latency formulas; ring AllReduce plateau factor of
 // ncclTopoGetAlgoTime included).
 double latency_us(const NcclParams& p, const CallShape& c, const GroupLevels& g, Algorithm a, Protocol pr);
-// Bandwidth term, seconds: `flow_s` is the simulator's busiest-link time for the algorithm's flows
-// (at full link bandwidth); applies NCCL's protocol/algorithm efficiencies and bus-bandwidth caps,
-// the tree correction factors, and the channels NCCL uses at this size. `nccl_estimate` = true
-// gives what NCCL's tuner assumes (all channels), used to pick.
-double bandwidth_time(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr, double flow_s,
+// The simulator's busiest-link time for an algorithm's flows (at full link bandwidth): `s` over all
+// links, and where known the busiest link inside nodes (`intra_s`: NVLink, PCI) and across them
+// (`net_s`: network links); < 0: not split (every part is treated as `s`).
+struct FlowTime {
+  double s = 0.0, intra_s = -1.0, net_s = -1.0;
+  FlowTime(double all = 0.0) : s(all) {}  // NOLINT(google-explicit-constructor): a plain time converts
+  FlowTime(double all, double intra, double net) : s(all), intra_s(intra), net_s(net) {}
+  FlowTime scaled(double f) const {
+    return {s * f, intra_s < 0 ? intra_s : intra_s * f, net_s < 0 ? net_s : net_s * f};
+  }
+};
+// Bandwidth term, seconds: `flow` is the simulator's busiest-link time for the algorithm's flows;
+// applies NCCL's protocol/algorithm efficiencies and bus-bandwidth caps, the tree correction
+// factors and the pipeline fill. NVLS's efficiency applies to the links inside nodes only (NCCL
+// v2.30.7 tuning.cc: nvlsEfficiency scales bwIntra, not bwInter). `nccl_estimate` = true gives
+// what NCCL's tuner assumes (no pipeline fill), used to pick.
+double bandwidth_time(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr, const FlowTime& flow,
                       bool nccl_estimate = false);
 
 // Where NCCL's tuner estimate of an algorithm's bandwidth term differs from this model's flows
