@@ -58,6 +58,9 @@ struct ClosureSpec {
   // States per closure query (1: one push/pop scope per state; more: one per batch, each state
   // under a selector, at least one selector true).
   std::function<int(smt::SolverKind)> batch;  // empty: 1
+  // The states at the last level (whose closure is about steps to the goal only) in one batch
+  // query per solver kind, whatever `batch` says for the others.
+  bool batch_last_level = false;
 };
 
 std::vector<EnumerationResult> closure_run(const std::vector<smt::SolverKind>& kinds, const SearchProblem& p,

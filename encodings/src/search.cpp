@@ -912,14 +912,15 @@ std::vector<EnumerationResult> closure_run(const std::vector<smt::SolverKind>& k
   // order), one query each.
   const std::size_t K = kinds.size();
   std::vector<std::vector<std::vector<std::size_t>>> batches(K);
-  std::vector<int> batch_of(K, 1);
   std::size_t tasks = 0;
   for (std::size_t kk = 0; kk < K; ++kk) {
-    batch_of[kk] = spec.batch ? std::max(1, spec.batch(kinds[kk])) : 1;
-    const auto b = static_cast<std::size_t>(batch_of[kk]);
-    for (std::size_t i = 0; i < todo.size(); i += b)
-      batches[kk].emplace_back(todo.begin() + static_cast<std::ptrdiff_t>(i),
-                               todo.begin() + static_cast<std::ptrdiff_t>(std::min(todo.size(), i + b)));
+    const auto b = static_cast<std::size_t>(spec.batch ? std::max(1, spec.batch(kinds[kk])) : 1);
+    std::vector<std::size_t> rest, last;  // with spec.batch_last_level: the last level's states apart
+    for (std::size_t u : todo) (spec.batch_last_level && g.depth[u] == max_size - 1 ? last : rest).push_back(u);
+    for (std::size_t i = 0; i < rest.size(); i += b)
+      batches[kk].emplace_back(rest.begin() + static_cast<std::ptrdiff_t>(i),
+                               rest.begin() + static_cast<std::ptrdiff_t>(std::min(rest.size(), i + b)));
+    if (!last.empty()) batches[kk].push_back(std::move(last));
     tasks += batches[kk].size();
   }
   // opt.jobs workers (0: one per hardware thread), at least one per kind so that the solvers run
@@ -1076,7 +1077,7 @@ std::vector<EnumerationResult> closure_run(const std::vector<smt::SolverKind>& k
           named[kk] = 1;
         }
         const auto& batch = batches[kk][t];
-        const Counts n = batch_of[kk] > 1 ? close_batch(kinds[kk], *solver[kk], *enc[kk], batch)
+        const Counts n = batch.size() > 1 ? close_batch(kinds[kk], *solver[kk], *enc[kk], batch)
                                           : close_state(kinds[kk], *solver[kk], *enc[kk], batch[0]);
         std::lock_guard<std::mutex> lock(mu);
         EnumerationResult& r = res[kk];
