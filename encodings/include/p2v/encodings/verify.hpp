@@ -30,11 +30,12 @@ namespace p2v::encodings {
 // reduction group and concrete up to it.
 enum class VerifyEncoding { Auto, Shape, Concrete, Symbolic };
 inline constexpr int kAutoShapeAbove = 16;
-// Measured (bench/encodings/verify_encodings.sh and bench_certify, CPU seconds, medians of 3, L = 5;
-// all numbers in encodings/README.md "verify: which encoding"): on 2 devices both encodings take
-// about 0.02 s; from 4 devices the symbolic one is faster for the whole sets (4 devices: z3 0.08 s
-// against 0.31 s, cvc5 0.29 against 1.44 s), and --minimal (one bound: the shortest program of
-// hierarchy (d) is one AllReduce) takes hundredths of a second in both.
+// The crossover, measured (bench_certify and bench/encodings/verify_encodings.sh, CPU seconds,
+// medians of 3, L = 5, axes = all devices; the tables are in encodings/README.md "p2v verify: which
+// encoding"): at 2 devices both encodings take about 0.02 s; from 4 devices the symbolic one is
+// faster for the whole sets (4 devices: z3 0.08 s against 0.31 s, cvc5 0.29 against 1.44 s; 8
+// devices: z3 4.8 against 52.6 s, cvc5 16.9 against 181.5 s, the concrete ones single runs) and as
+// fast or faster for --minimal.
 inline constexpr int kAutoSymbolicFrom = 4;
 // "auto" | "shape" | "concrete" | "symbolic" ("per-level" is accepted as its other name)
 VerifyEncoding parse_verify_encoding(const std::string& s);
