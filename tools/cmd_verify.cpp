@@ -7,6 +7,8 @@
 #include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
@@ -69,9 +71,9 @@ void print_case(const encodings::VerifyCase& c, const encodings::VerifyOptions& 
                  : fmt::format("  {} {}: {} in {:.2f}s", run.solver, run.version, run.programs.size(), run.seconds);
     if (!c.run_agrees[i]) cells += " DIFFERENT";
   }
-  fmt::print("{:<16} ({}) [{:<14} {:>3} {:>4} | {:>5} {:>7.2f}ms |{}  => {}\n", engine::format_matrix(c.x),
+  fmt::print("{:<16} ({}) [{:<14} {:<8} {:>3} {:>4} | {:>5} {:>7.2f}ms |{}  => {}\n", engine::format_matrix(c.x),
              engine::to_string(o.kind), fmt::format("{}]{}", fmt::join(r.hierarchy.cards, " "), c.shape ? "*" : ""),
-             r.hierarchy.num_local(), r.instructions.size(),
+             c.encoding(), r.hierarchy.num_local(), r.instructions.size(),
              o.minimal ? fmt::format("len {}", c.shortest()) : std::to_string(r.programs.size()), c.enumerator_ms,
              cells, c.same() ? (o.minimal ? "agree" : "identical") : "DIFFERENT");
   for (const auto& d : c.differences) fmt::print("    {}\n", d);
@@ -82,6 +84,10 @@ void print_summary(const encodings::VerifyResult& res, const VerifyArgs& a, std:
     fmt::print(
         "* encoded on the shape's smallest instance (one state per device class, docs/shape.md section 5); "
         "k is its device count\n");
+  if (std::any_of(res.cases.begin(), res.cases.end(), [](const encodings::VerifyCase& c) { return c.symbolic; }))
+    fmt::print(
+        "symbolic: the solvers searched the per-level symbolic encoding (per level the row bit its digit is fixed "
+        "to, per device one column set; encodings/README.md)\n");
   fmt::print("{}: {} matrices, enumerator and {} {}\n", res.identical ? "verified" : "MISMATCH", matrices,
              a.solver == "both" ? "z3 and cvc5" : a.solver,
              !res.identical ? "disagree (see above)"
@@ -116,8 +122,10 @@ Registrar reg("verify", [](CLI::App& sub) -> std::function<int()> {
   sub.add_flag("--json", a->json, "machine-readable output");
   sub.add_option("--encoding", a->encoding,
                  "concrete (one state per device of a reduction group), shape (one per device class: the "
-                 "shape's smallest instance, docs/shape.md; hierarchy (d) only) or auto (shape above 16 "
-                 "devices per reduction group)")
+                 "shape's smallest instance, docs/shape.md; hierarchy (d) only), symbolic (the per-level "
+                 "encoding on the shape's smallest instance, encodings/README.md; an error where it does not "
+                 "apply) or auto (symbolic from 4 devices per reduction group where it applies; else shape above 16 "
+                 "devices per group, concrete up to it)")
       ->capture_default_str();
   add_solver_flags(sub, a->solver_flags);
   return [a] {
@@ -128,8 +136,8 @@ Registrar reg("verify", [](CLI::App& sub) -> std::function<int()> {
     if (!a->certify.empty()) prepare_certificate_dir(a->certify, a->force, "--certify");
 #endif
     if (!a->json)
-      fmt::print("{:<16} {:<18} {:>3} {:>4} | {:>14} | {}\n", "matrix", "hierarchy", "k", "ins", "enumerator",
-                 "solvers (programs, seconds)");
+      fmt::print("{:<16} {:<18} {:<8} {:>3} {:>4} | {:>14} | {}\n", "matrix", "hierarchy", "encoding", "k", "ins",
+                 "enumerator", "solvers (programs, seconds)");
     std::function<void(const encodings::VerifyCase&)> on_case;
     if (!a->json) on_case = [&o](const encodings::VerifyCase& c) { print_case(c, o); };
     const auto res = encodings::verify_placements(p.system, p.axes, p.reduce, p.matrices, o, on_case);

@@ -1,8 +1,11 @@
 // The solver side of `synth --certify` on a shape (its smallest instance), per bound: how the
 // solvers confirm the enumerator's program set (validity per program, completeness per bound) or
-// re-enumerate it with blocking clauses. Medians of --reps runs.
+// re-enumerate it with blocking clauses, or (minimal, symbolic-minimal: `verify --minimal`) find
+// the shortest program, bounds 1, 2, ... until sat. Medians of --reps runs.
 //   bench_certify [--system pod=16,rack=32,node=32,gpu=8]
-//                 [--method confirm|closure|enumerate|symbolic-closure|symbolic-enumerate]
+//                 [--method confirm|closure|enumerate|symbolic-closure|symbolic-enumerate|
+//                           minimal|symbolic-minimal]
+//                 [--timeout S]  (per solver check; a run that hits it prints "timeout", no median)
 //                 [--solver z3|cvc5|both] [--choice binary|onehot] [--max-size L] [--reps N]
 //                 [--jobs N]   (closure: workers per solver, each with its own solver)
 //                 [--assume]   (closure: the start state as assumptions, no push/pop)
@@ -38,7 +41,8 @@ int main(int argc, char** argv) {
   std::string method = "confirm", solver = "both", choice = "binary";
   int L = 5, reps = 1, jobs = 1;
   std::string z3_logic;
-  int batch = 0;        // 0: the default per solver
+  int batch = 0;  // 0: the default per solver
+  double timeout_s = 0;
   bool assume = false;  // closure: the start state as assumptions instead of a push scope
   std::vector<std::pair<std::string, std::string>> cvc5_options;
   for (int i = 1; i < argc; ++i) {
@@ -60,6 +64,8 @@ int main(int argc, char** argv) {
       jobs = std::stoi(next());
     else if (a == "--batch")
       batch = std::stoi(next());
+    else if (a == "--timeout")
+      timeout_s = std::stod(next());
     else if (a == "--assume")
       assume = true;
     else if (a == "--z3-logic")
@@ -74,8 +80,9 @@ int main(int argc, char** argv) {
   if (systems.empty()) systems = {"node=16384,gpu=8", "rack=32,node=32,gpu=8", "pod=16,rack=32,node=32,gpu=8"};
   try {
     if (method != "confirm" && method != "enumerate" && method != "closure" && method != "symbolic-closure" &&
-        method != "symbolic-enumerate")
-      throw Error("--method: confirm, closure, enumerate, symbolic-closure or symbolic-enumerate");
+        method != "symbolic-enumerate" && method != "minimal" && method != "symbolic-minimal")
+      throw Error(
+          "--method: confirm, closure, enumerate, symbolic-closure, symbolic-enumerate, minimal or symbolic-minimal");
     for (const auto& spec : systems) {
       const engine::System sys = engine::parse_system_inline(spec);
       const std::vector<int> cards = sys.cardinalities();
@@ -94,23 +101,37 @@ int main(int argc, char** argv) {
       o.closure_batch = batch;
       o.closure_assume = assume;
       o.cvc5_options = cvc5_options;
+      o.timeout_ms = static_cast<unsigned>(timeout_s * 1000);
       o.progress = [](const std::string& line) { fmt::print(stderr, "  {}\n", line); };
       for (auto kind : smt::parse_solver_list(solver)) {
         std::vector<double> ts, cpu;
         EnumerationResult e;
-        for (int i = 0; i < reps; ++i) {
-          const std::clock_t c0 = std::clock();
-          e = method == "confirm"              ? confirm_programs(kind, sp, r.programs, L, o)
-              : method == "closure"            ? confirm_by_closure(kind, sp, r.programs, L, o)
-              : method == "symbolic-closure"   ? confirm_by_symbolic_closure({kind}, sp, r.programs, L, o).front()
-              : method == "symbolic-enumerate" ? enumerate_programs_per_level(kind, sp, L, o)
-                                               : enumerate_programs(kind, sp, L, o);
-          ts.push_back(e.seconds);
-          cpu.push_back(static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC);
+        const bool minimal = method == "minimal" || method == "symbolic-minimal";
+        try {
+          for (int i = 0; i < reps; ++i) {
+            const std::clock_t c0 = std::clock();
+            e = method == "confirm"              ? confirm_programs(kind, sp, r.programs, L, o)
+                : method == "closure"            ? confirm_by_closure(kind, sp, r.programs, L, o)
+                : method == "symbolic-closure"   ? confirm_by_symbolic_closure({kind}, sp, r.programs, L, o).front()
+                : method == "symbolic-enumerate" ? enumerate_programs_per_level(kind, sp, L, o)
+                : method == "minimal"            ? find_shortest(kind, sp, L, o)
+                : method == "symbolic-minimal"   ? find_shortest_per_level(kind, sp, L, o)
+                                                 : enumerate_programs(kind, sp, L, o);
+            ts.push_back(e.seconds);
+            cpu.push_back(static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC);
+          }
+        } catch (const Error& err) {  // a time limit (unknown): no median
+          fmt::print("{:<30} k={:<3} instructions={:<4} programs={:<5} {:<9} {:<5} timeout after {} s per check ({})\n",
+                     spec, sp.k, sp.instructions.size(), r.programs.size(), method, smt::to_string(kind), timeout_s,
+                     err.what());
+          std::fflush(stdout);
+          continue;
         }
+        const bool agrees = minimal ? e.shortest == (r.programs.empty() ? 0 : static_cast<int>(r.programs[0].size()))
+                                    : e.programs == r.programs;
         fmt::print("{:<30} k={:<3} instructions={:<4} programs={:<5} {:<9} {:<5} median {:8.2f} s (cpu {:.2f} s){}\n",
                    spec, sp.k, sp.instructions.size(), r.programs.size(), method, smt::to_string(kind), median(ts),
-                   median(cpu), e.programs == r.programs ? "" : " MISMATCH");
+                   median(cpu), agrees ? "" : " MISMATCH");
         if (method == "closure" || method == "symbolic-closure")
           fmt::print("    {} states closed ({} steps listed): {:.2f} s; {} validity checks: {:.2f} s\n",
                      e.closure_states, e.closure_edges, e.closure_seconds, e.validity_checks, e.validity_seconds);

@@ -2,6 +2,7 @@
 #include "p2v/encodings/verify.hpp"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <atomic>
@@ -15,6 +16,7 @@
 #include <thread>
 
 #include "p2v/encodings/certificate.hpp"
+#include "p2v/encodings/symbolic.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/replay.hpp"
 #include "p2v/engine/state.hpp"
@@ -26,8 +28,25 @@ VerifyEncoding parse_verify_encoding(const std::string& s) {
   if (s == "auto") return VerifyEncoding::Auto;
   if (s == "shape") return VerifyEncoding::Shape;
   if (s == "concrete") return VerifyEncoding::Concrete;
-  throw Error("--encoding: expected concrete, shape or auto, got '" + s + "'");
+  if (s == "symbolic" || s == "per-level") return VerifyEncoding::Symbolic;
+  throw Error("--encoding: expected concrete, shape, symbolic or auto, got '" + s + "'");
 }
+
+const char* to_string(VerifyEncoding e) {
+  switch (e) {
+    case VerifyEncoding::Auto:
+      return "auto";
+    case VerifyEncoding::Shape:
+      return "shape";
+    case VerifyEncoding::Concrete:
+      return "concrete";
+    case VerifyEncoding::Symbolic:
+      return "symbolic";
+  }
+  return "?";
+}
+
+const char* VerifyCase::encoding() const { return symbolic ? "symbolic" : shape ? "shape" : "concrete"; }
 
 int VerifyCase::shortest() const {
   return enumerator.programs.empty() ? 0 : static_cast<int>(enumerator.programs.front().size());
@@ -70,91 +89,84 @@ namespace {
 struct Work {
   VerifyCase c;
   engine::Placement placement;
-  engine::Groups goal;
   SearchProblem sp;
 };
 
-Work prepare(const engine::System& system, const std::vector<int>& axes, const std::vector<int>& reduce,
-             const engine::ParallelismMatrix& x, const VerifyOptions& opt) {
-  const std::vector<std::string> names = system.level_names();
-  const bool d = engine::is_reduction_kind(opt.kind);
-  if (!d && opt.encoding == VerifyEncoding::Shape)
-    throw Error("--encoding shape works on hierarchy (d) only; (a)-(c) cover every device: use --encoding concrete");
-  std::optional<engine::Shape> shape;
-  if (d) shape = engine::make_shape(system.cardinalities(), names, x, reduce, opt.kind);
-  const bool on_shape = d && (opt.encoding == VerifyEncoding::Shape ||
-                              (opt.encoding == VerifyEncoding::Auto && shape->group_size() > kAutoShapeAbove));
-  if (!on_shape) {
-    shape.reset();
-    engine::check_concrete_size(opt.kind, x, reduce);
-  }
-  Work w{{}, engine::Placement(system.cardinalities(), axes, x, reduce), {}, {}};
+// The case of matrix `x` on the shape's smallest instance (`shape` set) or on the reduction
+// group's devices: the hierarchy, the enumerator's programs and the search problem.
+Work build(const engine::System& system, const std::vector<int>& axes, const std::vector<int>& reduce,
+           const engine::ParallelismMatrix& x, const VerifyOptions& opt, std::optional<engine::Shape> shape) {
+  Work w{{}, engine::Placement(system.cardinalities(), axes, x, reduce), {}};
   engine::SynthesisHierarchy h;
-  if (on_shape) {
+  if (shape) {
     const auto inst = engine::smallest_instance(*shape);
     h = engine::canonical_hierarchy(*shape);
-    w.goal =
+    w.c.goal =
         engine::local_goal_groups(h, engine::Placement(inst.system.cardinalities(), inst.axes, inst.x, inst.reduce));
   } else {
-    h = engine::make_hierarchy(w.placement, names, opt.kind);
-    w.goal = engine::local_goal_groups(h, w.placement);
+    h = engine::make_hierarchy(w.placement, system.level_names(), opt.kind);
+    w.c.goal = engine::local_goal_groups(h, w.placement);
   }
   w.c.x = x;
   w.c.shape = std::move(shape);
   const auto t0 = std::chrono::steady_clock::now();
-  w.c.enumerator = engine::synthesize(h, w.goal, opt.synth);
+  w.c.enumerator = engine::synthesize(h, w.c.goal, opt.synth);
   w.c.enumerator_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  w.sp = make_search_problem(h, w.c.enumerator.instructions, w.goal);
+  w.sp = make_search_problem(h, w.c.enumerator.instructions, w.c.goal);
   return w;
 }
 
-// Compares the runs of `w` with its enumerator; fills run_agrees and differences.
-void compare(Work& w, const VerifyOptions& opt) {
-  VerifyCase& c = w.c;
-  const engine::SynthResult& r = c.enumerator;
-  std::set<engine::LoweredProgram> want;
-  for (const auto& prog : r.programs) want.insert(engine::lower(r, prog));
-  auto only_solver = [&](const EnumerationResult& run, const engine::Program& prog) {
-    c.differences.push_back(fmt::format("only {} finds: {}\n      engine: {}", run.solver,
-                                        engine::program_name(r, prog), diagnose(r, prog, w.goal)));
-  };
-  for (std::size_t i = 0; i < c.runs.size(); ++i) {
-    const EnumerationResult& run = c.runs[i];
-    bool eq = false;
-    if (opt.minimal) {
-      const bool valid = run.programs.empty() || want.count(engine::lower(r, run.programs[0]));
-      eq = run.shortest == c.shortest() && valid;
-      if (run.shortest != c.shortest())
-        c.differences.push_back(
-            fmt::format("{}'s shortest program has {} steps, the enumerator's {} (0 = none up to {})", run.solver,
-                        run.shortest, c.shortest(), opt.synth.max_size));
-      if (!valid) only_solver(run, run.programs[0]);
-    } else {
-      std::set<engine::LoweredProgram> got;
-      for (const auto& prog : run.programs) got.insert(engine::lower(r, prog));
-      eq = got == want && run.programs.size() == r.programs.size();
-      if (!eq) {
-        for (const auto& prog : run.programs)
-          if (!want.count(engine::lower(r, prog))) only_solver(run, prog);
-        for (const auto& prog : r.programs) {
-          if (got.count(engine::lower(r, prog))) continue;
-          bool accepts = false;
-          try {
-            accepts = encoding_accepts(opt.solvers[i], w.sp, prog, opt.search);
-          } catch (const std::exception&) {  // a diagnostic only: the difference stands either way
-          }
-          c.differences.push_back(fmt::format(
-              "only the enumerator finds: {}\n      {} {} this program; engine: {}", engine::program_name(r, prog),
-              run.solver, accepts ? "accepts (enumeration missed it)" : "rejects", diagnose(r, prog, w.goal)));
-        }
-      }
+// The encoding of one matrix (VerifyEncoding). auto: the symbolic encoding on the shape's smallest
+// instance where the reduction group has at least kAutoSymbolicFrom devices and the per-level
+// encoding applies; otherwise, as before it existed, the concrete encoding on the smallest instance
+// above kAutoShapeAbove devices per group and on the group's devices up to it.
+Work prepare(const engine::System& system, const std::vector<int>& axes, const std::vector<int>& reduce,
+             const engine::ParallelismMatrix& x, const VerifyOptions& opt) {
+  const bool d = engine::is_reduction_kind(opt.kind);
+  const VerifyEncoding enc = opt.encoding;
+  if (!d && (enc == VerifyEncoding::Shape || enc == VerifyEncoding::Symbolic))
+    throw Error(
+        fmt::format("--encoding {} works on hierarchy (d) only; (a)-(c) cover every device: use --encoding concrete",
+                    to_string(enc)));
+  std::optional<engine::Shape> shape;
+  if (d) shape = engine::make_shape(system.cardinalities(), system.level_names(), x, reduce, opt.kind);
+  const bool large = d && shape->group_size() > kAutoShapeAbove;
+  if (enc == VerifyEncoding::Symbolic ||
+      (enc == VerifyEncoding::Auto && d && shape->group_size() >= kAutoSymbolicFrom)) {
+    Work w = build(system, axes, reduce, x, opt, shape);
+    const std::string why = per_level_unsupported(w.sp);
+    if (why.empty()) {
+      w.c.symbolic = true;
+      return w;
     }
-    c.run_agrees.push_back(eq);
+    if (enc == VerifyEncoding::Symbolic)
+      throw Error(fmt::format(
+          "--encoding symbolic: the per-level encoding does not apply to matrix {} (on its smallest instance "
+          "[{}]): {}; use --encoding shape or concrete",
+          engine::format_matrix(x), fmt::join(w.c.enumerator.hierarchy.cards, " "), why));
   }
+  const bool on_shape = d && (enc == VerifyEncoding::Shape || (enc == VerifyEncoding::Auto && large));
+  if (!on_shape) {
+    shape.reset();
+    engine::check_concrete_size(opt.kind, x, reduce);
+  }
+  return build(system, axes, reduce, x, opt, std::move(shape));
 }
 
-// The solver runs of every case on a pool of workers, largest first (estimated by k^3 x
-// instructions, cvc5 three times z3). The futures are read in case order by the caller.
+// Why the per-level encoding has no run of `prog` (a diagnostic of a difference): the first state
+// of the engine's replay without a per-level form, or that every state has one.
+std::string per_level_diagnosis(const engine::SynthResult& r, const engine::Program& prog,
+                                const engine::Groups& goal_groups) {
+  const engine::Trace t = engine::replay(r, prog, &goal_groups);
+  for (std::size_t i = 0; i < t.states.size(); ++i)
+    if (!per_level_state(t.states[i]))
+      return fmt::format("cannot represent it (the state after step {} has no per-level form)", i);
+  return "rejects it (every state of the engine's replay has a per-level form)";
+}
+
+// The solver runs of every case on a pool of workers, largest first (estimated by the state bits
+// per step, k^3 concrete and k^2 symbolic, x instructions, cvc5 three times z3). The futures are read in case order by
+// the caller.
 class Pool {
  public:
   Pool(const std::vector<Work>& work, const VerifyOptions& opt) : work_(work), opt_(opt) {
@@ -166,7 +178,7 @@ class Pool {
         const double k = work[ci].sp.k;
         j.c = ci;
         j.s = si;
-        j.cost = k * k * k * static_cast<double>(work[ci].sp.instructions.size()) *
+        j.cost = k * k * (work[ci].c.symbolic ? 1 : k) * static_cast<double>(work[ci].sp.instructions.size()) *
                  (opt.solvers[si] == smt::SolverKind::Cvc5 ? 3 : 1);
       }
     for (std::size_t i = 0; i < jobs_.size(); ++i) order_.push_back(i);
@@ -225,8 +237,13 @@ class Pool {
       try {
         const SearchProblem& sp = work_[j.c].sp;
         const smt::SolverKind kind = opt_.solvers[j.s];
-        j.done.set_value(opt_.minimal ? find_shortest(kind, sp, opt_.synth.max_size, opt_.search)
-                                      : enumerate_programs(kind, sp, opt_.synth.max_size, opt_.search));
+        const int L = opt_.synth.max_size;
+        if (work_[j.c].c.symbolic)
+          j.done.set_value(opt_.minimal ? find_shortest_per_level(kind, sp, L, opt_.search)
+                                        : enumerate_programs_per_level(kind, sp, L, opt_.search));
+        else
+          j.done.set_value(opt_.minimal ? find_shortest(kind, sp, L, opt_.search)
+                                        : enumerate_programs(kind, sp, L, opt_.search));
       } catch (const std::exception& e) {
         stop_ = true;
         if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr) out_of_memory_ = true;
@@ -263,6 +280,58 @@ class Pool {
 
 }  // namespace
 
+void compare_runs(VerifyCase& c, const VerifyOptions& opt) {
+  c.run_agrees.clear();
+  c.differences.clear();
+  const engine::SynthResult& r = c.enumerator;
+  std::set<engine::LoweredProgram> want;
+  for (const auto& prog : r.programs) want.insert(engine::lower(r, prog));
+  auto only_solver = [&](const EnumerationResult& run, const engine::Program& prog) {
+    c.differences.push_back(fmt::format("only {} finds: {}\n      engine: {}", run.solver,
+                                        engine::program_name(r, prog), diagnose(r, prog, c.goal)));
+  };
+  for (std::size_t i = 0; i < c.runs.size(); ++i) {
+    const EnumerationResult& run = c.runs[i];
+    bool eq = false;
+    if (opt.minimal) {
+      const bool valid = run.programs.empty() || want.count(engine::lower(r, run.programs[0]));
+      eq = run.shortest == c.shortest() && valid;
+      if (run.shortest != c.shortest())
+        c.differences.push_back(
+            fmt::format("{}'s shortest program has {} steps, the enumerator's {} (0 = none up to {})", run.solver,
+                        run.shortest, c.shortest(), opt.synth.max_size));
+      if (!valid) only_solver(run, run.programs[0]);
+    } else {
+      std::set<engine::LoweredProgram> got;
+      for (const auto& prog : run.programs) got.insert(engine::lower(r, prog));
+      eq = got == want && run.programs.size() == r.programs.size();
+      if (!eq) {
+        for (const auto& prog : run.programs)
+          if (!want.count(engine::lower(r, prog))) only_solver(run, prog);
+        for (const auto& prog : r.programs) {
+          if (got.count(engine::lower(r, prog))) continue;
+          if (c.symbolic) {
+            c.differences.push_back(fmt::format(
+                "only the enumerator finds: {}\n      the per-level encoding {}; engine: {}",
+                engine::program_name(r, prog), per_level_diagnosis(r, prog, c.goal), diagnose(r, prog, c.goal)));
+            continue;
+          }
+          bool accepts = false;
+          try {
+            accepts = encoding_accepts(opt.solvers.at(i), make_search_problem(r.hierarchy, r.instructions, c.goal),
+                                       prog, opt.search);
+          } catch (const std::exception&) {  // a diagnostic only: the difference stands either way
+          }
+          c.differences.push_back(fmt::format(
+              "only the enumerator finds: {}\n      {} {} this program; engine: {}", engine::program_name(r, prog),
+              run.solver, accepts ? "accepts (enumeration missed it)" : "rejects", diagnose(r, prog, c.goal)));
+        }
+      }
+    }
+    c.run_agrees.push_back(eq);
+  }
+}
+
 VerifyResult verify_placements(const engine::System& system, const std::vector<int>& axes,
                                const std::vector<int>& reduce, const std::vector<engine::ParallelismMatrix>& matrices,
                                const VerifyOptions& opt, const std::function<void(const VerifyCase&)>& on_case) {
@@ -277,14 +346,18 @@ VerifyResult verify_placements(const engine::System& system, const std::vector<i
     for (std::size_t ci = 0; ci < work.size(); ++ci) {
       Work& w = work[ci];
       w.c.runs = pool.runs(ci);
-      compare(w, opt);
+      compare_runs(w.c, opt);
       if (!opt.certify_dir.empty() && w.c.same()) {
         CertifyOptions co;
         co.dir = opt.certify_dir;
         co.solvers = opt.solvers;
         co.search = opt.search;
-        const auto cr = w.c.shape ? certify_shape_programs(system, *w.c.shape, w.c.enumerator, opt.synth, co, &w.c.runs)
-                                  : certify_programs(system, w.placement, w.c.enumerator, opt.synth, co, &w.c.runs);
+        // The symbolic runs enumerated the per-level encoding; its certificates carry the facts of
+        // its closure (method symbolic-closure, whose premise `p2v check` re-derives), run here.
+        co.encoding = w.c.symbolic ? EncodingChoice::PerLevel : EncodingChoice::Concrete;
+        const std::vector<EnumerationResult>* runs = w.c.symbolic ? nullptr : &w.c.runs;
+        const auto cr = w.c.shape ? certify_shape_programs(system, *w.c.shape, w.c.enumerator, opt.synth, co, runs)
+                                  : certify_programs(system, w.placement, w.c.enumerator, opt.synth, co, runs);
         w.c.certificates = cr.files;
         out.certificates += cr.files.size();
       }
@@ -300,7 +373,7 @@ nlohmann::json to_json(const VerifyCase& c, bool minimal) {
   const engine::SynthResult& r = c.enumerator;
   nlohmann::json res;
   res["matrix"] = c.x;
-  res["encoding"] = c.shape ? "shape" : "concrete";
+  res["encoding"] = c.encoding();
   if (c.shape) res["shape"] = c.shape->signature();
   res["hierarchy"] = r.hierarchy.cards;
   res["k"] = r.hierarchy.num_local();

@@ -409,7 +409,8 @@ TEST_CASE("end to end: p2v verify --certify, p2v check, exit codes") {
   CHECK(read(out).find("verified:") != std::string::npos);
   CHECK(read(out).find("smallest instance") != std::string::npos);
   // A time limit is an error (exit 2), never "verified".
-  CHECK(run("verify --system node=2,gpu=4 --axes 2,4 --reduce 1 --max-size 4 --timeout 0.001") == 2);
+  CHECK(run("verify --system node=2,gpu=4 --axes 2,4 --reduce 1 --max-size 4 --timeout 0.001 --encoding concrete") ==
+        2);
   CHECK(read(out).find("verified:") == std::string::npos);
   CHECK(read(out).find("unknown") != std::string::npos);
 }
