@@ -915,12 +915,14 @@ std::vector<EnumerationResult> closure_run(const std::vector<smt::SolverKind>& k
   std::size_t tasks = 0;
   for (std::size_t kk = 0; kk < K; ++kk) {
     const auto b = static_cast<std::size_t>(spec.batch ? std::max(1, spec.batch(kinds[kk])) : 1);
-    std::vector<std::size_t> rest, last;  // with spec.batch_last_level: the last level's states apart
+    // With spec.batch_last_level the last level's states are one task, and it comes first: the
+    // longest task first, so that the workers do not end with one of them alone on it.
+    std::vector<std::size_t> rest, last;
     for (std::size_t u : todo) (spec.batch_last_level && g.depth[u] == max_size - 1 ? last : rest).push_back(u);
+    if (!last.empty()) batches[kk].push_back(std::move(last));
     for (std::size_t i = 0; i < rest.size(); i += b)
       batches[kk].emplace_back(rest.begin() + static_cast<std::ptrdiff_t>(i),
                                rest.begin() + static_cast<std::ptrdiff_t>(std::min(rest.size(), i + b)));
-    if (!last.empty()) batches[kk].push_back(std::move(last));
     tasks += batches[kk].size();
   }
   // opt.jobs workers (0: one per hardware thread), at least one per kind so that the solvers run
