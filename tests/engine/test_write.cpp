@@ -28,6 +28,13 @@ fs::path fresh_dir(const std::string& name) {
   fs::create_directories(d);
   return d;
 }
+// Temporaries (".tmp." files) left anywhere under d.
+std::size_t temporaries(const fs::path& d) {
+  std::size_t n = 0;
+  for (const auto& e : fs::recursive_directory_iterator(d))
+    n += e.path().filename().string().find(".tmp.") != std::string::npos;
+  return n;
+}
 std::string error_of(const std::string& path, const std::string& content) {
   try {
     write_file_atomic(path, content, "test file");
@@ -76,10 +83,7 @@ TEST_CASE("write_file_atomic: a failed write names the file, throws, and leaves 
     fs::permissions(ro, fs::perms::owner_all);
     CHECK(slurp(ro / "keep") == "old");
   }
-  std::size_t entries = 0;
-  for (const auto& e : fs::recursive_directory_iterator(d))
-    entries += e.path().filename().string().find(".tmp.") != std::string::npos;
-  CHECK(entries == 0);
+  CHECK(temporaries(d) == 0);
   fs::remove_all(d);
 }
 
@@ -147,10 +151,7 @@ TEST_CASE("write_files_atomic: every file whole, replaced ones keep their permis
   CHECK((fs::status(d / "f1.json").permissions() & fs::perms::all) == (fs::perms::owner_read | fs::perms::owner_write));
   CHECK(fs::is_symlink(d / "link.json"));
   CHECK(slurp(d / "real" / "t.json") == "through the link");
-  std::size_t temps = 0;
-  for (const auto& e : fs::recursive_directory_iterator(d))
-    temps += e.path().filename().string().find(".tmp.") != std::string::npos;
-  CHECK(temps == 0);
+  CHECK(temporaries(d) == 0);
   fs::remove_all(d);
 }
 
@@ -166,9 +167,6 @@ TEST_CASE("write_files_atomic: a file that cannot be written names it, and nothi
   }
   CHECK(err.find("cannot write test file '" + missing + "'") != std::string::npos);
   CHECK(slurp(d / "a.json") == "old a");  // the failure came before any rename
-  std::size_t temps = 0;
-  for (const auto& e : fs::recursive_directory_iterator(d))
-    temps += e.path().filename().string().find(".tmp.") != std::string::npos;
-  CHECK(temps == 0);
+  CHECK(temporaries(d) == 0);
   fs::remove_all(d);
 }
