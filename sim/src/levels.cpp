@@ -44,7 +44,9 @@ const std::vector<Preset>& presets() {
          "NVIDIA DGX A100: 8 x A100-SXM4 on NVSwitch (NVLink 3, 300 GB/s per direction, ~240 GB/s "
          "effective); 8 x 200 Gb/s HDR InfiniBand per node (200 GB/s)",
          {{LinkKind::Switch, 240, 0}, {LinkKind::Nic, 192, 0}},
-         nccl_of(Arch::Ampere, false, {{}, nic_level(8, 25)}),
+         // 24 collective channels: NCCL's rings on an 8 x A100 NVSwitch board ("Channel 00/24" ..
+         // "Channel 23/24" in the NCCL_DEBUG=INFO log of github.com/NVIDIA/nccl-tests issue #100, HGX A100).
+         nccl_of(Arch::Ampere, false, {{}, nic_level(8, 25)}, 24),
          {},
          "NVIDIA DGX A100 datasheet (https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/nvidia-"
          "dgx-a100-datasheet.pdf): 8x A100 SXM4, 6x NVSwitch, 600 GB/s GPU-to-GPU bidirectional, 8x "
@@ -77,7 +79,8 @@ const std::vector<Preset>& presets() {
                  "AWS p4d.24xlarge: 8 x A100-SXM4 40 GB on NVSwitch (NVLink 3, ~240 GB/s effective); 4 x 100 Gb/s EFA "
                  "per node (50 GB/s)",
                  {{LinkKind::Switch, 240, 0}, {LinkKind::Nic, 45, 0}},
-                 nccl_of(Arch::Ampere, false, {{}, nic_level(4, 12.5)}),
+                 // 24 channels: the same HGX A100 NVSwitch board as dgx-a100 (nccl-tests issue #100)
+                 nccl_of(Arch::Ampere, false, {{}, nic_level(4, 12.5)}, 24),
                  {},
                  "https://aws.amazon.com/ec2/instance-types/p4/ (p4d.24xlarge: 8x A100 40GB, 600 GB/s NVSwitch, "
                  "400 Gbps EFA, 4x 100 Gbps); 45 GB/s: EFA at 90% of line rate (assumption)"});

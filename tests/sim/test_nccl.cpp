@@ -135,6 +135,17 @@ TEST_CASE("nccl: forced algorithms, and fall-backs where NCCL has none") {
   CHECK_THROWS_AS(parse_algorithm("pat"), p2v::Error);
 }
 
+TEST_CASE("nccl: the A100 NVSwitch presets run 24 channels, and the per-channel caps scale with them") {
+  // nccl-tests issue #100 (HGX A100, 8 GPUs): rings "Channel 00/24" .. "Channel 23/24".
+  for (const char* n : {"dgx-a100", "p4d"}) CHECK(nccl_params(preset_system("gpu=8", n)).effective_channels() == 24);
+  CHECK(nccl_params(preset_system("gpu=8", "dgx-h100")).effective_channels() == 16);
+  // Ring LL128 on one Ampere node with no flow time: the bus bytes 2 (8 - 1) / 8 S over NCCL's cap
+  // 24 channels x 20 GB/s (perChMaxRingLL128Bws, Ampere). S = 48e6 B: 84e6 / 480e9 = 175 us.
+  const NcclParams np = nccl_params(preset_system("gpu=8", "dgx-a100"));
+  const CallShape c{Collective::AllReduce, 8, 1, 48e6};
+  CHECK(bandwidth_time(np, c, Algorithm::Ring, Protocol::LL128, FlowTime(0.0), true) == doctest::Approx(175e-6));
+}
+
 TEST_CASE("nccl: pipeline fill of store-and-forward algorithms follows NCCL's chunk sizes") {
   // H100, 8 GPUs, 16 channels: NVLS AllReduce chunks per enqueue.cc calcCollChunking on the
   // per-channel bytes with 8 heads: 128 KiB from 64 MiB per channel, 64 KiB below, 32 KiB below
