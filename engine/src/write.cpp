@@ -72,6 +72,42 @@ int standard_stream(const struct stat& st) {
   return -1;
 }
 
+std::filesystem::path parent_dir(const std::filesystem::path& target) {
+  return target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
+}
+
+// A temporary beside `target` holding `content` (fsync'ed when `sync`) with permissions `mode`,
+// closed; its name in `tmp`. Returns 0, or the errno of the failing call with the temporary removed.
+int write_temporary(const std::filesystem::path& target, std::string_view content, mode_t mode, bool sync,
+                    std::string& tmp) {
+  tmp = (parent_dir(target) / ("." + target.filename().string() + ".tmp.XXXXXX")).string();
+  const int fd = ::mkstemp(tmp.data());
+  if (fd < 0) return errno;
+  int err = write_all(fd, content);
+  if (err == 0 && sync && ::fsync(fd) != 0) err = errno;
+  if (err == 0 && ::fchmod(fd, mode) != 0) err = errno;
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (err != 0) ::unlink(tmp.c_str());
+  return err;
+}
+
+// mkstemp creates 0600: a replaced file keeps its permissions, a new one gets those an ordinary
+// create would (0666 & ~umask).
+mode_t file_mode(bool exists, const struct stat& st) {
+  return exists ? (st.st_mode & 07777) : (0666 & ~current_umask());
+}
+
+// Makes renames into `dir` durable; a directory that cannot be opened or synced loses nothing
+// already written, so only a failing fsync on an opened directory is an error (naming `path`).
+void sync_directory(const std::filesystem::path& dir, const std::string& what, const std::string& path) {
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return;
+  const int r = ::fsync(dfd);
+  const int e = errno;
+  ::close(dfd);
+  if (r != 0 && e != EINVAL && e != EROFS) fail(what, path, e);
+}
+
 }  // namespace
 
 void write_file_atomic(const std::string& path, std::string_view content, const std::string& what) {
@@ -97,30 +133,14 @@ void write_file_atomic(const std::string& path, std::string_view content, const 
     const auto real = std::filesystem::canonical(target, ec);
     if (!ec) target = real;
   }
-  const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
-  std::string tmpl = (dir / ("." + target.filename().string() + ".tmp.XXXXXX")).string();
-  const int fd = ::mkstemp(tmpl.data());
-  if (fd < 0) fail(what, path, errno);
-  int err = write_all(fd, content);
-  if (err == 0 && ::fsync(fd) != 0) err = errno;
-  // mkstemp creates 0600: a replaced file keeps its permissions, a new one gets those an ordinary
-  // create would (0666 & ~umask).
-  if (err == 0 && ::fchmod(fd, exists ? (st.st_mode & 07777) : (0666 & ~current_umask())) != 0) err = errno;
-  if (::close(fd) != 0 && err == 0) err = errno;
-  if (err == 0 && ::rename(tmpl.c_str(), target.c_str()) != 0) err = errno;
-  if (err != 0) {
-    ::unlink(tmpl.c_str());
-    fail(what, path, err);
+  std::string tmp;
+  int err = write_temporary(target, content, file_mode(exists, st), /*sync=*/true, tmp);
+  if (err == 0 && ::rename(tmp.c_str(), target.c_str()) != 0) {
+    err = errno;
+    ::unlink(tmp.c_str());
   }
-  // Make the rename itself durable; a directory that cannot be opened or synced loses nothing
-  // already written, so only a failing fsync on an opened directory is an error.
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    const int r = ::fsync(dfd);
-    const int e = errno;
-    ::close(dfd);
-    if (r != 0 && e != EINVAL && e != EROFS) fail(what, path, e);
-  }
+  if (err != 0) fail(what, path, err);
+  sync_directory(parent_dir(target), what, path);
 }
 
 void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files, const std::string& what) {
@@ -148,22 +168,12 @@ void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& 
       continue;
     }
     const std::filesystem::path target(path);
-    const std::string dir = target.has_parent_path() ? target.parent_path().string() : std::string(".");
-    std::string tmpl = (std::filesystem::path(dir) / ("." + target.filename().string() + ".tmp.XXXXXX")).string();
-    const int fd = ::mkstemp(tmpl.data());
-    if (fd < 0) {
-      const int e = errno;
-      discard(0);
-      fail(what, path, e);
-    }
-    int err = write_all(fd, content);
-    if (err == 0 && ::fchmod(fd, exists ? (lst.st_mode & 07777) : (0666 & ~current_umask())) != 0) err = errno;
-    if (::close(fd) != 0 && err == 0) err = errno;
-    pending.push_back({tmpl, path, dir});
-    if (err != 0) {
+    std::string tmp;
+    if (const int err = write_temporary(target, content, file_mode(exists, lst), /*sync=*/false, tmp); err != 0) {
       discard(0);
       fail(what, path, err);
     }
+    pending.push_back({tmp, path, parent_dir(target).string()});
   }
   std::set<std::string> dirs;
   for (const auto& p : pending) dirs.insert(p.dir);
@@ -197,14 +207,7 @@ void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& 
       discard(i);
       fail(what, pending[i].path, e);
     }
-  for (const auto& d : dirs) {
-    const int dfd = ::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0) continue;
-    const int r = ::fsync(dfd);
-    const int e = errno;
-    ::close(dfd);
-    if (r != 0 && e != EINVAL && e != EROFS) fail(what, d, e);
-  }
+  for (const auto& d : dirs) sync_directory(d, what, d);
 }
 
 bool flush_stdout(int* err) {
