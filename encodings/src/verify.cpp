@@ -46,7 +46,9 @@ const char* to_string(VerifyEncoding e) {
   return "?";
 }
 
-const char* VerifyCase::encoding() const { return symbolic ? "symbolic" : shape ? "shape" : "concrete"; }
+const char* VerifyCase::encoding() const {
+  return to_string(symbolic ? VerifyEncoding::Symbolic : shape ? VerifyEncoding::Shape : VerifyEncoding::Concrete);
+}
 
 int VerifyCase::shortest() const {
   return enumerator.programs.empty() ? 0 : static_cast<int>(enumerator.programs.front().size());
