@@ -43,6 +43,9 @@ class OneStep {
   virtual std::vector<smt::Term> state_parts(int t, int u) { return {state_is(t, u)}; }
   virtual smt::Term goal(int t) = 0;              // the state at t is the goal
   virtual smt::Term chosen(int instruction) = 0;  // the step is this instruction
+  // The step relation as one term (every constraint of the step), where the encoding was made
+  // without asserting it (ClosureSpec::make_relation); else an invalid term.
+  virtual smt::Term relation() { return {}; }
 };
 
 // How one closure run sees the graph: which nodes it closes and with which encoding.
@@ -61,6 +64,10 @@ struct ClosureSpec {
   // The states at the last level (whose closure is about steps to the goal only) in one batch
   // query per solver kind, whatever `batch` says for the others.
   bool batch_last_level = false;
+  // If set, the programs' steps are checked in one query per solver kind, on a solver of its
+  // own with this encoding (its relation() valid, not asserted): "some listed step is not in the
+  // step relation" (unsat), instead of one sat check per step.
+  std::function<std::unique_ptr<OneStep>(smt::Solver&)> make_relation;
 };
 
 std::vector<EnumerationResult> closure_run(const std::vector<smt::SolverKind>& kinds, const SearchProblem& p,

@@ -167,7 +167,7 @@ class PerLevelEncoder {
     for (unsigned x = 0; x < k_; ++x) col_[t].push_back(s_.bv_var(fmt::format("col_{}_{}", t, x), k_));
     const std::size_t ni = p_.instructions.size();
     choice_.push_back(s_.bv_var(fmt::format("choice_{}", t), csel_));
-    if ((std::size_t{1} << csel_) != ni) s_.add(smt::ult(choice_.back(), s_.bv_val(csel_, ni)));
+    if ((std::size_t{1} << csel_) != ni) constrain(smt::ult(choice_.back(), s_.bv_val(csel_, ni)));
     sel_.emplace_back();
     for (std::size_t i = 0; i < ni; ++i) sel_.back().push_back(choice_.back() == s_.bv_val(csel_, i));
     // One transition constraint per instruction, or per grouping (kFactored: the collectives on the
@@ -219,7 +219,18 @@ class PerLevelEncoder {
   }
   Term tt() const { return tt_; }
 
+  // Where the step constraints go: asserted (the default), or collected into `sink` (the step
+  // relation as a term, for queries that negate it).
+  void collect_into(std::vector<Term>* sink) { sink_ = sink; }
+
  private:
+  void constrain(const Term& c) {
+    if (sink_)
+      sink_->push_back(c);
+    else
+      s_.add(c);
+  }
+
   Term fixed(int t, unsigned b) { return fix_[t][b] != zn_; }  // level b's digit is fixed to a row bit
   Term present(int t, unsigned x) { return col_[t][x] != zk_; }
 
@@ -284,24 +295,24 @@ class PerLevelEncoder {
       sels.push_back(sel);
       switch (p_.instructions[i].collective) {
         case Collective::AllReduce:
-          s_.add(smt::implies(sel, all({&none_fixed, &present_all, &disjoint})));
+          constrain(smt::implies(sel, all({&none_fixed, &present_all, &disjoint})));
           break;
         case Collective::Reduce:
-          s_.add(smt::implies(sel, all({&none_fixed, &present_all, &disjoint})));
+          constrain(smt::implies(sel, all({&none_fixed, &present_all, &disjoint})));
           reduce.push_back(sel);
           break;
         case Collective::ReduceScatter:
-          s_.add(smt::implies(sel, all({&none_fixed, &present_all, &disjoint})));
+          constrain(smt::implies(sel, all({&none_fixed, &present_all, &disjoint})));
           rs.push_back(sel);
           break;
         case Collective::AllGather:
           // Every member holds rows; the successor is row-uniform only if all column sets are equal.
-          s_.add(smt::implies(sel, all({&all_fixed, &present_all, &equal_root})));
+          constrain(smt::implies(sel, all({&all_fixed, &present_all, &equal_root})));
           copy.push_back(sel);
           ag.push_back(sel);
           break;
         case Collective::Broadcast:
-          s_.add(smt::implies(sel, all({&bcast})));
+          constrain(smt::implies(sel, all({&bcast})));
           copy.push_back(sel);
           break;
       }
@@ -352,7 +363,7 @@ class PerLevelEncoder {
       }
     }
     for (unsigned b = 0; b < n_; ++b) eqs.push_back(fix_[t][b] == next_fix[b]);
-    s_.add(smt::implies(smt::any_of(sels, ff_), smt::all_of(eqs, tt_)));
+    constrain(smt::implies(smt::any_of(sels, ff_), smt::all_of(eqs, tt_)));
   }
 
   smt::Solver& s_;
@@ -361,15 +372,24 @@ class PerLevelEncoder {
   Term tt_, ff_, zk_, onesk_, zn_;
   std::vector<std::vector<Term>> fix_, col_, sel_;
   std::vector<Term> choice_;
+  std::vector<Term>* sink_ = nullptr;
 };
 
 // The closure's view: one step from a free start state, graph nodes by their per-level form.
 class PerLevelStep : public detail::OneStep {
  public:
-  PerLevelStep(smt::Solver& s, const SearchProblem& p, const std::vector<std::optional<PerLevelState>>& nodes)
+  // With `asserted`, the step's constraints are asserted (the closure's queries); without, they
+  // are kept as one term, relation() (the batched validity query asserts its negation).
+  PerLevelStep(smt::Solver& s, const SearchProblem& p, const std::vector<std::optional<PerLevelState>>& nodes,
+               bool asserted)
       : e_(s, p, /*free_initial=*/true), nodes_(nodes) {
+    std::vector<Term> parts;
+    if (!asserted) e_.collect_into(&parts);
     e_.add_step();
+    e_.collect_into(nullptr);
+    if (!asserted) relation_ = smt::all_of(parts, e_.tt());
   }
+  Term relation() override { return relation_; }
   Term state_is(int t, int u) override { return e_.state_is(t, node(u)); }
   std::vector<Term> state_parts(int t, int u) override { return e_.state_parts(t, node(u)); }
   Term goal(int t) override { return e_.goal(t); }
@@ -383,6 +403,7 @@ class PerLevelStep : public detail::OneStep {
   }
   PerLevelEncoder e_;
   const std::vector<std::optional<PerLevelState>>& nodes_;
+  Term relation_;
 };
 
 }  // namespace
@@ -410,7 +431,8 @@ std::vector<EnumerationResult> confirm_by_symbolic_closure(
     init.cols.back()[static_cast<std::size_t>(x)] = true;
   }
   if (!nodes.at(0) || !(*nodes[0] == init)) throw std::logic_error("per-level encoding: initial state");
-  spec.make = [&](smt::Solver& s) { return std::make_unique<PerLevelStep>(s, p, nodes); };
+  spec.make = [&](smt::Solver& s) { return std::make_unique<PerLevelStep>(s, p, nodes, true); };
+  spec.make_relation = [&](smt::Solver& s) { return std::make_unique<PerLevelStep>(s, p, nodes, false); };
   spec.assume = opt.closure_assume;
   // Batches: measured (CPU) on the three-level shape, batch 1 / 16 / 64: z3 0.64 / 0.75 / 0.94 s,
   // cvc5 2.61 / 1.24 / 1.57 s; on the four-level shape cvc5 with 16 took 45 s against about 25 s

@@ -341,6 +341,40 @@ TEST_CASE("symbolic certificates: the encoding is named and its premise re-deriv
   CHECK_FALSE(checker::check_certificate(u.dump()).ok);
 }
 
+TEST_CASE("symbolic certificates: the steps' query, one for all steps (unsat) or per step as written before (sat)") {
+  const auto certs = shape_certificates(encodings::EncodingChoice::PerLevel);
+  REQUIRE(certs.size() >= 2);
+  const json c = json::parse(certs[1]);
+  REQUIRE(checker::check_certificate(c.dump()).ok);
+  // Written now: the one query over the listed programs' steps, refuted.
+  for (const auto& f : c["instance"]["facts"]["found_by"]) {
+    CHECK(f["result"] == "unsat");
+    CHECK(f["query"].get<std::string>().find("step relation rejects") != std::string::npos);
+  }
+  // Written before: each step checked (sat), still read as it is.
+  const std::string per_step =
+      "each step of this program from its start state in the per-level encoding, with its successor's goal status";
+  json old = c;
+  for (auto& f : old["instance"]["facts"]["found_by"]) {
+    f["query"] = per_step;
+    f["result"] = "sat";
+  }
+  CHECK(checker::check_certificate(old.dump()).ok);
+  // Each text with the other's answer is refused.
+  json a = c, b = old;
+  for (auto& f : a["instance"]["facts"]["found_by"]) f["result"] = "sat";
+  for (auto& f : b["instance"]["facts"]["found_by"]) f["result"] = "unsat";
+  CHECK_FALSE(checker::check_certificate(a.dump()).ok);
+  CHECK_FALSE(checker::check_certificate(b.dump()).ok);
+  // The per-step text is the per-level encoding's only: on a concrete closure's fact it is refused.
+  json conc = json::parse(shape_certificates(encodings::EncodingChoice::Concrete)[1]);
+  for (auto& f : conc["instance"]["facts"]["found_by"]) {
+    f["query"] = c["instance"]["facts"]["found_by"][0]["query"];
+    f["result"] = "unsat";
+  }
+  CHECK_FALSE(checker::check_certificate(conc.dump()).ok);
+}
+
 TEST_CASE("checker's prefix memo: two threads agree with one; a changed state behind a memoised prefix is refused") {
   const auto certs = shape_certificates();
   REQUIRE(certs.size() >= 2);
