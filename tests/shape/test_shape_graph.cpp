@@ -762,18 +762,23 @@ TEST_CASE("shape_theorem_basis: which programs' validity on every instance is pr
     for (int j = 0; j < depth; ++j) names.push_back(fmt::format("l{}", j));
     return make_shape(cards, names, ParallelismMatrix{cards}, {0}, HierarchyKind::ReductionAxes);
   };
-  auto basis = [&](int depth, MasterCollectives mc, bool with_master) {
+  // The first program with (or without) a Master step; `master_allreduce`: its Master steps are all
+  // AllReduce (true) or one is another collective (false; needs --master-collectives all).
+  auto basis = [&](int depth, MasterCollectives mc, bool with_master, bool master_allreduce = true) {
     const Shape s = shape_of(depth);
     SynthOptions o;
     o.master = mc;
     o.max_size = 3;
     const SynthResult r = synthesize_shape(s, o);
+    auto master = [&](int i) { return r.instructions[i].grouping.form == FormKind::Master; };
     for (const auto& p : r.programs) {
-      const bool m =
-          std::any_of(p.begin(), p.end(), [&](int i) { return r.instructions[i].grouping.form == FormKind::Master; });
-      if (m == with_master) return shape_theorem_basis(s, r, p, mc);
+      const bool m = std::any_of(p.begin(), p.end(), master);
+      const bool ar = std::all_of(p.begin(), p.end(), [&](int i) {
+        return !master(i) || r.instructions[i].collective == Collective::AllReduce;
+      });
+      if (m == with_master && (!m || ar == master_allreduce)) return shape_theorem_basis(s, r, p, mc);
     }
-    FAIL("no program with_master=", with_master);
+    FAIL("no program with_master=", with_master, " master_allreduce=", master_allreduce);
     return ShapeBasis{};
   };
   const auto AR = MasterCollectives::AllReduceOnly, ALL = MasterCollectives::All;
@@ -781,7 +786,18 @@ TEST_CASE("shape_theorem_basis: which programs' validity on every instance is pr
   CHECK(basis(3, AR, true).valid_everywhere_proved);
   CHECK(basis(5, AR, true).valid_everywhere_proved);
   CHECK_FALSE(basis(6, AR, true).valid_everywhere_proved);
-  CHECK_FALSE(basis(3, ALL, true).valid_everywhere_proved);
+  // --master-collectives all: a program whose Master steps are all AllReduce is a program of the
+  // default setting, covered by its proof up to depth 5 (docs/shape.md §3.3); one with another Master
+  // collective is checked, not proved.
+  CHECK(basis(3, ALL, true, true).valid_everywhere_proved);
+  CHECK(basis(5, ALL, true, true).valid_everywhere_proved);
+  CHECK_FALSE(basis(6, ALL, true, true).valid_everywhere_proved);
+  CHECK(basis(3, ALL, true, true).text.find("its Master steps are all AllReduce") != std::string::npos);
+  CHECK(basis(6, ALL, true, true).text.find("depth 6 > 5") != std::string::npos);
+  CHECK_FALSE(basis(2, ALL, true, false).valid_everywhere_proved);
+  CHECK_FALSE(basis(3, ALL, true, false).valid_everywhere_proved);
+  CHECK(basis(3, ALL, true, false).text.find("valid on every instance of the shape: checked, not proved") !=
+        std::string::npos);
   CHECK(basis(1, AR, false).complete_proved);  // depth 1: no Master grouping at all
   // Depth <= 5, default setting: Lemma 2(a) is proved on every instance (docs/shape.md §3.2, Lemmas 4-6).
   CHECK(basis(2, AR, true).complete_proved);
@@ -795,7 +811,10 @@ TEST_CASE("shape_theorem_basis: which programs' validity on every instance is pr
   CHECK_FALSE(basis(6, AR, true).complete_proved);
   CHECK_FALSE(basis(6, AR, false).complete_proved);  // the hierarchy has Master groupings
   CHECK(basis(6, AR, true).text.find("depth 6 > 5") != std::string::npos);
-  CHECK(basis(3, ALL, true).text.find("--master-collectives all") != std::string::npos);
+  CHECK(basis(3, ALL, true)
+            .text.find("no other program on any instance: checked, not proved, section 3.3 "
+                       "(--master-collectives all)") != std::string::npos);
+  CHECK_FALSE(basis(3, ALL, true, false).complete_proved);
 }
 
 // docs/shape.md §3.2, Lemma 5: forward-closed obstructions, properties of states of any instance
@@ -1598,4 +1617,88 @@ TEST_CASE("--master-collectives all: live states outside Lemma 1 and G', and the
   CHECK(sa.back().check(bc(A).collective, bc(A).grouping.groups));
   CHECK_FALSE(sb.back().check(bc(B).collective, bc(B).grouping.groups));
   CHECK_FALSE(live_state(A, sa.back()));
+}
+
+namespace {
+// The row part of model.md §4's preconditions alone (no column sets, no Broadcast strictness):
+// AllReduce, ReduceScatter, Reduce: members non-empty with equal rows (ReduceScatter: their number
+// divisible by the group size); AllGather: non-empty, equal sizes, pairwise disjoint; Broadcast: every
+// member's rows inside the root's.
+bool rows_valid(const StateSet& s, Collective c, const Groups& groups) {
+  const auto R = row_masks(s);
+  for (const auto& g : groups) {
+    if (g.size() < 2) continue;
+    const Mask r0 = R[g[0]];
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      const Mask r = R[g[i]];
+      switch (c) {
+        case Collective::AllReduce:
+        case Collective::Reduce:
+        case Collective::ReduceScatter:
+          if (!r || r != r0) return false;
+          if (c == Collective::ReduceScatter && __builtin_popcountll(r) % static_cast<int>(g.size()) != 0) return false;
+          break;
+        case Collective::AllGather:
+          if (!r || __builtin_popcountll(r) != __builtin_popcountll(r0)) return false;
+          for (std::size_t j = 0; j < i; ++j)
+            if (R[g[j]] & r) return false;
+          break;
+        case Collective::Broadcast:
+          if (r & ~r0) return false;
+          break;
+      }
+    }
+  }
+  return true;
+}
+// Divergences of the product of two graphs (a step valid on one instance only), split by whether the
+// row preconditions alone already differ.
+struct DivergenceKinds {
+  int rows = 0, columns = 0;
+};
+DivergenceKinds divergence_kinds(const Graph& a, const Graph& b) {
+  DivergenceKinds d;
+  std::vector<std::pair<int, int>> queue{{0, 0}};
+  std::set<std::pair<int, int>> seen{{0, 0}};
+  for (std::size_t q = 0; q < queue.size(); ++q) {
+    const auto [x, y] = queue[q];
+    for (std::size_t t = 0; t < a.ins.size(); ++t) {
+      const int nx = a.succ[x][t], ny = b.succ[y][t];
+      if ((nx >= 0) != (ny >= 0)) {
+        const bool ra = rows_valid(a.states[x], a.ins[t].collective, a.ins[t].grouping.groups);
+        const bool rb = rows_valid(b.states[y], b.ins[t].collective, b.ins[t].grouping.groups);
+        ++(ra != rb ? d.rows : d.columns);
+        continue;
+      }
+      if (nx >= 0 && seen.insert({nx, ny}).second) queue.emplace_back(nx, ny);
+    }
+  }
+  return d;
+}
+}  // namespace
+
+// docs/shape.md §3.3: at depth 3 (the minimal dead divergences, 12 devices) every divergence with
+// `all` (a step valid on one instance only; all are dead) is decided by the rows alone: the row
+// preconditions already differ. At depth 4 some divergences are decided by the columns (as in the
+// default setting's depth-4 witness, after rows split across the digits earlier on the path).
+TEST_CASE("--master-collectives all: the depth-3 divergences are row divergences") {
+  struct Case {
+    std::vector<int> c;
+    bool column_divergences;
+  };
+  for (const auto& [c, column_divergences] :
+       std::vector<Case>{{{3, 2, 2, 1}, false}, {{2, 2, 3, 1}, false}, {{2, 3, 2, 1}, false}, {{3, 2, 2, 2}, true}}) {
+    auto small = c;
+    for (auto& v : small) v = std::min(v, 2);
+    const Graph& a = graph(small, MasterCollectives::All);
+    const Graph& b = graph(c, MasterCollectives::All);
+    const auto d = divergence_kinds(a, b);
+    const Product p = product(a, b);
+    INFO("c = ", fmt::format("{}", c));
+    CHECK(d.rows + d.columns == p.live_divergences + p.dead_divergences);
+    CHECK(d.rows > 0);
+    CHECK((d.columns > 0) == column_divergences);
+    MESSAGE(fmt::format("[{}]", fmt::join(c, " ")), ": ", d.rows, " row divergences, ", d.columns,
+            " column divergences");
+  }
 }
