@@ -1570,6 +1570,31 @@ TEST_CASE("Lemma 1' at depth 4 with a trivial leaf (--master-collectives all)" *
   CHECK(bad == 0);
 }
 
+// Lemma 1' beyond CI, on request (test_shape_graph -tc="*Lemma 1' sweep*" --no-skip): every vector
+// over 2..6 at depth 2, over 2..4 at depth 3 (each with and without a trivial leaf) and over {2,3} at
+// depth 4 without a trivial leaf, every reachable state.
+TEST_CASE("Lemma 1' sweep over cardinalities (--master-collectives all)" * doctest::skip()) {
+  auto all = sweep_instances(4);
+  const std::size_t plain = all.size();
+  for (std::size_t i = 0; i < plain; ++i)
+    if (all[i].size() <= 3) {
+      auto c = all[i];
+      c.push_back(1);
+      all.push_back(std::move(c));
+    }
+  std::size_t states = 0;
+  for (const auto& c : all) {
+    auto cards = c;
+    cards.insert(cards.begin(), 1);
+    const Graph G = explore(cards, MasterCollectives::All);
+    int bad = 0;
+    for (const auto& s : G.states) bad += !lemma1_prime(G.h, s).ok();
+    states += G.states.size();
+    CHECK_MESSAGE(bad == 0, fmt::format("{}", c));
+  }
+  MESSAGE(all.size(), " instances, ", states, " states");
+}
+
 // docs/shape.md §3.3: where the default setting's proof stops with `all`, on live states already at
 // depth 2, and the mechanism of the minimal dead divergence (rows of different classes).
 TEST_CASE("--master-collectives all: live states outside Lemma 1 and G', and the cross-class row collision") {
@@ -1583,6 +1608,9 @@ TEST_CASE("--master-collectives all: live states outside Lemma 1 and G', and the
     CHECK(lemma1_prime(G.h, a.back()).ok());
     CHECK(row_masks(a.back())[device_of(G.h, {0, 1, 0})] != row_masks(a.back())[0]);              // (1,0): a block
     CHECK(__builtin_popcountll(row_masks(a.back())[device_of(G.h, {0, 0, 1})]) == a.back().k());  // (0,1): all
+    const auto done = replay(G, {"AllReduce@(l1,Inside)", "ReduceScatter@(l1,Master(l0))", "AllGather@(l1,Master(l0))",
+                                 "Broadcast@(l1,Inside)"});
+    CHECK(done.back() == G.states[static_cast<std::size_t>(G.goal)]);
     // A Master Reduce empties (1,0) but not (1,1): presence is a class condition, but (P) of G' fails.
     const auto b = replay(G, {"AllReduce@(l1,Inside)", "Reduce@(l1,Master(l0))"});
     CHECK(live_state(G, b.back()));
