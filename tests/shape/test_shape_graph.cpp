@@ -11,10 +11,12 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <bitset>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "p2v/engine/hierarchy.hpp"
@@ -788,7 +790,20 @@ TEST_CASE("shape_theorem_basis: which programs' validity on every instance is pr
   CHECK_FALSE(basis(6, AR, true).valid_everywhere_proved);
   // --master-collectives all: a program whose Master steps are all AllReduce is a program of the
   // default setting, covered by its proof up to depth 5 (docs/shape.md §3.3); one with another Master
-  // collective is checked, not proved.
+  // collective is checked, not proved. The corollary's premise: the default instruction list is the
+  // `all` list without the non-AllReduce Master instructions (same names, same groups, same order).
+  for (const std::vector<int>& cards : std::vector<std::vector<int>>{{1, 2, 2, 1}, {1, 3, 2, 2}, {1, 2, 1, 3, 2, 1}}) {
+    const auto h = make_plain_hierarchy(cards);
+    const auto def = instructions(h, AR);
+    std::vector<Instruction> filtered;
+    for (const auto& in : instructions(h, ALL))
+      if (in.grouping.form != FormKind::Master || in.collective == Collective::AllReduce) filtered.push_back(in);
+    REQUIRE(def.size() == filtered.size());
+    for (std::size_t i = 0; i < def.size(); ++i) {
+      CHECK(instruction_name(h, def[i]) == instruction_name(h, filtered[i]));
+      CHECK(def[i].grouping.groups == filtered[i].grouping.groups);
+    }
+  }
   CHECK(basis(3, ALL, true, true).valid_everywhere_proved);
   CHECK(basis(5, ALL, true, true).valid_everywhere_proved);
   CHECK_FALSE(basis(6, ALL, true, true).valid_everywhere_proved);
@@ -1406,8 +1421,19 @@ TEST_CASE("Lemma 6 at depth 5 (default setting)" * doctest::skip()) {
 
 // ---- docs/shape.md §3.3: rows with --master-collectives all (Lemma 1') ----
 namespace {
-Mask rowmask(const StateSet& s, int d) { return s.dev(d)[0]; }  // k <= 64
-int class_rep(const SynthesisHierarchy& h, int x) {             // phi(x): coordinates capped at 1
+// A device's rows as a bit set (k <= 256).
+using Rows = std::bitset<256>;
+Rows rowmask(const StateSet& s, int d) {
+  if (s.k() > 256) throw std::runtime_error("rowmask: more than 256 rows");
+  Rows r;
+  for (int w = 0; w < s.words(); ++w)
+    for (int b = 0; b < 64; ++b)
+      if ((s.dev(d)[w] >> b) & 1u) r.set(static_cast<std::size_t>(64 * w + b));
+  return r;
+}
+int popcount(const Rows& r) { return static_cast<int>(r.count()); }
+bool meets(const Rows& a, const Rows& b) { return (a & b).any(); }
+int class_rep(const SynthesisHierarchy& h, int x) {  // phi(x): coordinates capped at 1
   auto c = h.coords[x];
   for (auto& v : c) v = std::min(v, 1);
   return device_of(h, c);
@@ -1425,12 +1451,12 @@ bool level_product(const SynthesisHierarchy& h, long q) {
 }
 // The levels on which a row set varies among the present devices of `members`: l is in it iff two
 // present members differing only on l hold different rows.
-unsigned varying_levels(const SynthesisHierarchy& h, const std::vector<Mask>& R, const std::vector<int>& members) {
+unsigned varying_levels(const SynthesisHierarchy& h, const std::vector<Rows>& R, const std::vector<int>& members) {
   const int n = h.num_levels();
   unsigned var = 0;
   for (int x : members)
     for (int y : members) {
-      if (!R[x] || !R[y] || R[x] == R[y]) continue;
+      if (R[x].none() || R[y].none() || R[x] == R[y]) continue;
       int diff = -1, nd = 0;
       for (int l = 0; l < n; ++l)
         if (h.coords[x][l] != h.coords[y][l]) diff = l, ++nd;
@@ -1441,7 +1467,7 @@ unsigned varying_levels(const SynthesisHierarchy& h, const std::vector<Mask>& R,
 // "members hold F(x_V)": all present ones hold rows of one size, k / |R| is the product of the
 // cardinalities of a level set containing V, and two present members hold equal rows iff they agree
 // on V, disjoint rows otherwise, where V = varying_levels.
-bool rows_by_levels(const SynthesisHierarchy& h, const std::vector<Mask>& R, const std::vector<int>& members) {
+bool rows_by_levels(const SynthesisHierarchy& h, const std::vector<Rows>& R, const std::vector<int>& members) {
   const int n = h.num_levels();
   const unsigned var = varying_levels(h, R, members);
   long prod = 1;
@@ -1450,8 +1476,8 @@ bool rows_by_levels(const SynthesisHierarchy& h, const std::vector<Mask>& R, con
   const long k = static_cast<long>(R.size());
   int size = -1;
   for (int x : members) {
-    if (!R[x]) continue;
-    const int sz = __builtin_popcountll(R[x]);
+    if (R[x].none()) continue;
+    const int sz = popcount(R[x]);
     if (size >= 0 && sz != size) return false;
     size = sz;
     // k / |R| is the product over a level set D containing V: V's product times that of levels outside V.
@@ -1466,17 +1492,17 @@ bool rows_by_levels(const SynthesisHierarchy& h, const std::vector<Mask>& R, con
     }
     if (!found) return false;
     for (int y : members) {
-      if (!R[y]) continue;
+      if (R[y].none()) continue;
       bool agree = true;
       for (int l = 0; l < n; ++l)
         if (((var >> l) & 1) && h.coords[x][l] != h.coords[y][l]) agree = false;
-      if (agree ? R[x] != R[y] : (R[x] & R[y]) != 0) return false;
+      if (agree ? R[x] != R[y] : meets(R[x], R[y])) return false;
     }
   }
   return true;
 }
-std::vector<Mask> row_masks(const StateSet& s) {
-  std::vector<Mask> R(s.k());
+std::vector<Rows> row_masks(const StateSet& s) {
+  std::vector<Rows> R(s.k());
   for (int x = 0; x < s.k(); ++x) R[x] = rowmask(s, x);
   return R;
 }
@@ -1500,8 +1526,8 @@ Lemma1Prime lemma1_prime(const SynthesisHierarchy& h, const StateSet& s) {
   std::map<int, std::vector<int>> classes;
   for (int x = 0; x < k; ++x) {
     classes[class_rep(h, x)].push_back(x);
-    L.r1 = L.r1 && (R[x] != 0) == (R[class_rep(h, x)] != 0);
-    if (R[x]) L.r3 = L.r3 && level_product(h, k / __builtin_popcountll(R[x])) && k % __builtin_popcountll(R[x]) == 0;
+    L.r1 = L.r1 && R[x].any() == R[class_rep(h, x)].any();
+    if (R[x].any()) L.r3 = L.r3 && level_product(h, k / popcount(R[x])) && k % popcount(R[x]) == 0;
   }
   for (const auto& [p, mem] : classes) L.r2 = L.r2 && rows_by_levels(h, R, mem);
   return L;
@@ -1606,8 +1632,8 @@ TEST_CASE("--master-collectives all: live states outside Lemma 1 and G', and the
     CHECK(live_state(G, a.back()));
     CHECK_FALSE(lemma1_single(G.h, a.back()));
     CHECK(lemma1_prime(G.h, a.back()).ok());
-    CHECK(row_masks(a.back())[device_of(G.h, {0, 1, 0})] != row_masks(a.back())[0]);              // (1,0): a block
-    CHECK(__builtin_popcountll(row_masks(a.back())[device_of(G.h, {0, 0, 1})]) == a.back().k());  // (0,1): all
+    CHECK(row_masks(a.back())[device_of(G.h, {0, 1, 0})] != row_masks(a.back())[0]);  // (1,0): a block
+    CHECK(popcount(row_masks(a.back())[device_of(G.h, {0, 0, 1})]) == a.back().k());  // (0,1): all
     const auto done = replay(G, {"AllReduce@(l1,Inside)", "ReduceScatter@(l1,Master(l0))", "AllGather@(l1,Master(l0))",
                                  "Broadcast@(l1,Inside)"});
     CHECK(done.back() == G.states[static_cast<std::size_t>(G.goal)]);
@@ -1630,10 +1656,10 @@ TEST_CASE("--master-collectives all: live states outside Lemma 1 and G', and the
   const Graph& B = graph({3, 2, 2, 1}, MasterCollectives::All);
   const auto sa = replay(A, w), sb = replay(B, w);
   const auto ra = row_masks(sa.back()), rb = row_masks(sb.back());
-  CHECK(ra[0] == 0x0full);  // rows 0-3 of 8
-  CHECK(ra[1] == 0x0full);  // rows 0-3 of 8
-  CHECK(rb[0] == 0x0full);  // rows 0-3 of 12
-  CHECK(rb[1] == 0x3full);  // rows 0-5 of 12
+  CHECK(ra[0] == Rows(0x0full));  // rows 0-3 of 8
+  CHECK(ra[1] == Rows(0x0full));  // rows 0-3 of 8
+  CHECK(rb[0] == Rows(0x0full));  // rows 0-3 of 12
+  CHECK(rb[1] == Rows(0x3full));  // rows 0-5 of 12
   CHECK(restricts_to(B.h, sb.back(), A.h, sa.back()));
   CHECK(lemma1_prime(A.h, sa.back()).ok());
   CHECK(lemma1_prime(B.h, sb.back()).ok());
@@ -1656,23 +1682,23 @@ bool rows_valid(const StateSet& s, Collective c, const Groups& groups) {
   const auto R = row_masks(s);
   for (const auto& g : groups) {
     if (g.size() < 2) continue;
-    const Mask r0 = R[g[0]];
+    const Rows r0 = R[g[0]];
     for (std::size_t i = 0; i < g.size(); ++i) {
-      const Mask r = R[g[i]];
+      const Rows r = R[g[i]];
       switch (c) {
         case Collective::AllReduce:
         case Collective::Reduce:
         case Collective::ReduceScatter:
-          if (!r || r != r0) return false;
-          if (c == Collective::ReduceScatter && __builtin_popcountll(r) % static_cast<int>(g.size()) != 0) return false;
+          if (r.none() || r != r0) return false;
+          if (c == Collective::ReduceScatter && popcount(r) % static_cast<int>(g.size()) != 0) return false;
           break;
         case Collective::AllGather:
-          if (!r || __builtin_popcountll(r) != __builtin_popcountll(r0)) return false;
+          if (r.none() || popcount(r) != popcount(r0)) return false;
           for (std::size_t j = 0; j < i; ++j)
-            if (R[g[j]] & r) return false;
+            if (meets(R[g[j]], r)) return false;
           break;
         case Collective::Broadcast:
-          if (r & ~r0) return false;
+          if ((r & ~r0).any()) return false;
           break;
       }
     }
@@ -1728,5 +1754,23 @@ TEST_CASE("--master-collectives all: the depth-3 divergences are row divergences
     CHECK((d.columns > 0) == column_divergences);
     MESSAGE(fmt::format("[{}]", fmt::join(c, " ")), ": ", d.rows, " row divergences, ", d.columns,
             " column divergences");
+  }
+}
+// docs/shape.md §3.3: what of §3.2's machinery carries over to `all` (checked): on these pairs no step
+// diverges at all, and on every step from a c-state in G' the successors' row-uniformity and G'
+// membership agree and a successor in G' restricts to its partner (the column part of Lemmas 2(b) and
+// 3(ii)); what fails is Lemma 2(a) (live states outside G') and Lemma 1 (previous tests).
+TEST_CASE("--master-collectives all: the column part of Lemmas 2(b) and 3(ii) holds from G'") {
+  for (const std::vector<int>& c : std::vector<std::vector<int>>{{3, 3}, {2, 5}, {3, 4, 1}, {2, 5, 1}, {3, 3, 3}}) {
+    auto small = c;
+    for (auto& v : small) v = std::min(v, 2);
+    const Product p = product(graph(small, MasterCollectives::All), graph(c, MasterCollectives::All));
+    INFO("c = ", fmt::format("{}", c));
+    CHECK(p.live_divergences + p.dead_divergences == 0);
+    CHECK(p.gp_mismatches == 0);
+    CHECK(p.gp_pairs > 0);
+    CHECK(p.gp_not_restricting == 0);
+    CHECK(p.steps_from_gp > 0);
+    CHECK(p.lemma_violations == 0);
   }
 }
