@@ -1596,31 +1596,6 @@ TEST_CASE("Lemma 1' at depth 4 with a trivial leaf (--master-collectives all)" *
   CHECK(bad == 0);
 }
 
-// Lemma 1' beyond CI, on request (test_shape_graph -tc="*Lemma 1' sweep*" --no-skip): every vector
-// over 2..6 at depth 2, over 2..4 at depth 3 (each with and without a trivial leaf) and over {2,3} at
-// depth 4 without a trivial leaf, every reachable state.
-TEST_CASE("Lemma 1' sweep over cardinalities (--master-collectives all)" * doctest::skip()) {
-  auto all = sweep_instances(4);
-  const std::size_t plain = all.size();
-  for (std::size_t i = 0; i < plain; ++i)
-    if (all[i].size() <= 3) {
-      auto c = all[i];
-      c.push_back(1);
-      all.push_back(std::move(c));
-    }
-  std::size_t states = 0;
-  for (const auto& c : all) {
-    auto cards = c;
-    cards.insert(cards.begin(), 1);
-    const Graph G = explore(cards, MasterCollectives::All);
-    int bad = 0;
-    for (const auto& s : G.states) bad += !lemma1_prime(G.h, s).ok();
-    states += G.states.size();
-    CHECK_MESSAGE(bad == 0, fmt::format("{}", c));
-  }
-  MESSAGE(all.size(), " instances, ", states, " states");
-}
-
 // docs/shape.md §3.3: where the default setting's proof stops with `all`, on live states already at
 // depth 2, and the mechanism of the minimal dead divergence (rows of different classes).
 TEST_CASE("--master-collectives all: live states outside Lemma 1 and G', and the cross-class row collision") {
@@ -1773,4 +1748,90 @@ TEST_CASE("--master-collectives all: the column part of Lemmas 2(b) and 3(ii) ho
     CHECK(p.steps_from_gp > 0);
     CHECK(p.lemma_violations == 0);
   }
+}
+
+// docs/shape.md §3.3, the gap in the proof of Lemma 1'(R2): an AllGather over V on a non-Master
+// grouping. Two facts about every such valid step from a reachable state would close it (with R2 of
+// the state): for devices x, y of one class in different groups, with members paired by their
+// coordinates on V, (A) the pairs hold equal rows for every position or disjoint rows for every
+// position, and (B) in the second case every member of x's group holds rows disjoint from every
+// member of y's group. Checked here, not proved.
+struct AllGatherFacts {
+  int steps = 0, mixed = 0, cross = 0, equal_cases = 0, disjoint_cases = 0;
+};
+AllGatherFacts allgather_facts(const Graph& G) {
+  const int k = G.h.num_local();
+  AllGatherFacts f;
+  for (std::size_t i = 0; i < G.states.size(); ++i) {
+    const auto R = row_masks(G.states[i]);
+    for (std::size_t t = 0; t < G.ins.size(); ++t) {
+      const auto& in = G.ins[t];
+      if (G.succ[i][t] < 0 || in.collective != Collective::AllGather || in.grouping.form == FormKind::Master) continue;
+      ++f.steps;
+      const auto& groups = in.grouping.groups;
+      std::vector<int> group_of(k, -1);
+      for (std::size_t g = 0; g < groups.size(); ++g)
+        for (int m : groups[g]) group_of[m] = static_cast<int>(g);
+      for (int x = 0; x < k; ++x)
+        for (int y = x + 1; y < k; ++y) {
+          if (class_rep(G.h, x) != class_rep(G.h, y) || group_of[x] == group_of[y]) continue;
+          const auto& gx = groups[group_of[x]];
+          const auto& gy = groups[group_of[y]];
+          REQUIRE(gx.size() == gy.size());
+          const int g = static_cast<int>(gx.size());
+          int equal = 0, disjoint = 0;
+          for (int m = 0; m < g; ++m) {
+            equal += R[gx[m]] == R[gy[m]];
+            disjoint += !meets(R[gx[m]], R[gy[m]]);
+          }
+          if (equal != g && disjoint != g) ++f.mixed;  // (A)
+          f.equal_cases += equal == g;
+          if (disjoint == g) {
+            ++f.disjoint_cases;
+            for (int a : gx)
+              for (int b : gy) f.cross += meets(R[a], R[b]);  // (B)
+          }
+        }
+    }
+  }
+  return f;
+}
+TEST_CASE("Lemma 1'(R2), the AllGather case: the two facts that would close it hold (checked)") {
+  for (const std::vector<int>& c :
+       std::vector<std::vector<int>>{{3, 3}, {3, 4, 1}, {3, 3, 3}, {2, 3, 4}, {2, 3, 5, 1}, {3, 2, 2, 1}}) {
+    const AllGatherFacts f = allgather_facts(graph(c, MasterCollectives::All));
+    INFO("c = ", fmt::format("{}", c), ": ", f.steps, " AllGather steps");
+    CHECK(f.steps > 0);
+    CHECK(f.mixed == 0);
+    CHECK(f.cross == 0);
+    CHECK(f.equal_cases > 0);
+    CHECK(f.disjoint_cases > 0);
+  }
+}
+
+// Lemma 1' beyond CI, on request (test_shape_graph -tc="*Lemma 1' sweep*" --no-skip): every vector
+// over 2..6 at depth 2, over 2..4 at depth 3 (each with and without a trivial leaf) and over {2,3} at
+// depth 4 without a trivial leaf, every reachable state; and facts (A), (B) of the AllGather case.
+TEST_CASE("Lemma 1' sweep over cardinalities (--master-collectives all)" * doctest::skip()) {
+  auto all = sweep_instances(4);
+  const std::size_t plain = all.size();
+  for (std::size_t i = 0; i < plain; ++i)
+    if (all[i].size() <= 3) {
+      auto c = all[i];
+      c.push_back(1);
+      all.push_back(std::move(c));
+    }
+  std::size_t states = 0;
+  for (const auto& c : all) {
+    auto cards = c;
+    cards.insert(cards.begin(), 1);
+    const Graph G = explore(cards, MasterCollectives::All);
+    int bad = 0;
+    for (const auto& s : G.states) bad += !lemma1_prime(G.h, s).ok();
+    states += G.states.size();
+    CHECK_MESSAGE(bad == 0, fmt::format("{}", c));
+    const AllGatherFacts f = allgather_facts(G);
+    CHECK_MESSAGE(f.mixed + f.cross == 0, fmt::format("{}", c));
+  }
+  MESSAGE(all.size(), " instances, ", states, " states");
 }
