@@ -1586,7 +1586,7 @@ TEST_CASE("Lemma 1' (--master-collectives all): rows per device class on every r
   }
 }
 
-// Depth 4 with a trivial leaf (198,514 states with `all`, ~10 s, ~1.5 GB), on request:
+// Depth 4 with a trivial leaf (198,514 states with `all`, ~6 s, ~1 GB), on request:
 // test_shape_graph -tc="*Lemma 1' at depth 4*" --no-skip.
 TEST_CASE("Lemma 1' at depth 4 with a trivial leaf (--master-collectives all)" * doctest::skip()) {
   const Graph G = explore({1, 2, 2, 2, 2, 1}, MasterCollectives::All);
