@@ -107,31 +107,46 @@ ShapeBasis shape_theorem_basis(const Shape& s, const SynthResult& r, const Progr
   for (const auto& l : s.levels) depth += l.card >= 2;
   auto is_master = [&](int in) { return r.instructions[in].grouping.form == FormKind::Master; };
   const bool master_step = std::any_of(prog.begin(), prog.end(), is_master);
+  // docs/shape.md §3.3: a program whose Master steps are all AllReduce is a program of the default
+  // setting (validity does not depend on the setting), so the default setting's proof covers it.
+  const bool master_allreduce_only = std::all_of(prog.begin(), prog.end(), [&](int in) {
+    return !is_master(in) || r.instructions[in].collective == Collective::AllReduce;
+  });
   bool master_grouping = false;
   for (std::size_t in = 0; in < r.instructions.size(); ++in) master_grouping |= is_master(static_cast<int>(in));
   ShapeBasis b;
   const bool default_setting = mc == MasterCollectives::AllReduceOnly;
-  b.valid_everywhere_proved = !master_step || (default_setting && depth <= kMaxProvedMasterDepth);
+  const bool as_default = default_setting || master_allreduce_only;
+  b.valid_everywhere_proved = !master_step || (as_default && depth <= kMaxProvedMasterDepth);
   b.complete_proved = !master_grouping || (default_setting && depth <= kMaxProvedCompleteDepth);
-  // One claim's basis: proved without Master steps/groupings; else proved in the default setting up
-  // to a depth by section 3.2's `proof`; else checked, not proved.
+  // One claim's basis: proved without Master steps/groupings; else proved in the default setting (or,
+  // for one program, with only Master AllReduce steps) up to a depth by section 3.2's `proof`; else
+  // checked, not proved.
+  // `by_default`: the claim is covered by the default setting's proof (the setting is the default, or
+  // the program's Master steps are all AllReduce).
   auto basis = [&](const char* claim, bool master, bool proved, const char* no_master, const std::string& proof,
-                   const char* unproved, int max_depth) {
+                   const char* unproved, int max_depth, bool by_default) {
     if (!master) return fmt::format("{}: proved ({})", claim, no_master);
-    if (proved)
+    if (proved && default_setting)
       return fmt::format("{}: proved (section 3.2, {}; default Master setting, depth {} <= {})", claim, proof, depth,
                          max_depth);
+    if (proved)
+      return fmt::format(
+          "{}: proved (section 3.3: its Master steps are all AllReduce, so it is a program of the "
+          "default setting; section 3.2, {}, depth {} <= {})",
+          claim, proof, depth, max_depth);
     return fmt::format("{}: {} ({})", claim, unproved,
-                       default_setting ? fmt::format("depth {} > {}", depth, max_depth) : "--master-collectives all");
+                       by_default ? fmt::format("depth {} > {}", depth, max_depth) : "--master-collectives all");
   };
   const std::string valid = basis("valid on every instance of the shape", master_step, b.valid_everywhere_proved,
                                   "Theorem 1(b) without Master steps, section 3",
                                   "programs of the smallest instance are programs of every instance",
-                                  "checked, not proved, section 3.2", kMaxProvedMasterDepth);
-  const std::string complete =
-      basis("no other program on any instance", master_grouping, b.complete_proved, "no Master grouping, section 3",
-            "Lemma 2(a) on every instance of depth <= " + std::to_string(kMaxProvedCompleteDepth),
-            "rests on section 3.2's Lemma 2(a), checked, not proved", kMaxProvedCompleteDepth);
+                                  "checked, not proved, section 3.2", kMaxProvedMasterDepth, as_default);
+  const std::string complete = basis(
+      "no other program on any instance", master_grouping, b.complete_proved, "no Master grouping, section 3",
+      "Lemma 2(a) on every instance of depth <= " + std::to_string(kMaxProvedCompleteDepth),
+      default_setting ? "rests on section 3.2's Lemma 2(a), checked, not proved" : "checked, not proved, section 3.3",
+      kMaxProvedCompleteDepth, default_setting);
   b.text = "docs/shape.md: " + valid + "; " + complete;
   return b;
 }

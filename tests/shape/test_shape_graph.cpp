@@ -11,10 +11,12 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <bitset>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "p2v/engine/hierarchy.hpp"
@@ -762,18 +764,23 @@ TEST_CASE("shape_theorem_basis: which programs' validity on every instance is pr
     for (int j = 0; j < depth; ++j) names.push_back(fmt::format("l{}", j));
     return make_shape(cards, names, ParallelismMatrix{cards}, {0}, HierarchyKind::ReductionAxes);
   };
-  auto basis = [&](int depth, MasterCollectives mc, bool with_master) {
+  // The first program with (or without) a Master step; `master_allreduce`: its Master steps are all
+  // AllReduce (true) or one is another collective (false; needs --master-collectives all).
+  auto basis = [&](int depth, MasterCollectives mc, bool with_master, bool master_allreduce = true) {
     const Shape s = shape_of(depth);
     SynthOptions o;
     o.master = mc;
     o.max_size = 3;
     const SynthResult r = synthesize_shape(s, o);
+    auto master = [&](int i) { return r.instructions[i].grouping.form == FormKind::Master; };
     for (const auto& p : r.programs) {
-      const bool m =
-          std::any_of(p.begin(), p.end(), [&](int i) { return r.instructions[i].grouping.form == FormKind::Master; });
-      if (m == with_master) return shape_theorem_basis(s, r, p, mc);
+      const bool m = std::any_of(p.begin(), p.end(), master);
+      const bool ar = std::all_of(p.begin(), p.end(), [&](int i) {
+        return !master(i) || r.instructions[i].collective == Collective::AllReduce;
+      });
+      if (m == with_master && (!m || ar == master_allreduce)) return shape_theorem_basis(s, r, p, mc);
     }
-    FAIL("no program with_master=", with_master);
+    FAIL("no program with_master=", with_master, " master_allreduce=", master_allreduce);
     return ShapeBasis{};
   };
   const auto AR = MasterCollectives::AllReduceOnly, ALL = MasterCollectives::All;
@@ -781,7 +788,31 @@ TEST_CASE("shape_theorem_basis: which programs' validity on every instance is pr
   CHECK(basis(3, AR, true).valid_everywhere_proved);
   CHECK(basis(5, AR, true).valid_everywhere_proved);
   CHECK_FALSE(basis(6, AR, true).valid_everywhere_proved);
-  CHECK_FALSE(basis(3, ALL, true).valid_everywhere_proved);
+  // --master-collectives all: a program whose Master steps are all AllReduce is a program of the
+  // default setting, covered by its proof up to depth 5 (docs/shape.md §3.3); one with another Master
+  // collective is checked, not proved. The corollary's premise: the default instruction list is the
+  // `all` list without the non-AllReduce Master instructions (same names, same groups, same order).
+  for (const std::vector<int>& cards : std::vector<std::vector<int>>{{1, 2, 2, 1}, {1, 3, 2, 2}, {1, 2, 1, 3, 2, 1}}) {
+    const auto h = make_plain_hierarchy(cards);
+    const auto def = instructions(h, AR);
+    std::vector<Instruction> filtered;
+    for (const auto& in : instructions(h, ALL))
+      if (in.grouping.form != FormKind::Master || in.collective == Collective::AllReduce) filtered.push_back(in);
+    REQUIRE(def.size() == filtered.size());
+    for (std::size_t i = 0; i < def.size(); ++i) {
+      CHECK(instruction_name(h, def[i]) == instruction_name(h, filtered[i]));
+      CHECK(def[i].grouping.groups == filtered[i].grouping.groups);
+    }
+  }
+  CHECK(basis(3, ALL, true, true).valid_everywhere_proved);
+  CHECK(basis(5, ALL, true, true).valid_everywhere_proved);
+  CHECK_FALSE(basis(6, ALL, true, true).valid_everywhere_proved);
+  CHECK(basis(3, ALL, true, true).text.find("its Master steps are all AllReduce") != std::string::npos);
+  CHECK(basis(6, ALL, true, true).text.find("depth 6 > 5") != std::string::npos);
+  CHECK_FALSE(basis(2, ALL, true, false).valid_everywhere_proved);
+  CHECK_FALSE(basis(3, ALL, true, false).valid_everywhere_proved);
+  CHECK(basis(3, ALL, true, false).text.find("valid on every instance of the shape: checked, not proved") !=
+        std::string::npos);
   CHECK(basis(1, AR, false).complete_proved);  // depth 1: no Master grouping at all
   // Depth <= 5, default setting: Lemma 2(a) is proved on every instance (docs/shape.md §3.2, Lemmas 4-6).
   CHECK(basis(2, AR, true).complete_proved);
@@ -795,7 +826,10 @@ TEST_CASE("shape_theorem_basis: which programs' validity on every instance is pr
   CHECK_FALSE(basis(6, AR, true).complete_proved);
   CHECK_FALSE(basis(6, AR, false).complete_proved);  // the hierarchy has Master groupings
   CHECK(basis(6, AR, true).text.find("depth 6 > 5") != std::string::npos);
-  CHECK(basis(3, ALL, true).text.find("--master-collectives all") != std::string::npos);
+  CHECK(basis(3, ALL, true)
+            .text.find("no other program on any instance: checked, not proved, section 3.3 "
+                       "(--master-collectives all)") != std::string::npos);
+  CHECK_FALSE(basis(3, ALL, true, false).complete_proved);
 }
 
 // docs/shape.md §3.2, Lemma 5: forward-closed obstructions, properties of states of any instance
@@ -1383,4 +1417,421 @@ TEST_CASE("Lemma 6 at depth 5 (default setting)" * doctest::skip()) {
     CHECK(ex.size() == (leaf ? 23460u : 17117u));
     CHECK(targets.size() == (leaf ? 17256u : 12475u));
   }
+}
+
+// ---- docs/shape.md §3.3: rows with --master-collectives all (Lemma 1') ----
+namespace {
+// A device's rows as a bit set (k <= 256).
+using Rows = std::bitset<256>;
+Rows rowmask(const StateSet& s, int d) {
+  if (s.k() > 256) throw std::runtime_error("rowmask: more than 256 rows");
+  Rows r;
+  for (int w = 0; w < s.words(); ++w)
+    for (int b = 0; b < 64; ++b)
+      if ((s.dev(d)[w] >> b) & 1u) r.set(static_cast<std::size_t>(64 * w + b));
+  return r;
+}
+int popcount(const Rows& r) { return static_cast<int>(r.count()); }
+bool meets(const Rows& a, const Rows& b) { return (a & b).any(); }
+int class_rep(const SynthesisHierarchy& h, int x) {  // phi(x): coordinates capped at 1
+  auto c = h.coords[x];
+  for (auto& v : c) v = std::min(v, 1);
+  return device_of(h, c);
+}
+// k / |R| is the product of the cardinalities of some set of levels.
+bool level_product(const SynthesisHierarchy& h, long q) {
+  const int n = h.num_levels();
+  for (unsigned D = 0; D < (1u << n); ++D) {
+    long p = 1;
+    for (int l = 0; l < n; ++l)
+      if ((D >> l) & 1) p *= h.cards[l];
+    if (p == q) return true;
+  }
+  return false;
+}
+// The levels on which a row set varies among the present devices of `members`: l is in it iff two
+// present members differing only on l hold different rows.
+unsigned varying_levels(const SynthesisHierarchy& h, const std::vector<Rows>& R, const std::vector<int>& members) {
+  const int n = h.num_levels();
+  unsigned var = 0;
+  for (int x : members)
+    for (int y : members) {
+      if (R[x].none() || R[y].none() || R[x] == R[y]) continue;
+      int diff = -1, nd = 0;
+      for (int l = 0; l < n; ++l)
+        if (h.coords[x][l] != h.coords[y][l]) diff = l, ++nd;
+      if (nd == 1) var |= 1u << diff;
+    }
+  return var;
+}
+// "members hold F(x_V)": all present ones hold rows of one size, k / |R| is the product of the
+// cardinalities of a level set containing V, and two present members hold equal rows iff they agree
+// on V, disjoint rows otherwise, where V = varying_levels.
+bool rows_by_levels(const SynthesisHierarchy& h, const std::vector<Rows>& R, const std::vector<int>& members) {
+  const int n = h.num_levels();
+  const unsigned var = varying_levels(h, R, members);
+  long prod = 1;
+  for (int l = 0; l < n; ++l)
+    if ((var >> l) & 1) prod *= h.cards[l];
+  const long k = static_cast<long>(R.size());
+  int size = -1;
+  for (int x : members) {
+    if (R[x].none()) continue;
+    const int sz = popcount(R[x]);
+    if (size >= 0 && sz != size) return false;
+    size = sz;
+    // k / |R| is the product over a level set D containing V: V's product times that of levels outside V.
+    if (k % (prod * sz) != 0) return false;
+    bool found = false;
+    for (unsigned D = 0; D < (1u << n) && !found; ++D) {
+      if (D & var) continue;
+      long p = 1;
+      for (int l = 0; l < n; ++l)
+        if ((D >> l) & 1) p *= h.cards[l];
+      found = p * prod * sz == k;
+    }
+    if (!found) return false;
+    for (int y : members) {
+      if (R[y].none()) continue;
+      bool agree = true;
+      for (int l = 0; l < n; ++l)
+        if (((var >> l) & 1) && h.coords[x][l] != h.coords[y][l]) agree = false;
+      if (agree ? R[x] != R[y] : meets(R[x], R[y])) return false;
+    }
+  }
+  return true;
+}
+std::vector<Rows> row_masks(const StateSet& s) {
+  std::vector<Rows> R(s.k());
+  for (int x = 0; x < s.k(); ++x) R[x] = rowmask(s, x);
+  return R;
+}
+// Lemma 1 (default setting): one level set D for all present devices.
+bool lemma1_single(const SynthesisHierarchy& h, const StateSet& s) {
+  std::vector<int> all(s.k());
+  for (int x = 0; x < s.k(); ++x) all[x] = x;
+  return rows_by_levels(h, row_masks(s), all);
+}
+// Lemma 1' (--master-collectives all): (R1) presence is a class condition; (R2) per class p, the
+// present devices hold F_p(x_{V_p}) (rows_by_levels on the class); (R3) every k / |R(x)| is a
+// product of cardinalities of levels.
+struct Lemma1Prime {
+  bool r1 = true, r2 = true, r3 = true;
+  bool ok() const { return r1 && r2 && r3; }
+};
+Lemma1Prime lemma1_prime(const SynthesisHierarchy& h, const StateSet& s) {
+  const int k = s.k();
+  const auto R = row_masks(s);
+  Lemma1Prime L;
+  std::map<int, std::vector<int>> classes;
+  for (int x = 0; x < k; ++x) {
+    classes[class_rep(h, x)].push_back(x);
+    L.r1 = L.r1 && R[x].any() == R[class_rep(h, x)].any();
+    if (R[x].any()) L.r3 = L.r3 && level_product(h, k / popcount(R[x])) && k % popcount(R[x]) == 0;
+  }
+  for (const auto& [p, mem] : classes) L.r2 = L.r2 && rows_by_levels(h, R, mem);
+  return L;
+}
+}  // namespace
+
+// docs/shape.md §3.3, Lemma 1' (--master-collectives all). On every reachable state (complete state
+// graphs): (R1) presence is a class condition (proved); (R2) within a device class p the present
+// devices hold F_p(x_{V_p}): one row-set size, equal rows iff they agree on the levels V_p on which
+// the class's rows vary, disjoint rows otherwise; (R3) k / |rows| is the product of the
+// cardinalities of a level set containing V_p (R2, R3 checked, not proved). On the smallest
+// instances a class is one device, so R2 says something only where a cardinality is >= 3. The default
+// setting's Lemma 1 (one level set D for every present device) holds on every state there (the check
+// accepts the proved lemma) and fails with `all` on every instance with a Master group other than the
+// whole device set (at depth 1 the only Master group is the whole set).
+TEST_CASE("Lemma 1' (--master-collectives all): rows per device class on every reachable state") {
+  struct Case {
+    std::vector<int> c;
+    bool proper_master_group;  // a Master group other than the whole device set (depth 1: none)
+  };
+  const std::vector<Case> cases = {
+      {{2}, false},         {{2, 1}, false},      {{2, 2}, true},       {{2, 2, 1}, true},   {{2, 2, 2}, true},
+      {{2, 2, 2, 1}, true}, {{2, 2, 2, 2}, true}, {{3, 3}, true},       {{3, 4, 1}, true},   {{3, 3, 3}, true},
+      {{2, 3, 4}, true},    {{2, 3, 5, 1}, true}, {{3, 2, 2, 1}, true}, {{3, 2, 2, 2}, true}};
+  for (const auto& [c, proper_master_group] : cases) {
+    const Graph& G = graph(c, MasterCollectives::All);
+    INFO("c = ", fmt::format("{}", c), ", ", G.states.size(), " states");
+    int r1 = 0, r2 = 0, r3 = 0, single = 0, varying_class = 0;
+    for (const auto& s : G.states) {
+      const auto L = lemma1_prime(G.h, s);
+      r1 += !L.r1;
+      r2 += !L.r2;
+      r3 += !L.r3;
+      single += !lemma1_single(G.h, s);
+      // Non-vacuity of R2: a class whose present devices hold different (disjoint) rows.
+      const auto R = row_masks(s);
+      std::map<int, std::vector<int>> classes;
+      for (int x = 0; x < s.k(); ++x) classes[class_rep(G.h, x)].push_back(x);
+      bool v = false;
+      for (const auto& [p, mem] : classes) v |= varying_levels(G.h, R, mem) != 0 && mem.size() > 1;
+      varying_class += v;
+    }
+    CHECK(r1 == 0);
+    CHECK(r2 == 0);
+    CHECK(r3 == 0);
+    CHECK((single > 0) == proper_master_group);  // Lemma 1 itself fails exactly where proper Master groups exist
+    const bool some_card_3 = std::any_of(c.begin(), c.end(), [](int v) { return v >= 3; });
+    CHECK((varying_class > 0) == some_card_3);
+  }
+  // The checker accepts the proved Lemma 1 of the default setting on every reachable state.
+  for (const std::vector<int>& c : std::vector<std::vector<int>>{{3, 3}, {2, 2, 1}, {2, 3, 4}, {3, 2, 2, 2}}) {
+    const Graph& G = graph(c, MasterCollectives::AllReduceOnly);
+    int single = 0;
+    for (const auto& s : G.states) single += !lemma1_single(G.h, s);
+    CHECK_MESSAGE(single == 0, fmt::format("{}", c));
+  }
+}
+
+// Depth 4 with a trivial leaf (198,514 states with `all`, ~6 s, ~1 GB), on request:
+// test_shape_graph -tc="*Lemma 1' at depth 4*" --no-skip.
+TEST_CASE("Lemma 1' at depth 4 with a trivial leaf (--master-collectives all)" * doctest::skip()) {
+  const Graph G = explore({1, 2, 2, 2, 2, 1}, MasterCollectives::All);
+  int bad = 0;
+  for (const auto& s : G.states) bad += !lemma1_prime(G.h, s).ok();
+  MESSAGE(G.states.size(), " states");
+  CHECK(bad == 0);
+}
+
+// docs/shape.md §3.3: where the default setting's proof stops with `all`, on live states already at
+// depth 2, and the mechanism of the minimal dead divergence (rows of different classes).
+TEST_CASE("--master-collectives all: live states outside Lemma 1 and G', and the cross-class row collision") {
+  for (const std::vector<int>& c : std::vector<std::vector<int>>{{2, 2}, {3, 3}, {2, 5}}) {
+    const Graph& G = graph(c, MasterCollectives::All);
+    INFO("c = ", fmt::format("{}", c));
+    // A Master ReduceScatter: its members hold blocks, every other device all rows — no single D.
+    const auto a = replay(G, {"AllReduce@(l1,Inside)", "ReduceScatter@(l1,Master(l0))"});
+    CHECK(live_state(G, a.back()));
+    CHECK_FALSE(lemma1_single(G.h, a.back()));
+    CHECK(lemma1_prime(G.h, a.back()).ok());
+    CHECK(row_masks(a.back())[device_of(G.h, {0, 1, 0})] != row_masks(a.back())[0]);  // (1,0): a block
+    CHECK(popcount(row_masks(a.back())[device_of(G.h, {0, 0, 1})]) == a.back().k());  // (0,1): all
+    const auto done = replay(G, {"AllReduce@(l1,Inside)", "ReduceScatter@(l1,Master(l0))", "AllGather@(l1,Master(l0))",
+                                 "Broadcast@(l1,Inside)"});
+    CHECK(done.back() == G.states[static_cast<std::size_t>(G.goal)]);
+    // A Master Reduce empties (1,0) but not (1,1): presence is a class condition, but (P) of G' fails.
+    const auto b = replay(G, {"AllReduce@(l1,Inside)", "Reduce@(l1,Master(l0))"});
+    CHECK(live_state(G, b.back()));
+    const auto it = std::find(G.states.begin(), G.states.end(), b.back());
+    CHECK_FALSE(G.gp[static_cast<std::size_t>(it - G.states.begin())]);
+    CHECK(b.back().rows(device_of(G.h, {0, 1, 0})).empty());
+    CHECK_FALSE(b.back().rows(device_of(G.h, {0, 1, 1})).empty());
+  }
+  // The minimal dead divergence (12 devices): after five steps, devices 0 (class 0) and 1 (class
+  // {l3}) hold F_0(0), the first block of a split over l1, and F_1(0), the first block of a split over
+  // l2. On [2 2 2 1] both are the first half of the rows, so the Broadcast from 0 to 1 finds row sets
+  // equal and is valid; on [3 2 2 1] they are the first third and the first half, and it is not.
+  // Presence and column sets agree under restriction: the rows alone decide.
+  const std::vector<std::string> w{"Reduce@(l2,Inside)", "ReduceScatter@(l2,Master(l1))", "Broadcast@(l2,Inside)",
+                                   "AllGather@(l2,Master(l1))", "ReduceScatter@(l1,Master(l0))"};
+  const Graph& A = graph({2, 2, 2, 1}, MasterCollectives::All);
+  const Graph& B = graph({3, 2, 2, 1}, MasterCollectives::All);
+  const auto sa = replay(A, w), sb = replay(B, w);
+  const auto ra = row_masks(sa.back()), rb = row_masks(sb.back());
+  CHECK(ra[0] == Rows(0x0full));  // rows 0-3 of 8
+  CHECK(ra[1] == Rows(0x0full));  // rows 0-3 of 8
+  CHECK(rb[0] == Rows(0x0full));  // rows 0-3 of 12
+  CHECK(rb[1] == Rows(0x3full));  // rows 0-5 of 12
+  CHECK(restricts_to(B.h, sb.back(), A.h, sa.back()));
+  CHECK(lemma1_prime(A.h, sa.back()).ok());
+  CHECK(lemma1_prime(B.h, sb.back()).ok());
+  const auto bc = [](const Graph& G) {
+    return *std::find_if(G.ins.begin(), G.ins.end(), [&](const Instruction& in) {
+      return instruction_name(G.h, in) == "Broadcast@(l3,Master(l2))";
+    });
+  };
+  CHECK(sa.back().check(bc(A).collective, bc(A).grouping.groups));
+  CHECK_FALSE(sb.back().check(bc(B).collective, bc(B).grouping.groups));
+  CHECK_FALSE(live_state(A, sa.back()));
+}
+
+namespace {
+// The row part of model.md §4's preconditions alone (no column sets, no Broadcast strictness):
+// AllReduce, ReduceScatter, Reduce: members non-empty with equal rows (ReduceScatter: their number
+// divisible by the group size); AllGather: non-empty, equal sizes, pairwise disjoint; Broadcast: every
+// member's rows inside the root's.
+bool rows_valid(const StateSet& s, Collective c, const Groups& groups) {
+  const auto R = row_masks(s);
+  for (const auto& g : groups) {
+    if (g.size() < 2) continue;
+    const Rows r0 = R[g[0]];
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      const Rows r = R[g[i]];
+      switch (c) {
+        case Collective::AllReduce:
+        case Collective::Reduce:
+        case Collective::ReduceScatter:
+          if (r.none() || r != r0) return false;
+          if (c == Collective::ReduceScatter && popcount(r) % static_cast<int>(g.size()) != 0) return false;
+          break;
+        case Collective::AllGather:
+          if (r.none() || popcount(r) != popcount(r0)) return false;
+          for (std::size_t j = 0; j < i; ++j)
+            if (meets(R[g[j]], r)) return false;
+          break;
+        case Collective::Broadcast:
+          if ((r & ~r0).any()) return false;
+          break;
+      }
+    }
+  }
+  return true;
+}
+// Divergences of the product of two graphs (a step valid on one instance only), split by whether the
+// row preconditions alone already differ.
+struct DivergenceKinds {
+  int rows = 0, columns = 0;
+};
+DivergenceKinds divergence_kinds(const Graph& a, const Graph& b) {
+  DivergenceKinds d;
+  std::vector<std::pair<int, int>> queue{{0, 0}};
+  std::set<std::pair<int, int>> seen{{0, 0}};
+  for (std::size_t q = 0; q < queue.size(); ++q) {
+    const auto [x, y] = queue[q];
+    for (std::size_t t = 0; t < a.ins.size(); ++t) {
+      const int nx = a.succ[x][t], ny = b.succ[y][t];
+      if ((nx >= 0) != (ny >= 0)) {
+        const bool ra = rows_valid(a.states[x], a.ins[t].collective, a.ins[t].grouping.groups);
+        const bool rb = rows_valid(b.states[y], b.ins[t].collective, b.ins[t].grouping.groups);
+        ++(ra != rb ? d.rows : d.columns);
+        continue;
+      }
+      if (nx >= 0 && seen.insert({nx, ny}).second) queue.emplace_back(nx, ny);
+    }
+  }
+  return d;
+}
+}  // namespace
+
+// docs/shape.md §3.3: at depth 3 (the minimal dead divergences, 12 devices) every divergence with
+// `all` (a step valid on one instance only; all are dead) is decided by the rows alone: the row
+// preconditions already differ. At depth 4 some divergences are decided by the columns (as in the
+// default setting's depth-4 witness, after rows split across the digits earlier on the path).
+TEST_CASE("--master-collectives all: the depth-3 divergences are row divergences") {
+  struct Case {
+    std::vector<int> c;
+    bool column_divergences;
+  };
+  for (const auto& [c, column_divergences] :
+       std::vector<Case>{{{3, 2, 2, 1}, false}, {{2, 2, 3, 1}, false}, {{2, 3, 2, 1}, false}, {{3, 2, 2, 2}, true}}) {
+    auto small = c;
+    for (auto& v : small) v = std::min(v, 2);
+    const Graph& a = graph(small, MasterCollectives::All);
+    const Graph& b = graph(c, MasterCollectives::All);
+    const auto d = divergence_kinds(a, b);
+    const Product p = product(a, b);
+    INFO("c = ", fmt::format("{}", c));
+    CHECK(d.rows + d.columns == p.live_divergences + p.dead_divergences);
+    CHECK(d.rows > 0);
+    CHECK((d.columns > 0) == column_divergences);
+    MESSAGE(fmt::format("[{}]", fmt::join(c, " ")), ": ", d.rows, " row divergences, ", d.columns,
+            " column divergences");
+  }
+}
+// docs/shape.md §3.3: what of §3.2's machinery carries over to `all` (checked): on these pairs no step
+// diverges at all, and on every step from a c-state in G' the successors' row-uniformity and G'
+// membership agree and a successor in G' restricts to its partner (the column part of Lemmas 2(b) and
+// 3(ii)); what fails is Lemma 2(a) (live states outside G') and Lemma 1 (previous tests).
+TEST_CASE("--master-collectives all: the column part of Lemmas 2(b) and 3(ii) holds from G'") {
+  for (const std::vector<int>& c : std::vector<std::vector<int>>{{3, 3}, {2, 5}, {3, 4, 1}, {2, 5, 1}, {3, 3, 3}}) {
+    auto small = c;
+    for (auto& v : small) v = std::min(v, 2);
+    const Product p = product(graph(small, MasterCollectives::All), graph(c, MasterCollectives::All));
+    INFO("c = ", fmt::format("{}", c));
+    CHECK(p.live_divergences + p.dead_divergences == 0);
+    CHECK(p.gp_mismatches == 0);
+    CHECK(p.gp_pairs > 0);
+    CHECK(p.gp_not_restricting == 0);
+    CHECK(p.steps_from_gp > 0);
+    CHECK(p.lemma_violations == 0);
+  }
+}
+
+// docs/shape.md §3.3, the gap in the proof of Lemma 1'(R2): an AllGather over V on a non-Master
+// grouping. Two facts about every such valid step from a reachable state would close it (with R2 of
+// the state): for devices x, y of one class in different groups, with members paired by their
+// coordinates on V, (A) the pairs hold equal rows for every position or disjoint rows for every
+// position, and (B) in the second case every member of x's group holds rows disjoint from every
+// member of y's group. Checked here, not proved.
+struct AllGatherFacts {
+  int steps = 0, mixed = 0, cross = 0, equal_cases = 0, disjoint_cases = 0;
+};
+AllGatherFacts allgather_facts(const Graph& G) {
+  const int k = G.h.num_local();
+  AllGatherFacts f;
+  for (std::size_t i = 0; i < G.states.size(); ++i) {
+    const auto R = row_masks(G.states[i]);
+    for (std::size_t t = 0; t < G.ins.size(); ++t) {
+      const auto& in = G.ins[t];
+      if (G.succ[i][t] < 0 || in.collective != Collective::AllGather || in.grouping.form == FormKind::Master) continue;
+      ++f.steps;
+      const auto& groups = in.grouping.groups;
+      std::vector<int> group_of(k, -1);
+      for (std::size_t g = 0; g < groups.size(); ++g)
+        for (int m : groups[g]) group_of[m] = static_cast<int>(g);
+      for (int x = 0; x < k; ++x)
+        for (int y = x + 1; y < k; ++y) {
+          if (class_rep(G.h, x) != class_rep(G.h, y) || group_of[x] == group_of[y]) continue;
+          const auto& gx = groups[group_of[x]];
+          const auto& gy = groups[group_of[y]];
+          REQUIRE(gx.size() == gy.size());
+          const int g = static_cast<int>(gx.size());
+          int equal = 0, disjoint = 0;
+          for (int m = 0; m < g; ++m) {
+            equal += R[gx[m]] == R[gy[m]];
+            disjoint += !meets(R[gx[m]], R[gy[m]]);
+          }
+          if (equal != g && disjoint != g) ++f.mixed;  // (A)
+          f.equal_cases += equal == g;
+          if (disjoint == g) {
+            ++f.disjoint_cases;
+            for (int a : gx)
+              for (int b : gy) f.cross += meets(R[a], R[b]);  // (B)
+          }
+        }
+    }
+  }
+  return f;
+}
+TEST_CASE("Lemma 1'(R2), the AllGather case: the two facts that would close it hold (checked)") {
+  for (const std::vector<int>& c :
+       std::vector<std::vector<int>>{{3, 3}, {3, 4, 1}, {3, 3, 3}, {2, 3, 4}, {2, 3, 5, 1}, {3, 2, 2, 1}}) {
+    const AllGatherFacts f = allgather_facts(graph(c, MasterCollectives::All));
+    INFO("c = ", fmt::format("{}", c), ": ", f.steps, " AllGather steps");
+    CHECK(f.steps > 0);
+    CHECK(f.mixed == 0);
+    CHECK(f.cross == 0);
+    CHECK(f.equal_cases > 0);
+    CHECK(f.disjoint_cases > 0);
+  }
+}
+
+// Lemma 1' beyond CI, on request (test_shape_graph -tc="*Lemma 1' sweep*" --no-skip): every vector
+// over 2..6 at depth 2, over 2..4 at depth 3 (each with and without a trivial leaf) and over {2,3} at
+// depth 4 without a trivial leaf, every reachable state; and facts (A), (B) of the AllGather case.
+TEST_CASE("Lemma 1' sweep over cardinalities (--master-collectives all)" * doctest::skip()) {
+  auto all = sweep_instances(4);
+  const std::size_t plain = all.size();
+  for (std::size_t i = 0; i < plain; ++i)
+    if (all[i].size() <= 3) {
+      auto c = all[i];
+      c.push_back(1);
+      all.push_back(std::move(c));
+    }
+  std::size_t states = 0;
+  for (const auto& c : all) {
+    auto cards = c;
+    cards.insert(cards.begin(), 1);
+    const Graph G = explore(cards, MasterCollectives::All);
+    int bad = 0;
+    for (const auto& s : G.states) bad += !lemma1_prime(G.h, s).ok();
+    states += G.states.size();
+    CHECK_MESSAGE(bad == 0, fmt::format("{}", c));
+    const AllGatherFacts f = allgather_facts(G);
+    CHECK_MESSAGE(f.mixed + f.cross == 0, fmt::format("{}", c));
+  }
+  MESSAGE(all.size(), " instances, ", states, " states");
 }

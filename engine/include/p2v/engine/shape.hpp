@@ -76,7 +76,8 @@ SynthResult synthesize_shape(const Shape& s, const SynthOptions& opt);
 
 // What the shape theorem guarantees for one program of synthesize_shape() (docs/shape.md §3,
 // §3.2). `valid_everywhere_proved`: its validity on every instance of the shape is proved (no
-// Master step; or the default Master setting and at most kMaxProvedMasterDepth levels of
+// Master step; or the default Master setting, or --master-collectives all and a program whose Master
+// steps are all AllReduce (docs/shape.md §3.3), and at most kMaxProvedMasterDepth levels of
 // cardinality >= 2, where Lemma 2(a) is checked exhaustively on the smallest instance), otherwise
 // only checked. `complete_proved`: "no other program" transfers from the smallest instance by a
 // proof (the hierarchy has no Master grouping; or the default Master setting and at most
