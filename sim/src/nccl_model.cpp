@@ -357,7 +357,7 @@ nlohmann::json nccl_json(const NcclParams& p) {
   if (p.amd_cpu) j["amd_cpu"] = true;
   if (p.net_overhead_us >= 0) j["net_overhead_us"] = p.net_overhead_us;
   if (p.fill_stage >= 0) j["fill_stage"] = p.fill_stage;
-  if (p.ll128_net_fill) j["ll128_net_fill"] = true;
+  if (!p.ll128_net_fill) j["ll128_net_fill"] = false;  // on by default
   if (p.buffsize > 0) j["buffsize"] = p.buffsize;
   if (p.protocols != 7) {
     nlohmann::json a = nlohmann::json::array();

@@ -202,8 +202,10 @@ TEST_CASE("nccl: pipeline fill of store-and-forward algorithms follows NCCL's ch
 TEST_CASE("nccl: \"ll128_net_fill\" makes a multi-node LL128 tree a chunk pipeline (hand-computed chunks)") {
   System s = preset_system("node=2,gpu=8", "dgx-h100");
   NcclParams np = nccl_params(s);
-  const CallShape c{Collective::AllReduce, 16, 2, double(32 << 20)};           // 2 MiB per channel
-  CHECK(pipeline_shape(np, c, Algorithm::Tree, Protocol::LL128).stages == 1);  // off by default
+  const CallShape c{Collective::AllReduce, 16, 2, double(32 << 20)};  // 2 MiB per channel
+  CHECK(np.ll128_net_fill);                                           // on by default
+  np.ll128_net_fill = false;
+  CHECK(pipeline_shape(np, c, Algorithm::Tree, Protocol::LL128).stages == 1);  // off: no fill
   np.ll128_net_fill = true;
   // nsteps = 1 + log2(2) + 0.1 x 8 = 2.8; 2 MiB / 576000 = 3 < 2.8 x 64 / 8 = 22.4: halve while
   // above 128 KiB: 288000 (7), 144000 (14), 72000 (stops: 144000 was the last above 131072);
@@ -221,10 +223,13 @@ TEST_CASE("nccl: \"ll128_net_fill\" makes a multi-node LL128 tree a chunk pipeli
   CHECK(pipeline_shape(np, CallShape{Collective::AllReduce, 8, 1, 1e8}, Algorithm::Tree, Protocol::LL128).stages == 1);
   CHECK(pipeline_shape(np, c, Algorithm::Tree, Protocol::LL).stages == 1);
   CHECK(pipeline_shape(np, c, Algorithm::Ring, Protocol::LL128).stages == 1);
-  // The switch is read and written by the "nccl" section.
+  // The switch is read and written by the "nccl" section (written only when off, the default on).
+  s.nccl["ll128_net_fill"] = false;
+  CHECK_FALSE(nccl_params(s).ll128_net_fill);
+  CHECK(nccl_json(nccl_params(s)).at("ll128_net_fill") == false);
   s.nccl["ll128_net_fill"] = true;
   CHECK(nccl_params(s).ll128_net_fill);
-  CHECK(nccl_json(nccl_params(s)).at("ll128_net_fill") == true);
+  CHECK_FALSE(nccl_json(nccl_params(s)).contains("ll128_net_fill"));
   // With the fill the tree correction factor leaves the time (it stands for the same effect):
   // LL128 tree bandwidth term = flow / (0.92 x 120/128) + fill.
   CHECK(bandwidth_time(np, c, Algorithm::Tree, Protocol::LL128, 3e-4, false) ==

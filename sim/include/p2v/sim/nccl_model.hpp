@@ -75,9 +75,9 @@ struct NcclParams {
   double net_overhead_us = -1.0;  // per inter-node ring step host overhead; < 0: NCCL's 1 us
   double fill_stage = -1.0;       // a pipeline stage's time in chunk times of the bottleneck stage
                                   // (pipeline_fill_s); < 0: 1 (every counted stage as slow)
-  // Multi-node LL128 trees as a chunk pipeline (NCCL's net proxy sends whole steps): off by
-  // default (docs/simulator.md §2, "Pipeline fill").
-  bool ll128_net_fill = false;
+  // Multi-node LL128 trees as a chunk pipeline (NCCL's net proxy sends whole steps): on by
+  // default; "ll128_net_fill": false turns it off (docs/simulator.md §2, "Pipeline fill").
+  bool ll128_net_fill = true;
   // NCCL_PROTO: protocols NCCL may use, bit i = Protocol i (LL, LL128, Simple); 7 = all.
   int protocols = 7;
   // NCCL_ALGO: algorithms NCCL may use, bit i = Algorithm i (ring, tree, nvls, nvls-tree, collnet); 31 = all.
