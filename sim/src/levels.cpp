@@ -333,6 +333,10 @@ LevelStep LevelSimulator::step(const Shape& s, Collective c, const GroupPattern&
       if (links_[l].flow_bandwidth_gbps > 0) t = std::max(t, flow[l] / (links_[l].flow_bandwidth_gbps * 1e9));
       double& part = hw_[l] == HwClass::Net ? worst.net_s : worst.intra_s;
       part = std::max(part, t);
+      // Inside nodes, NVLS's loads are its NVSwitch traffic only (local_s); other algorithms'
+      // inner loads may include a head's network traffic (as the graph model charges it): unknown.
+      if (hw_[l] != HwClass::Net && (a == Algorithm::Nvls || a == Algorithm::NvlsTree))
+        worst.local_s = std::max(worst.local_s, t);
       if (t > worst.s) {
         worst.s = t;
         wl = l;

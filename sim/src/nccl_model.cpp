@@ -357,7 +357,7 @@ nlohmann::json nccl_json(const NcclParams& p) {
   if (p.amd_cpu) j["amd_cpu"] = true;
   if (p.net_overhead_us >= 0) j["net_overhead_us"] = p.net_overhead_us;
   if (p.fill_stage >= 0) j["fill_stage"] = p.fill_stage;
-  if (p.ll128_net_fill) j["ll128_net_fill"] = true;
+  if (!p.ll128_net_fill) j["ll128_net_fill"] = false;  // on by default
   if (p.buffsize > 0) j["buffsize"] = p.buffsize;
   if (p.protocols != 7) {
     nlohmann::json a = nlohmann::json::array();
@@ -440,6 +440,11 @@ int nccl_tree_max_degree(long long n) {
   return best;
 }
 
+int nvls_graph_channels(const CallShape& c) {
+  const int ppn = c.ranks / std::max(1, c.nodes);
+  return std::min(32, std::max(1, ppn));  // search.cc: maxChannels = min(NCCL_MAX_NVLS_ARITY, GPUs)
+}
+
 bool available(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr) {
   if (c.ranks < 2) return a == Algorithm::Ring;
   // NCCL_PROTO / NCCL_ALGO (the system's "protocols" / "algorithms"; ring is always allowed).
@@ -456,12 +461,14 @@ bool available(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr
       // NVLS: Simple only; needs NVSwitch multicast (Hopper+); not Reduce/Broadcast; across nodes
       // only together with CollNet (enqueue.cc updateCollCostTable); AllGather/ReduceScatter need
       // localRanks <= NCCL_MAX_NVLS_ARITY (32) and, multi-node, CollNet heads.
-      if (!simple || !p.nvls || p.effective_nvls_efficiency() <= 0) return false;
+      // tuning.cc: "NVLS/NVLStree needs at least 2 channels" (of the NVLS graph: heads, one per GPU).
+      if (!simple || !p.nvls || p.effective_nvls_efficiency() <= 0 || nvls_graph_channels(c) < 2) return false;
       if (c.coll == Collective::Reduce || c.coll == Collective::Broadcast) return false;
       if (c.nodes > 1) return p.sharp && c.coll == Collective::AllReduce;
       return ppn <= 32;
     case Algorithm::NvlsTree:  // multi-node AllReduce only (tuning.cc disables it on one node)
-      return simple && p.nvls && p.effective_nvls_efficiency() > 0 && c.nodes > 1 && c.coll == Collective::AllReduce;
+      return simple && p.nvls && p.effective_nvls_efficiency() > 0 && nvls_graph_channels(c) >= 2 && c.nodes > 1 &&
+             c.coll == Collective::AllReduce;
     case Algorithm::CollNet:
       // CollNet Direct: Simple only, AllReduce (AllGather/ReduceScatter need plugin support and
       // one NIC per GPU: not modelled), at most 8 local ranks (NCCL_MAX_DIRECT_ARITY + 1), nodes > 1.
@@ -539,6 +546,9 @@ double bandwidth_time(const NcclParams& p, const CallShape& c, Algorithm a, Prot
   const double ring_bus = S * ring_steps(c.coll, n) / n;
   double t = flow_s;
   auto cap = [&](double bus_bytes, double bw) { t = std::max(t, bus_bytes / bw); };
+  // The NVLS tree's stages' own paces for its pipeline fill: the NVSwitch side (over the NVLS
+  // efficiency) and the network; < 0 unknown.
+  double intra_pace = -1, net_pace = -1;
   switch (a) {
     case Algorithm::Ring:
       if (pr == Protocol::LL) {  // busBw = min(llMaxBw, busBw * .5)
@@ -568,16 +578,28 @@ double bandwidth_time(const NcclParams& p, const CallShape& c, Algorithm a, Prot
     }
     case Algorithm::Nvls:
     case Algorithm::NvlsTree: {
-      // NVLS busBw per channel = bwIntra * nvlsEfficiency * (nCh-1)/nCh (one channel less)
-      // tuning.cc (v2.30.7): busBw/channel = min(bwIntra * nvlsEfficiency * (nCh-1)/nCh [x2 AllReduce],
-      // bwInter [x2 NVLS tree on <= 2 nodes]): the efficiency is the NVSwitch's, so it slows the
-      // links inside the nodes, not the network's (the x2 factors are in this model's flows).
-      const double eff = p.effective_nvls_efficiency() * (nch - 1) / nch;
-      if (flow.intra_s >= 0 && flow.net_s >= 0)
-        t = std::max(flow.intra_s / eff, flow.net_s);
-      else
+      // tuning.cc (v2.30.7): busBw = nCh x min(bwIntra * nvlsEfficiency * (nCh-1)/nCh [x2 AllReduce],
+      // bwInter [x2 NVLS tree on <= 2 nodes], perChMaxNVLSTreeBw [NVLS tree]): the efficiency is the
+      // NVSwitch's, so it slows the links inside the nodes, not the network's (the x2 factors are in
+      // this model's flows). nCh there is the NVLS graph's channel count (graphs[NCCL_ALGO_NVLS]->
+      // nChannels), not the collective channels: the NVLS search makes one channel per head GPU,
+      // at most min(NCCL_MAX_NVLS_ARITY = 32, GPUs per node) (src/graph/search.cc ncclTopoCompute:
+      // graph->maxChannels; src/graph/connect.cc: nvls.nHeads = the graph's distinct heads), i.e. this
+      // model's heads = GPUs per node. So on 8 GPUs per node: 7/8 and 8 x 57.7 GB/s (2 nodes) or
+      // 8 x 45.5 GB/s (> 2 nodes) of bus bandwidth.
+      // The NVSwitch side is the flows that stay inside a node (local_s: a GPU's traffic to its
+      // NIC goes over PCIe, not NVLink); where not known, the busiest link inside nodes.
+      const double g = nvls_graph_channels(c);
+      const double eff = p.effective_nvls_efficiency() * (g - 1) / g;
+      const double in = flow.local_s >= 0 ? flow.local_s : flow.intra_s;
+      if (in >= 0 && flow.net_s >= 0) {
+        t = std::max(in / eff, flow.net_s);
+        intra_pace = in / eff;
+        net_pace = flow.net_s;
+      } else {
         t /= eff;
-      if (a == Algorithm::NvlsTree) cap(ring_bus, nch * kPerChNvlsTree[ai][ni] * 1e9);
+      }
+      if (a == Algorithm::NvlsTree) cap(ring_bus, g * kPerChNvlsTree[ai][ni] * 1e9);
       break;
     }
     case Algorithm::CollNet:
@@ -594,7 +616,7 @@ double bandwidth_time(const NcclParams& p, const CallShape& c, Algorithm a, Prot
   // is a single line per thread, which the per-hop latency already prices; NCCL's own estimate
   // (ncclTopoGetAlgoTime) prices the call with all channels' bandwidth. (Scaling the bandwidth term
   // by channels / channels used was tried: docs/simulator.md, "Tried and not kept".)
-  if (!nccl_estimate) t += pipeline_fill_s(p, c, a, pr, t);
+  if (!nccl_estimate) t += pipeline_fill_s(p, c, a, pr, t, intra_pace, net_pace);
   return t;
 }
 
@@ -701,10 +723,24 @@ PipelineShape pipeline_shape(const NcclParams& p, const CallShape& c, Algorithm 
   return ps;
 }
 
-double pipeline_fill_s(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr, double bw_s) {
+double pipeline_fill_s(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr, double bw_s,
+                       double intra_pace_s, double net_pace_s) {
   const PipelineShape ps = pipeline_shape(p, c, a, pr);
   if (ps.stages <= 1) return 0.0;
-  // A pipeline of `stages` store-and-forward stages moving `chunks` chunks per channel takes
+  const int nodes = std::max(1, c.nodes);
+  if (nodes > 1 && intra_pace_s >= 0 && net_pace_s >= 0 && a == Algorithm::NvlsTree) {
+    // A pipeline whose stages run at different paces takes (sum of the stages' chunk times) +
+    // (chunks - 1) x the bottleneck's chunk time; the bandwidth term is chunks x the bottleneck's,
+    // so the fill is sum - bottleneck. The NVLS tree's stages (pipeline_shape): the NVLS reduction
+    // feeding the NIC and the multicast fed by it at the NVSwitch's pace, one network hop per tree
+    // level up and down. A network hop of the fill moves one tree's chunk: NCCL's double binary
+    // tree (src/graph/trees.cc) gives half the channels to each tree, and this model's flows charge
+    // a node's network links with both trees' traffic, of which a hop in the fill carries one.
+    const int net_stages = ps.stages - 2;
+    const double sum = (2 * intra_pace_s + net_stages * net_pace_s / 2) / ps.chunks;
+    return std::max(0.0, sum - bw_s / ps.chunks) * p.effective_fill_stage();
+  }
+  // A pipeline of `stages` equal store-and-forward stages moving `chunks` chunks per channel takes
   // (chunks + stages - 1) chunk times; the bandwidth term is chunks x chunk time.
   return bw_s / ps.chunks * (ps.stages - 1) * p.effective_fill_stage();
 }

@@ -18,17 +18,23 @@ struct StepLoad {
   const std::vector<int>* node = nullptr;  // NCCL node (NVLink domain) per device
   std::vector<double> bytes;               // per edge
   std::vector<double> maxflow;             // per edge: the largest single flow (only on capped edges)
+  std::vector<double> local;               // per edge: bytes of flows whose route has no network link
   std::vector<int> touched;
   double latency = 0.0;
   explicit StepLoad(const Topology& topo)
-      : t(topo), bytes(topo.edges().size(), 0.0), maxflow(topo.edges().size(), 0.0) {}
+      : t(topo), bytes(topo.edges().size(), 0.0), maxflow(topo.edges().size(), 0.0), local(topo.edges().size(), 0.0) {}
 
   void flow(int a, int b, double nbytes) {
-    for (int e : t.route(a, b)) {
+    const auto& r = t.route(a, b);
+    const bool in_node = std::none_of(r.begin(), r.end(), [&](int e) {
+      return hw_class_of(t.edges()[static_cast<std::size_t>(e)].kind) == HwClass::Net;
+    });
+    for (int e : r) {
       const auto i = static_cast<std::size_t>(e);
       auto& x = bytes[i];
       if (x == 0.0) touched.push_back(e);
       x += nbytes;
+      if (in_node) local[i] += nbytes;
       if (t.edges()[i].flow_bandwidth > 0) maxflow[i] = std::max(maxflow[i], nbytes);
     }
   }
@@ -56,17 +62,27 @@ struct StepLoad {
   }
   // The busiest link's time, and the busiest inside nodes and across them (network links).
   FlowTime flow_time() const {
-    FlowTime f(0.0, 0.0, 0.0);
+    FlowTime f(0.0, 0.0, 0.0, 0.0);
     for (int e : touched) {
       const double tt = busy(e);
       f.s = std::max(f.s, tt);
-      double& part = hw_class_of(t.edges()[static_cast<std::size_t>(e)].kind) == HwClass::Net ? f.net_s : f.intra_s;
+      const auto i = static_cast<std::size_t>(e);
+      const bool net = hw_class_of(t.edges()[i].kind) == HwClass::Net;
+      double& part = net ? f.net_s : f.intra_s;
       part = std::max(part, tt);
+      if (!net) {
+        const auto& ed = t.edges()[i];
+        double lt = local[i] / ed.bandwidth;
+        if (ed.flow_bandwidth > 0) lt = std::max(lt, std::min(maxflow[i], local[i]) / ed.flow_bandwidth);
+        f.local_s = std::max(f.local_s, lt);
+      }
     }
     return f;
   }
   void clear() {
-    for (int e : touched) bytes[static_cast<std::size_t>(e)] = maxflow[static_cast<std::size_t>(e)] = 0.0;
+    for (int e : touched)
+      bytes[static_cast<std::size_t>(e)] = maxflow[static_cast<std::size_t>(e)] = local[static_cast<std::size_t>(e)] =
+          0.0;
     touched.clear();
     latency = 0.0;
   }

@@ -202,8 +202,10 @@ TEST_CASE("nccl: pipeline fill of store-and-forward algorithms follows NCCL's ch
 TEST_CASE("nccl: \"ll128_net_fill\" makes a multi-node LL128 tree a chunk pipeline (hand-computed chunks)") {
   System s = preset_system("node=2,gpu=8", "dgx-h100");
   NcclParams np = nccl_params(s);
-  const CallShape c{Collective::AllReduce, 16, 2, double(32 << 20)};           // 2 MiB per channel
-  CHECK(pipeline_shape(np, c, Algorithm::Tree, Protocol::LL128).stages == 1);  // off by default
+  const CallShape c{Collective::AllReduce, 16, 2, double(32 << 20)};  // 2 MiB per channel
+  CHECK(np.ll128_net_fill);                                           // on by default
+  np.ll128_net_fill = false;
+  CHECK(pipeline_shape(np, c, Algorithm::Tree, Protocol::LL128).stages == 1);  // off: no fill
   np.ll128_net_fill = true;
   // nsteps = 1 + log2(2) + 0.1 x 8 = 2.8; 2 MiB / 576000 = 3 < 2.8 x 64 / 8 = 22.4: halve while
   // above 128 KiB: 288000 (7), 144000 (14), 72000 (stops: 144000 was the last above 131072);
@@ -221,10 +223,13 @@ TEST_CASE("nccl: \"ll128_net_fill\" makes a multi-node LL128 tree a chunk pipeli
   CHECK(pipeline_shape(np, CallShape{Collective::AllReduce, 8, 1, 1e8}, Algorithm::Tree, Protocol::LL128).stages == 1);
   CHECK(pipeline_shape(np, c, Algorithm::Tree, Protocol::LL).stages == 1);
   CHECK(pipeline_shape(np, c, Algorithm::Ring, Protocol::LL128).stages == 1);
-  // The switch is read and written by the "nccl" section.
+  // The switch is read and written by the "nccl" section (written only when off, the default on).
+  s.nccl["ll128_net_fill"] = false;
+  CHECK_FALSE(nccl_params(s).ll128_net_fill);
+  CHECK(nccl_json(nccl_params(s)).at("ll128_net_fill") == false);
   s.nccl["ll128_net_fill"] = true;
   CHECK(nccl_params(s).ll128_net_fill);
-  CHECK(nccl_json(nccl_params(s)).at("ll128_net_fill") == true);
+  CHECK_FALSE(nccl_json(nccl_params(s)).contains("ll128_net_fill"));
   // With the fill the tree correction factor leaves the time (it stands for the same effect):
   // LL128 tree bandwidth term = flow / (0.92 x 120/128) + fill.
   CHECK(bandwidth_time(np, c, Algorithm::Tree, Protocol::LL128, 3e-4, false) ==
@@ -293,21 +298,68 @@ TEST_CASE("nccl: double binary tree as NCCL builds it (trees.cc), hand-computed"
 
 TEST_CASE("nccl: NVLS efficiency slows the NVSwitch side only, not the network (tuning.cc v2.30.7)") {
   const NcclParams np = nccl_params(preset_system("node=2,gpu=8", "dgx-h100"));
-  // 64 MiB: NCCL's per-channel NVLS tree cap (16 x 57.7 GB/s of bus bandwidth: 0.14 ms) does not bind.
   const CallShape c{Collective::AllReduce, 16, 2, double(1 << 26)};
-  const double eff = 0.85 * 15.0 / 16;  // nvlsEfficiency (Hopper) x (nChannels - 1) / nChannels
-  // Estimate (no pipeline fill): max(NVLink part / eff, network part).
+  // nvlsEfficiency (Hopper) x (nCh - 1) / nCh, nCh the NVLS graph's channels: one per head GPU, 8.
+  CHECK(nvls_graph_channels(c) == 8);
+  const double eff = 0.85 * 7.0 / 8;
+  // Estimate (no pipeline fill): max(NVLink part / eff, network part); NCCL's per-channel NVLS tree
+  // cap (8 x 57.7 GB/s of bus bandwidth at 2 nodes: 64 MiB x 30/16 in 0.27 ms) does not bind here.
   CHECK(bandwidth_time(np, c, Algorithm::NvlsTree, Protocol::Simple, FlowTime(1e-3, 1e-3, 0.5e-3), true) ==
         doctest::Approx(1e-3 / eff));
   CHECK(bandwidth_time(np, c, Algorithm::NvlsTree, Protocol::Simple, FlowTime(1e-3, 0.5e-3, 1e-3), true) ==
         doctest::Approx(1e-3));
   CHECK(bandwidth_time(np, c, Algorithm::NvlsTree, Protocol::Simple, FlowTime(1e-3, 0.9e-3, 1e-3), true) ==
         doctest::Approx(0.9e-3 / eff));
+  // The NVSwitch side is the node-local flows where known (a GPU's NIC traffic is not NVLink's).
+  CHECK(bandwidth_time(np, c, Algorithm::NvlsTree, Protocol::Simple, FlowTime(1e-3, 1e-3, 0.5e-3, 0.6e-3), true) ==
+        doctest::Approx(0.6e-3 / eff));
   // A time not split by link class is all NVSwitch (one node's NVLS).
   CHECK(bandwidth_time(np, c, Algorithm::NvlsTree, Protocol::Simple, 1e-3, true) == doctest::Approx(1e-3 / eff));
   // Ring and tree ignore the split.
   CHECK(bandwidth_time(np, c, Algorithm::Ring, Protocol::Simple, FlowTime(1e-3, 0.2e-3, 1e-3), true) ==
         doctest::Approx(1e-3));
+  // The cap binds on fast links: 8 heads x 57.7 GB/s (2 nodes), 8 x 45.5 GB/s (> 2 nodes) of bus
+  // bandwidth, bus bytes S x 2(p-1)/p.
+  const double S = double(1 << 26);
+  CHECK(bandwidth_time(np, c, Algorithm::NvlsTree, Protocol::Simple, FlowTime(1e-5, 1e-5, 1e-5), true) ==
+        doctest::Approx(S * 30 / 16 / (8 * 57.7e9)));
+  const CallShape c4{Collective::AllReduce, 32, 4, S};
+  CHECK(bandwidth_time(np, c4, Algorithm::NvlsTree, Protocol::Simple, FlowTime(1e-5, 1e-5, 1e-5), true) ==
+        doctest::Approx(S * 62 / 32 / (8 * 45.5e9)));
+  // NVLS needs two NVLS channels: not offered with one GPU per node.
+  CHECK_FALSE(available(np, CallShape{Collective::AllReduce, 2, 2, S}, Algorithm::NvlsTree, Protocol::Simple));
+  CHECK(available(np, c, Algorithm::NvlsTree, Protocol::Simple));
+}
+
+TEST_CASE("nccl: NVLS tree pipeline fill, each stage at its own pace (hand-computed)") {
+  const NcclParams np = nccl_params(preset_system("node=2,gpu=8", "dgx-h100"));
+  // 8 MiB on 2 x 8 GPUs: 512 KiB per NVLS channel (16), chunk 64 KiB (< 4 x 8 heads x 128 KiB),
+  // one chunk per head and channel; stages: NVLS reduce, up, down, multicast.
+  const CallShape c{Collective::AllReduce, 16, 2, double(8 << 20)};
+  const auto ps = pipeline_shape(np, c, Algorithm::NvlsTree, Protocol::Simple);
+  CHECK(ps.stages == 4);
+  CHECK(ps.chunk == 65536);
+  CHECK(ps.chunks == 1);
+  // Stage times for one chunk: NVSwitch 30 us, each network hop half the network's 20 us (one of
+  // the two trees); the bottleneck's 34 us is the bandwidth term: fill = 30 + 10 + 10 + 30 - 34.
+  CHECK(pipeline_fill_s(np, c, Algorithm::NvlsTree, Protocol::Simple, 34e-6, 30e-6, 20e-6) == doctest::Approx(46e-6));
+  // Paces unknown: every stage as slow as the bottleneck, (4 - 1) x 34 us.
+  CHECK(pipeline_fill_s(np, c, Algorithm::NvlsTree, Protocol::Simple, 34e-6) == doctest::Approx(102e-6));
+  // 4 nodes, 64 MiB: 4 MiB per channel, chunk 64 KiB (NVLSTREE max from 4 nodes), 8 chunks; six
+  // stages (2 + 2 log2 4): (2 x 200 + 4 x 150 / 2) / 8 - 400 / 8 us.
+  const CallShape c4{Collective::AllReduce, 32, 4, double(64 << 20)};
+  const auto ps4 = pipeline_shape(np, c4, Algorithm::NvlsTree, Protocol::Simple);
+  CHECK(ps4.stages == 6);
+  CHECK(ps4.chunk == 65536);
+  CHECK(ps4.chunks == 8);
+  CHECK(pipeline_fill_s(np, c4, Algorithm::NvlsTree, Protocol::Simple, 400e-6, 200e-6, 150e-6) ==
+        doctest::Approx((400e-6 + 300e-6) / 8 - 50e-6));
+  // bandwidth_time passes the NVSwitch pace (over the efficiency) and the network's: with the
+  // network binding (t = 100 us, above the 34 us cap; NVSwitch 50 us / (0.85 x 7/8) = 67.2 us),
+  // fill = 2 x 67.2 + 2 x 50 - 100.
+  const double eff = 0.85 * 7.0 / 8;
+  const double t = bandwidth_time(np, c, Algorithm::NvlsTree, Protocol::Simple, FlowTime(100e-6, 50e-6, 100e-6, 50e-6));
+  CHECK(t == doctest::Approx(100e-6 + 2 * 50e-6 / eff + 2 * 50e-6 - 100e-6));
 }
 
 TEST_CASE("nccl: no channel term at small sizes (a ring/LL call of 32 KiB on 8 H100s, hand-computed)") {

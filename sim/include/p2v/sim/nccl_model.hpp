@@ -75,9 +75,9 @@ struct NcclParams {
   double net_overhead_us = -1.0;  // per inter-node ring step host overhead; < 0: NCCL's 1 us
   double fill_stage = -1.0;       // a pipeline stage's time in chunk times of the bottleneck stage
                                   // (pipeline_fill_s); < 0: 1 (every counted stage as slow)
-  // Multi-node LL128 trees as a chunk pipeline (NCCL's net proxy sends whole steps): off by
-  // default (docs/simulator.md §2, "Pipeline fill").
-  bool ll128_net_fill = false;
+  // Multi-node LL128 trees as a chunk pipeline (NCCL's net proxy sends whole steps): on by
+  // default; "ll128_net_fill": false turns it off (docs/simulator.md §2, "Pipeline fill").
+  bool ll128_net_fill = true;
   // NCCL_PROTO: protocols NCCL may use, bit i = Protocol i (LL, LL128, Simple); 7 = all.
   int protocols = 7;
   // NCCL_ALGO: algorithms NCCL may use, bit i = Algorithm i (ring, tree, nvls, nvls-tree, collnet); 31 = all.
@@ -152,13 +152,17 @@ std::vector<std::pair<Algorithm, Protocol>> nccl_candidates(const NcclParams& p,
 double latency_us(const NcclParams& p, const CallShape& c, const GroupLevels& g, Algorithm a, Protocol pr);
 // The simulator's busiest-link time for an algorithm's flows (at full link bandwidth): `s` over all
 // links, and where known the busiest link inside nodes (`intra_s`: NVLink, PCI) and across them
-// (`net_s`: network links); < 0: not split (every part is treated as `s`).
+// (`net_s`: network links); < 0: not split (every part is treated as `s`). `local_s`: the busiest
+// link inside nodes counting only the flows that stay inside a node (the NVSwitch side of NVLS; a
+// GPU's traffic to its NIC crosses PCIe, not NVLink, on NVSwitch machines); < 0: not known.
 struct FlowTime {
-  double s = 0.0, intra_s = -1.0, net_s = -1.0;
+  double s = 0.0, intra_s = -1.0, net_s = -1.0, local_s = -1.0;
   FlowTime(double all = 0.0) : s(all) {}  // NOLINT(google-explicit-constructor): a plain time converts
-  FlowTime(double all, double intra, double net) : s(all), intra_s(intra), net_s(net) {}
+  FlowTime(double all, double intra, double net, double local = -1.0)
+      : s(all), intra_s(intra), net_s(net), local_s(local) {}
   FlowTime scaled(double f) const {
-    return {s * f, intra_s < 0 ? intra_s : intra_s * f, net_s < 0 ? net_s : net_s * f};
+    auto sc = [f](double x) { return x < 0 ? x : x * f; };
+    return {s * f, sc(intra_s), sc(net_s), sc(local_s)};
   }
 };
 // Bandwidth term, seconds: `flow` is the simulator's busiest-link time for the algorithm's flows;
@@ -168,6 +172,11 @@ struct FlowTime {
 // what NCCL's tuner assumes (no pipeline fill), used to pick.
 double bandwidth_time(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr, const FlowTime& flow,
                       bool nccl_estimate = false);
+
+// Channels of NCCL's NVLS graph for a call: one per head GPU, min(NCCL_MAX_NVLS_ARITY = 32, GPUs per
+// node) (src/graph/search.cc). Its (n - 1) / n scales NVLS efficiency and n x perChMaxNVLSTreeBw caps
+// the NVLS tree (tuning.cc); NVLS and NVLS tree need at least 2.
+int nvls_graph_channels(const CallShape& c);
 
 // Where NCCL's tuner estimate of an algorithm's bandwidth term differs from this model's flows
 // (tuning.cc busBw formulas for NVLS and CollNet Direct): the factor that turns the model's flow
@@ -188,6 +197,11 @@ struct PipelineShape {
 PipelineShape pipeline_shape(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr);
 // The pipeline's fill and drain, seconds: (stages - 1) x fill_stage chunk times, a chunk time
 // being the bandwidth term `bw_s` over `chunks`. Included in bandwidth_time (not in NCCL's estimate).
-double pipeline_fill_s(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr, double bw_s);
+// The NVLS tree across nodes with its stages' own paces known (`intra_pace_s`: the NVSwitch side
+// over the NVLS efficiency, `net_pace_s`: the network; whole-call times, < 0 unknown): each stage
+// at its own pace, a network hop at half its link's (one of the double binary tree's two trees),
+// minus the bottleneck's chunk time.
+double pipeline_fill_s(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr, double bw_s,
+                       double intra_pace_s = -1, double net_pace_s = -1);
 
 }  // namespace p2v::sim
