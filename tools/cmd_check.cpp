@@ -5,7 +5,6 @@
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
 
-#include <atomic>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -162,15 +161,10 @@ Registrar reg("check", [](CLI::App& sub) -> std::function<int()> {
         const std::size_t e = std::min(certs_of.size(), b + kBatch);
         std::vector<std::optional<checker::Verdict>> verdicts(e - b);
         std::vector<std::string> deferred(e - b);  // rule and rewrite certificates, read once
-        std::atomic<std::size_t> next{b};
-        std::atomic<bool> stop{false};
-        engine::run_workers(
-            std::min(workers, e - b),
-            [&](std::size_t) {
-              for (std::size_t i; !stop && (i = next++) < e;)
-                verdicts[i - b] = check_file(certs_of[i], d.context, *resolve, &deferred[i - b]);
-            },
-            [&] { stop = true; }, "try --jobs 1");
+        engine::parallel_for(
+            e - b, workers,
+            [&](std::size_t i) { verdicts[i] = check_file(certs_of[b + i], d.context, *resolve, &deferred[i]); },
+            "try --jobs 1");
         for (std::size_t i = b; i < e; ++i)
           report(certs_of[i],
                  verdicts[i - b] ? *verdicts[i - b] : *check_text(std::move(deferred[i - b]), d.context, *resolve));

@@ -3,7 +3,6 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <atomic>
 #include <filesystem>
 #include <functional>
 #include <future>
@@ -260,23 +259,15 @@ std::string certificate_json(const engine::System& sys, const engine::Placement&
 
 namespace {
 
-// Runs every solver of c.solvers on the hierarchy of r (or reuses `runs`) and checks that each
-// found exactly the enumerator's programs.
 // build(i) for i = 0..n-1 on the --jobs workers (each certificate is built on its own: the
 // replay of its program and its JSON text; four-level shape, 3,408 certificates: 2.2 s on one
 // thread).
 void build_in_parallel(const CertifyOptions& c, std::size_t n, const std::function<void(std::size_t)>& build) {
-  const std::size_t jobs = std::clamp<std::size_t>(engine::worker_count(c.search.jobs), 1, std::max<std::size_t>(1, n));
-  std::atomic<std::size_t> next{0};
-  std::atomic<bool> stop{false};
-  engine::run_workers(
-      jobs,
-      [&](std::size_t) {
-        for (std::size_t i; !stop && (i = next.fetch_add(1)) < n;) build(i);
-      },
-      [&] { stop = true; });
+  engine::parallel_for(n, engine::worker_count(c.search.jobs), build);
 }
 
+// Runs every solver of c.solvers on the hierarchy of r (or reuses `runs`) and checks that each
+// found exactly the enumerator's programs.
 CertifyResult solve_and_compare(const engine::Placement& p, const engine::SynthResult& r,
                                 const engine::SynthOptions& opt, const CertifyOptions& c,
                                 const std::vector<EnumerationResult>* runs) {

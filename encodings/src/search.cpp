@@ -1053,6 +1053,9 @@ std::vector<EnumerationResult> closure_run(const std::vector<smt::SolverKind>& k
     s.pop();
     return n;
   };
+  // Every solver of the closure: sat/unsat is all it reads, so no models.
+  smt::SolverOptions closure_options = solver_options(opt);
+  closure_options.models = false;
   // Every step of the programs in one query (spec.make_relation), on a solver of its own whose
   // step relation is not asserted: a selector per listed step implies its start state,
   // instruction, successor and the successor's goal status, one selector holds, and the step
@@ -1061,9 +1064,7 @@ std::vector<EnumerationResult> closure_run(const std::vector<smt::SolverKind>& k
   auto validate_all = [&](smt::SolverKind kind) {
     Counts n;
     const auto tc = Clock::now();
-    smt::SolverOptions so = solver_options(opt);
-    so.models = false;
-    smt::Solver s(kind, so);
+    smt::Solver s(kind, closure_options);
     const auto owned = spec.make_relation(s);
     OneStep& e = *owned;
     const Term relation = e.relation();
@@ -1128,9 +1129,7 @@ std::vector<EnumerationResult> closure_run(const std::vector<smt::SolverKind>& k
     try {
       for (std::size_t kk = 0, t = 0; !stop && claim(kk, t);) {
         if (!solver[kk]) {
-          smt::SolverOptions so = solver_options(opt);
-          so.models = false;  // sat/unsat is all the closure reads
-          solver[kk] = std::make_unique<smt::Solver>(kinds[kk], so);
+          solver[kk] = std::make_unique<smt::Solver>(kinds[kk], closure_options);
           enc[kk] = spec.make(*solver[kk]);
           std::lock_guard<std::mutex> lock(mu);
           if (!named[kk]) name_run(res[kk], *solver[kk]);
@@ -1144,9 +1143,7 @@ std::vector<EnumerationResult> closure_run(const std::vector<smt::SolverKind>& k
           // A batch on a solver of its own, dropped after it: what a batch leaves in a solver (its
           // clauses, learned and popped) slows the one-state queries that follow (four-level shape,
           // cvc5: 3.8 ms per state after no batch, about 12 ms after the last level's).
-          smt::SolverOptions so = solver_options(opt);
-          so.models = false;
-          smt::Solver own(kinds[kk], so);
+          smt::Solver own(kinds[kk], closure_options);
           const auto own_enc = spec.make(own);
           n = close_batch(kinds[kk], own, *own_enc, batch);
         } else {
@@ -1189,9 +1186,7 @@ std::vector<EnumerationResult> closure_run(const std::vector<smt::SolverKind>& k
   if (!first_error.empty()) throw Error(first_error);
   for (std::size_t kk = 0; kk < K; ++kk) {
     if (!named[kk]) {  // no state to close
-      smt::SolverOptions so = solver_options(opt);
-      so.models = false;
-      name_run(res[kk], smt::Solver(kinds[kk], so));
+      name_run(res[kk], smt::Solver(kinds[kk], closure_options));
     }
     if (res[kk].seconds == 0) res[kk].seconds = since(t_all);
   }

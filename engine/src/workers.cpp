@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <atomic>
 #include <exception>
 #include <mutex>
 #include <new>
@@ -59,6 +60,19 @@ void run_workers(std::size_t n, const std::function<void(std::size_t)>& fn, cons
     for (auto& t : threads) t.join();
   }
   if (first) std::rethrow_exception(first);
+}
+
+void parallel_for(std::size_t count, std::size_t workers, const std::function<void(std::size_t)>& fn,
+                  const std::string& hint) {
+  if (count == 0) return;
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> stop{false};
+  run_workers(
+      std::clamp<std::size_t>(workers, 1, count),
+      [&](std::size_t) {
+        for (std::size_t i; !stop && (i = next.fetch_add(1)) < count;) fn(i);
+      },
+      [&] { stop = true; }, hint);
 }
 
 }  // namespace p2v::engine

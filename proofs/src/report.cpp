@@ -2,7 +2,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <exception>
 #include <mutex>
@@ -97,20 +96,9 @@ ProveResult run_cases(const std::vector<SuiteCase>& cases, ProveOptions opt, con
     if (progress) progress(done, total, runs[i]);
   };
   const auto t0 = Clock::now();
-  const std::size_t n = std::min(total, engine::worker_count(opt.jobs));
-  if (n <= 1) {
-    for (std::size_t i = 0; i < total; ++i) run_one(i);
-  } else {
-    // Workers take the next item; the first error other than p2v::Error (which run_one turns into
-    // an 'unknown' check) stops the others and is rethrown here once every worker is joined.
-    std::atomic<std::size_t> next{0};
-    engine::run_workers(
-        n,
-        [&](std::size_t) {
-          for (std::size_t i; (i = next++) < total;) run_one(i);
-        },
-        [&] { next = total; });
-  }
+  // Workers take the next item; the first error other than p2v::Error (which run_one turns into
+  // an 'unknown' check) stops the others and is rethrown here once every worker is joined.
+  engine::parallel_for(total, engine::worker_count(opt.jobs), run_one);
   for (auto& run : runs) {
     res.ok &= run.ok;
     for (const auto& ch : run.report.checks) ++res.totals[to_string(ch.status)];

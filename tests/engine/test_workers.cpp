@@ -1,4 +1,5 @@
-// engine::run_workers (threads always joined, the first exception rethrown after the join) and
+// engine::run_workers (threads always joined, the first exception rethrown after the join),
+// engine::parallel_for (indices shared out among workers) and
 // engine::parse_integer / parse_double (the strict number parsers of options and CSV readers) and
 // engine::text::split_csv (the one CSV splitter).
 #include <doctest/doctest.h>
@@ -6,7 +7,9 @@
 #include <atomic>
 #include <chrono>
 #include <limits>
+#include <mutex>
 #include <new>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -45,6 +48,34 @@ TEST_CASE("run_workers: every worker runs and is joined; the first exception is 
                   std::bad_alloc);
   CHECK_THROWS_AS(run_workers(1, [](std::size_t) { throw std::bad_alloc(); }), std::bad_alloc);
   run_workers(0, [](std::size_t) { FAIL("no worker should run"); });
+}
+
+TEST_CASE("parallel_for: every index once, on at most count threads; after an exception no index starts") {
+  for (std::size_t workers : {1, 3, 8}) {
+    CAPTURE(workers);
+    std::vector<std::atomic<int>> hits(50);
+    std::mutex mu;
+    std::set<std::thread::id> threads;
+    p2v::engine::parallel_for(hits.size(), workers, [&](std::size_t i) {
+      ++hits[i];
+      std::lock_guard<std::mutex> g(mu);
+      threads.insert(std::this_thread::get_id());
+    });
+    for (const auto& h : hits) CHECK(h == 1);
+    CHECK(threads.size() <= workers);
+    if (workers == 1) CHECK(threads.count(std::this_thread::get_id()) == 1);  // in the caller
+  }
+  std::atomic<int> calls{0};
+  p2v::engine::parallel_for(0, 4, [&](std::size_t) { ++calls; });
+  CHECK(calls == 0);
+  // Index 0 throws; with one worker nothing after it starts, and the exception arrives here.
+  CHECK_THROWS_AS(p2v::engine::parallel_for(10, 1,
+                                            [&](std::size_t i) {
+                                              ++calls;
+                                              if (i == 0) throw std::runtime_error("stop");
+                                            }),
+                  std::runtime_error);
+  CHECK(calls == 1);
 }
 
 TEST_CASE("parse_integer: digits only, in range, no overflow") {

@@ -16,6 +16,12 @@ namespace p2v::engine {
 void run_workers(std::size_t n, const std::function<void(std::size_t)>& fn, const std::function<void()>& cancel = {},
                  const std::string& hint = "try fewer --jobs");
 
+// fn(i) for i = 0..count-1 on min(workers, count) threads (at least one; one runs in the caller),
+// each thread taking the next index. After the first exception no index is started any more; it
+// is rethrown after the join, as run_workers does (`hint` as there).
+void parallel_for(std::size_t count, std::size_t workers, const std::function<void(std::size_t)>& fn,
+                  const std::string& hint = "try fewer --jobs");
+
 // How many workers a `--jobs` value asks for: `jobs` itself when positive, else one per hardware
 // thread (at least one).
 std::size_t worker_count(int jobs);
