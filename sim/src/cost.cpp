@@ -285,11 +285,16 @@ GroupInfo group_info(const Topology& t, const NcclParams& np, const std::vector<
   }
   gi.shape.nodes = static_cast<int>(seen.size());
   bool have_intra = false;
+  // NCCL's ring in one node closes on itself (the last GPU sends to the first): that hop is part of
+  // the graph's typeIntra too (tuning.cc's LL128 filter, available()).
+  if (gi.shape.nodes == 1 && g.size() > 2 && route_class(t, g.back(), g.front()) == HwClass::PCI)
+    gi.shape.intra_pci = true;
   for (std::size_t i = 0; i + 1 < g.size(); ++i) {
     const int a = g[i], b = g[i + 1];
     const auto r = t.route(a, b);
     if (r.empty()) continue;
     if (node[static_cast<std::size_t>(a)] == node[static_cast<std::size_t>(b)]) {
+      if (route_class(t, a, b) == HwClass::PCI) gi.shape.intra_pci = true;
       if (!have_intra) {
         gi.lv.intra_hw = route_class(t, a, b);
         gi.lv.intra = np.level(t.edges()[static_cast<std::size_t>(r.front())].cls);
@@ -378,11 +383,14 @@ StepCost Simulator::step(const LoweredStep& st, double n, std::vector<double>& f
       if (std::none_of(infos.begin(), infos.end(), [&](const GroupInfo& x) {
             return x.shape.ranks == gi.shape.ranks && x.shape.nodes == gi.shape.nodes &&
                    x.shape.bytes == gi.shape.bytes && x.lv.intra_hw == gi.lv.intra_hw && x.lv.intra == gi.lv.intra &&
-                   x.lv.inter == gi.lv.inter && x.lv.latency_inter_us == gi.lv.latency_inter_us;
+                   x.lv.inter == gi.lv.inter && x.lv.latency_inter_us == gi.lv.latency_inter_us &&
+                   x.shape.intra_pci == gi.shape.intra_pci;
           }))
         infos.push_back(gi);
     }
-  const CallShape& shape = infos.front().shape;  // the largest group's call prices the bandwidth
+  CallShape shape = infos.front().shape;  // the largest group's call prices the bandwidth
+  // One choice serves every group of the step: a protocol only where every group's NCCL offers it.
+  for (const auto& gi : infos) shape.intra_pci = shape.intra_pci || gi.shape.intra_pci;
   for (const auto& gi : infos) sc.nodes = std::max(sc.nodes, gi.shape.nodes);
   auto latency = [&](Algorithm a, Protocol p) {
     double l = 0;

@@ -21,9 +21,10 @@ NcclLevelParams nic_level(int nics, double nic_gbps) {
   return l;
 }
 
-NcclParams nccl_of(Arch arch, bool nvls, std::vector<NcclLevelParams> levels, int channels = 0) {
+NcclParams nccl_of(Arch arch, bool nvls, std::vector<NcclLevelParams> levels, int channels = 0, bool amd_cpu = false) {
   NcclParams p;
   p.arch = arch;
+  p.amd_cpu = amd_cpu;
   p.nvls = nvls;
   p.channels = channels;
   p.levels = std::move(levels);
@@ -39,18 +40,20 @@ NcclParams nccl_of(Arch arch, bool nvls, std::vector<NcclLevelParams> levels, in
 const std::vector<Preset>& presets() {
   static const std::vector<Preset> p = [] {
     std::vector<Preset> v;
-    v.push_back(
-        {"dgx-a100",
-         "NVIDIA DGX A100: 8 x A100-SXM4 on NVSwitch (NVLink 3, 300 GB/s per direction, ~240 GB/s "
-         "effective); 8 x 200 Gb/s HDR InfiniBand per node (200 GB/s)",
-         {{LinkKind::Switch, 240, 0}, {LinkKind::Nic, 192, 0}},
-         // 24 collective channels: NCCL's rings on an 8 x A100 NVSwitch board ("Channel 00/24" ..
-         // "Channel 23/24" in the NCCL_DEBUG=INFO log of github.com/NVIDIA/nccl-tests issue #100, HGX A100).
-         nccl_of(Arch::Ampere, false, {{}, nic_level(8, 25)}, 24),
-         {},
-         "NVIDIA DGX A100 datasheet (https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/nvidia-"
-         "dgx-a100-datasheet.pdf): 8x A100 SXM4, 6x NVSwitch, 600 GB/s GPU-to-GPU bidirectional, 8x "
-         "ConnectX-6 200 Gb/s HDR; ~240 GB/s: nccl-tests all_reduce busbw on one DGX A100 (docs/simulator.md)"});
+    v.push_back({"dgx-a100",
+                 "NVIDIA DGX A100: 8 x A100-SXM4 on NVSwitch (NVLink 3, 300 GB/s per direction, ~240 GB/s "
+                 "effective); 8 x 200 Gb/s HDR InfiniBand per node (200 GB/s)",
+                 {{LinkKind::Switch, 240, 0}, {LinkKind::Nic, 192, 0}},
+                 // 24 collective channels: NCCL's rings on an 8 x A100 NVSwitch board ("Channel 00/24" ..
+                 // "Channel 23/24" in the NCCL_DEBUG=INFO log of github.com/NVIDIA/nccl-tests issue #100, HGX A100).
+                 // AMD CPUs (the datasheet: dual AMD Rome 7742; OCI's BM.GPU4.8 of the fidelity logs: AMD EPYC
+                 // 7542): NCCL's AMD row of llMaxBws across nodes and its 2 us net overhead (tuning.cc).
+                 nccl_of(Arch::Ampere, false, {{}, nic_level(8, 25)}, 24, true),
+                 {},
+                 "NVIDIA DGX A100 datasheet (https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/nvidia-"
+                 "dgx-a100-datasheet.pdf): 8x A100 SXM4, 6x NVSwitch, 600 GB/s GPU-to-GPU bidirectional, 8x "
+                 "ConnectX-6 200 Gb/s HDR, dual AMD Rome 7742; ~240 GB/s: nccl-tests all_reduce busbw on one DGX A100 "
+                 "(docs/simulator.md)"});
     v.push_back({"dgx-h100",
                  "NVIDIA DGX H100: 8 x H100-SXM5 on NVSwitch (NVLink 4, 450 GB/s per direction, ~370 GB/s effective "
                  "ring; NVLS); 8 x 400 Gb/s NDR InfiniBand per node (400 GB/s)",
@@ -87,10 +90,11 @@ const std::vector<Preset>& presets() {
     v.push_back({"p5",
                  "AWS p5.48xlarge: 8 x H100-SXM5 on NVSwitch (NVLink 4, NVLS); 32 x 100 Gb/s EFA per node (400 GB/s)",
                  {{LinkKind::Switch, 370, 0}, {LinkKind::Nic, 360, 0}},
-                 nccl_of(Arch::Hopper, true, {{}, nic_level(32, 12.5)}),
+                 // AMD CPUs (3rd generation AMD EPYC, the instance page): NCCL's AMD rows (tuning.cc).
+                 nccl_of(Arch::Hopper, true, {{}, nic_level(32, 12.5)}, 0, true),
                  {},
                  "https://aws.amazon.com/ec2/instance-types/p5/ (p5.48xlarge: 8x H100 80GB, 900 GB/s NVSwitch, "
-                 "3200 Gbps EFAv2, 32x 100 Gbps); 360 GB/s: EFA at 90% of line rate (assumption)"});
+                 "3200 Gbps EFAv2, 32x 100 Gbps, 3rd Gen AMD EPYC); 360 GB/s: EFA at 90% of line rate (assumption)"});
     v.push_back({"p2-a100",
                  "P2 paper's A100 nodes (docs/model.md §8): NVSwitch 270 GB/s; one NIC per node at 8 GB/s effective",
                  {{LinkKind::Switch, 270, 1}, {LinkKind::Nic, 8, 5}},
@@ -356,6 +360,7 @@ LevelStep LevelSimulator::step(const Shape& s, Collective c, const GroupPattern&
     if (d.level > nl) {  // the innermost spanned level inside a node (the graph model's first intra hop)
       gl.intra_hw = hw_[d.level];
       gl.intra = nccl_.level(names_[d.level]);
+      if (hw_[d.level] == HwClass::PCI) cs.intra_pci = true;  // NCCL's typeIntra > NVB: no LL128 (tuning.cc)
     }
   if (K_net > 1) gl.inter = nccl_.level(names_[nl]);  // the nodes' uplinks
   for (int l = top; l <= nl; ++l)

@@ -450,6 +450,12 @@ bool available(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr
   // NCCL_PROTO / NCCL_ALGO (the system's "protocols" / "algorithms"; ring is always allowed).
   if (pr != Protocol::Auto && !(p.protocols & (1 << static_cast<int>(pr)))) return false;
   if (a != Algorithm::Ring && !(p.algorithms & algo_bit(a))) return false;
+  // tuning.cc (v2.30.7, ncclTopoTuneModel): LL128 is on by default only where the algorithm's graph
+  // stays on NVLink inside a node (graphs[a]->typeIntra <= PATH_NVB); a path through a PCIe switch
+  // or the CPU turns it off. (Its other condition, the GPU-NIC path typeInter <= PATH_PXB before
+  // Hopper and <= PATH_PXN from Hopper on, holds on the presets' NVSwitch nodes, where every GPU
+  // shares a PCIe switch with a NIC; this model does not derive it: docs/simulator.md.)
+  if (pr == Protocol::LL128 && c.intra_pci) return false;
   const bool simple = pr == Protocol::Simple;
   const int ppn = c.ranks / std::max(1, c.nodes);
   switch (a) {

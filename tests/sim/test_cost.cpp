@@ -296,3 +296,21 @@ TEST_CASE("cost: tree AllReduce across 4 single-GPU nodes (hand-computed)") {
   // The ring moves 2 x 3/4 n = 1.5 n per uplink, without the tree's efficiency loss: NCCL's pick.
   CHECK(st.nccl_pick == Algorithm::Ring);
 }
+
+TEST_CASE("cost: no LL128 where NCCL's graph leaves NVLink inside a node (tuning.cc typeIntra <= NVB)") {
+  // V100 node: gpu0-7 on an NVLink ring, gpu0-3 and gpu4-7 behind two PCIe switches.
+  Simulator sim(load_system_file(simtest::example("v100-2node.json")));
+  std::vector<double> frac(16, 1.0);
+  // {0, 1}: both ring hops (0 -> 1 -> 0) are NVLink; forcing LL128 keeps it.
+  const auto nv = sim.step({Collective::AllReduce, {{0, 1}}}, 4e6, frac, Algorithm::Ring, false, Protocol::LL128);
+  CHECK(nv.proto == Protocol::LL128);
+  // {0, 2}: not NVLink neighbours, the ring goes through pcie0: NCCL offers no LL128, so a forced
+  // LL128 falls back to a protocol NCCL offers, and auto never picks it at any size.
+  const auto pci = sim.step({Collective::AllReduce, {{0, 2}}}, 4e6, frac, Algorithm::Ring, false, Protocol::LL128);
+  CHECK(pci.proto != Protocol::LL128);
+  // {0, 1, 2, 3}: the ring closes 3 -> 0 over PCIe.
+  for (double b : {1e4, 1e5, 1e6, 4e6, 1.6e7, 6.4e7}) {
+    CHECK(sim.step({Collective::AllReduce, {{0, 1, 2, 3}}}, b, frac, Algorithm::Auto, false).proto != Protocol::LL128);
+    CHECK(sim.step({Collective::AllReduce, {{0, 2}}}, b, frac, Algorithm::Auto, false).proto != Protocol::LL128);
+  }
+}

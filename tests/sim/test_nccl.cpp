@@ -543,3 +543,15 @@ TEST_CASE("nccl section: NCCL_PROTO, NCCL_ALGO and NCCL_BUFFSIZE restrict and si
   bad("algorithms", nlohmann::json::array({"ring", "pat"}), "pat");
   bad("buffsize", 1024, "65536");
 }
+
+TEST_CASE("nccl: LL128 only on NVLink-only intra-node paths (tuning.cc typeIntra <= PATH_NVB)") {
+  const NcclParams np = nccl_params(preset_system("node=1,gpu=8", "dgx-a100"));
+  CallShape c{Collective::AllReduce, 8, 1, double(4 << 20)};
+  CHECK(available(np, c, Algorithm::Ring, Protocol::LL128));
+  c.intra_pci = true;
+  CHECK_FALSE(available(np, c, Algorithm::Ring, Protocol::LL128));
+  CHECK_FALSE(available(np, c, Algorithm::Tree, Protocol::LL128));
+  CHECK(available(np, c, Algorithm::Ring, Protocol::LL));
+  CHECK(available(np, c, Algorithm::Ring, Protocol::Simple));
+  for (const auto& [a, p] : nccl_candidates(np, c, Algorithm::Auto, Protocol::Auto)) CHECK(p != Protocol::LL128);
+}

@@ -130,6 +130,9 @@ struct CallShape {
   engine::Collective coll = engine::Collective::AllReduce;
   int ranks = 1, nodes = 1;
   double bytes = 0.0;
+  // The group's GPUs inside a node are joined by a PCIe/CPU hop (NCCL's graph typeIntra above
+  // PATH_NVB): NCCL then does not enable LL128 (tuning.cc).
+  bool intra_pci = false;
 };
 
 // NCCL's double binary tree over n ranks (NVIDIA/nccl v2.30.7 src/graph/trees.cc ncclGetBtree,
