@@ -374,6 +374,8 @@ def main():
                     p["origin"], p["line"] = path, kept[p["line"] - 1] + 1
                 half += pts
             cv_rows += summary(half, "half sizes (cv)")
+            mark_inconsistent(half)  # the data rule on the predicted half (calibration used every point)
+            cv_rows += summary([p for p in half if not p["inconsistent"]], "half sizes (cv), data rule")
             for sysname in sorted({os.path.basename(os.path.dirname(p["origin"])) for p in half}):
                 sub = [p for p in half if os.path.basename(os.path.dirname(p["origin"])) == sysname]
                 cv_rows += [r for r in summary(sub, f"{sysname} half sizes (cv)") if r["regime"] != "all"]
@@ -401,6 +403,8 @@ def main():
                             other += predict(a.p2v, tp, metas[tp], system=fitted)
             if other:
                 cv_rows += summary(other, "other collective (cv)")
+                if mark_inconsistent(other):
+                    cv_rows += summary([p for p in other if not p["inconsistent"]], "other collective (cv), data rule")
             else:
                 print("cross-validation across collectives: no cluster shape has logs of two collectives")
         print("cross-validation: predicted / measured on points not used to calibrate")
