@@ -5,7 +5,9 @@ For every log under bench/fidelity/data/<system>/ it runs
     p2v calibrate --system node=N,gpu=G --preset P --nccl-tests LOG --predict-only --json
 (the preset named by the file's "# preset:" line, uncalibrated) and prints predicted vs measured
 per point (unless --no-points), per system and per size regime (<= 1 MiB, 1-64 MiB, >= 128 MiB): median ratio
-predicted/measured, share within 1.25x and 2x, the worst point.
+predicted/measured, share within 1.25x and 2x, the worst point. The summaries are printed twice:
+for every point, and without the points of the data rule (out-of-place and in-place times of one
+size more than 2x apart, docs/simulator.md §6.1), which are still printed, marked '!'.
 
 --cv adds cross-validation: (a) per log, calibrate on every other size and predict the rest;
 (b) per cluster shape with logs of several collectives, calibrate on one collective and predict
