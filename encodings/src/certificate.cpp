@@ -89,6 +89,60 @@ std::string state_text(const LocalState& s, int device) {
   return out;
 }
 
+std::string state_text(const engine::StateSet& s, int device) {
+  std::map<std::vector<int>, std::vector<int>> by_cols;  // cols -> rows
+  std::vector<const std::vector<int>*> order;
+  for (int r : s.rows(device)) {
+    auto cols = s.columns(device, r);
+    if (cols.empty()) continue;
+    auto [it, fresh] = by_cols.emplace(std::move(cols), std::vector<int>{});
+    if (fresh) order.push_back(&it->first);
+    it->second.push_back(r);
+  }
+  std::string out;
+  for (const auto* cols : order) {
+    if (!out.empty()) out += ';';
+    out += ranges(by_cols[*cols]) + ":" + ranges(*cols);
+  }
+  return out;
+}
+
+std::vector<StateTexts> program_state_texts(const engine::SynthResult& r,
+                                            const std::vector<engine::Program>& programs) {
+  const int k = r.hierarchy.num_local();
+  auto texts = [k](const engine::StateSet& st) {
+    StateTexts::value_type t;
+    for (int d = 0; d < k; ++d) t.push_back(state_text(st, d));
+    return t;
+  };
+  // The previous program's states and texts: a program shares them up to its common prefix with
+  // it (programs come sorted, so neighbours share most of their steps).
+  std::vector<engine::StateSet> states{engine::StateSet::initial(k)};
+  StateTexts prev{texts(states[0])};
+  const engine::Program* last = nullptr;
+  std::vector<StateTexts> out;
+  out.reserve(programs.size());
+  for (const auto& prog : programs) {
+    std::size_t common = 0;
+    if (last)
+      while (common < prog.size() && common < last->size() && prog[common] == (*last)[common]) ++common;
+    states.resize(common + 1);
+    prev.resize(common + 1);
+    for (std::size_t t = common; t < prog.size(); ++t) {
+      const auto& in = r.instructions.at(static_cast<std::size_t>(prog[t]));
+      engine::StateSet next(k);
+      std::string why;
+      if (!states.back().apply(in.collective, in.grouping.groups, next, &why))
+        throw Error("replay: step " + engine::instruction_name(r.hierarchy, in) + " is invalid: " + why);
+      prev.push_back(texts(next));
+      states.push_back(std::move(next));
+    }
+    out.push_back(prev);
+    last = &prog;
+  }
+  return out;
+}
+
 std::vector<LocalState> replay_states(const engine::SynthResult& r, const engine::Program& prog) {
   const int k = r.hierarchy.num_local();
   const engine::Trace t = engine::replay(r, prog);
@@ -218,7 +272,7 @@ engine::CertificateFacts certificate_facts(const engine::SynthResult& r, const e
 engine::Certificate make_certificate(const engine::System& sys, const engine::Placement& p,
                                      const engine::SynthResult& r, const engine::SynthOptions& opt,
                                      const engine::Program& prog, const std::vector<EnumerationResult>& runs,
-                                     const std::vector<std::string>& proof_files) {
+                                     const std::vector<std::string>& proof_files, StateTexts states) {
   const auto& h = r.hierarchy;
   engine::Certificate c;
   c.system = sys;
@@ -239,11 +293,7 @@ engine::Certificate make_certificate(const engine::System& sys, const engine::Pl
                        in.grouping.e, in.grouping.groups});
     c.lowered.push_back({in.collective, engine::lower_groups(h, in.grouping.groups)});
   }
-  for (const auto& s : replay_states(r, prog)) {
-    std::vector<std::string> st;
-    for (int d = 0; d < h.num_local(); ++d) st.push_back(state_text(s, d));
-    c.states.push_back(std::move(st));
-  }
+  c.states = std::move(states);
   c.facts = certificate_facts(r, opt, prog, runs);
   c.facts.proofs = proof_files;
   return c;
@@ -254,7 +304,9 @@ engine::Certificate make_certificate(const engine::System& sys, const engine::Pl
 std::string certificate_json(const engine::System& sys, const engine::Placement& p, const engine::SynthResult& r,
                              const engine::SynthOptions& opt, const engine::Program& prog,
                              const std::vector<EnumerationResult>& runs, const std::vector<std::string>& proof_files) {
-  return engine::to_json(make_certificate(sys, p, r, opt, prog, runs, proof_files)).dump(1);
+  return engine::to_json(
+             make_certificate(sys, p, r, opt, prog, runs, proof_files, program_state_texts(r, {prog}).at(0)))
+      .dump(1);
 }
 
 namespace {
@@ -387,9 +439,13 @@ CertifyResult certify_programs(const engine::System& sys, const engine::Placemen
   CertifyResult out = solve_and_compare(p, r, opt, c, runs);
   make_dir(c.dir);
   const auto proof_files = write_proofs(c, out, tag);
+  std::vector<StateTexts> texts = program_state_texts(r, r.programs);
   std::vector<std::pair<std::string, std::string>> files(r.programs.size());
   build_in_parallel(c, files.size(), [&](std::size_t i) {
-    files[i] = {paths[i], certificate_json(sys, p, r, opt, r.programs[i], out.runs, proof_files) + "\n"};
+    files[i] = {paths[i], engine::to_json(make_certificate(sys, p, r, opt, r.programs[i], out.runs, proof_files,
+                                                           std::move(texts[i])))
+                                  .dump(1) +
+                              "\n"};
   });
   engine::write_files_atomic(files, "certificate");  // one flush to disk for the placement's files
   out.files = paths;
@@ -414,6 +470,7 @@ CertifyResult certify_shape_programs(const engine::System& sys, const engine::Sh
   CertifyResult out = solve_and_compare(cp, r, opt, c, runs);
   make_dir(c.dir);
   const auto proof_files = write_proofs(c, out, tag + "-shape");
+  std::vector<StateTexts> texts = program_state_texts(r, r.programs);
   std::vector<std::pair<std::string, std::string>> files(r.programs.size());
   build_in_parallel(c, files.size(), [&](std::size_t i) {
     const auto& prog = r.programs[i];
@@ -448,7 +505,7 @@ CertifyResult certify_shape_programs(const engine::System& sys, const engine::Sh
         "instance's device l stands for the class of devices that are 0 exactly where l is 0)",
         engine::shape_theorem_basis(shape, r, prog, opt.master).text,
         "docs/shape.md section 4 (the groups of a step on any instance are the level pattern recorded in steps[])"};
-    cert.instance = make_certificate(inst.system, cp, r, opt, prog, out.runs, proof_files);
+    cert.instance = make_certificate(inst.system, cp, r, opt, prog, out.runs, proof_files, std::move(texts[i]));
     files[i] = {paths[i], engine::to_json(cert).dump(1) + "\n"};
   });
   engine::write_files_atomic(files, "certificate");  // one flush to disk for the placement's files

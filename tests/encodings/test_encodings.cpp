@@ -430,3 +430,35 @@ TEST_CASE("engine::replay: states, the failing step with its reason, the goal") 
   CHECK(t2.states.size() + (t2.failed_step >= 0 ? 1 : 0) == past.size() + 1);
   CHECK_THROWS_AS((void)replay_states(r, engine::Program{past.back(), past.back(), past.back(), past.back()}), Error);
 }
+
+TEST_CASE("program_state_texts: the certificates' state texts, prefixes replayed once, equal to a replay per program") {
+  // Three levels: programs of lengths 2..4 with shared prefixes, states with several row groups.
+  const auto h = engine::make_plain_hierarchy({2, 2, 2});
+  engine::SynthOptions so;
+  so.max_size = 4;
+  const auto r = engine::synthesize(h, all_local(h), so);
+  REQUIRE(r.programs.size() > 10);
+  const auto texts = program_state_texts(r, r.programs);
+  REQUIRE(texts.size() == r.programs.size());
+  std::set<std::string> distinct;  // the device states met: more than a handful
+  for (std::size_t i = 0; i < r.programs.size(); ++i) {
+    const auto ls = replay_states(r, r.programs[i]);
+    const auto t = engine::replay(r, r.programs[i]);
+    REQUIRE(texts[i].size() == ls.size());
+    for (std::size_t st = 0; st < ls.size(); ++st)
+      for (int d = 0; d < h.num_local(); ++d) {
+        CHECK(texts[i][st][static_cast<std::size_t>(d)] == state_text(ls[st], d));
+        CHECK(state_text(t.states[st], d) == state_text(ls[st], d));
+        distinct.insert(texts[i][st][static_cast<std::size_t>(d)]);
+      }
+  }
+  CHECK(distinct.size() > 8);
+  CHECK(distinct.count("") == 1);  // Reduce leaves devices empty
+  // Out of order (no shared prefix with the previous program) and an invalid step.
+  std::vector<engine::Program> rev(r.programs.rbegin(), r.programs.rend());
+  const auto back = program_state_texts(r, rev);
+  for (std::size_t i = 0; i < rev.size(); ++i) CHECK(back[i] == texts[rev.size() - 1 - i]);
+  const auto bad = r.programs.front();
+  CHECK_THROWS_AS((void)program_state_texts(r, {bad, engine::Program{bad.back(), bad.back(), bad.back(), bad.back()}}),
+                  Error);
+}

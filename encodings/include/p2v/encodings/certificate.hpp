@@ -15,6 +15,10 @@
 #include "p2v/engine/synth.hpp"
 #include "p2v/engine/system.hpp"
 
+namespace p2v::engine {
+class StateSet;
+}
+
 namespace p2v::encodings {
 
 // The formats (p2v-certificate/1 and p2v-shape-certificate/1) are defined in
@@ -49,6 +53,14 @@ struct CertifyResult {
 // Compact state text of one local device: "rows:cols;rows:cols" with ranges, e.g. "0-3:0-1;4-7:2-3";
 // "" for a device that holds nothing. Rows with equal column sets are grouped; ordered by first row.
 std::string state_text(const LocalState& s, int device);
+
+std::string state_text(const engine::StateSet& s, int device);  // the same text from the engine's bitsets
+
+// Per program, the state texts of states 0..n ([step][local device]), replayed with the engine's
+// Hoare rules; consecutive programs share the replay of their common prefix. Throws if a step is
+// invalid.
+using StateTexts = std::vector<std::vector<std::string>>;
+std::vector<StateTexts> program_state_texts(const engine::SynthResult& r, const std::vector<engine::Program>& programs);
 
 // The states 0..n of `prog` on the hierarchy of `r`, replayed with the engine's Hoare rules.
 // Throws if a step is invalid.
