@@ -432,7 +432,7 @@ TEST_CASE("engine::replay: states, the failing step with its reason, the goal") 
 }
 
 TEST_CASE("program_state_texts: the certificates' state texts, prefixes replayed once, equal to a replay per program") {
-  // Three levels: programs of lengths 2..4 with shared prefixes, states with several row groups.
+  // Three levels: programs of lengths 2..4 with shared prefixes.
   const auto h = engine::make_plain_hierarchy({2, 2, 2});
   engine::SynthOptions so;
   so.max_size = 4;
