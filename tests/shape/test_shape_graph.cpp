@@ -233,6 +233,8 @@ Graph explore(const std::vector<int>& cards, MasterCollectives mc) {
 struct Product {
   std::size_t pairs = 0;
   int live_divergences = 0, dead_divergences = 0, divergences_from_g = 0;
+  int divergences_from_live = 0;  // divergences from a pair whose state on either instance is live
+  std::vector<std::pair<int, int>> divergence_sources;  // the pairs (state of a, state of b) they start from
   int goal_mismatches = 0, liveness_mismatches = 0, g_mismatches = 0, gp_mismatches = 0;
   int gp_pairs = 0, gp_not_restricting = 0;  // pairs in G' whose c-state does not restrict to the 2-state
   // Lemma 2(b)/3(ii) on every step from a pair whose c-state is in G': successors' row-uniformity and
@@ -273,6 +275,8 @@ Product product(const Graph& a, const Graph& b) {
         const bool live = nx >= 0 ? a.live[nx] : b.live[ny];
         ++(live ? p.live_divergences : p.dead_divergences);
         p.divergences_from_g += a.g[x] || b.g[y];
+        p.divergences_from_live += a.live[x] || b.live[y];
+        p.divergence_sources.emplace_back(x, y);
         if (p.first_divergence.empty()) {
           p.first_divergence = path(q, t);
           p.first_valid_on_a = nx >= 0;
@@ -330,6 +334,9 @@ TEST_CASE("any length: the smallest instance and c have the same goal-reaching s
     const Product p = product(a, b);
     INFO("c = ", fmt::format("{}", cs.c), ", master ", setting(cs.mc), ", first divergence: ", p.first_divergence);
     CHECK(p.live_divergences == 0);
+    // Stronger: every divergence (a step valid on one instance only) starts from a pair of states that
+    // are dead on both instances, so the live parts of the two graphs correspond step for step.
+    CHECK(p.divergences_from_live == 0);
     CHECK(p.goal_mismatches == 0);
     CHECK(p.liveness_mismatches == 0);
     CHECK(p.g_mismatches == 0);
@@ -745,6 +752,7 @@ TEST_CASE("Master setting all: no live divergence; the minimal dead divergence")
     const Product p = product(graph(small, MasterCollectives::All), graph(c, MasterCollectives::All));
     INFO("c = ", fmt::format("{}", c), ", first divergence: ", p.first_divergence);
     CHECK(p.live_divergences == 0);
+    CHECK(p.divergences_from_live == 0);  // the sixth step starts from a state dead on both instances
     CHECK(p.goal_mismatches == 0);
     CHECK(p.liveness_mismatches == 0);
     CHECK((p.dead_divergences > 0) == !first.empty());
@@ -827,6 +835,15 @@ TEST_CASE("shape_theorem_basis: which programs' validity on every instance is pr
   CHECK_FALSE(basis(6, AR, false).complete_proved);  // the hierarchy has Master groupings
   CHECK(basis(6, AR, true).text.find("depth 6 > 5") != std::string::npos);
   CHECK(basis(3, ALL, true)
+            .text.find("no other program on any instance: checked, not proved, section 3.3 "
+                       "(--master-collectives all)") != std::string::npos);
+  // Depth 2 under `all` is checked, not proved (docs/shape.md §3.3, "Depth 2 with `all`"): both claims
+  // say so for a program with a Master ReduceScatter, AllGather, Reduce or Broadcast.
+  CHECK_FALSE(basis(2, ALL, true, false).complete_proved);
+  CHECK(basis(2, ALL, true, false)
+            .text.find("valid on every instance of the shape: checked, not proved, section 3.2 "
+                       "(--master-collectives all)") != std::string::npos);
+  CHECK(basis(2, ALL, true, false)
             .text.find("no other program on any instance: checked, not proved, section 3.3 "
                        "(--master-collectives all)") != std::string::npos);
   CHECK_FALSE(basis(3, ALL, true, false).complete_proved);
@@ -1834,4 +1851,144 @@ TEST_CASE("Lemma 1' sweep over cardinalities (--master-collectives all)" * docte
     CHECK_MESSAGE(f.mixed + f.cross == 0, fmt::format("{}", c));
   }
   MESSAGE(all.size(), " instances, ", states, " states");
+}
+
+// docs/shape.md "--master-collectives all": the search for a live divergence beyond the sweeps above,
+// on request. Each instance against its shape's smallest instance (product of the complete state
+// graphs): no live divergence, goal and liveness agree on every pair, every divergence starts from a
+// pair of dead states, Lemma 1' (R1-R3) holds on every reachable state and facts (A), (B) on every
+// valid non-Master AllGather. `extended_search` returns the number of states and of dead divergences.
+static std::pair<std::size_t, int> extended_search(const std::vector<std::vector<int>>& instances) {
+  std::size_t states = 0;
+  int dead = 0;
+  for (const auto& c : instances) {
+    auto small = c;
+    for (auto& v : small) v = std::min(v, 2);
+    auto cards = c;
+    cards.insert(cards.begin(), 1);
+    const Graph b = explore(cards, MasterCollectives::All);
+    const Product p = product(graph(small, MasterCollectives::All), b);
+    INFO("c = ", fmt::format("{}", c), ", first divergence: ", p.first_divergence);
+    CHECK(p.live_divergences == 0);
+    CHECK(p.divergences_from_live == 0);
+    CHECK(p.goal_mismatches == 0);
+    CHECK(p.liveness_mismatches == 0);
+    CHECK(p.pairs >= static_cast<std::size_t>(std::count(b.live.begin(), b.live.end(), 1)));
+    int bad = 0;
+    for (const auto& s : b.states) bad += !lemma1_prime(b.h, s).ok();
+    CHECK(bad == 0);
+    const AllGatherFacts f = allgather_facts(b);
+    CHECK(f.mixed + f.cross == 0);
+    states += b.states.size();
+    dead += p.dead_divergences;
+    MESSAGE(fmt::format("[{}]: {} states, {} pairs, {} dead divergences", fmt::join(c, " "), b.states.size(), p.pairs,
+                        p.dead_divergences));
+  }
+  return {states, dead};
+}
+
+// Depth 3, every vector over 2..6 with an entry >= 5 and at most 60 devices (those over 2..4 are in the
+// sweeps above), with and without a trivial leaf: 102 instances, e.g. [2 3 6 1], whose level products
+// 2 * 3 = 6 coincide on c and not on the smallest instance (80 s, 0.3 GB):
+// test_shape_graph -tc="*extended: depth 3*" --no-skip.
+TEST_CASE("Live divergence search (all), extended: depth 3, cardinalities up to 6" * doctest::skip()) {
+  std::vector<std::vector<int>> inst;
+  for (int a = 2; a <= 6; ++a)
+    for (int b = 2; b <= 6; ++b)
+      for (int c = 2; c <= 6; ++c)
+        if (std::max({a, b, c}) >= 5 && a * b * c <= 60) {
+          inst.push_back({a, b, c});
+          inst.push_back({a, b, c, 1});
+        }
+  CHECK(inst.size() == 102);
+  const auto [states, dead] = extended_search(inst);
+  MESSAGE(inst.size(), " instances, ", states, " states, ", dead, " dead divergences");
+}
+
+// Depth 4 with a level of cardinality 4 or 5 (the {2,3} sweep above cannot have level products that
+// coincide on c and differ on the smallest instance, as 4 = 2 * 2 does): [4 2 2 2], [5 2 2 2] and
+// [4 3 2 2] in several orders, and with a trivial leaf [4 2 2 2 1] in every order (16 instances,
+// 1,326,943 states; 5 min, 4.7 GB peak): test_shape_graph -tc="*extended: depth 4*" --no-skip.
+TEST_CASE("Live divergence search (all), extended: depth 4, a cardinality 4 or 5" * doctest::skip()) {
+  const std::vector<std::vector<int>> inst = {{4, 2, 2, 2},    {2, 4, 2, 2},    {2, 2, 4, 2},    {2, 2, 2, 4},
+                                              {5, 2, 2, 2},    {2, 5, 2, 2},    {2, 2, 5, 2},    {2, 2, 2, 5},
+                                              {3, 4, 2, 2},    {4, 3, 2, 2},    {2, 2, 3, 4},    {2, 2, 4, 3},
+                                              {4, 2, 2, 2, 1}, {2, 4, 2, 2, 1}, {2, 2, 4, 2, 1}, {2, 2, 2, 4, 1}};
+  const auto [states, dead] = extended_search(inst);
+  MESSAGE(inst.size(), " instances, ", states, " states, ", dead, " dead divergences");
+}
+
+// docs/shape.md §3.3, "Depth 2 with `all`": what a proof along §3.2's route would have to treat by
+// hand. G'_1 = the states in G' whose rows follow Lemma 1 (one level set D). Counted on the smallest
+// instances of depth 2: the states outside G'_1, the exits (steps from a state reached inside G'_1 to
+// one outside), and the live states outside G'_1 (on [2 2]: the continuations of AllReduce over l2 by a
+// Master ReduceScatter or Reduce over l1, and the Master AllGathers that complete two splits).
+TEST_CASE("--master-collectives all at depth 2: the states outside G' with Lemma 1's rows") {
+  struct Case {
+    std::vector<int> c;
+    int states, outside, live_outside, exits, live_exits;
+  };
+  for (const auto& cs : std::vector<Case>{{{2, 2}, 40, 14, 4, 15, 4}, {{2, 2, 1}, 104, 66, 20, 46, 14}}) {
+    const Graph& G = graph(cs.c, MasterCollectives::All);
+    const std::size_t n = G.states.size();
+    std::vector<char> in(n), via(n, 0);
+    for (std::size_t i = 0; i < n; ++i) in[i] = G.gp[i] && lemma1_single(G.h, G.states[i]);
+    via[0] = 1;  // reached by a path inside G'_1
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (std::size_t i = 0; i < n; ++i)
+        if (via[i] && in[i])
+          for (int j : G.succ[i])
+            if (j >= 0 && !via[j]) via[j] = changed = true;
+    }
+    int outside = 0, live_outside = 0, exits = 0, live_exits = 0;
+    std::set<int> targets;
+    for (std::size_t i = 0; i < n; ++i) {
+      outside += !in[i];
+      live_outside += !in[i] && G.live[i];
+      if (!via[i] || !in[i]) continue;
+      for (int j : G.succ[i])
+        if (j >= 0 && !in[j]) {
+          ++exits;
+          live_exits += G.live[j];
+          targets.insert(j);
+        }
+    }
+    INFO("c = ", fmt::format("{}", cs.c));
+    CHECK(G.states.size() == static_cast<std::size_t>(cs.states));
+    CHECK(in[0]);
+    CHECK(in[G.goal]);
+    CHECK(outside == cs.outside);
+    CHECK(live_outside == cs.live_outside);
+    CHECK(exits == cs.exits);
+    CHECK(live_exits == cs.live_exits);
+    if (cs.c.size() == 2) CHECK(targets.size() == static_cast<std::size_t>(outside));  // every one is an exit target
+  }
+}
+
+// docs/shape.md §3.3, Lemma 3' (proved): from a state of c in G'_1 (G' with Lemma 1's rows, one level
+// set D) whose restriction is its partner on the smallest instance (presence, column sets, and the same
+// D), every instruction of --master-collectives all is valid on c iff it is on the smallest instance.
+// So no divergence starts from such a pair; checked here on the instances with divergences. Observed,
+// stronger (checked, not proved): none starts from a state in G' on either instance.
+TEST_CASE("Lemma 3' (--master-collectives all): no divergence starts from G' with Lemma 1's rows") {
+  for (const std::vector<int>& c : std::vector<std::vector<int>>{{3, 2, 2, 1}, {2, 2, 3, 1}, {3, 2, 2, 2}}) {
+    auto small = c;
+    for (auto& v : small) v = std::min(v, 2);
+    const Graph& a = graph(small, MasterCollectives::All);
+    const Graph& b = graph(c, MasterCollectives::All);
+    const Product p = product(a, b);
+    INFO("c = ", fmt::format("{}", c));
+    CHECK(p.dead_divergences > 0);
+    CHECK(p.divergence_sources.size() == static_cast<std::size_t>(p.dead_divergences));
+    int from_g1 = 0, from_gp = 0;
+    for (const auto& [x, y] : p.divergence_sources) {
+      const bool g1 = b.gp[y] && lemma1_single(b.h, b.states[y]) && lemma1_single(a.h, a.states[x]) &&
+                      restricts_to(b.h, b.states[y], a.h, a.states[x]);
+      from_g1 += g1;
+      from_gp += a.gp[x] || b.gp[y];
+    }
+    CHECK(from_g1 == 0);
+    CHECK(from_gp == 0);
+  }
 }
