@@ -4,9 +4,11 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <iterator>
 #include <numeric>
 
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/state.hpp"
 
 namespace p2v::engine {
 
@@ -102,6 +104,119 @@ SynthResult synthesize_shape(const Shape& s, const SynthOptions& opt) {
   return synthesize(h, {all}, opt);
 }
 
+namespace {
+
+// docs/shape.md §3.3, "Programs that stay in G'_1": true iff every state of `prog` on hierarchy h (the
+// shape's smallest instance) is row-uniform, has the agreement form (S), (U), (P), (M), (C) of §3.2 and
+// holds Lemma 1's rows F(x_D) for the level set D tracked along the program (D := D u V after a
+// ReduceScatter over V, D \ V after an AllGather), no Broadcast gives rows to an empty member that is
+// non-zero on a level of D n V, and the program reaches the goal.
+bool stays_in_g1(const SynthesisHierarchy& h, const std::vector<Instruction>& ins, const Program& prog) {
+  const int k = h.num_local(), n = h.num_levels();
+  auto device_of = [&](const std::vector<int>& c) {
+    int d = 0;
+    for (int l = 0; l < n; ++l) d = d * h.cards[l] + c[l];
+    return d;
+  };
+  auto cap = [&](std::vector<int> c) {  // the class representative: coordinates capped at 1
+    for (auto& v : c) v = std::min(v, 1);
+    return c;
+  };
+  // Row-uniform, agreement form, and rows F(x_D) of size k / 2^|D|, equal iff agreeing on D, else disjoint.
+  auto in_g1 = [&](const StateSet& st, unsigned D) {
+    std::vector<std::vector<int>> rows(k);
+    std::vector<std::vector<char>> cols(k);
+    for (int x = 0; x < k; ++x) {
+      rows[x] = st.rows(x);
+      if (rows[x].empty()) continue;
+      const auto c0 = st.columns(x, rows[x][0]);
+      for (int r : rows[x])
+        if (st.columns(x, r) != c0) return false;  // not row-uniform
+      cols[x].assign(k, 0);
+      for (int j : c0) cols[x][j] = 1;
+    }
+    long size = k;
+    for (int l = 0; l < n; ++l)
+      if ((D >> l) & 1) size /= h.cards[l];
+    for (int x = 0; x < k; ++x) {
+      const auto& cx = h.coords[x];
+      const int phi = device_of(cap(cx));
+      if (rows[x].empty() != rows[phi].empty()) return false;  // (C), presence
+      if (rows[x].empty()) continue;
+      if (static_cast<long>(rows[x].size()) != size) return false;
+      for (int y = 0; y < k; ++y) {
+        if (rows[y].empty()) continue;
+        bool agree = true;
+        for (int l = 0; l < n; ++l) agree = agree && (!((D >> l) & 1) || h.coords[y][l] == cx[l]);
+        std::vector<int> common;
+        std::set_intersection(rows[x].begin(), rows[x].end(), rows[y].begin(), rows[y].end(),
+                              std::back_inserter(common));
+        if (agree ? rows[x] != rows[y] : !common.empty()) return false;  // Lemma 1's rows
+      }
+      // (S): membership of column j depends only on agree(x, j); B[p] is that value for pattern p.
+      std::vector<int> B(std::size_t{1} << n, -1);
+      for (int j = 0; j < k; ++j) {
+        unsigned p = 0;
+        for (int l = 0; l < n; ++l) p |= static_cast<unsigned>(h.coords[j][l] == cx[l]) << l;
+        if (B[p] >= 0 && B[p] != cols[x][j]) return false;
+        B[p] = cols[x][j];
+      }
+      for (unsigned p = 0; p < B.size(); ++p)  // (U)
+        for (int l = 0; l < n; ++l)
+          if (B[p] == 1 && !((p >> l) & 1) && B[p | (1u << l)] == 0) return false;
+      // (C): phi(x) has the same column set up to agreement.
+      const auto cphi = cap(cx);
+      for (int j = 0; j < k; ++j) {
+        auto cj = cphi;
+        for (int l = 0; l < n; ++l) cj[l] = h.coords[j][l] == cx[l] ? cphi[l] : 1 - cphi[l];
+        if (cols[x][j] != cols[phi][device_of(cj)]) return false;
+      }
+      for (int l = 0; l < n; ++l) {  // (P) and (M)
+        if (cx[l] == 0) continue;
+        auto cy = cx;
+        cy[l] = 0;
+        const int y = device_of(cy);
+        if (rows[y].empty()) return false;
+        for (int j = 0; j < k; ++j) {
+          if (!cols[x][j]) continue;
+          auto cj = h.coords[j];
+          cj[l] = cj[l] == cx[l] ? 0 : 1;
+          if (!cols[y][device_of(cj)]) return false;
+        }
+      }
+    }
+    return true;
+  };
+  StateSet st = StateSet::initial(k);
+  unsigned D = 0;
+  if (!in_g1(st, D)) return false;
+  for (int i : prog) {
+    const auto& in = ins[i];
+    unsigned V = 0;  // the levels the groups vary
+    for (const auto& g : in.grouping.groups)
+      for (int x : g)
+        for (int l = 0; l < n; ++l)
+          if (h.coords[x][l] != h.coords[g[0]][l]) V |= 1u << l;
+    if (in.collective == Collective::Broadcast)
+      for (const auto& g : in.grouping.groups)
+        for (int x : g)
+          if (st.rows(x).empty())
+            for (int l = 0; l < n; ++l)
+              if (((D & V) >> l & 1) && h.coords[x][l] != 0) return false;
+    StateSet next;
+    if (!st.apply(in.collective, in.grouping.groups, next)) return false;
+    st = std::move(next);
+    if (in.collective == Collective::ReduceScatter) D |= V;
+    if (in.collective == Collective::AllGather) D &= ~V;
+    if (!in_g1(st, D)) return false;
+  }
+  Groups all(1);
+  for (int x = 0; x < k; ++x) all[0].push_back(x);
+  return st == StateSet::goal(k, all);
+}
+
+}  // namespace
+
 ShapeBasis shape_theorem_basis(const Shape& s, const SynthResult& r, const Program& prog, MasterCollectives mc) {
   int depth = 0;
   for (const auto& l : s.levels) depth += l.card >= 2;
@@ -117,7 +232,11 @@ ShapeBasis shape_theorem_basis(const Shape& s, const SynthResult& r, const Progr
   ShapeBasis b;
   const bool default_setting = mc == MasterCollectives::AllReduceOnly;
   const bool as_default = default_setting || master_allreduce_only;
-  b.valid_everywhere_proved = !master_step || (as_default && depth <= kMaxProvedMasterDepth);
+  // docs/shape.md §3.3: with `all`, a program whose every state on the smallest instance stays in G'_1
+  // is a program of every instance (Lemmas 3' and 2(b)'), at any depth; replayed up to 64 devices.
+  const bool stays_g1 = !as_default && master_step && r.hierarchy.num_local() <= kMaxG1ReplayDevices &&
+                        stays_in_g1(r.hierarchy, r.instructions, prog);
+  b.valid_everywhere_proved = !master_step || (as_default && depth <= kMaxProvedMasterDepth) || stays_g1;
   b.complete_proved = !master_grouping || (default_setting && depth <= kMaxProvedCompleteDepth);
   // One claim's basis: proved without Master steps/groupings; else proved in the default setting (or,
   // for one program, with only Master AllReduce steps) up to a depth by section 3.2's `proof`; else
@@ -138,10 +257,13 @@ ShapeBasis shape_theorem_basis(const Shape& s, const SynthResult& r, const Progr
     return fmt::format("{}: {} ({})", claim, unproved,
                        by_default ? fmt::format("depth {} > {}", depth, max_depth) : "--master-collectives all");
   };
-  const std::string valid = basis("valid on every instance of the shape", master_step, b.valid_everywhere_proved,
-                                  "Theorem 1(b) without Master steps, section 3",
-                                  "programs of the smallest instance are programs of every instance",
-                                  "checked, not proved, section 3.2", kMaxProvedMasterDepth, as_default);
+  const std::string valid =
+      stays_g1 ? "valid on every instance of the shape: proved (section 3.3, Lemmas 3' and 2(b)': every state of "
+                 "this program on the smallest instance is in G' with Lemma 1's rows)"
+               : basis("valid on every instance of the shape", master_step, b.valid_everywhere_proved,
+                       "Theorem 1(b) without Master steps, section 3",
+                       "programs of the smallest instance are programs of every instance",
+                       "checked, not proved, section 3.2", kMaxProvedMasterDepth, as_default);
   const std::string complete = basis(
       "no other program on any instance", master_grouping, b.complete_proved, "no Master grouping, section 3",
       "Lemma 2(a) on every instance of depth <= " + std::to_string(kMaxProvedCompleteDepth),

@@ -817,10 +817,41 @@ TEST_CASE("shape_theorem_basis: which programs' validity on every instance is pr
   CHECK_FALSE(basis(6, ALL, true, true).valid_everywhere_proved);
   CHECK(basis(3, ALL, true, true).text.find("its Master steps are all AllReduce") != std::string::npos);
   CHECK(basis(6, ALL, true, true).text.find("depth 6 > 5") != std::string::npos);
-  CHECK_FALSE(basis(2, ALL, true, false).valid_everywhere_proved);
-  CHECK_FALSE(basis(3, ALL, true, false).valid_everywhere_proved);
-  CHECK(basis(3, ALL, true, false).text.find("valid on every instance of the shape: checked, not proved") !=
+  // With a Master ReduceScatter, AllGather, Reduce or Broadcast: proved iff every state of the program on
+  // the smallest instance is in G' with Lemma 1's rows (docs/shape.md §3.3, Lemmas 3' and 2(b)').
+  auto named = [&](int depth, const std::string& notation) {
+    const Shape s = shape_of(depth);
+    SynthOptions o;
+    o.master = ALL;
+    o.max_size = 5;
+    const SynthResult r = synthesize_shape(s, o);
+    for (const auto& p : r.programs) {
+      std::vector<std::string> v;
+      for (int i : p) v.push_back(instruction_name(r.hierarchy, r.instructions[i]));
+      if (fmt::format("{}", fmt::join(v, " ; ")) == notation) return shape_theorem_basis(s, r, p, ALL);
+    }
+    FAIL("no program ", notation);
+    return ShapeBasis{};
+  };
+  // The example of docs/model.md §5: stays in G'_1 (Reduce empties the devices its Master step leaves out).
+  const ShapeBasis stays = named(
+      2,
+      "Reduce@(l0,Inside) ; ReduceScatter@(l0,Master(root)) ; Broadcast@(l0,Inside) ; AllGather@(l0,Parallel(root))");
+  CHECK(stays.valid_everywhere_proved);
+  CHECK_FALSE(stays.complete_proved);
+  CHECK(stays.text.find("valid on every instance of the shape: proved (section 3.3, Lemmas 3' and 2(b)'") !=
         std::string::npos);
+  // Leaves G'_1: after the Master ReduceScatter the devices outside the Master group hold all rows, the
+  // members blocks (no single level set D).
+  const ShapeBasis leaves = named(2,
+                                  "AllReduce@(l0,Inside) ; ReduceScatter@(l0,Master(root)) ; "
+                                  "AllGather@(l0,Master(root)) ; Broadcast@(l0,Inside)");
+  CHECK_FALSE(leaves.valid_everywhere_proved);
+  CHECK(leaves.text.find("valid on every instance of the shape: checked, not proved") != std::string::npos);
+  CHECK_FALSE(named(3,
+                    "AllReduce@(l0,Inside) ; ReduceScatter@(l0,Master(root)) ; AllGather@(l0,Master(root)) ; "
+                    "Broadcast@(l0,Inside)")
+                  .valid_everywhere_proved);
   CHECK(basis(1, AR, false).complete_proved);  // depth 1: no Master grouping at all
   // Depth <= 5, default setting: Lemma 2(a) is proved on every instance (docs/shape.md §3.2, Lemmas 4-6).
   CHECK(basis(2, AR, true).complete_proved);
@@ -840,9 +871,8 @@ TEST_CASE("shape_theorem_basis: which programs' validity on every instance is pr
   // Depth 2 under `all` is checked, not proved (docs/shape.md §3.3, "Depth 2 with `all`"): both claims
   // say so for a program with a Master ReduceScatter, AllGather, Reduce or Broadcast.
   CHECK_FALSE(basis(2, ALL, true, false).complete_proved);
-  CHECK(basis(2, ALL, true, false)
-            .text.find("valid on every instance of the shape: checked, not proved, section 3.2 "
-                       "(--master-collectives all)") != std::string::npos);
+  CHECK(leaves.text.find("valid on every instance of the shape: checked, not proved, section 3.2 "
+                         "(--master-collectives all)") != std::string::npos);
   CHECK(basis(2, ALL, true, false)
             .text.find("no other program on any instance: checked, not proved, section 3.3 "
                        "(--master-collectives all)") != std::string::npos);
@@ -1990,5 +2020,144 @@ TEST_CASE("Lemma 3' (--master-collectives all): no divergence starts from G' wit
     }
     CHECK(from_g1 == 0);
     CHECK(from_gp == 0);
+  }
+}
+
+// docs/shape.md §3.3, Lemma 2(b)' (the rows of a successor from G'_1): its one finite premise. On the
+// smallest instance, from a reachable state in G'_1 (G' with Lemma 1's rows), no valid Broadcast
+// gives rows to an empty member that is non-zero on a level of D ∩ V (V: the levels its groups vary),
+// for any level set D that describes the state's rows (on the smallest instance several may).
+// `lemma1_sets`: the level sets D (of levels of cardinality >= 2) with which every present device
+// holds F(x_D): rows of size k / prod_D c_l, equal iff the holders agree on D, disjoint otherwise.
+static std::vector<unsigned> lemma1_sets(const SynthesisHierarchy& h, const StateSet& s) {
+  const int n = h.num_levels(), k = s.k();
+  const auto R = row_masks(s);
+  std::vector<unsigned> out;
+  for (unsigned D = 0; D < (1u << n); ++D) {
+    long prod = 1;
+    bool wide = true;
+    for (int l = 0; l < n; ++l)
+      if ((D >> l) & 1) prod *= h.cards[l], wide = wide && h.cards[l] >= 2;
+    if (!wide || k % prod != 0) continue;
+    bool ok = true;
+    for (int x = 0; x < k && ok; ++x) {
+      if (R[x].none()) continue;
+      ok = popcount(R[x]) == k / prod;
+      for (int y = 0; y < k && ok; ++y) {
+        if (R[y].none()) continue;
+        bool agree = true;
+        for (int l = 0; l < n; ++l)
+          if (((D >> l) & 1) && h.coords[x][l] != h.coords[y][l]) agree = false;
+        ok = agree ? R[x] == R[y] : !meets(R[x], R[y]);
+      }
+    }
+    if (ok) out.push_back(D);
+  }
+  return out;
+}
+struct BroadcastPremise {
+  int g1_states = 0, broadcasts = 0, violations = 0;
+};
+static BroadcastPremise broadcast_premise(const Graph& G) {
+  const int n = G.h.num_levels();
+  BroadcastPremise b;
+  for (std::size_t i = 0; i < G.states.size(); ++i) {
+    if (!G.gp[i]) continue;
+    const auto Ds = lemma1_sets(G.h, G.states[i]);
+    if (Ds.empty()) continue;
+    ++b.g1_states;
+    for (std::size_t t = 0; t < G.ins.size(); ++t) {
+      if (G.succ[i][t] < 0 || G.ins[t].collective != Collective::Broadcast) continue;
+      ++b.broadcasts;
+      for (const auto& grp : G.ins[t].grouping.groups) {
+        unsigned V = 0;
+        for (int x : grp)
+          for (int l = 0; l < n; ++l)
+            if (G.h.coords[x][l] != G.h.coords[grp[0]][l]) V |= 1u << l;
+        for (int x : grp) {
+          if (!G.states[i].rows(x).empty()) continue;
+          for (unsigned D : Ds)
+            for (int l = 0; l < n; ++l) b.violations += ((D & V) >> l & 1) && G.h.coords[x][l] != 0;
+        }
+      }
+    }
+  }
+  return b;
+}
+TEST_CASE("Lemma 2(b)' (--master-collectives all): no Broadcast from G'_1 refills across D") {
+  for (const std::vector<int>& c :
+       std::vector<std::vector<int>>{{2}, {2, 1}, {2, 2}, {2, 2, 1}, {2, 2, 2}, {2, 2, 2, 1}, {2, 2, 2, 2}}) {
+    const BroadcastPremise b = broadcast_premise(graph(c, MasterCollectives::All));
+    INFO("c = ", fmt::format("{}", c), ": ", b.g1_states, " states in G'_1, ", b.broadcasts, " valid Broadcasts");
+    CHECK(b.g1_states > 0);
+    CHECK(b.broadcasts > 0);
+    CHECK(b.violations == 0);
+  }
+}
+
+// docs/shape.md §3.3, "Programs that stay in G'_1": every program of a shape under --master-collectives
+// all that shape_theorem_basis proves valid on every instance by Lemmas 3' and 2(b)' is replayed on
+// instances with other cardinalities (depth 2 and 3, with and without a trivial leaf) and must reach the
+// goal there (the check is one-sided: proved => valid on the instances replayed; the others are
+// "checked" by the product tests).
+TEST_CASE("--master-collectives all: programs proved through G'_1 are valid on other instances") {
+  struct Case {
+    std::vector<int> cards;                   // a shape's levels (no root), as cardinalities of the smallest instance
+    std::vector<std::vector<int>> instances;  // other instances of the shape, root first
+  };
+  const std::vector<Case> cases = {{{2, 2}, {{1, 3, 4}, {1, 5, 2}}},
+                                   {{2, 2, 1}, {{1, 4, 3, 1}, {1, 2, 5, 1}}},
+                                   {{2, 2, 2}, {{1, 3, 2, 4}}},
+                                   {{2, 2, 2, 1}, {{1, 2, 3, 4, 1}}}};
+  for (const auto& cs : cases) {
+    std::vector<std::string> names;
+    for (std::size_t j = 0; j < cs.cards.size(); ++j) names.push_back(fmt::format("l{}", j + 1));
+    const Shape s = make_shape(cs.cards, names, ParallelismMatrix{cs.cards}, {0}, HierarchyKind::ReductionAxes);
+    SynthOptions o;
+    o.master = MasterCollectives::All;
+    o.max_size = 5;
+    const SynthResult r = synthesize_shape(s, o);
+    int proved = 0, unproved = 0;
+    for (const auto& p : r.programs) {
+      const ShapeBasis b = shape_theorem_basis(s, r, p, MasterCollectives::All);
+      const bool other_master = std::any_of(p.begin(), p.end(), [&](int i) {
+        return r.instructions[i].grouping.form == FormKind::Master &&
+               r.instructions[i].collective != Collective::AllReduce;
+      });
+      if (!other_master) continue;
+      if (!b.valid_everywhere_proved) {
+        ++unproved;
+        continue;
+      }
+      ++proved;
+      CHECK(b.text.find("Lemmas 3' and 2(b)'") != std::string::npos);
+      for (const auto& cards : cs.instances) {
+        const auto h = make_plain_hierarchy(cards);
+        const auto ins = instructions(h, MasterCollectives::All);
+        std::map<std::string, const Instruction*> by_name;
+        for (const auto& in : ins) by_name[instruction_name(h, in)] = &in;
+        StateSet st = StateSet::initial(h.num_local());
+        bool valid = true;
+        for (int i : p) {
+          auto name = instruction_name(r.hierarchy, r.instructions[i]);  // the shape's root is l0 there
+          for (auto at = name.find("root"); at != std::string::npos; at = name.find("root")) name.replace(at, 4, "l0");
+          const auto it = by_name.find(name);
+          REQUIRE(it != by_name.end());
+          StateSet next;
+          valid = valid && st.apply(it->second->collective, it->second->grouping.groups, next);
+          if (valid) st = std::move(next);
+        }
+        Groups all(1);
+        for (int x = 0; x < h.num_local(); ++x) all[0].push_back(x);
+        CHECK_MESSAGE((valid && st == StateSet::goal(h.num_local(), all)), fmt::format("{} on {}", p, cards));
+      }
+    }
+    INFO("shape ", fmt::format("{}", cs.cards));
+    CHECK(proved > 0);
+    CHECK(unproved > 0);
+    MESSAGE(
+        fmt::format("[{}]: {} programs with a Master ReduceScatter/AllGather/Reduce/Broadcast proved through "
+                    "G'_1, {} not",
+                    fmt::join(cs.cards, " "), proved, unproved));
   }
 }
