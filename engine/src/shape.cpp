@@ -4,7 +4,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <iterator>
+#include <bit>
+#include <cstdint>
 #include <numeric>
 
 #include "p2v/engine/error.hpp"
@@ -111,6 +112,7 @@ namespace {
 // holds Lemma 1's rows F(x_D) for the level set D tracked along the program (D := D u V after a
 // ReduceScatter over V, D \ V after an AllGather), no Broadcast gives rows to an empty member that is
 // non-zero on a level of D n V, and the program reaches the goal.
+static_assert(kMaxG1ReplayDevices <= 64, "stays_in_g1 keeps rows and column sets in 64-bit masks");
 bool stays_in_g1(const SynthesisHierarchy& h, const std::vector<Instruction>& ins, const Program& prog) {
   const int k = h.num_local(), n = h.num_levels();
   auto device_of = [&](const std::vector<int>& c) {
@@ -122,44 +124,42 @@ bool stays_in_g1(const SynthesisHierarchy& h, const std::vector<Instruction>& in
     for (auto& v : c) v = std::min(v, 1);
     return c;
   };
-  // Row-uniform, agreement form, and rows F(x_D) of size k / 2^|D|, equal iff agreeing on D, else disjoint.
+  // Row-uniform, agreement form, and rows F(x_D) of size k / 2^|D|, equal iff agreeing on D, else
+  // disjoint. Rows and column sets as masks (k <= kMaxG1ReplayDevices <= 64).
   auto in_g1 = [&](const StateSet& st, unsigned D) {
-    std::vector<std::vector<int>> rows(k);
-    std::vector<std::vector<char>> cols(k);
+    std::vector<std::uint64_t> rows(k, 0), cols(k, 0);
     for (int x = 0; x < k; ++x) {
-      rows[x] = st.rows(x);
-      if (rows[x].empty()) continue;
-      const auto c0 = st.columns(x, rows[x][0]);
-      for (int r : rows[x])
-        if (st.columns(x, r) != c0) return false;  // not row-uniform
-      cols[x].assign(k, 0);
-      for (int j : c0) cols[x][j] = 1;
+      const auto rs = st.rows(x);
+      if (rs.empty()) continue;
+      for (int r : rs) rows[x] |= std::uint64_t{1} << r;
+      for (int j : st.columns(x, rs[0])) cols[x] |= std::uint64_t{1} << j;
+      for (int r : rs)
+        for (int j = 0; j < k; ++j)
+          if (st.get(x, r, j) != (((cols[x] >> j) & 1) != 0)) return false;  // not row-uniform
     }
+    auto has = [](std::uint64_t m, int j) { return ((m >> j) & 1) != 0; };
     long size = k;
     for (int l = 0; l < n; ++l)
       if ((D >> l) & 1) size /= h.cards[l];
     for (int x = 0; x < k; ++x) {
       const auto& cx = h.coords[x];
       const int phi = device_of(cap(cx));
-      if (rows[x].empty() != rows[phi].empty()) return false;  // (C), presence
-      if (rows[x].empty()) continue;
-      if (static_cast<long>(rows[x].size()) != size) return false;
+      if ((rows[x] == 0) != (rows[phi] == 0)) return false;  // (C), presence
+      if (rows[x] == 0) continue;
+      if (std::popcount(rows[x]) != size) return false;
       for (int y = 0; y < k; ++y) {
-        if (rows[y].empty()) continue;
+        if (rows[y] == 0) continue;
         bool agree = true;
         for (int l = 0; l < n; ++l) agree = agree && (!((D >> l) & 1) || h.coords[y][l] == cx[l]);
-        std::vector<int> common;
-        std::set_intersection(rows[x].begin(), rows[x].end(), rows[y].begin(), rows[y].end(),
-                              std::back_inserter(common));
-        if (agree ? rows[x] != rows[y] : !common.empty()) return false;  // Lemma 1's rows
+        if (agree ? rows[x] != rows[y] : (rows[x] & rows[y]) != 0) return false;  // Lemma 1's rows
       }
       // (S): membership of column j depends only on agree(x, j); B[p] is that value for pattern p.
       std::vector<int> B(std::size_t{1} << n, -1);
       for (int j = 0; j < k; ++j) {
         unsigned p = 0;
         for (int l = 0; l < n; ++l) p |= static_cast<unsigned>(h.coords[j][l] == cx[l]) << l;
-        if (B[p] >= 0 && B[p] != cols[x][j]) return false;
-        B[p] = cols[x][j];
+        if (B[p] >= 0 && B[p] != static_cast<int>(has(cols[x], j))) return false;
+        B[p] = has(cols[x], j);
       }
       for (unsigned p = 0; p < B.size(); ++p)  // (U)
         for (int l = 0; l < n; ++l)
@@ -169,19 +169,19 @@ bool stays_in_g1(const SynthesisHierarchy& h, const std::vector<Instruction>& in
       for (int j = 0; j < k; ++j) {
         auto cj = cphi;
         for (int l = 0; l < n; ++l) cj[l] = h.coords[j][l] == cx[l] ? cphi[l] : 1 - cphi[l];
-        if (cols[x][j] != cols[phi][device_of(cj)]) return false;
+        if (has(cols[x], j) != has(cols[phi], device_of(cj))) return false;
       }
       for (int l = 0; l < n; ++l) {  // (P) and (M)
         if (cx[l] == 0) continue;
         auto cy = cx;
         cy[l] = 0;
         const int y = device_of(cy);
-        if (rows[y].empty()) return false;
+        if (rows[y] == 0) return false;
         for (int j = 0; j < k; ++j) {
-          if (!cols[x][j]) continue;
+          if (!has(cols[x], j)) continue;
           auto cj = h.coords[j];
           cj[l] = cj[l] == cx[l] ? 0 : 1;
-          if (!cols[y][device_of(cj)]) return false;
+          if (!has(cols[y], device_of(cj))) return false;
         }
       }
     }
@@ -233,7 +233,7 @@ ShapeBasis shape_theorem_basis(const Shape& s, const SynthResult& r, const Progr
   const bool default_setting = mc == MasterCollectives::AllReduceOnly;
   const bool as_default = default_setting || master_allreduce_only;
   // docs/shape.md §3.3: with `all`, a program whose every state on the smallest instance stays in G'_1
-  // is a program of every instance (Lemmas 3' and 2(b)'), at any depth; replayed up to 64 devices.
+  // is a program of every instance (Lemmas 3' and 2(b)'), at any depth; replayed up to kMaxG1ReplayDevices devices.
   const bool stays_g1 = !as_default && master_step && r.hierarchy.num_local() <= kMaxG1ReplayDevices &&
                         stays_in_g1(r.hierarchy, r.instructions, prog);
   b.valid_everywhere_proved = !master_step || (as_default && depth <= kMaxProvedMasterDepth) || stays_g1;

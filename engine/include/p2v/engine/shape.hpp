@@ -89,7 +89,9 @@ SynthResult synthesize_shape(const Shape& s, const SynthOptions& opt);
 // is also proved valid on every instance when every state it passes through on the smallest instance
 // lies in G' with Lemma 1's rows (docs/shape.md §3.3, Lemmas 3' and 2(b)'); shape_theorem_basis replays
 // it there when the smallest instance has at most kMaxG1ReplayDevices devices.
-inline constexpr int kMaxG1ReplayDevices = 64;
+// (32: depth <= 5; the replay costs about 0.25 ms per program there, 1.4 ms at 64 devices, measured on
+// the size-4 programs of depth 5 and 6 shapes.)
+inline constexpr int kMaxG1ReplayDevices = 32;
 inline constexpr int kMaxProvedMasterDepth = 5;
 inline constexpr int kMaxProvedCompleteDepth = 5;
 struct ShapeBasis {
