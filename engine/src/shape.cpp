@@ -4,9 +4,12 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <numeric>
 
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/state.hpp"
 
 namespace p2v::engine {
 
@@ -102,6 +105,118 @@ SynthResult synthesize_shape(const Shape& s, const SynthOptions& opt) {
   return synthesize(h, {all}, opt);
 }
 
+namespace {
+
+// docs/shape.md §3.3, "Programs that stay in G'_1": true iff every state of `prog` on hierarchy h (the
+// shape's smallest instance) is row-uniform, has the agreement form (S), (U), (P), (M), (C) of §3.2 and
+// holds Lemma 1's rows F(x_D) for the level set D tracked along the program (D := D u V after a
+// ReduceScatter over V, D \ V after an AllGather), no Broadcast gives rows to an empty member that is
+// non-zero on a level of D n V, and the program reaches the goal.
+static_assert(kMaxG1ReplayDevices <= 64, "stays_in_g1 keeps rows and column sets in 64-bit masks");
+bool stays_in_g1(const SynthesisHierarchy& h, const std::vector<Instruction>& ins, const Program& prog) {
+  const int k = h.num_local(), n = h.num_levels();
+  auto device_of = [&](const std::vector<int>& c) {
+    int d = 0;
+    for (int l = 0; l < n; ++l) d = d * h.cards[l] + c[l];
+    return d;
+  };
+  auto cap = [&](std::vector<int> c) {  // the class representative: coordinates capped at 1
+    for (auto& v : c) v = std::min(v, 1);
+    return c;
+  };
+  // Row-uniform, agreement form, and rows F(x_D) of size k / 2^|D|, equal iff agreeing on D, else
+  // disjoint. Rows and column sets as masks (k <= kMaxG1ReplayDevices <= 64).
+  auto in_g1 = [&](const StateSet& st, unsigned D) {
+    std::vector<std::uint64_t> rows(k, 0), cols(k, 0);
+    for (int x = 0; x < k; ++x) {
+      const auto rs = st.rows(x);
+      if (rs.empty()) continue;
+      for (int r : rs) rows[x] |= std::uint64_t{1} << r;
+      for (int j : st.columns(x, rs[0])) cols[x] |= std::uint64_t{1} << j;
+      for (int r : rs)
+        for (int j = 0; j < k; ++j)
+          if (st.get(x, r, j) != (((cols[x] >> j) & 1) != 0)) return false;  // not row-uniform
+    }
+    auto has = [](std::uint64_t m, int j) { return ((m >> j) & 1) != 0; };
+    long size = k;
+    for (int l = 0; l < n; ++l)
+      if ((D >> l) & 1) size /= h.cards[l];
+    for (int x = 0; x < k; ++x) {
+      const auto& cx = h.coords[x];
+      const int phi = device_of(cap(cx));
+      if ((rows[x] == 0) != (rows[phi] == 0)) return false;  // (C), presence
+      if (rows[x] == 0) continue;
+      if (std::popcount(rows[x]) != size) return false;
+      for (int y = 0; y < k; ++y) {
+        if (rows[y] == 0) continue;
+        bool agree = true;
+        for (int l = 0; l < n; ++l) agree = agree && (!((D >> l) & 1) || h.coords[y][l] == cx[l]);
+        if (agree ? rows[x] != rows[y] : (rows[x] & rows[y]) != 0) return false;  // Lemma 1's rows
+      }
+      // (S): membership of column j depends only on agree(x, j); B[p] is that value for pattern p.
+      std::vector<int> B(std::size_t{1} << n, -1);
+      for (int j = 0; j < k; ++j) {
+        unsigned p = 0;
+        for (int l = 0; l < n; ++l) p |= static_cast<unsigned>(h.coords[j][l] == cx[l]) << l;
+        if (B[p] >= 0 && B[p] != static_cast<int>(has(cols[x], j))) return false;
+        B[p] = has(cols[x], j);
+      }
+      for (unsigned p = 0; p < B.size(); ++p)  // (U)
+        for (int l = 0; l < n; ++l)
+          if (B[p] == 1 && !((p >> l) & 1) && B[p | (1u << l)] == 0) return false;
+      // (C): phi(x) has the same column set up to agreement.
+      const auto cphi = cap(cx);
+      for (int j = 0; j < k; ++j) {
+        auto cj = cphi;
+        for (int l = 0; l < n; ++l) cj[l] = h.coords[j][l] == cx[l] ? cphi[l] : 1 - cphi[l];
+        if (has(cols[x], j) != has(cols[phi], device_of(cj))) return false;
+      }
+      for (int l = 0; l < n; ++l) {  // (P) and (M)
+        if (cx[l] == 0) continue;
+        auto cy = cx;
+        cy[l] = 0;
+        const int y = device_of(cy);
+        if (rows[y] == 0) return false;
+        for (int j = 0; j < k; ++j) {
+          if (!has(cols[x], j)) continue;
+          auto cj = h.coords[j];
+          cj[l] = cj[l] == cx[l] ? 0 : 1;
+          if (!has(cols[y], device_of(cj))) return false;
+        }
+      }
+    }
+    return true;
+  };
+  StateSet st = StateSet::initial(k);
+  unsigned D = 0;
+  if (!in_g1(st, D)) return false;
+  for (int i : prog) {
+    const auto& in = ins[i];
+    unsigned V = 0;  // the levels the groups vary
+    for (const auto& g : in.grouping.groups)
+      for (int x : g)
+        for (int l = 0; l < n; ++l)
+          if (h.coords[x][l] != h.coords[g[0]][l]) V |= 1u << l;
+    if (in.collective == Collective::Broadcast)
+      for (const auto& g : in.grouping.groups)
+        for (int x : g)
+          if (st.rows(x).empty())
+            for (int l = 0; l < n; ++l)
+              if (((D & V) >> l & 1) && h.coords[x][l] != 0) return false;
+    StateSet next;
+    if (!st.apply(in.collective, in.grouping.groups, next)) return false;
+    st = std::move(next);
+    if (in.collective == Collective::ReduceScatter) D |= V;
+    if (in.collective == Collective::AllGather) D &= ~V;
+    if (!in_g1(st, D)) return false;
+  }
+  Groups all(1);
+  for (int x = 0; x < k; ++x) all[0].push_back(x);
+  return st == StateSet::goal(k, all);
+}
+
+}  // namespace
+
 ShapeBasis shape_theorem_basis(const Shape& s, const SynthResult& r, const Program& prog, MasterCollectives mc) {
   int depth = 0;
   for (const auto& l : s.levels) depth += l.card >= 2;
@@ -117,7 +232,11 @@ ShapeBasis shape_theorem_basis(const Shape& s, const SynthResult& r, const Progr
   ShapeBasis b;
   const bool default_setting = mc == MasterCollectives::AllReduceOnly;
   const bool as_default = default_setting || master_allreduce_only;
-  b.valid_everywhere_proved = !master_step || (as_default && depth <= kMaxProvedMasterDepth);
+  // docs/shape.md §3.3: with `all`, a program whose every state on the smallest instance stays in G'_1
+  // is a program of every instance (Lemmas 3' and 2(b)'), at any depth; replayed up to kMaxG1ReplayDevices devices.
+  const bool stays_g1 = !as_default && master_step && r.hierarchy.num_local() <= kMaxG1ReplayDevices &&
+                        stays_in_g1(r.hierarchy, r.instructions, prog);
+  b.valid_everywhere_proved = !master_step || (as_default && depth <= kMaxProvedMasterDepth) || stays_g1;
   b.complete_proved = !master_grouping || (default_setting && depth <= kMaxProvedCompleteDepth);
   // One claim's basis: proved without Master steps/groupings; else proved in the default setting (or,
   // for one program, with only Master AllReduce steps) up to a depth by section 3.2's `proof`; else
@@ -138,10 +257,13 @@ ShapeBasis shape_theorem_basis(const Shape& s, const SynthResult& r, const Progr
     return fmt::format("{}: {} ({})", claim, unproved,
                        by_default ? fmt::format("depth {} > {}", depth, max_depth) : "--master-collectives all");
   };
-  const std::string valid = basis("valid on every instance of the shape", master_step, b.valid_everywhere_proved,
-                                  "Theorem 1(b) without Master steps, section 3",
-                                  "programs of the smallest instance are programs of every instance",
-                                  "checked, not proved, section 3.2", kMaxProvedMasterDepth, as_default);
+  const std::string valid =
+      stays_g1 ? "valid on every instance of the shape: proved (section 3.3, Lemmas 3' and 2(b)': every state of "
+                 "this program on the smallest instance is in G' with Lemma 1's rows)"
+               : basis("valid on every instance of the shape", master_step, b.valid_everywhere_proved,
+                       "Theorem 1(b) without Master steps, section 3",
+                       "programs of the smallest instance are programs of every instance",
+                       "checked, not proved, section 3.2", kMaxProvedMasterDepth, as_default);
   const std::string complete = basis(
       "no other program on any instance", master_grouping, b.complete_proved, "no Master grouping, section 3",
       "Lemma 2(a) on every instance of depth <= " + std::to_string(kMaxProvedCompleteDepth),

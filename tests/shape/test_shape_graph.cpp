@@ -233,6 +233,8 @@ Graph explore(const std::vector<int>& cards, MasterCollectives mc) {
 struct Product {
   std::size_t pairs = 0;
   int live_divergences = 0, dead_divergences = 0, divergences_from_g = 0;
+  int divergences_from_live = 0;  // divergences from a pair whose state on either instance is live
+  std::vector<std::pair<int, int>> divergence_sources;  // the pairs (state of a, state of b) they start from
   int goal_mismatches = 0, liveness_mismatches = 0, g_mismatches = 0, gp_mismatches = 0;
   int gp_pairs = 0, gp_not_restricting = 0;  // pairs in G' whose c-state does not restrict to the 2-state
   // Lemma 2(b)/3(ii) on every step from a pair whose c-state is in G': successors' row-uniformity and
@@ -273,6 +275,8 @@ Product product(const Graph& a, const Graph& b) {
         const bool live = nx >= 0 ? a.live[nx] : b.live[ny];
         ++(live ? p.live_divergences : p.dead_divergences);
         p.divergences_from_g += a.g[x] || b.g[y];
+        p.divergences_from_live += a.live[x] || b.live[y];
+        p.divergence_sources.emplace_back(x, y);
         if (p.first_divergence.empty()) {
           p.first_divergence = path(q, t);
           p.first_valid_on_a = nx >= 0;
@@ -330,6 +334,9 @@ TEST_CASE("any length: the smallest instance and c have the same goal-reaching s
     const Product p = product(a, b);
     INFO("c = ", fmt::format("{}", cs.c), ", master ", setting(cs.mc), ", first divergence: ", p.first_divergence);
     CHECK(p.live_divergences == 0);
+    // Stronger: every divergence (a step valid on one instance only) starts from a pair of states that
+    // are dead on both instances, so the live parts of the two graphs correspond step for step.
+    CHECK(p.divergences_from_live == 0);
     CHECK(p.goal_mismatches == 0);
     CHECK(p.liveness_mismatches == 0);
     CHECK(p.g_mismatches == 0);
@@ -745,6 +752,7 @@ TEST_CASE("Master setting all: no live divergence; the minimal dead divergence")
     const Product p = product(graph(small, MasterCollectives::All), graph(c, MasterCollectives::All));
     INFO("c = ", fmt::format("{}", c), ", first divergence: ", p.first_divergence);
     CHECK(p.live_divergences == 0);
+    CHECK(p.divergences_from_live == 0);  // the sixth step starts from a state dead on both instances
     CHECK(p.goal_mismatches == 0);
     CHECK(p.liveness_mismatches == 0);
     CHECK((p.dead_divergences > 0) == !first.empty());
@@ -809,10 +817,41 @@ TEST_CASE("shape_theorem_basis: which programs' validity on every instance is pr
   CHECK_FALSE(basis(6, ALL, true, true).valid_everywhere_proved);
   CHECK(basis(3, ALL, true, true).text.find("its Master steps are all AllReduce") != std::string::npos);
   CHECK(basis(6, ALL, true, true).text.find("depth 6 > 5") != std::string::npos);
-  CHECK_FALSE(basis(2, ALL, true, false).valid_everywhere_proved);
-  CHECK_FALSE(basis(3, ALL, true, false).valid_everywhere_proved);
-  CHECK(basis(3, ALL, true, false).text.find("valid on every instance of the shape: checked, not proved") !=
+  // With a Master ReduceScatter, AllGather, Reduce or Broadcast: proved iff every state of the program on
+  // the smallest instance is in G' with Lemma 1's rows (docs/shape.md §3.3, Lemmas 3' and 2(b)').
+  auto named = [&](int depth, const std::string& notation) {
+    const Shape s = shape_of(depth);
+    SynthOptions o;
+    o.master = ALL;
+    o.max_size = 5;
+    const SynthResult r = synthesize_shape(s, o);
+    for (const auto& p : r.programs) {
+      std::vector<std::string> v;
+      for (int i : p) v.push_back(instruction_name(r.hierarchy, r.instructions[i]));
+      if (fmt::format("{}", fmt::join(v, " ; ")) == notation) return shape_theorem_basis(s, r, p, ALL);
+    }
+    FAIL("no program ", notation);
+    return ShapeBasis{};
+  };
+  // The example of docs/model.md §5: stays in G'_1 (Reduce empties the devices its Master step leaves out).
+  const ShapeBasis stays = named(
+      2,
+      "Reduce@(l0,Inside) ; ReduceScatter@(l0,Master(root)) ; Broadcast@(l0,Inside) ; AllGather@(l0,Parallel(root))");
+  CHECK(stays.valid_everywhere_proved);
+  CHECK_FALSE(stays.complete_proved);
+  CHECK(stays.text.find("valid on every instance of the shape: proved (section 3.3, Lemmas 3' and 2(b)'") !=
         std::string::npos);
+  // Leaves G'_1: after the Master ReduceScatter the devices outside the Master group hold all rows, the
+  // members blocks (no single level set D).
+  const ShapeBasis leaves = named(2,
+                                  "AllReduce@(l0,Inside) ; ReduceScatter@(l0,Master(root)) ; "
+                                  "AllGather@(l0,Master(root)) ; Broadcast@(l0,Inside)");
+  CHECK_FALSE(leaves.valid_everywhere_proved);
+  CHECK(leaves.text.find("valid on every instance of the shape: checked, not proved") != std::string::npos);
+  CHECK_FALSE(named(3,
+                    "AllReduce@(l0,Inside) ; ReduceScatter@(l0,Master(root)) ; AllGather@(l0,Master(root)) ; "
+                    "Broadcast@(l0,Inside)")
+                  .valid_everywhere_proved);
   CHECK(basis(1, AR, false).complete_proved);  // depth 1: no Master grouping at all
   // Depth <= 5, default setting: Lemma 2(a) is proved on every instance (docs/shape.md §3.2, Lemmas 4-6).
   CHECK(basis(2, AR, true).complete_proved);
@@ -827,6 +866,14 @@ TEST_CASE("shape_theorem_basis: which programs' validity on every instance is pr
   CHECK_FALSE(basis(6, AR, false).complete_proved);  // the hierarchy has Master groupings
   CHECK(basis(6, AR, true).text.find("depth 6 > 5") != std::string::npos);
   CHECK(basis(3, ALL, true)
+            .text.find("no other program on any instance: checked, not proved, section 3.3 "
+                       "(--master-collectives all)") != std::string::npos);
+  // Depth 2 under `all` is checked, not proved (docs/shape.md §3.3, "Depth 2 with `all`"): both claims
+  // say so for a program with a Master ReduceScatter, AllGather, Reduce or Broadcast.
+  CHECK_FALSE(basis(2, ALL, true, false).complete_proved);
+  CHECK(leaves.text.find("valid on every instance of the shape: checked, not proved, section 3.2 "
+                         "(--master-collectives all)") != std::string::npos);
+  CHECK(basis(2, ALL, true, false)
             .text.find("no other program on any instance: checked, not proved, section 3.3 "
                        "(--master-collectives all)") != std::string::npos);
   CHECK_FALSE(basis(3, ALL, true, false).complete_proved);
@@ -1834,4 +1881,283 @@ TEST_CASE("Lemma 1' sweep over cardinalities (--master-collectives all)" * docte
     CHECK_MESSAGE(f.mixed + f.cross == 0, fmt::format("{}", c));
   }
   MESSAGE(all.size(), " instances, ", states, " states");
+}
+
+// docs/shape.md "--master-collectives all": the search for a live divergence beyond the sweeps above,
+// on request. Each instance against its shape's smallest instance (product of the complete state
+// graphs): no live divergence, goal and liveness agree on every pair, every divergence starts from a
+// pair of dead states, Lemma 1' (R1-R3) holds on every reachable state and facts (A), (B) on every
+// valid non-Master AllGather. `extended_search` returns the number of states and of dead divergences.
+static std::pair<std::size_t, int> extended_search(const std::vector<std::vector<int>>& instances) {
+  std::size_t states = 0;
+  int dead = 0;
+  for (const auto& c : instances) {
+    auto small = c;
+    for (auto& v : small) v = std::min(v, 2);
+    auto cards = c;
+    cards.insert(cards.begin(), 1);
+    const Graph b = explore(cards, MasterCollectives::All);
+    const Product p = product(graph(small, MasterCollectives::All), b);
+    INFO("c = ", fmt::format("{}", c), ", first divergence: ", p.first_divergence);
+    CHECK(p.live_divergences == 0);
+    CHECK(p.divergences_from_live == 0);
+    CHECK(p.goal_mismatches == 0);
+    CHECK(p.liveness_mismatches == 0);
+    CHECK(p.pairs >= static_cast<std::size_t>(std::count(b.live.begin(), b.live.end(), 1)));
+    int bad = 0;
+    for (const auto& s : b.states) bad += !lemma1_prime(b.h, s).ok();
+    CHECK(bad == 0);
+    const AllGatherFacts f = allgather_facts(b);
+    CHECK(f.mixed + f.cross == 0);
+    states += b.states.size();
+    dead += p.dead_divergences;
+    MESSAGE(fmt::format("[{}]: {} states, {} pairs, {} dead divergences", fmt::join(c, " "), b.states.size(), p.pairs,
+                        p.dead_divergences));
+  }
+  return {states, dead};
+}
+
+// Depth 3, every vector over 2..6 with an entry >= 5 and at most 60 devices (those over 2..4 are in the
+// sweeps above), with and without a trivial leaf: 102 instances, e.g. [2 3 6 1], whose level products
+// 2 * 3 = 6 coincide on c and not on the smallest instance (80 s, 0.3 GB):
+// test_shape_graph -tc="*extended: depth 3*" --no-skip.
+TEST_CASE("Live divergence search (all), extended: depth 3, cardinalities up to 6" * doctest::skip()) {
+  std::vector<std::vector<int>> inst;
+  for (int a = 2; a <= 6; ++a)
+    for (int b = 2; b <= 6; ++b)
+      for (int c = 2; c <= 6; ++c)
+        if (std::max({a, b, c}) >= 5 && a * b * c <= 60) {
+          inst.push_back({a, b, c});
+          inst.push_back({a, b, c, 1});
+        }
+  CHECK(inst.size() == 102);
+  const auto [states, dead] = extended_search(inst);
+  MESSAGE(inst.size(), " instances, ", states, " states, ", dead, " dead divergences");
+}
+
+// Depth 4 with a level of cardinality 4 or 5 (the {2,3} sweep above cannot have level products that
+// coincide on c and differ on the smallest instance, as 4 = 2 * 2 does): [4 2 2 2], [5 2 2 2] and
+// [4 3 2 2] in several orders, and with a trivial leaf [4 2 2 2 1] in every order (16 instances,
+// 1,326,943 states; 5 min, 4.7 GB peak): test_shape_graph -tc="*extended: depth 4*" --no-skip.
+TEST_CASE("Live divergence search (all), extended: depth 4, a cardinality 4 or 5" * doctest::skip()) {
+  const std::vector<std::vector<int>> inst = {{4, 2, 2, 2},    {2, 4, 2, 2},    {2, 2, 4, 2},    {2, 2, 2, 4},
+                                              {5, 2, 2, 2},    {2, 5, 2, 2},    {2, 2, 5, 2},    {2, 2, 2, 5},
+                                              {3, 4, 2, 2},    {4, 3, 2, 2},    {2, 2, 3, 4},    {2, 2, 4, 3},
+                                              {4, 2, 2, 2, 1}, {2, 4, 2, 2, 1}, {2, 2, 4, 2, 1}, {2, 2, 2, 4, 1}};
+  const auto [states, dead] = extended_search(inst);
+  MESSAGE(inst.size(), " instances, ", states, " states, ", dead, " dead divergences");
+}
+
+// docs/shape.md §3.3, "Depth 2 with `all`": what a proof along §3.2's route would have to treat by
+// hand. G'_1 = the states in G' whose rows follow Lemma 1 (one level set D). Counted on the smallest
+// instances of depth 2: the states outside G'_1, the exits (steps from a state reached inside G'_1 to
+// one outside), and the live states outside G'_1 (on [2 2]: the continuations of AllReduce over l2 by a
+// Master ReduceScatter or Reduce over l1, and the Master AllGathers that complete two splits).
+TEST_CASE("--master-collectives all at depth 2: the states outside G' with Lemma 1's rows") {
+  struct Case {
+    std::vector<int> c;
+    int states, outside, live_outside, exits, live_exits;
+  };
+  for (const auto& cs : std::vector<Case>{{{2, 2}, 40, 14, 4, 15, 4}, {{2, 2, 1}, 104, 66, 20, 46, 14}}) {
+    const Graph& G = graph(cs.c, MasterCollectives::All);
+    const std::size_t n = G.states.size();
+    std::vector<char> in(n), via(n, 0);
+    for (std::size_t i = 0; i < n; ++i) in[i] = G.gp[i] && lemma1_single(G.h, G.states[i]);
+    via[0] = 1;  // reached by a path inside G'_1
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (std::size_t i = 0; i < n; ++i)
+        if (via[i] && in[i])
+          for (int j : G.succ[i])
+            if (j >= 0 && !via[j]) via[j] = changed = true;
+    }
+    int outside = 0, live_outside = 0, exits = 0, live_exits = 0;
+    std::set<int> targets;
+    for (std::size_t i = 0; i < n; ++i) {
+      outside += !in[i];
+      live_outside += !in[i] && G.live[i];
+      if (!via[i] || !in[i]) continue;
+      for (int j : G.succ[i])
+        if (j >= 0 && !in[j]) {
+          ++exits;
+          live_exits += G.live[j];
+          targets.insert(j);
+        }
+    }
+    INFO("c = ", fmt::format("{}", cs.c));
+    CHECK(G.states.size() == static_cast<std::size_t>(cs.states));
+    CHECK(in[0]);
+    CHECK(in[G.goal]);
+    CHECK(outside == cs.outside);
+    CHECK(live_outside == cs.live_outside);
+    CHECK(exits == cs.exits);
+    CHECK(live_exits == cs.live_exits);
+    if (cs.c.size() == 2) CHECK(targets.size() == static_cast<std::size_t>(outside));  // every one is an exit target
+  }
+}
+
+// docs/shape.md §3.3, Lemma 3' (proved): from a state of c in G'_1 (G' with Lemma 1's rows, one level
+// set D) whose restriction is its partner on the smallest instance (presence, column sets, and the same
+// D), every instruction of --master-collectives all is valid on c iff it is on the smallest instance.
+// So no divergence starts from such a pair; checked here on the instances with divergences. Observed,
+// stronger (checked, not proved): none starts from a state in G' on either instance.
+TEST_CASE("Lemma 3' (--master-collectives all): no divergence starts from G' with Lemma 1's rows") {
+  for (const std::vector<int>& c : std::vector<std::vector<int>>{{3, 2, 2, 1}, {2, 2, 3, 1}, {3, 2, 2, 2}}) {
+    auto small = c;
+    for (auto& v : small) v = std::min(v, 2);
+    const Graph& a = graph(small, MasterCollectives::All);
+    const Graph& b = graph(c, MasterCollectives::All);
+    const Product p = product(a, b);
+    INFO("c = ", fmt::format("{}", c));
+    CHECK(p.dead_divergences > 0);
+    CHECK(p.divergence_sources.size() == static_cast<std::size_t>(p.dead_divergences));
+    int from_g1 = 0, from_gp = 0;
+    for (const auto& [x, y] : p.divergence_sources) {
+      const bool g1 = b.gp[y] && lemma1_single(b.h, b.states[y]) && lemma1_single(a.h, a.states[x]) &&
+                      restricts_to(b.h, b.states[y], a.h, a.states[x]);
+      from_g1 += g1;
+      from_gp += a.gp[x] || b.gp[y];
+    }
+    CHECK(from_g1 == 0);
+    CHECK(from_gp == 0);
+  }
+}
+
+// docs/shape.md §3.3, Lemma 2(b)' (the rows of a successor from G'_1): its one finite premise. On the
+// smallest instance, from a reachable state in G'_1 (G' with Lemma 1's rows), no valid Broadcast
+// gives rows to an empty member that is non-zero on a level of D ∩ V (V: the levels its groups vary),
+// for any level set D that describes the state's rows (on the smallest instance several may).
+// `lemma1_sets`: the level sets D (of levels of cardinality >= 2) with which every present device
+// holds F(x_D): rows of size k / prod_D c_l, equal iff the holders agree on D, disjoint otherwise.
+static std::vector<unsigned> lemma1_sets(const SynthesisHierarchy& h, const StateSet& s) {
+  const int n = h.num_levels(), k = s.k();
+  const auto R = row_masks(s);
+  std::vector<unsigned> out;
+  for (unsigned D = 0; D < (1u << n); ++D) {
+    long prod = 1;
+    bool wide = true;
+    for (int l = 0; l < n; ++l)
+      if ((D >> l) & 1) prod *= h.cards[l], wide = wide && h.cards[l] >= 2;
+    if (!wide || k % prod != 0) continue;
+    bool ok = true;
+    for (int x = 0; x < k && ok; ++x) {
+      if (R[x].none()) continue;
+      ok = popcount(R[x]) == k / prod;
+      for (int y = 0; y < k && ok; ++y) {
+        if (R[y].none()) continue;
+        bool agree = true;
+        for (int l = 0; l < n; ++l)
+          if (((D >> l) & 1) && h.coords[x][l] != h.coords[y][l]) agree = false;
+        ok = agree ? R[x] == R[y] : !meets(R[x], R[y]);
+      }
+    }
+    if (ok) out.push_back(D);
+  }
+  return out;
+}
+struct BroadcastPremise {
+  int g1_states = 0, broadcasts = 0, violations = 0;
+};
+static BroadcastPremise broadcast_premise(const Graph& G) {
+  const int n = G.h.num_levels();
+  BroadcastPremise b;
+  for (std::size_t i = 0; i < G.states.size(); ++i) {
+    if (!G.gp[i]) continue;
+    const auto Ds = lemma1_sets(G.h, G.states[i]);
+    if (Ds.empty()) continue;
+    ++b.g1_states;
+    for (std::size_t t = 0; t < G.ins.size(); ++t) {
+      if (G.succ[i][t] < 0 || G.ins[t].collective != Collective::Broadcast) continue;
+      ++b.broadcasts;
+      for (const auto& grp : G.ins[t].grouping.groups) {
+        unsigned V = 0;
+        for (int x : grp)
+          for (int l = 0; l < n; ++l)
+            if (G.h.coords[x][l] != G.h.coords[grp[0]][l]) V |= 1u << l;
+        for (int x : grp) {
+          if (!G.states[i].rows(x).empty()) continue;
+          for (unsigned D : Ds)
+            for (int l = 0; l < n; ++l) b.violations += ((D & V) >> l & 1) && G.h.coords[x][l] != 0;
+        }
+      }
+    }
+  }
+  return b;
+}
+TEST_CASE("Lemma 2(b)' (--master-collectives all): no Broadcast from G'_1 refills across D") {
+  for (const std::vector<int>& c :
+       std::vector<std::vector<int>>{{2}, {2, 1}, {2, 2}, {2, 2, 1}, {2, 2, 2}, {2, 2, 2, 1}, {2, 2, 2, 2}}) {
+    const BroadcastPremise b = broadcast_premise(graph(c, MasterCollectives::All));
+    INFO("c = ", fmt::format("{}", c), ": ", b.g1_states, " states in G'_1, ", b.broadcasts, " valid Broadcasts");
+    CHECK(b.g1_states > 0);
+    CHECK(b.broadcasts > 0);
+    CHECK(b.violations == 0);
+  }
+}
+
+// docs/shape.md §3.3, "Programs that stay in G'_1": every program of a shape under --master-collectives
+// all that shape_theorem_basis proves valid on every instance by Lemmas 3' and 2(b)' is replayed on
+// instances with other cardinalities (depth 2 and 3, with and without a trivial leaf) and must reach the
+// goal there (the check is one-sided: proved => valid on the instances replayed; the others are
+// "checked" by the product tests).
+TEST_CASE("--master-collectives all: programs proved through G'_1 are valid on other instances") {
+  struct Case {
+    std::vector<int> cards;                   // a shape's levels (no root), as cardinalities of the smallest instance
+    std::vector<std::vector<int>> instances;  // other instances of the shape, root first
+  };
+  const std::vector<Case> cases = {{{2, 2}, {{1, 3, 4}, {1, 5, 2}}},
+                                   {{2, 2, 1}, {{1, 4, 3, 1}, {1, 2, 5, 1}}},
+                                   {{2, 2, 2}, {{1, 3, 2, 4}}},
+                                   {{2, 2, 2, 1}, {{1, 2, 3, 4, 1}}}};
+  for (const auto& cs : cases) {
+    std::vector<std::string> names;
+    for (std::size_t j = 0; j < cs.cards.size(); ++j) names.push_back(fmt::format("l{}", j + 1));
+    const Shape s = make_shape(cs.cards, names, ParallelismMatrix{cs.cards}, {0}, HierarchyKind::ReductionAxes);
+    SynthOptions o;
+    o.master = MasterCollectives::All;
+    o.max_size = 5;
+    const SynthResult r = synthesize_shape(s, o);
+    int proved = 0, unproved = 0;
+    for (const auto& p : r.programs) {
+      const ShapeBasis b = shape_theorem_basis(s, r, p, MasterCollectives::All);
+      const bool other_master = std::any_of(p.begin(), p.end(), [&](int i) {
+        return r.instructions[i].grouping.form == FormKind::Master &&
+               r.instructions[i].collective != Collective::AllReduce;
+      });
+      if (!other_master) continue;
+      if (!b.valid_everywhere_proved) {
+        ++unproved;
+        continue;
+      }
+      ++proved;
+      CHECK(b.text.find("Lemmas 3' and 2(b)'") != std::string::npos);
+      for (const auto& cards : cs.instances) {
+        const auto h = make_plain_hierarchy(cards);
+        const auto ins = instructions(h, MasterCollectives::All);
+        std::map<std::string, const Instruction*> by_name;
+        for (const auto& in : ins) by_name[instruction_name(h, in)] = &in;
+        StateSet st = StateSet::initial(h.num_local());
+        bool valid = true;
+        for (int i : p) {
+          auto name = instruction_name(r.hierarchy, r.instructions[i]);  // the shape's root is l0 there
+          for (auto at = name.find("root"); at != std::string::npos; at = name.find("root")) name.replace(at, 4, "l0");
+          const auto it = by_name.find(name);
+          REQUIRE(it != by_name.end());
+          StateSet next;
+          valid = valid && st.apply(it->second->collective, it->second->grouping.groups, next);
+          if (valid) st = std::move(next);
+        }
+        Groups all(1);
+        for (int x = 0; x < h.num_local(); ++x) all[0].push_back(x);
+        CHECK_MESSAGE((valid && st == StateSet::goal(h.num_local(), all)), fmt::format("{} on {}", p, cards));
+      }
+    }
+    INFO("shape ", fmt::format("{}", cs.cards));
+    CHECK(proved > 0);
+    CHECK(unproved > 0);
+    MESSAGE(
+        fmt::format("[{}]: {} programs with a Master ReduceScatter/AllGather/Reduce/Broadcast proved through "
+                    "G'_1, {} not",
+                    fmt::join(cs.cards, " "), proved, unproved));
+  }
 }

@@ -78,12 +78,20 @@ SynthResult synthesize_shape(const Shape& s, const SynthOptions& opt);
 // §3.2). `valid_everywhere_proved`: its validity on every instance of the shape is proved (no
 // Master step; or the default Master setting, or --master-collectives all and a program whose Master
 // steps are all AllReduce (docs/shape.md §3.3), and at most kMaxProvedMasterDepth levels of
-// cardinality >= 2, where Lemma 2(a) is checked exhaustively on the smallest instance), otherwise
-// only checked. `complete_proved`: "no other program" transfers from the smallest instance by a
-// proof (the hierarchy has no Master grouping; or the default Master setting and at most
-// kMaxProvedCompleteDepth levels of cardinality >= 2, where Lemma 2(a) is proved on every instance by
+// cardinality >= 2, where Lemma 2(a) is checked exhaustively on the smallest instance; or
+// --master-collectives all and every state of the program on the smallest instance in G' with Lemma
+// 1's rows, docs/shape.md §3.3's Proposition, any depth), otherwise only checked. `complete_proved`: "no other program"
+// transfers from the smallest instance by a proof (the hierarchy has no Master grouping; or the default Master setting
+// and at most kMaxProvedCompleteDepth levels of cardinality >= 2, where Lemma 2(a) is proved on every instance by
 // Lemmas 4-6 and the exhaustive list of the smallest instance's exits, depth 5's on request),
 // otherwise by Lemma 2(a), checked. `text` says so.
+// With --master-collectives all, a program with a Master ReduceScatter, AllGather, Reduce or Broadcast
+// is also proved valid on every instance when every state it passes through on the smallest instance
+// lies in G' with Lemma 1's rows (docs/shape.md §3.3, Lemmas 3' and 2(b)'); shape_theorem_basis replays
+// it there when the smallest instance has at most kMaxG1ReplayDevices devices.
+// (32: depth <= 5; the replay costs about 0.25 ms per program there, 1.4 ms at 64 devices, measured on
+// the size-4 programs of depth 5 and 6 shapes.)
+inline constexpr int kMaxG1ReplayDevices = 32;
 inline constexpr int kMaxProvedMasterDepth = 5;
 inline constexpr int kMaxProvedCompleteDepth = 5;
 struct ShapeBasis {
