@@ -68,43 +68,55 @@ std::string matrix_tag(const engine::ParallelismMatrix& x) {
 
 }  // namespace
 
+namespace {
+
+// The text of one device's state from its held rows in ascending order, each with its columns
+// (empty: the row is not held): rows with equal column sets grouped, ordered by first row.
+class RowsText {
+ public:
+  void add(int row, std::vector<int> cols) {
+    if (cols.empty()) return;
+    auto [it, fresh] = by_cols_.emplace(std::move(cols), std::vector<int>{});
+    if (fresh) order_.push_back(&it->first);
+    it->second.push_back(row);
+  }
+  std::string str() const {
+    std::string out;
+    for (const auto* cols : order_) {
+      if (!out.empty()) out += ';';
+      out += ranges(by_cols_.at(*cols)) + ":" + ranges(*cols);
+    }
+    return out;
+  }
+
+ private:
+  std::map<std::vector<int>, std::vector<int>> by_cols_;  // cols -> rows
+  std::vector<const std::vector<int>*> order_;            // keys of by_cols_ by first row
+};
+
+// The error of a replay whose step `in` is invalid.
+Error invalid_step(const engine::SynthResult& r, const engine::Instruction& in, const std::string& why) {
+  return Error("replay: step " + engine::instruction_name(r.hierarchy, in) + " is invalid: " + why);
+}
+
+}  // namespace
+
 std::string state_text(const LocalState& s, int device) {
   const auto& dev = s.at(static_cast<std::size_t>(device));
-  std::map<std::vector<int>, std::vector<int>> by_cols;  // cols -> rows
-  std::vector<std::vector<int>> order;
+  RowsText t;
   for (std::size_t r = 0; r < dev.size(); ++r) {
     std::vector<int> cols;
     for (std::size_t j = 0; j < dev[r].size(); ++j)
       if (dev[r][j]) cols.push_back(static_cast<int>(j));
-    if (cols.empty()) continue;
-    auto [it, fresh] = by_cols.emplace(cols, std::vector<int>{});
-    if (fresh) order.push_back(cols);
-    it->second.push_back(static_cast<int>(r));
+    t.add(static_cast<int>(r), std::move(cols));
   }
-  std::string out;
-  for (const auto& cols : order) {
-    if (!out.empty()) out += ';';
-    out += ranges(by_cols[cols]) + ":" + ranges(cols);
-  }
-  return out;
+  return t.str();
 }
 
 std::string state_text(const engine::StateSet& s, int device) {
-  std::map<std::vector<int>, std::vector<int>> by_cols;  // cols -> rows
-  std::vector<const std::vector<int>*> order;
-  for (int r : s.rows(device)) {
-    auto cols = s.columns(device, r);
-    if (cols.empty()) continue;
-    auto [it, fresh] = by_cols.emplace(std::move(cols), std::vector<int>{});
-    if (fresh) order.push_back(&it->first);
-    it->second.push_back(r);
-  }
-  std::string out;
-  for (const auto* cols : order) {
-    if (!out.empty()) out += ';';
-    out += ranges(by_cols[*cols]) + ":" + ranges(*cols);
-  }
-  return out;
+  RowsText t;
+  for (int r : s.rows(device)) t.add(r, s.columns(device, r));
+  return t.str();
 }
 
 std::vector<StateTexts> program_state_texts(const engine::SynthResult& r,
@@ -132,8 +144,7 @@ std::vector<StateTexts> program_state_texts(const engine::SynthResult& r,
       const auto& in = r.instructions.at(static_cast<std::size_t>(prog[t]));
       engine::StateSet next(k);
       std::string why;
-      if (!states.back().apply(in.collective, in.grouping.groups, next, &why))
-        throw Error("replay: step " + engine::instruction_name(r.hierarchy, in) + " is invalid: " + why);
+      if (!states.back().apply(in.collective, in.grouping.groups, next, &why)) throw invalid_step(r, in, why);
       prev.push_back(texts(next));
       states.push_back(std::move(next));
     }
@@ -147,10 +158,7 @@ std::vector<LocalState> replay_states(const engine::SynthResult& r, const engine
   const int k = r.hierarchy.num_local();
   const engine::Trace t = engine::replay(r, prog);
   if (t.failed_step >= 0)
-    throw Error(
-        "replay: step " +
-        engine::instruction_name(r.hierarchy, r.instructions.at(static_cast<std::size_t>(prog[t.failed_step]))) +
-        " is invalid: " + t.reason);
+    throw invalid_step(r, r.instructions.at(static_cast<std::size_t>(prog[t.failed_step])), t.reason);
   std::vector<LocalState> out;
   for (const auto& s : t.states) {
     LocalState ls(k, std::vector<std::vector<bool>>(k, std::vector<bool>(k, false)));
@@ -311,9 +319,8 @@ std::string certificate_json(const engine::System& sys, const engine::Placement&
 
 namespace {
 
-// build(i) for i = 0..n-1 on the --jobs workers (each certificate is built on its own: the
-// replay of its program and its JSON text; four-level shape, 3,408 certificates: 2.2 s on one
-// thread).
+// build(i) for i = 0..n-1 on the --jobs workers (each certificate is built on its own, from its
+// program's state texts: its facts and its JSON text).
 void build_in_parallel(const CertifyOptions& c, std::size_t n, const std::function<void(std::size_t)>& build) {
   engine::parallel_for(n, engine::worker_count(c.search.jobs), build);
 }
