@@ -9,6 +9,7 @@
 //                 [--solver z3|cvc5|both] [--choice binary|onehot] [--max-size L] [--reps N]
 //                 [--jobs N]   (closure: workers per solver, each with its own solver)
 //                 [--assume]   (closure: the start state as assumptions, no push/pop)
+//                 [--column-sets] (symbolic-closure: every device's columns as k bits, not its summed levels)
 //   --method state-texts: no solver; the certificates' state texts of every program, a replay per
 //   program (as before) against program_state_texts (common prefixes replayed once), same texts.
 // Default: the two-, three- and four-level systems of docs/shape.md, --axes = all devices, reduce 0.
@@ -46,7 +47,8 @@ int main(int argc, char** argv) {
   std::string z3_logic;
   int batch = 0;  // 0: the default per solver
   double timeout_s = 0;
-  bool assume = false;  // closure: the start state as assumptions instead of a push scope
+  bool assume = false;       // closure: the start state as assumptions instead of a push scope
+  bool column_sets = false;  // symbolic-closure: columns as k-bit sets instead of summed levels
   std::vector<std::pair<std::string, std::string>> cvc5_options;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -71,6 +73,8 @@ int main(int argc, char** argv) {
       timeout_s = std::stod(next());
     else if (a == "--assume")
       assume = true;
+    else if (a == "--column-sets")
+      column_sets = true;
     else if (a == "--z3-logic")
       z3_logic = next();
     else if (a == "--cvc5-option")
@@ -131,6 +135,7 @@ int main(int argc, char** argv) {
       o.z3_logic = z3_logic;
       o.closure_batch = batch;
       o.closure_assume = assume;
+      o.closure_column_sets = column_sets;
       o.cvc5_options = cvc5_options;
       o.timeout_ms = static_cast<unsigned>(timeout_s * 1000);
       o.progress = [](const std::string& line) { fmt::print(stderr, "  {}\n", line); };

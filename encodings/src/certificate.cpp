@@ -21,6 +21,10 @@ namespace p2v::encodings {
 
 namespace {
 
+// What the per-level closure over summed levels adds to the form of the states it closes (p2v
+// check expects this text and re-derives the form on the program's states).
+constexpr const char* kSummedLevelsForm =
+    ", each device's columns those of the devices that agree with it outside a set of levels";
 // The found_by query of the per-level closure (p2v check expects this text with "unsat").
 constexpr const char* kSymbolicStepsQuery =
     "a step of the listed programs (this program's among them), from its start state in the per-level encoding, "
@@ -220,7 +224,9 @@ engine::CertificateFacts certificate_facts(const engine::SynthResult& r, const e
       auto f = fact(L, method,
                     "from each of the " + std::to_string(run.closure_states) + " reachable states (depth < " +
                         std::to_string(L) + ", not the goal" +
-                        (sym ? ", with a per-level form: row-uniform, rows fixed to level digits" : "") +
+                        (sym ? std::string(", with a per-level form: row-uniform, rows fixed to level digits") +
+                                   (run.summed_levels ? kSummedLevelsForm : "")
+                             : std::string()) +
                         "), a valid step other than the " + std::to_string(run.closure_edges) +
                         " listed ones with their successors (from states first reached at depth " +
                         std::to_string(L - 1) + ": a valid step to the goal other than the listed ones)",

@@ -600,6 +600,36 @@ bool per_level_form(const State& s, const Hierarchy& h) {
   return true;
 }
 
+// ---- summed levels (encodings/README.md, "summed levels"): in a state of per-level form, every
+// device that holds rows holds the columns of exactly the devices that agree with it outside some
+// set of levels (its summed levels) ----
+}  // namespace
+
+bool summed_levels_form(const std::vector<std::vector<std::vector<bool>>>& s,
+                        const std::vector<std::vector<int>>& coords) {
+  const int k = static_cast<int>(s.size());
+  if (coords.size() != s.size()) throw std::invalid_argument("summed_levels_form: one coordinate vector per device");
+  const int levels = k == 0 ? 0 : static_cast<int>(coords[0].size());
+  for (int d = 0; d < k; ++d) {
+    const auto rows = rows_of(s[d]);
+    if (rows.empty()) continue;
+    const Row& cols = s[d][rows[0]];
+    std::vector<char> summed(levels, 0);  // a level on which some column differs from d
+    for (int c = 0; c < k; ++c)
+      if (cols[c])
+        for (int j = 0; j < levels; ++j)
+          if (coords[c][j] != coords[d][j]) summed[j] = 1;
+    for (int c = 0; c < k; ++c) {
+      bool agrees = true;
+      for (int j = 0; j < levels && agrees; ++j) agrees = summed[j] || coords[c][j] == coords[d][j];
+      if (agrees != static_cast<bool>(cols[c])) return false;
+    }
+  }
+  return true;
+}
+
+namespace {
+
 // ---- the replay, memoised by program prefix: the certificates of one directory share their
 // hierarchy and most prefixes, so each distinct prefix's state is derived once per process (by
 // the code above, from its parent prefix's state) and its texts rendered once ----
@@ -657,7 +687,7 @@ State unpack(const std::vector<std::uint64_t>& b, std::size_t k) {
 struct Replayed {
   std::vector<std::uint64_t> bits;  // the state, packed
   std::vector<std::string> text;    // state_text of each device
-  bool goal = false, per_level = false;
+  bool goal = false, per_level = false, summed = false;
   std::string why;  // the step to this state fails its precondition: why ("" when it holds)
 };
 // Bounds the memo: bits of states kept (k^3 each, packed), 2^28 = 32 MiB; past it, states are
@@ -696,6 +726,7 @@ std::shared_ptr<const Replayed> replay_node(const std::string& key, const std::s
     for (int d = 0; d < k; ++d) r->text.push_back(state_text(s[d]));
     r->goal = s == goal;
     r->per_level = per_level_form(s, h);
+    r->summed = r->per_level && summed_levels_form(s, h.coords);
   }
   const std::lock_guard<std::mutex> lock(mutex);
   const long long size = static_cast<long long>(k) * k * k;
@@ -711,6 +742,7 @@ struct SolverFacts {
   bool found = false;
   std::map<int, long long> complete;  // bound -> programs of exactly that length (enumerate, confirm)
   long long closure_programs = -1;
+  bool summed = false;  // a symbolic closure over summed levels (its query says so)
   std::vector<int> no_shorter;
 };
 
@@ -801,12 +833,21 @@ void read_fact(const json& f, const std::string& at, const std::string& list, in
       const long long P = as_int(f["programs"], 0, 1LL << 40, at + ".programs");
       const std::string S = std::to_string(as_int(f["states"], 0, 1LL << 40, at + ".states"));
       const std::string E = std::to_string(as_int(f["steps"], 0, 1LL << 40, at + ".steps"));
-      expect("query", query,
-             "from each of the " + S + " reachable states (depth < " + ns + ", not the goal" +
-                 (sym ? ", with a per-level form: row-uniform, rows fixed to level digits" : "") +
-                 "), a valid step other than the " + E +
-                 " listed ones with their successors (from states first reached at depth " + std::to_string(bound - 1) +
-                 ": a valid step to the goal other than the listed ones)");
+      // The per-level closure's states: with a per-level form, and since the summed-levels
+      // encoding, also with summed levels (certificates before it name the per-level form alone).
+      const auto closure_query = [&](bool summed) {
+        return "from each of the " + S + " reachable states (depth < " + ns + ", not the goal" +
+               (sym ? std::string(", with a per-level form: row-uniform, rows fixed to level digits") +
+                          (summed ? ", each device's columns those of the devices that agree with it outside a set "
+                                    "of levels"
+                                  : "")
+                    : std::string()) +
+               "), a valid step other than the " + E +
+               " listed ones with their successors (from states first reached at depth " + std::to_string(bound - 1) +
+               ": a valid step to the goal other than the listed ones)";
+      };
+      sf.summed = sym && query == closure_query(true);
+      if (!sf.summed) expect("query", query, closure_query(false));
       // The per-level text names the model's section; certificates written before it moved to
       // docs/model.md named "SPEC section 4" for the same section and are read as they are.
       const auto conclusion = [&](const char* section) {
@@ -899,10 +940,19 @@ std::string check_facts(const json& f, const Hierarchy& h, const std::string& mc
       if (!trace[t]->per_level)
         reject("facts: symbolic-closure facts, but the state after step " + std::to_string(t) +
                " has no per-level form (not row-uniform, or its rows are not fixed to level digits)");
-    cl.add("facts",
-           "the per-level encoding applies: levels of cardinality 1 or 2, and every state of the program is "
-           "row-uniform with its rows fixed to level digits",
-           "re-derived");
+    const bool summed = std::any_of(by.begin(), by.end(), [](const auto& e) { return e.second.summed; });
+    if (summed)
+      for (std::size_t t = 0; t < trace.size(); ++t)
+        if (!trace[t]->summed)
+          reject("facts: symbolic-closure facts over summed levels, but after step " + std::to_string(t) +
+                 " some device's columns are not those of the devices that agree with it outside a set of levels");
+    cl.add(
+        "facts",
+        std::string("the per-level encoding applies: levels of cardinality 1 or 2, and every state of the program is "
+                    "row-uniform with its rows fixed to level digits") +
+            (summed ? " and each device's columns those of the devices that agree with it outside a set of levels"
+                    : ""),
+        "re-derived");
   }
   // Each solver: accepts the program, answers for every length up to max_size, and its
   // no-shorter facts are exactly the lengths below n where it found no program.

@@ -25,6 +25,8 @@
 
 #include "p2v/encodings/certificate.hpp"
 #include "p2v/encodings/rules.hpp"
+#include "p2v/encodings/symbolic.hpp"
+#include "p2v/engine/replay.hpp"
 #include "p2v/engine/rules.hpp"
 #include "p2v/engine/shape.hpp"
 #include "p2v/engine/synth.hpp"
@@ -339,6 +341,73 @@ TEST_CASE("symbolic certificates: the encoding is named and its premise re-deriv
   for (const char* list : {"found_by", "no_shorter", "complete"})
     for (auto& f : u["instance"]["facts"][list]) f["method"] = "symbolic-closure";
   CHECK_FALSE(checker::check_certificate(u.dump()).ok);
+}
+
+TEST_CASE("symbolic certificates over summed levels: the form is named, re-derived, and the checker's test agrees") {
+  const auto certs = shape_certificates(encodings::EncodingChoice::PerLevel);
+  REQUIRE(certs.size() >= 2);
+  const json c = json::parse(certs[1]);
+  const std::string form = ", each device's columns those of the devices that agree with it outside a set of levels";
+  for (const auto& f : c["instance"]["facts"]["complete"])
+    CHECK(f["query"].get<std::string>().find(form) != std::string::npos);
+  const auto base = checker::check_certificate(c.dump());
+  REQUIRE(base.ok);
+  bool premise = false;
+  for (const auto& cl : base.claims)
+    premise |= cl.how == "re-derived" && cl.claim.find("agree with it outside a set of levels") != std::string::npos;
+  CHECK(premise);
+  // Without the phrase (certificates written before the summed levels): accepted, and the premise
+  // re-derived is the per-level form alone; with the phrase changed: refused.
+  auto with_query = [&](const std::string& from, const std::string& to) {
+    json t = c;
+    for (auto& f : t["instance"]["facts"]["complete"]) {
+      auto q = f["query"].get<std::string>();
+      q.replace(q.find(from), from.size(), to);
+      f["query"] = q;
+    }
+    return checker::check_certificate(t.dump());
+  };
+  const auto before = with_query(form, "");
+  CHECK(before.ok);
+  for (const auto& cl : before.claims) CHECK(cl.claim.find("outside a set of levels") == std::string::npos);
+  CHECK_FALSE(with_query("outside a set of levels", "outside one level").ok);
+  // The checker's own test of the form and the encoder's agree on every state of every program of
+  // [1 2 2 2] (all have summed levels), and both refuse columns of another form.
+  const auto h = engine::make_plain_hierarchy({1, 2, 2, 2});
+  engine::SynthOptions so;
+  so.max_size = 4;
+  std::vector<int> all(static_cast<std::size_t>(h.num_local()));
+  for (std::size_t d = 0; d < all.size(); ++d) all[d] = static_cast<int>(d);
+  const auto r = engine::synthesize(h, {all}, so);
+  const auto& coords = h.coords;  // one digit per level, the root's included
+  auto dense = [](const engine::StateSet& st) {
+    std::vector<std::vector<std::vector<bool>>> out(static_cast<std::size_t>(st.k()));
+    for (int d = 0; d < st.k(); ++d) {
+      out[static_cast<std::size_t>(d)].assign(static_cast<std::size_t>(st.k()),
+                                              std::vector<bool>(static_cast<std::size_t>(st.k()), false));
+      for (int row : st.rows(d))
+        for (int j : st.columns(d, row))
+          out[static_cast<std::size_t>(d)][static_cast<std::size_t>(row)][static_cast<std::size_t>(j)] = true;
+    }
+    return out;
+  };
+  int states = 0;
+  for (const auto& prog : r.programs)
+    for (const auto& st : engine::replay(r, prog).states) {
+      const auto pl = encodings::per_level_state(st);
+      REQUIRE(pl.has_value());
+      CHECK(encodings::summed_levels(*pl).has_value());
+      CHECK(checker::summed_levels_form(dense(st), coords));
+      ++states;
+    }
+  CHECK(states > 100);
+  engine::StateSet odd = engine::StateSet::initial(8);
+  odd.set(0, 0, 3);  // device 0: columns {0, 3} on every row
+  for (int row = 1; row < 8; ++row) odd.set(0, row, 3);
+  const auto pl = encodings::per_level_state(odd);
+  REQUIRE(pl.has_value());
+  CHECK_FALSE(encodings::summed_levels(*pl).has_value());
+  CHECK_FALSE(checker::summed_levels_form(dense(odd), coords));
 }
 
 TEST_CASE("symbolic certificates: the steps' query, one for all steps (unsat) or per step as written before (sat)") {

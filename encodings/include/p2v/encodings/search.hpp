@@ -63,6 +63,9 @@ struct SearchOptions {
   // confirm_by_symbolic_closure: reachable states per closure query (each under a selector); 0 or 1:
   // one at a time (measured fastest at k = 16, see symbolic.cpp).
   int closure_batch = 0;
+  // confirm_by_symbolic_closure: every device's column set as k bits, as the enumeration and
+  // --minimal use it, instead of its summed levels (n bits and a presence bit; symbolic.hpp).
+  bool closure_column_sets = false;
   // Called with progress lines by the long searches (confirm_by_closure), from a solver's thread
   // (one call at a time).
   std::function<void(const std::string&)> progress;
@@ -128,6 +131,9 @@ struct EnumerationResult {
   // (one per distinct step of the programs) and the time of each kind of check.
   int closure_states = 0, closure_edges = 0, validity_checks = 0;
   double closure_seconds = 0, validity_seconds = 0;
+  // confirm_by_symbolic_closure: the columns were encoded as summed levels (the states closed are
+  // those whose every device holds the columns of the devices agreeing with it outside a level set).
+  bool summed_levels = false;
 };
 
 // Every valid program of 1..max_size steps. Throws p2v::Error on unknown / timeout.

@@ -6,7 +6,9 @@
 // whose row bits are fixed to some of its level bits) is, per step:
 //   - for each level (device bit) the row bit its digit is fixed to, if any: n x n bits;
 //   - for each device its column set: k bits;
-// k^2 + n^2 bits in all instead of the concrete encoding's k^3 + k^2 (k = 2^n). The five
+// k^2 + n^2 bits in all instead of the concrete encoding's k^3 + k^2 (k = 2^n). The closure of
+// `--certify` uses a smaller form where the states allow it (summed_levels below): per device a
+// presence bit and the n-bit set of levels its columns are summed over, k(n + 1) + n^2 bits. The five
 // collectives' Hoare rules (docs/model.md §4) become conditions on the fixed levels (the rows: "the group's
 // levels are fixed to none of the row bits", "all of them are") and on the devices' column sets.
 // A step whose successor has no per-level form (an AllGather over members with different column
@@ -47,6 +49,15 @@ std::string per_level_unsupported(const SearchProblem& p);
 // The per-level form of a state (nullopt when it has none), and back.
 std::optional<PerLevelState> per_level_state(const engine::StateSet& s);
 engine::StateSet concrete_state(const PerLevelState& s);
+
+// The summed levels of a state in per-level form: for each device that holds rows, the level set
+// S (bit b: level b) such that its columns are exactly the devices that agree with it outside S
+// (docs/shape.md's agreement form with the cylinders B_x = {A : A contains every level not in S});
+// -1 for a device without rows; nullopt when some device's columns are not of that form. The
+// closure of `--certify` encodes a device's columns by these n bits and a presence bit instead of
+// k bits (the "summed levels" form: every program of the shapes checked passes only such states;
+// docs/shape.md Lemma 2(a) for the live states of Master-free programs).
+std::optional<std::vector<int>> summed_levels(const PerLevelState& s);
 
 // confirm_by_closure's facts from the per-level encoding: the reference semantics' reachable
 // states that have a per-level form are closed by one-step queries of the per-level encoding,

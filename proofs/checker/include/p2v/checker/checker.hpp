@@ -44,6 +44,13 @@ Verdict check_certificate_file(const std::string& path);
 // to it by the format field.
 Verdict check_reshard_certificate(const std::string& json_text);
 
+// The checker's own test of the summed-levels form that symbolic-closure facts over summed levels
+// rely on (encodings/README.md): state[d][r][j] says that device d holds row r with column j,
+// coords[d][l] is device d's digit at level l. True when every device that holds rows holds, on its
+// first row, the columns of exactly the devices that agree with it outside some set of levels.
+bool summed_levels_form(const std::vector<std::vector<std::vector<bool>>>& state,
+                        const std::vector<std::vector<int>>& coords);
+
 // SHA-256 of `data`, 64 lower-case hex digits (sha256.cpp, FIPS 180-4).
 std::string sha256_hex(const std::string& data);
 
