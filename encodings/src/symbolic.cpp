@@ -575,6 +575,21 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
+// Whether the columns can be encoded as summed levels for the search up to max_size: every program
+// of the reference semantics passes only states with summed levels (else its programs through the
+// others would be missing), and the caller did not ask for column sets.
+bool summed_levels_suffice(const SearchProblem& p, int max_size, const SearchOptions& opt) {
+  if (opt.closure_column_sets) return false;
+  const detail::StateGraph g = detail::reachable_states(p, max_size);
+  std::vector<char> keep;
+  for (const auto& st : g.states) {
+    const auto pl = per_level_state(st);
+    keep.push_back(pl.has_value() && summed_levels(*pl).has_value());
+  }
+  const std::size_t limit = opt.max_programs > 0 ? static_cast<std::size_t>(opt.max_programs) : std::size_t{1} << 40;
+  return detail::graph_programs(g, max_size, limit, keep) == detail::graph_programs(g, max_size, limit);
+}
+
 // Bounds 1..max_size on one incremental per-level encoder, as enumerate_programs does: "not the
 // goal at t < n" for good, "the goal at n" under an activation literal. `all`: every program of
 // each bound (blocking those found), else stop at the first sat bound (the shortest program).
@@ -590,7 +605,7 @@ EnumerationResult per_level_bounds(smt::SolverKind kind, const SearchProblem& p,
   res.solver = s.name();
   res.version = s.version();
   res.settings = s.settings();
-  PerLevelEncoder e(s, p, /*free_initial=*/false);
+  PerLevelEncoder e(s, p, /*free_initial=*/false, summed_levels_suffice(p, max_size, opt));
   for (int n = 1; n <= max_size; ++n) {
     const auto t0 = Clock::now();
     BoundFact f;

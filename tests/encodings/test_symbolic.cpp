@@ -211,6 +211,8 @@ TEST_CASE("summed levels: where a program passes other column sets, the closure 
     CHECK(run.programs == programs);
     CHECK_FALSE(run.summed_levels);
   }
+  // The per-level search finds them all too (with column sets: summed levels would miss some).
+  CHECK(enumerate_programs_per_level(SolverKind::Z3, p, 5).programs == programs);
 }
 
 TEST_CASE("per-level encoding: where it does not apply, it says why and refuses") {
