@@ -419,7 +419,10 @@ TEST_CASE("depth 2, --master-collectives all: M never aborts, and every instance
         CHECK(mismatches == 0);
         ++instances;
         pairs_total += queue.size();
-        CHECK(queue.size() == G2.states.size());  // the product is a bijection of the two graphs here
+        // Every state of each graph occurs in a pair, and there are as many pairs as states on each side:
+        // the product is a bijection of the two graphs.
+        CHECK(queue.size() == G2.states.size());
+        CHECK(G.states.size() == G2.states.size());
       }
   }
   MESSAGE(fmt::format("{} instances, {} pairs in all", instances, pairs_total));
