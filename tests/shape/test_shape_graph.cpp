@@ -1960,11 +1960,12 @@ TEST_CASE("Live divergence search (all), extended: depth 4, a cardinality 4 or 5
   MESSAGE(inst.size(), " instances, ", states, " states, ", dead, " dead divergences");
 }
 
-// docs/shape.md §3.3, "Depth 2 with `all`": what a proof along §3.2's route would have to treat by
-// hand. G'_1 = the states in G' whose rows follow Lemma 1 (one level set D). Counted on the smallest
-// instances of depth 2: the states outside G'_1, the exits (steps from a state reached inside G'_1 to
-// one outside), and the live states outside G'_1 (on [2 2]: the continuations of AllReduce over l2 by a
-// Master ReduceScatter or Reduce over l1, and the Master AllGathers that complete two splits).
+// docs/shape.md §3.3, "Depth 2 with `all` along §3.2's route": what a proof along §3.2's route would
+// have to treat by hand (not needed any more: §3.4 proves depth 2 by another route, test_shape_depth2). G'_1 = the
+// states in G' whose rows follow Lemma 1 (one level set D). Counted on the smallest instances of depth 2: the states
+// outside G'_1, the exits (steps from a state reached inside G'_1 to one outside), and the live states outside G'_1 (on
+// [2 2]: the continuations of AllReduce over l2 by a Master ReduceScatter or Reduce over l1, and the Master AllGathers
+// that complete two splits).
 TEST_CASE("--master-collectives all at depth 2: the states outside G' with Lemma 1's rows") {
   struct Case {
     std::vector<int> c;
