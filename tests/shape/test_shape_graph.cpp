@@ -2175,3 +2175,70 @@ TEST_CASE("--master-collectives all: programs proved through G'_1 are valid on o
                         fmt::join(cs.cards, " "), proved, depth2 ? "section 3.4" : "through G'_1", unproved));
   }
 }
+
+// docs/shape.md §3.4, "Why it stops at depth 2": the depth-2 proof reads every state's rows as digit
+// tuples in one order of the levels, in which every device's row set is digit-fixed (a product of one
+// value or the whole level, per level). At depth 2 that holds on every reachable state (proved there).
+// At depth 3 it fails on live states, in both Master settings: no order of the three levels makes every
+// row set of the state digit-fixed (e.g. §3's misaligned witness on [1 2 2 3]).
+TEST_CASE("depth 3: live states whose rows are digit-fixed in no order of the levels") {
+  // True iff some order of the non-trivial levels reads every present device's rows as digit-fixed sets.
+  auto one_order = [](const SynthesisHierarchy& h, const StateSet& s) {
+    std::vector<int> lv;
+    for (int l = 0; l < h.num_levels(); ++l)
+      if (h.cards[l] >= 2) lv.push_back(l);
+    std::sort(lv.begin(), lv.end());
+    const int k = s.k();
+    do {
+      bool ok = true;
+      for (int x = 0; x < k && ok; ++x) {
+        const auto rs = s.rows(x);
+        if (rs.empty()) continue;
+        // Digits of row r read with lv[0] most significant.
+        std::vector<std::set<int>> side(lv.size());
+        std::set<std::vector<int>> held;
+        for (int r : rs) {
+          std::vector<int> d(lv.size());
+          int v = r;
+          for (int i = static_cast<int>(lv.size()) - 1; i >= 0; --i) {
+            d[i] = v % h.cards[lv[i]];
+            v /= h.cards[lv[i]];
+          }
+          for (std::size_t i = 0; i < lv.size(); ++i) side[i].insert(d[i]);
+          held.insert(d);
+        }
+        std::size_t prod = 1;
+        for (std::size_t i = 0; i < lv.size(); ++i) {
+          const auto n = side[i].size();
+          ok = ok && (n == 1 || static_cast<int>(n) == h.cards[lv[i]]);
+          prod *= n;
+        }
+        ok = ok && prod == held.size();  // a rectangle: every combination of the sides is held
+      }
+      if (ok) return true;
+    } while (std::next_permutation(lv.begin(), lv.end()));
+    return false;
+  };
+  struct Case {
+    std::vector<int> c;
+    MasterCollectives mc;
+    int no_order, live_no_order;  // reachable states without such an order, and how many of them are live
+  };
+  for (const auto& cs : std::vector<Case>{{{2, 2}, MasterCollectives::All, 0, 0},
+                                          {{3, 5}, MasterCollectives::All, 0, 0},
+                                          {{2, 2, 3}, MasterCollectives::AllReduceOnly, 7, 7},
+                                          {{2, 2, 3}, MasterCollectives::All, 27, 15},
+                                          {{2, 3, 4}, MasterCollectives::All, 43, 21}}) {
+    const Graph& G = graph(cs.c, cs.mc);
+    int none = 0, live_none = 0;
+    for (std::size_t i = 0; i < G.states.size(); ++i)
+      if (!one_order(G.h, G.states[i])) {
+        ++none;
+        live_none += G.live[i];
+      }
+    MESSAGE(fmt::format("[{}] {}: {} of {} reachable states ({} live) have rows digit-fixed in no order",
+                        fmt::join(cs.c, " "), setting(cs.mc), none, G.states.size(), live_none));
+    CHECK(none == cs.no_order);
+    CHECK(live_none == cs.live_no_order);
+  }
+}
