@@ -97,7 +97,7 @@ inline constexpr int kMaxProvedMasterDepth = 5;
 inline constexpr int kMaxProvedCompleteDepth = 5;
 // --master-collectives all: both directions proved for every program at depth <= 2 (docs/shape.md §3.4:
 // a model of the semantics over row tuples whose conditions are first-order formulas of width 4 per
-// level, so cardinalities >= 5 behave alike, and an exhaustive check over cardinalities 2..6).
+// level, so cardinalities >= 5 behave alike, and an exhaustive check over cardinalities 2..5, run to 8).
 inline constexpr int kMaxProvedAllDepth = 2;
 struct ShapeBasis {
   bool valid_everywhere_proved = false;
