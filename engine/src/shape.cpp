@@ -234,10 +234,12 @@ ShapeBasis shape_theorem_basis(const Shape& s, const SynthResult& r, const Progr
   const bool as_default = default_setting || master_allreduce_only;
   // docs/shape.md §3.3: with `all`, a program whose every state on the smallest instance stays in G'_1
   // is a program of every instance (Lemmas 3' and 2(b)'), at any depth; replayed up to kMaxG1ReplayDevices devices.
-  const bool stays_g1 = !as_default && master_step && r.hierarchy.num_local() <= kMaxG1ReplayDevices &&
+  // docs/shape.md §3.4: with `all`, both directions are proved for every shape of depth <= 2.
+  const bool all_proved = !default_setting && depth <= kMaxProvedAllDepth;
+  const bool stays_g1 = !as_default && !all_proved && master_step && r.hierarchy.num_local() <= kMaxG1ReplayDevices &&
                         stays_in_g1(r.hierarchy, r.instructions, prog);
-  b.valid_everywhere_proved = !master_step || (as_default && depth <= kMaxProvedMasterDepth) || stays_g1;
-  b.complete_proved = !master_grouping || (default_setting && depth <= kMaxProvedCompleteDepth);
+  b.valid_everywhere_proved = !master_step || (as_default && depth <= kMaxProvedMasterDepth) || stays_g1 || all_proved;
+  b.complete_proved = !master_grouping || (default_setting && depth <= kMaxProvedCompleteDepth) || all_proved;
   // One claim's basis: proved without Master steps/groupings; else proved in the default setting (or,
   // for one program, with only Master AllReduce steps) up to a depth by section 3.2's `proof`; else
   // checked, not proved.
@@ -257,18 +259,26 @@ ShapeBasis shape_theorem_basis(const Shape& s, const SynthResult& r, const Progr
     return fmt::format("{}: {} ({})", claim, unproved,
                        by_default ? fmt::format("depth {} > {}", depth, max_depth) : "--master-collectives all");
   };
+  const std::string all_text =
+      fmt::format("proved (section 3.4: --master-collectives all at depth <= {}, the tuple model M; depth {})",
+                  kMaxProvedAllDepth, depth);
   const std::string valid =
-      stays_g1 ? "valid on every instance of the shape: proved (section 3.3, Lemmas 3' and 2(b)': every state of "
-                 "this program on the smallest instance is in G' with Lemma 1's rows)"
-               : basis("valid on every instance of the shape", master_step, b.valid_everywhere_proved,
-                       "Theorem 1(b) without Master steps, section 3",
-                       "programs of the smallest instance are programs of every instance",
-                       "checked, not proved, section 3.2", kMaxProvedMasterDepth, as_default);
-  const std::string complete = basis(
-      "no other program on any instance", master_grouping, b.complete_proved, "no Master grouping, section 3",
-      "Lemma 2(a) on every instance of depth <= " + std::to_string(kMaxProvedCompleteDepth),
-      default_setting ? "rests on section 3.2's Lemma 2(a), checked, not proved" : "checked, not proved, section 3.3",
-      kMaxProvedCompleteDepth, default_setting);
+      all_proved && master_step ? "valid on every instance of the shape: " + all_text
+      : stays_g1 ? "valid on every instance of the shape: proved (section 3.3, Lemmas 3' and 2(b)': every state of "
+                   "this program on the smallest instance is in G' with Lemma 1's rows)"
+                 : basis("valid on every instance of the shape", master_step, b.valid_everywhere_proved,
+                         "Theorem 1(b) without Master steps, section 3",
+                         "programs of the smallest instance are programs of every instance",
+                         "checked, not proved, section 3.2", kMaxProvedMasterDepth, as_default);
+  const std::string complete =
+      all_proved && master_grouping
+          ? "no other program on any instance: " + all_text
+          : basis("no other program on any instance", master_grouping, b.complete_proved,
+                  "no Master grouping, section 3",
+                  "Lemma 2(a) on every instance of depth <= " + std::to_string(kMaxProvedCompleteDepth),
+                  default_setting ? "rests on section 3.2's Lemma 2(a), checked, not proved"
+                                  : "checked, not proved, section 3.3",
+                  kMaxProvedCompleteDepth, default_setting);
   b.text = "docs/shape.md: " + valid + "; " + complete;
   return b;
 }

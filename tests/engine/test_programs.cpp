@@ -49,18 +49,19 @@ TEST_CASE("programs_for: the shape's list, synthesized once per shape, where the
 }
 
 TEST_CASE("programs_for: where the shape theorem is not proved, small reduction groups are exact") {
-  // --master-collectives all: "no other program" is checked, not proved (docs/shape.md §3.2).
-  const System s = parse_system_inline("node=2,gpu=4");
+  // --master-collectives all at depth 3: "no other program" is checked, not proved (docs/shape.md §3.3;
+  // depth <= 2 is proved, §3.4).
+  const System s = parse_system_inline("rack=2,node=2,gpu=2");
   ProgramSource src(s, {8}, master_all());
-  const auto p = src.programs_for({{2, 4}}, {0});
+  const auto p = src.programs_for({{2, 2, 2}}, {0});
   REQUIRE(p.path == ProgramsPath::ExactFallback);
   CHECK_FALSE(p.on_shape());
   CHECK(p.shape_key().empty());
   CHECK(p.unproved.empty());
-  const auto exact = synthesize(Placement(s.cardinalities(), {8}, {{2, 4}}, {0}), s.level_names(),
+  const auto exact = synthesize(Placement(s.cardinalities(), {8}, {{2, 2, 2}}, {0}), s.level_names(),
                                 HierarchyKind::ReductionAxes, master_all().synth);
   CHECK(notations(*p.result) == notations(exact));
-  CHECK(p.cards == std::vector<std::int64_t>{1, 2, 4});
+  CHECK(p.cards == std::vector<std::int64_t>{1, 2, 2, 2});
   // The system's hierarchy has the shape's levels: every step has a level pattern.
   REQUIRE(p.shape);
   for (const auto& prog : p.result->programs) {
@@ -72,13 +73,25 @@ TEST_CASE("programs_for: where the shape theorem is not proved, small reduction 
 }
 
 TEST_CASE("programs_for: unproved shapes above the fallback size keep the shape's list and say why") {
-  const System s = parse_system_inline("node=64,gpu=8");
+  const System s = parse_system_inline("rack=2,node=32,gpu=8");
   ProgramSource src(s, {512}, master_all());
-  const auto p = src.programs_for({{64, 8}}, {0});
+  const auto p = src.programs_for({{2, 32, 8}}, {0});
   REQUIRE(p.path == ProgramsPath::Shape);
   CHECK(p.shape->group_size() > kExactFallbackDevices);
   CHECK(p.unproved.find("not proved") != std::string::npos);
   CHECK(p.first_of_shape);
+}
+
+TEST_CASE("programs_for: --master-collectives all at depth 2 is proved, on the shape") {
+  // docs/shape.md §3.4: both directions proved at depth <= 2, so no exact fallback and nothing unproved.
+  const System s = parse_system_inline("node=2,gpu=4");
+  ProgramSource src(s, {8}, master_all());
+  const auto p = src.programs_for({{2, 4}}, {0});
+  CHECK(p.path == ProgramsPath::Shape);
+  CHECK(p.unproved.empty());
+  const auto exact = synthesize(Placement(s.cardinalities(), {8}, {{2, 4}}, {0}), s.level_names(),
+                                HierarchyKind::ReductionAxes, master_all().synth);
+  CHECK(notations(*p.result) == notations(exact));
 }
 
 TEST_CASE("programs_for: --concrete and hierarchies (a)-(c) synthesize on the system") {

@@ -838,20 +838,28 @@ TEST_CASE("shape_theorem_basis: which programs' validity on every instance is pr
       2,
       "Reduce@(l0,Inside) ; ReduceScatter@(l0,Master(root)) ; Broadcast@(l0,Inside) ; AllGather@(l0,Parallel(root))");
   CHECK(stays.valid_everywhere_proved);
-  CHECK_FALSE(stays.complete_proved);
-  CHECK(stays.text.find("valid on every instance of the shape: proved (section 3.3, Lemmas 3' and 2(b)'") !=
+  CHECK(stays.complete_proved);  // depth 2: docs/shape.md §3.4
+  CHECK(stays.text.find("valid on every instance of the shape: proved (section 3.4") != std::string::npos);
+  const ShapeBasis stays3 = named(3,
+                                  "Reduce@(l0,Inside) ; ReduceScatter@(l0,Master(root)) ; Broadcast@(l0,Inside) ; "
+                                  "AllGather@(l0,Parallel(root))");
+  CHECK(stays3.valid_everywhere_proved);
+  CHECK_FALSE(stays3.complete_proved);
+  CHECK(stays3.text.find("valid on every instance of the shape: proved (section 3.3, Lemmas 3' and 2(b)'") !=
         std::string::npos);
   // Leaves G'_1: after the Master ReduceScatter the devices outside the Master group hold all rows, the
   // members blocks (no single level set D).
   const ShapeBasis leaves = named(2,
                                   "AllReduce@(l0,Inside) ; ReduceScatter@(l0,Master(root)) ; "
                                   "AllGather@(l0,Master(root)) ; Broadcast@(l0,Inside)");
-  CHECK_FALSE(leaves.valid_everywhere_proved);
-  CHECK(leaves.text.find("valid on every instance of the shape: checked, not proved") != std::string::npos);
-  CHECK_FALSE(named(3,
-                    "AllReduce@(l0,Inside) ; ReduceScatter@(l0,Master(root)) ; AllGather@(l0,Master(root)) ; "
-                    "Broadcast@(l0,Inside)")
-                  .valid_everywhere_proved);
+  CHECK(leaves.valid_everywhere_proved);  // depth 2: docs/shape.md §3.4
+  CHECK(leaves.complete_proved);
+  CHECK(leaves.text.find("valid on every instance of the shape: proved (section 3.4") != std::string::npos);
+  const ShapeBasis leaves3 = named(3,
+                                   "AllReduce@(l0,Inside) ; ReduceScatter@(l0,Master(root)) ; "
+                                   "AllGather@(l0,Master(root)) ; Broadcast@(l0,Inside)");
+  CHECK_FALSE(leaves3.valid_everywhere_proved);
+  CHECK(leaves3.text.find("valid on every instance of the shape: checked, not proved") != std::string::npos);
   CHECK(basis(1, AR, false).complete_proved);  // depth 1: no Master grouping at all
   // Depth <= 5, default setting: Lemma 2(a) is proved on every instance (docs/shape.md §3.2, Lemmas 4-6).
   CHECK(basis(2, AR, true).complete_proved);
@@ -860,7 +868,8 @@ TEST_CASE("shape_theorem_basis: which programs' validity on every instance is pr
   CHECK(basis(4, AR, true).complete_proved);
   CHECK(basis(5, AR, true).complete_proved);
   CHECK(basis(4, AR, true).text.find("Lemma 2(a) on every instance of depth <= 5") != std::string::npos);
-  CHECK_FALSE(basis(2, ALL, true).complete_proved);
+  CHECK(basis(2, ALL, true).complete_proved);   // docs/shape.md §3.4
+  CHECK(basis(1, ALL, false).complete_proved);  // no Master grouping
   CHECK_FALSE(basis(3, ALL, true).complete_proved);
   CHECK_FALSE(basis(6, AR, true).complete_proved);
   CHECK_FALSE(basis(6, AR, false).complete_proved);  // the hierarchy has Master groupings
@@ -868,14 +877,17 @@ TEST_CASE("shape_theorem_basis: which programs' validity on every instance is pr
   CHECK(basis(3, ALL, true)
             .text.find("no other program on any instance: checked, not proved, section 3.3 "
                        "(--master-collectives all)") != std::string::npos);
-  // Depth 2 under `all` is checked, not proved (docs/shape.md §3.3, "Depth 2 with `all`"): both claims
-  // say so for a program with a Master ReduceScatter, AllGather, Reduce or Broadcast.
-  CHECK_FALSE(basis(2, ALL, true, false).complete_proved);
-  CHECK(leaves.text.find("valid on every instance of the shape: checked, not proved, section 3.2 "
-                         "(--master-collectives all)") != std::string::npos);
+  // Depth 2 under `all` is proved in both directions (docs/shape.md §3.4), for every program; depth 3
+  // is not: both claims say so for a program leaving G'_1.
+  CHECK(basis(2, ALL, true, false).complete_proved);
+  CHECK(basis(2, ALL, true, false).valid_everywhere_proved);
   CHECK(basis(2, ALL, true, false)
-            .text.find("no other program on any instance: checked, not proved, section 3.3 "
-                       "(--master-collectives all)") != std::string::npos);
+            .text.find("no other program on any instance: proved (section 3.4: --master-collectives all at depth "
+                       "<= 2") != std::string::npos);
+  CHECK(leaves3.text.find("valid on every instance of the shape: checked, not proved, section 3.2 "
+                          "(--master-collectives all)") != std::string::npos);
+  CHECK(leaves3.text.find("no other program on any instance: checked, not proved, section 3.3 "
+                          "(--master-collectives all)") != std::string::npos);
   CHECK_FALSE(basis(3, ALL, true, false).complete_proved);
 }
 
@@ -1948,11 +1960,12 @@ TEST_CASE("Live divergence search (all), extended: depth 4, a cardinality 4 or 5
   MESSAGE(inst.size(), " instances, ", states, " states, ", dead, " dead divergences");
 }
 
-// docs/shape.md §3.3, "Depth 2 with `all`": what a proof along §3.2's route would have to treat by
-// hand. G'_1 = the states in G' whose rows follow Lemma 1 (one level set D). Counted on the smallest
-// instances of depth 2: the states outside G'_1, the exits (steps from a state reached inside G'_1 to
-// one outside), and the live states outside G'_1 (on [2 2]: the continuations of AllReduce over l2 by a
-// Master ReduceScatter or Reduce over l1, and the Master AllGathers that complete two splits).
+// docs/shape.md §3.3, "Depth 2 with `all` along §3.2's route": what a proof along §3.2's route would
+// have to treat by hand (not needed any more: §3.4 proves depth 2 by another route, test_shape_depth2). G'_1 = the
+// states in G' whose rows follow Lemma 1 (one level set D). Counted on the smallest instances of depth 2: the states
+// outside G'_1, the exits (steps from a state reached inside G'_1 to one outside), and the live states outside G'_1 (on
+// [2 2]: the continuations of AllReduce over l2 by a Master ReduceScatter or Reduce over l1, and the Master AllGathers
+// that complete two splits).
 TEST_CASE("--master-collectives all at depth 2: the states outside G' with Lemma 1's rows") {
   struct Case {
     std::vector<int> c;
@@ -2096,10 +2109,11 @@ TEST_CASE("Lemma 2(b)' (--master-collectives all): no Broadcast from G'_1 refill
 }
 
 // docs/shape.md §3.3, "Programs that stay in G'_1": every program of a shape under --master-collectives
-// all that shape_theorem_basis proves valid on every instance by Lemmas 3' and 2(b)' is replayed on
-// instances with other cardinalities (depth 2 and 3, with and without a trivial leaf) and must reach the
-// goal there (the check is one-sided: proved => valid on the instances replayed; the others are
-// "checked" by the product tests).
+// all that shape_theorem_basis proves valid on every instance is replayed on instances with other
+// cardinalities (depth 2 and 3, with and without a trivial leaf) and must reach the goal there (the check
+// is one-sided: proved => valid on the instances replayed; the others are "checked" by the product
+// tests). At depth 3 these are the programs proved by Lemmas 3' and 2(b)'; at depth 2 every program is
+// proved (§3.4), so all of them are replayed.
 TEST_CASE("--master-collectives all: programs proved through G'_1 are valid on other instances") {
   struct Case {
     std::vector<int> cards;                   // a shape's levels (no root), as cardinalities of the smallest instance
@@ -2117,6 +2131,7 @@ TEST_CASE("--master-collectives all: programs proved through G'_1 are valid on o
     o.master = MasterCollectives::All;
     o.max_size = 5;
     const SynthResult r = synthesize_shape(s, o);
+    const bool depth2 = std::count_if(cs.cards.begin(), cs.cards.end(), [](int c) { return c >= 2; }) == 2;
     int proved = 0, unproved = 0;
     for (const auto& p : r.programs) {
       const ShapeBasis b = shape_theorem_basis(s, r, p, MasterCollectives::All);
@@ -2130,7 +2145,8 @@ TEST_CASE("--master-collectives all: programs proved through G'_1 are valid on o
         continue;
       }
       ++proved;
-      CHECK(b.text.find("Lemmas 3' and 2(b)'") != std::string::npos);
+      // Depth 2: every program is proved, by docs/shape.md §3.4; deeper: through G'_1 (§3.3).
+      CHECK(b.text.find(depth2 ? "section 3.4" : "Lemmas 3' and 2(b)'") != std::string::npos);
       for (const auto& cards : cs.instances) {
         const auto h = make_plain_hierarchy(cards);
         const auto ins = instructions(h, MasterCollectives::All);
@@ -2154,10 +2170,75 @@ TEST_CASE("--master-collectives all: programs proved through G'_1 are valid on o
     }
     INFO("shape ", fmt::format("{}", cs.cards));
     CHECK(proved > 0);
-    CHECK(unproved > 0);
-    MESSAGE(
-        fmt::format("[{}]: {} programs with a Master ReduceScatter/AllGather/Reduce/Broadcast proved through "
-                    "G'_1, {} not",
-                    fmt::join(cs.cards, " "), proved, unproved));
+    CHECK((unproved == 0) == depth2);
+    MESSAGE(fmt::format("[{}]: {} programs with a Master ReduceScatter/AllGather/Reduce/Broadcast proved ({}), {} not",
+                        fmt::join(cs.cards, " "), proved, depth2 ? "section 3.4" : "through G'_1", unproved));
+  }
+}
+
+// docs/shape.md §3.4, "Why it stops at depth 2": the depth-2 proof reads every state's rows as digit
+// tuples in one order of the levels, in which every device's row set is digit-fixed (a product of one
+// value or the whole level, per level). At depth 2 that holds on every reachable state (proved there).
+// At depth 3 it fails on live states, in both Master settings: no order of the three levels makes every
+// row set of the state digit-fixed (e.g. §3's misaligned witness on [1 2 2 3]).
+TEST_CASE("depth 3: live states whose rows are digit-fixed in no order of the levels") {
+  // True iff some order of the non-trivial levels reads every present device's rows as digit-fixed sets.
+  auto one_order = [](const SynthesisHierarchy& h, const StateSet& s) {
+    std::vector<int> lv;
+    for (int l = 0; l < h.num_levels(); ++l)
+      if (h.cards[l] >= 2) lv.push_back(l);
+    std::sort(lv.begin(), lv.end());
+    const int k = s.k();
+    do {
+      bool ok = true;
+      for (int x = 0; x < k && ok; ++x) {
+        const auto rs = s.rows(x);
+        if (rs.empty()) continue;
+        // Digits of row r read with lv[0] most significant.
+        std::vector<std::set<int>> side(lv.size());
+        std::set<std::vector<int>> held;
+        for (int r : rs) {
+          std::vector<int> d(lv.size());
+          int v = r;
+          for (int i = static_cast<int>(lv.size()) - 1; i >= 0; --i) {
+            d[i] = v % h.cards[lv[i]];
+            v /= h.cards[lv[i]];
+          }
+          for (std::size_t i = 0; i < lv.size(); ++i) side[i].insert(d[i]);
+          held.insert(d);
+        }
+        std::size_t prod = 1;
+        for (std::size_t i = 0; i < lv.size(); ++i) {
+          const auto n = side[i].size();
+          ok = ok && (n == 1 || static_cast<int>(n) == h.cards[lv[i]]);
+          prod *= n;
+        }
+        ok = ok && prod == held.size();  // a rectangle: every combination of the sides is held
+      }
+      if (ok) return true;
+    } while (std::next_permutation(lv.begin(), lv.end()));
+    return false;
+  };
+  struct Case {
+    std::vector<int> c;
+    MasterCollectives mc;
+    int no_order, live_no_order;  // reachable states without such an order, and how many of them are live
+  };
+  for (const auto& cs : std::vector<Case>{{{2, 2}, MasterCollectives::All, 0, 0},
+                                          {{3, 5}, MasterCollectives::All, 0, 0},
+                                          {{2, 2, 3}, MasterCollectives::AllReduceOnly, 7, 7},
+                                          {{2, 2, 3}, MasterCollectives::All, 27, 15},
+                                          {{2, 3, 4}, MasterCollectives::All, 43, 21}}) {
+    const Graph& G = graph(cs.c, cs.mc);
+    int none = 0, live_none = 0;
+    for (std::size_t i = 0; i < G.states.size(); ++i)
+      if (!one_order(G.h, G.states[i])) {
+        ++none;
+        live_none += G.live[i];
+      }
+    MESSAGE(fmt::format("[{}] {}: {} of {} reachable states ({} live) have rows digit-fixed in no order",
+                        fmt::join(cs.c, " "), setting(cs.mc), none, G.states.size(), live_none));
+    CHECK(none == cs.no_order);
+    CHECK(live_none == cs.live_no_order);
   }
 }

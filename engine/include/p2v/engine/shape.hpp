@@ -85,7 +85,8 @@ SynthResult synthesize_shape(const Shape& s, const SynthOptions& opt);
 // and at most kMaxProvedCompleteDepth levels of cardinality >= 2, where Lemma 2(a) is proved on every instance by
 // Lemmas 4-6 and the exhaustive list of the smallest instance's exits, depth 5's on request),
 // otherwise by Lemma 2(a), checked. `text` says so.
-// With --master-collectives all, a program with a Master ReduceScatter, AllGather, Reduce or Broadcast
+// With --master-collectives all at depth <= kMaxProvedAllDepth both are proved for every program (docs/shape.md
+// §3.4). With --master-collectives all, a program with a Master ReduceScatter, AllGather, Reduce or Broadcast
 // is also proved valid on every instance when every state it passes through on the smallest instance
 // lies in G' with Lemma 1's rows (docs/shape.md §3.3, Lemmas 3' and 2(b)'); shape_theorem_basis replays
 // it there when the smallest instance has at most kMaxG1ReplayDevices devices.
@@ -94,6 +95,10 @@ SynthResult synthesize_shape(const Shape& s, const SynthOptions& opt);
 inline constexpr int kMaxG1ReplayDevices = 32;
 inline constexpr int kMaxProvedMasterDepth = 5;
 inline constexpr int kMaxProvedCompleteDepth = 5;
+// --master-collectives all: both directions proved for every program at depth <= 2 (docs/shape.md §3.4:
+// a model of the semantics over row tuples whose conditions are first-order formulas of width 4 per
+// level, so cardinalities >= 5 behave alike, and an exhaustive check over cardinalities 2..5, run to 8).
+inline constexpr int kMaxProvedAllDepth = 2;
 struct ShapeBasis {
   bool valid_everywhere_proved = false;
   bool complete_proved = false;
