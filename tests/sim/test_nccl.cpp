@@ -504,6 +504,24 @@ TEST_CASE("p2v simulate: presets, --algo auto says which algorithm and protocol,
   r = simtest::run("simulate --system node=2,gpu=8 --preset dgx-h100 --axes 16 --reduce 0 --proto ll64");
   CHECK(r.code == 2);
   CHECK(r.out.find("p2v: error: --proto 'll64'") != std::string::npos);
+  // --sharp keeps the preset's nccl section (H100: NVLS, so NVLS with SHARP across nodes, not CollNet).
+  r = simtest::run(
+      "simulate --system node=2,gpu=8 --preset dgx-h100 --sharp --axes 16 --reduce 0 --bytes 1GiB --steps "
+      "--max-size 1");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("nvls/Simple(nvls/Simple)") != std::string::npos);
+  // --nccl-version: NCCL 2.26.2's constants pick the NVLS tree at 2 MiB on 2 nodes, v2.30.7's the tree.
+  const std::string two =
+      "simulate --system node=2,gpu=8 --preset dgx-h100 --axes 16 --reduce 0 --bytes 2MiB "
+      "--steps --max-size 1";
+  r = simtest::run(two + " --nccl-version 2.26.2");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("nvls-tree/Simple(nvls-tree/Simple)") != std::string::npos);
+  r = simtest::run(two);
+  CHECK(r.out.find("tree/LL128(tree/LL128)") != std::string::npos);
+  r = simtest::run(two + " --nccl-version 2.9.9");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("p2v: error: --nccl-version: NCCL 2.9.9 is older") != std::string::npos);
 }
 
 TEST_CASE("nccl section: NCCL_PROTO, NCCL_ALGO and NCCL_BUFFSIZE restrict and size what NCCL runs") {
