@@ -118,6 +118,11 @@ Tables make_tables(int v) {
   return t;
 }
 
+const Tables& newest_tables() {
+  static const Tables t = make_tables(kNcclNewestVersion);
+  return t;
+}
+
 const Tables& tables(const NcclParams& p) {
   static const Tables t1900 = make_tables(21900), t2100 = make_tables(22100), t2300 = make_tables(22300),
                       t2800 = make_tables(22800), t2900 = make_tables(22900);
@@ -577,10 +582,12 @@ bool available(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr
   return false;
 }
 
-double latency_us(const NcclParams& p, const CallShape& c, const GroupLevels& g, Algorithm a, Protocol pr) {
+double latency_us(const NcclParams& p, const CallShape& c, const GroupLevels& g, Algorithm a, Protocol pr,
+                  bool nccl_estimate) {
   const int r = row(a), pi = static_cast<int>(pr);
   const int n = c.ranks, nodes = std::max(1, c.nodes), ppn = n / nodes;
-  const Tables& tb = tables(p);
+  // The version's tables; for the time, the tree's Simple latency stays v2.30.7's (header).
+  const Tables& tb = !nccl_estimate && a == Algorithm::Tree && pr == Protocol::Simple ? newest_tables() : tables(p);
   double lat = tb.base[r][pi];
   const double intra = hw_lat(tb, g.intra, g.intra_hw, r, pi);
   // tuning.cc: with one rank per node the tree's network latency is used for every algorithm;

@@ -166,7 +166,11 @@ std::vector<std::pair<Algorithm, Protocol>> nccl_candidates(const NcclParams& p,
                                                             Protocol proto);
 // NCCL's latency term, microseconds (tuning.cc latency formulas; ring AllReduce plateau factor of
 // ncclTopoGetAlgoTime included).
-double latency_us(const NcclParams& p, const CallShape& c, const GroupLevels& g, Algorithm a, Protocol pr);
+// `nccl_estimate` = true gives NCCL's own estimate (the pick): before v2.23 NCCL's tree Simple latency
+// (28 us per hop) stood for its chunk pipeline, which this model's time prices as pipeline fill, so
+// the time keeps v2.30.7's tree Simple latency (docs/simulator.md §2, "NCCL version").
+double latency_us(const NcclParams& p, const CallShape& c, const GroupLevels& g, Algorithm a, Protocol pr,
+                  bool nccl_estimate = false);
 // The simulator's busiest-link time for an algorithm's flows (at full link bandwidth): `s` over all
 // links, and where known the busiest link inside nodes (`intra_s`: NVLink, PCI) and across them
 // (`net_s`: network links); < 0: not split (every part is treated as `s`). `local_s`: the busiest
