@@ -11,6 +11,7 @@
 #include "p2v/engine/error.hpp"
 #include "p2v/sim/calibrate.hpp"
 #include "p2v/sim/fit.hpp"
+#include "p2v/sim/nccl_model.hpp"
 #include "p2v/sim/nccl_tests.hpp"
 #include "p2v/sim/report.hpp"
 
@@ -18,7 +19,7 @@ namespace p2v::tools {
 namespace {
 
 struct CalArgs {
-  std::string system, measurements, output, algo, preset, collective;
+  std::string system, measurements, output, algo, preset, collective, nccl_version;
   std::vector<std::string> logs;
   bool json = false, predict_only = false;
 };
@@ -65,7 +66,7 @@ void print_table(const CalArgs& a, const CalResult& r) {
 }
 
 // --nccl-tests: the points of every log on the system.
-std::vector<sim::FitPoint> log_points(const CalArgs& a, const engine::System& s) {
+sim::NcclTestsOptions tests_options(const CalArgs& a, const engine::System& s) {
   sim::NcclTestsOptions opt;
   opt.ranks = sim::system_devices(s);
   if (!a.collective.empty()) {
@@ -74,6 +75,11 @@ std::vector<sim::FitPoint> log_points(const CalArgs& a, const engine::System& s)
     const auto c = sim::collective_of_test(t);
     opt.collective = c ? *c : engine::parse_collective(a.collective);
   }
+  return opt;
+}
+
+std::vector<sim::FitPoint> log_points(const CalArgs& a, const engine::System& s) {
+  const auto opt = tests_options(a, s);
   std::vector<sim::FitPoint> ps;
   for (const auto& path : a.logs) {
     const auto log = sim::load_nccl_tests(path, opt);
@@ -81,6 +87,36 @@ std::vector<sim::FitPoint> log_points(const CalArgs& a, const engine::System& s)
     ps.insert(ps.end(), p.begin(), p.end());
   }
   return ps;
+}
+
+// The NCCL version whose tuning constants predict the logs (docs/simulator.md §5.1): --nccl-version, else
+// the version the logs print (all must agree), else the system's "nccl" section (or the model's
+// default). Written into the system's "nccl" section, so a calibrated system file keeps it.
+void apply_nccl_version(const CalArgs& a, engine::System& s) {
+  std::string text, from;
+  if (!a.nccl_version.empty()) {
+    text = a.nccl_version;
+    from = "--nccl-version";
+  } else {
+    for (const auto& path : a.logs) {
+      const auto log = sim::load_nccl_tests(path, tests_options(a, s));
+      if (log.nccl_version.empty()) continue;
+      const std::string where = fmt::format("{}:{}", path, log.nccl_version_line);
+      if (!text.empty() && sim::parse_nccl_version(text, from) != sim::parse_nccl_version(log.nccl_version, where))
+        throw Error(
+            fmt::format("{}: NCCL version {}, but {} says {}: give logs of one NCCL version (or "
+                        "--nccl-version)",
+                        where, log.nccl_version, from, text));
+      if (text.empty()) {
+        text = log.nccl_version;
+        from = where;
+      }
+    }
+  }
+  if (text.empty()) return;
+  const int v = sim::parse_nccl_version(text, from);
+  if (s.nccl.is_null()) s.nccl = nlohmann::json::object();
+  s.nccl["version"] = sim::nccl_version_string(v);
 }
 
 std::string size_text(double b) {
@@ -126,6 +162,7 @@ int run_nccl_tests(const CalArgs& a) {
   auto sys = load_system(a.system, a.preset);
   const auto note = fill_interconnects(sys, a.preset);
   const auto algo = sim::parse_algorithm(a.algo.empty() ? "auto" : a.algo);
+  apply_nccl_version(a, sys);
   const auto ps = log_points(a, sys);
   if (a.predict_only) {
     const auto pr = sim::predict_points(sys, ps, algo);
@@ -192,6 +229,9 @@ Registrar reg("calibrate", [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--collective", a->collective,
                  "with --nccl-tests: the collective, for logs that do not name their test (AllReduce, AllGather, ...)");
   sub.add_flag("--predict-only", a->predict_only, "with --nccl-tests: print predicted vs measured, fit nothing");
+  sub.add_option("--nccl-version", a->nccl_version,
+                 "with --nccl-tests: the NCCL version whose tuning constants apply (2.19 or later, e.g. 2.26.2; "
+                 "default: the version the logs print, else the system's, else 2.30.7)");
   sub.add_option("-o,--output", a->output, "write the calibrated system file here (default: print it)");
   sub.add_option("--algo", a->algo,
                  "NCCL algorithm: ring, tree, nvls, collnet or auto (default: ring for --measurements, auto, NCCL's "
@@ -201,6 +241,7 @@ Registrar reg("calibrate", [](CLI::App& sub) -> std::function<int()> {
     if (!a->logs.empty()) return run_nccl_tests(*a);
     if (a->measurements.empty()) throw Error("calibrate: give --measurements CSV or --nccl-tests LOG...");
     if (a->predict_only) throw Error("calibrate: --predict-only goes with --nccl-tests");
+    if (!a->nccl_version.empty()) throw Error("calibrate: --nccl-version goes with --nccl-tests");
     const auto r = run(*a);
     if (a->json)
       fmt::print("{}\n", sim::to_json(r.report).dump(2));

@@ -154,7 +154,8 @@ struct Prepared {
 
 Prepared prepare(const SimArgs& a) {
   Problem p = load_problem(a.problem);
-  if (const auto note = fill_interconnects(p.system, a.problem.preset, a.problem.sharp); !note.empty() && !a.json)
+  if (const auto note = fill_interconnects(p.system, a.problem.preset, a.problem.sharp, a.problem.nccl_version);
+      !note.empty() && !a.json)
     fmt::print("{}\n", note);
   sim::SimulateOptions o;
   o.model = sim::choose_model(a.model, p.system);

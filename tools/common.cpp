@@ -49,6 +49,9 @@ engine::System load_system(const std::string& system, const std::string& preset)
 void add_problem_options(CLI::App& sub, ProblemArgs& a, bool need_reduce, bool sharp) {
   a.need_reduce = need_reduce;
   add_system_options(sub, a.system, a.preset, sharp ? &a.sharp : nullptr);
+  if (sharp)
+    sub.add_option("--nccl-version", a.nccl_version,
+                   "NCCL version whose tuning constants apply, 2.19 or later (default: the system's, else 2.30.7)");
   sub.add_option("--axes", a.axes, "parallelism axis sizes, e.g. 4,16")->required();
   auto* r = sub.add_option("--reduce", a.reduce, "reduction axis indices (0-based), e.g. 0 or 0,2");
   if (need_reduce) r->required();
@@ -105,10 +108,16 @@ void add_preset_option(CLI::App& sub, std::string& preset, bool* sharp) {
                  "available");
 }
 
-std::string fill_interconnects(engine::System& s, const std::string& name, bool sharp) {
+std::string fill_interconnects(engine::System& s, const std::string& name, bool sharp,
+                               const std::string& nccl_version) {
   const auto& preset = sim::find_preset(name.empty() ? std::string(sim::kDefaultPreset) : name);
-  if (sharp) sim::set_sharp(s, true);
   const bool links = !s.has_topology() && sim::apply_preset(s, preset) > 0;
+  // After the preset: apply_preset writes its "nccl" section only into a system without one.
+  if (sharp) sim::set_sharp(s, true);
+  if (!nccl_version.empty()) {
+    if (s.nccl.is_null()) s.nccl = nlohmann::json::object();
+    s.nccl["version"] = sim::nccl_version_string(sim::parse_nccl_version(nccl_version, "--nccl-version"));
+  }
   // Device numbers: from the preset that gave the interconnects, or from one named explicitly.
   std::string device;
   if (!s.device && (links || !name.empty())) {

@@ -34,8 +34,9 @@ engine::System load_system(const std::string& system, const std::string& preset)
 // --system F|INLINE [--preset NAME] --axes 4,16 --reduce 0 [--matrix "1 4;4 4"]
 struct ProblemArgs {
   std::string system, axes, reduce, matrix;
-  std::string preset;  // --preset NAME
-  bool sharp = false;  // --sharp (commands with the cost model)
+  std::string preset;        // --preset NAME
+  bool sharp = false;        // --sharp (commands with the cost model)
+  std::string nccl_version;  // --nccl-version (with --sharp: commands with the cost model)
   bool need_reduce = true;
 };
 
@@ -86,8 +87,10 @@ void add_preset_option(CLI::App& sub, std::string& preset, bool* sharp = nullptr
 // Fills the interconnects a system leaves out (inline systems) from preset `name` (empty: the
 // default preset), and the device numbers (sim/preset_devices.hpp) when it fills interconnects or
 // `name` is given and the system has none; `sharp` turns SHARP on. Returns a line naming the
-// preset used, or "" when nothing was filled.
-std::string fill_interconnects(engine::System& s, const std::string& name, bool sharp = false);
+// preset used, or "" when nothing was filled. A non-empty `nccl_version` sets the system's NCCL
+// version (docs/simulator.md §2, "NCCL version"; p2v::Error when it is not one p2v holds).
+std::string fill_interconnects(engine::System& s, const std::string& name, bool sharp = false,
+                               const std::string& nccl_version = "");
 
 // The one element-type option: --dtype in any spelling of engine::parse_dtype (f32, float32,
 // float, ...); help lists them.

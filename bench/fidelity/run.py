@@ -40,7 +40,7 @@ def read_meta(path):
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             line = TAG.sub("", line.rstrip("\n"))
-            m = re.match(r"#\s*(preset|nodes|gpus-per-node|collective|source|system):\s*(.*)", line)
+            m = re.match(r"#\s*(preset|nodes|gpus-per-node|collective|source|system|nccl-version):\s*(.*)", line)
             if m:
                 meta.setdefault(m.group(1), m.group(2).strip())
                 continue
@@ -72,9 +72,12 @@ def system_args(meta):
 
 
 def coll_args(meta):
-    if "collective" not in meta:
-        return []
-    return ["--collective", "".join(w.capitalize() for w in meta["collective"].split("_"))]  # all_gather -> AllGather
+    args = []
+    if "collective" in meta:
+        args += ["--collective", "".join(w.capitalize() for w in meta["collective"].split("_"))]  # all_gather -> AllGather
+    if "nccl-version" in meta:  # a version the source states but the log does not print
+        args += ["--nccl-version", meta["nccl-version"].split()[0]]
+    return args
 
 
 def predict(p2v, path, meta, system=None):

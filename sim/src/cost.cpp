@@ -392,9 +392,9 @@ StepCost Simulator::step(const LoweredStep& st, double n, std::vector<double>& f
   // One choice serves every group of the step: a protocol only where every group's NCCL offers it.
   for (const auto& gi : infos) shape.intra_pci = shape.intra_pci || gi.shape.intra_pci;
   for (const auto& gi : infos) sc.nodes = std::max(sc.nodes, gi.shape.nodes);
-  auto latency = [&](Algorithm a, Protocol p) {
+  auto latency = [&](Algorithm a, Protocol p, bool est = false) {
     double l = 0;
-    for (const auto& gi : infos) l = std::max(l, latency_us(nccl_, gi.shape, gi.lv, a, p));
+    for (const auto& gi : infos) l = std::max(l, latency_us(nccl_, gi.shape, gi.lv, a, p, est));
     return l * 1e-6;
   };
   std::vector<std::pair<Algorithm, FlowTime>> flows;  // flow time per algorithm (computed once)

@@ -374,7 +374,7 @@ LevelStep LevelSimulator::step(const Shape& s, Collective c, const GroupPattern&
   };
   const NcclChoice use = choose(
       nccl_, cs, algo, proto, [&](Algorithm a) { return flow_of(a).first; },
-      [&](Algorithm a, Protocol q) { return latency_us(nccl_, cs, gl, a, q) * 1e-6; });
+      [&](Algorithm a, Protocol q, bool est) { return latency_us(nccl_, cs, gl, a, q, est) * 1e-6; });
   sc.nccl_pick = use.nccl_algo;
   sc.nccl_proto = use.nccl_proto;
   sc.algo = use.algo;

@@ -69,6 +69,67 @@ constexpr double kTreeCorrection[kNumProtocols][24] = {
     {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0},
     {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9}};
 
+// NCCL's tuning constants changed between versions; the model holds those it uses, per version from
+// v2.19.0 (each read from the tag's src/graph/tuning.cc in NVIDIA/nccl; tags v2.19.4-1, v2.20.5-1,
+// v2.21.5-1, v2.22.3-1, v2.23.4-1, v2.27.7-1, v2.28.3-1, v2.29.2-1 and v2.30.7-1 checked). Only the
+// Volta/Ampere/Hopper rows; Blackwell keeps v2.30.7's. Starting from v2.30.7 (the tables above):
+//  - before v2.29: NVLS tree network latency (hwLatencies[NET][NVLS_TREE][SIMPLE]) 14 us, not 20.9;
+//  - before v2.28: no NVLS efficiency model (nvlsEfficiency, (nCh-1)/nCh, perChMaxNVLSTreeBws, AllReduce
+//    x2): NVLS bw = min(bwIntra, bwInter), NVLS tree min(bwIntra, bwInter, / 2 beyond 2 nodes), busBw =
+//    nCh x bw, AllReduce algbw = busBw x 5/6 (pick only: see bandwidth_time);
+//  - before v2.23: tree Simple base latency 0 and hwLat 28 us per hop (NVLink, PCI, network) instead of
+//    8.4 and 4.0/4.0/14; ring LL128 busBw x 0.7 with one rank per node; the tree's network latency for
+//    every algorithm with one rank per node (ppn == 1) only from v2.23 on;
+//  - before v2.21: ring LL busBw x 1/4 (AllReduce, Reduce or multi-node; else 1/3) instead of x 0.5;
+//    Hopper one-node llMaxBw 87.7 (the Ampere row) instead of 141; NVLS and NVLS tree NVLink latency
+//    23 us instead of 25.
+struct Tables {
+  double base[kRows][kNumProtocols];
+  double hw[3][kRows][kNumProtocols];
+  double ring_ll = 0.5, ring_ll_other = 0.5;  // ring LL busBw factor (NCCL's estimate)
+  bool ll128_one_ppn = false;                 // ring LL128 x 0.7 at one rank per node (estimate)
+  bool ppn1_tree_net = true;                  // ppn == 1: the tree's network latency for every algorithm
+  bool nvls_eff = true;                       // NVLS efficiency model in NCCL's estimate
+  double hopper_ll_max1 = 141.0;              // llMaxBws[Hopper][one node]
+};
+
+Tables make_tables(int v) {
+  Tables t;
+  for (int r = 0; r < kRows; ++r)
+    for (int q = 0; q < kNumProtocols; ++q) {
+      t.base[r][q] = kBaseLat[r][q];
+      for (int h = 0; h < 3; ++h) t.hw[h][r][q] = kHwLat[h][r][q];
+    }
+  constexpr int kS = 2, kNet = 2, kNvl = 0, kPci = 1;
+  if (v < 22900) t.hw[kNet][kNvlsTree][kS] = 14.0;
+  if (v < 22800) t.nvls_eff = false;
+  if (v < 22300) {
+    t.base[kTree][kS] = 0.0;
+    t.hw[kNvl][kTree][kS] = t.hw[kPci][kTree][kS] = t.hw[kNet][kTree][kS] = 28.0;
+    t.ll128_one_ppn = true;
+    t.ppn1_tree_net = false;
+  }
+  if (v < 22100) {
+    t.ring_ll = 0.25;
+    t.ring_ll_other = 1.0 / 3.0;
+    t.hopper_ll_max1 = 87.7;
+    t.hw[kNvl][kNvls][kS] = t.hw[kNvl][kNvlsTree][kS] = 23.0;
+  }
+  return t;
+}
+
+const Tables& newest_tables() {
+  static const Tables t = make_tables(kNcclNewestVersion);
+  return t;
+}
+
+const Tables& tables(const NcclParams& p) {
+  static const Tables t1900 = make_tables(21900), t2100 = make_tables(22100), t2300 = make_tables(22300),
+                      t2800 = make_tables(22800), t2900 = make_tables(22900);
+  const int v = p.effective_version();
+  return v < 22100 ? t1900 : v < 22300 ? t2100 : v < 22800 ? t2300 : v < 22900 ? t2800 : t2900;
+}
+
 int log2i(long long n) {
   int l = -1;
   while (n > 0) {
@@ -113,10 +174,10 @@ double ring_steps(Collective c, int n) {
   }
 }
 
-double hw_lat(const NcclLevelParams* lv, HwClass hw, int r, int proto) {
+double hw_lat(const Tables& tb, const NcclLevelParams* lv, HwClass hw, int r, int proto) {
   if (lv && lv->hop_latency_us[static_cast<std::size_t>(proto)] >= 0)
     return lv->hop_latency_us[static_cast<std::size_t>(proto)];
-  return kHwLat[static_cast<int>(hw)][r][proto];
+  return tb.hw[static_cast<int>(hw)][r][proto];
 }
 
 std::string lower(std::string s) {
@@ -226,6 +287,40 @@ double NcclParams::effective_nvls_efficiency() const {
   return nvls_efficiency >= 0 ? nvls_efficiency : kNvlsEfficiency[static_cast<int>(arch)];
 }
 
+int parse_nccl_version(const std::string& text, const std::string& what) {
+  std::string t = text;
+  if (!t.empty() && (t[0] == 'v' || t[0] == 'V')) t.erase(0, 1);
+  // the release: digits and dots up to a '-' (package release) or '+' (CUDA build)
+  const auto end = t.find_first_of("-+");
+  const std::string core = t.substr(0, end);
+  int part[3] = {0, 0, 0}, np = 0;
+  std::size_t i = 0;
+  bool ok = !core.empty();
+  while (ok && i < core.size()) {
+    if (np == 3 || !std::isdigit(static_cast<unsigned char>(core[i]))) {
+      ok = false;
+      break;
+    }
+    int x = 0;
+    while (i < core.size() && std::isdigit(static_cast<unsigned char>(core[i])) && x < 10000)
+      x = x * 10 + (core[i++] - '0');
+    part[np++] = x;
+    if (i < core.size()) {
+      if (core[i] != '.' || i + 1 == core.size()) ok = false;
+      ++i;
+    }
+  }
+  if (!ok || np < 2 || part[1] > 99 || part[2] > 99)
+    throw Error(fmt::format("{}: '{}' is not an NCCL version (expected e.g. 2.26.2)", what, text));
+  const int v = part[0] * 10000 + part[1] * 100 + part[2];
+  if (v < kNcclOldestVersion)
+    throw Error(fmt::format("{}: NCCL {} is older than the oldest version whose tuning constants p2v holds ({})", what,
+                            nccl_version_string(v), nccl_version_string(kNcclOldestVersion)));
+  return v;
+}
+
+std::string nccl_version_string(int v) { return fmt::format("{}.{}.{}", v / 10000, v / 100 % 100, v % 100); }
+
 NcclParams nccl_params(const System& s) { return nccl_params_from_json(s.nccl, s); }
 
 NcclParams nccl_params_from_json(const nlohmann::json& j, const System& s) {
@@ -252,6 +347,7 @@ NcclParams nccl_params_from_json(const nlohmann::json& j, const System& s) {
       a->fail("expected volta, ampere, hopper or blackwell, got \"" + v + "\"");
   }
   o.optional("description");
+  if (const auto v = o.optional("version")) p.version = parse_nccl_version(v->string(), origin + ": nccl.version");
   if (const auto c = o.optional("channels")) {
     p.channels = c->int32();
     if (p.channels < 1 || p.channels > 64) c->fail("must be between 1 and 64");
@@ -348,6 +444,7 @@ NcclParams nccl_params_from_json(const nlohmann::json& j, const System& s) {
 nlohmann::json nccl_json(const NcclParams& p) {
   nlohmann::json j = nlohmann::json::object();
   j["arch"] = to_string(p.arch);
+  if (p.version > 0) j["version"] = nccl_version_string(p.version);
   if (p.channels > 0) j["channels"] = p.channels;
   if (p.launch_us >= 0) j["launch_us"] = p.launch_us;
   if (p.group_launch_us >= 0) j["group_launch_us"] = p.group_launch_us;
@@ -485,14 +582,17 @@ bool available(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr
   return false;
 }
 
-double latency_us(const NcclParams& p, const CallShape& c, const GroupLevels& g, Algorithm a, Protocol pr) {
+double latency_us(const NcclParams& p, const CallShape& c, const GroupLevels& g, Algorithm a, Protocol pr,
+                  bool nccl_estimate) {
   const int r = row(a), pi = static_cast<int>(pr);
   const int n = c.ranks, nodes = std::max(1, c.nodes), ppn = n / nodes;
-  double lat = kBaseLat[r][pi];
-  const double intra = hw_lat(g.intra, g.intra_hw, r, pi);
+  // The version's tables; for the time, the tree's Simple latency stays v2.30.7's (header).
+  const Tables& tb = !nccl_estimate && a == Algorithm::Tree && pr == Protocol::Simple ? newest_tables() : tables(p);
+  double lat = tb.base[r][pi];
+  const double intra = hw_lat(tb, g.intra, g.intra_hw, r, pi);
   // tuning.cc: with one rank per node the tree's network latency is used for every algorithm;
   // graph->latencyInter (the network's own latency) is added, twice for Simple (flush).
-  double inter = hw_lat(g.inter, HwClass::Net, ppn == 1 ? kTree : r, pi) + g.latency_inter_us;
+  double inter = hw_lat(tb, g.inter, HwClass::Net, ppn == 1 && tb.ppn1_tree_net ? kTree : r, pi) + g.latency_inter_us;
   if (pr == Protocol::Simple) inter += g.latency_inter_us;
   switch (a) {
     case Algorithm::Ring: {
@@ -502,7 +602,7 @@ double latency_us(const NcclParams& p, const CallShape& c, const GroupLevels& g,
         // the !sameChannels branch).
         const HwClass hw = nodes == 1 ? g.intra_hw : HwClass::Net;
         const NcclLevelParams* lv = nodes == 1 ? g.intra : g.inter;
-        lat += steps * hw_lat(lv, hw, pr == Protocol::Simple ? kTree : kRing, pi);
+        lat += steps * hw_lat(tb, lv, hw, pr == Protocol::Simple ? kTree : kRing, pi);
       } else {
         double intra_eff = intra;
         if (nodes > 1) {  // inter-node rings pay the host's net overhead per step (x3 for Simple)
@@ -558,10 +658,18 @@ double bandwidth_time(const NcclParams& p, const CallShape& c, Algorithm a, Prot
   switch (a) {
     case Algorithm::Ring:
       if (pr == Protocol::LL) {  // busBw = min(llMaxBw, busBw * .5)
-        t /= 0.5;
-        cap(ring_bus, ll_max);
+        if (nccl_estimate) {     // the version's factor and cap (tables())
+          const Tables& tb = tables(p);
+          const bool quarter = c.coll == Collective::AllReduce || c.coll == Collective::Reduce || nodes > 1;
+          t /= quarter ? tb.ring_ll : tb.ring_ll_other;
+          cap(ring_bus, nodes == 1 && p.arch == Arch::Hopper ? tb.hopper_ll_max1 * 1e9 : ll_max);
+        } else {
+          t /= 0.5;
+          cap(ring_bus, ll_max);
+        }
       } else if (pr == Protocol::LL128) {  // min(busBw * .92, nCh * perChMaxRingLL128Bw)
-        t /= 0.92;
+        // before v2.23 NCCL's estimate used x 0.7 with one rank per node (tables())
+        t /= nccl_estimate && tables(p).ll128_one_ppn && n < 2 * nodes ? 0.7 : 0.92;
         cap(ring_bus, nch * kPerChRingLL128[ai][ni] * 1e9);
       }
       break;
@@ -598,6 +706,22 @@ double bandwidth_time(const NcclParams& p, const CallShape& c, Algorithm a, Prot
       const double g = nvls_graph_channels(c);
       const double eff = p.effective_nvls_efficiency() * (g - 1) / g;
       const double in = flow.local_s >= 0 ? flow.local_s : flow.intra_s;
+      if (nccl_estimate && !tables(p).nvls_eff) {
+        // Before v2.28 (tables()): NCCL's estimate has no NVLS efficiency, no NVLS-tree cap and no x2
+        // credits, and converts AllReduce bus bandwidth to algbw by 5/6 instead of nRanks/nsteps. Against
+        // v2.30.7's estimate (this model's flows, above, with nccl_estimate_factor) that is, before the
+        // efficiency: NVLS tree (and multi-node NVLS) x 1.2 n/(n-1) (both formulas are nCh x min(bwIntra,
+        // bwInter'), converted by 5/6 against 2 n/(2(n-1))); one-node NVLS AllReduce x 1.2 x
+        // eff (n-1)/n over v2.30.7's, i.e. 1.2 x the flow; AllGather/ReduceScatter busBw = nCh x bwIntra
+        // without (ppn-1)/ppn and efficiency, i.e. n/(n-1) x the flow. nccl_estimate_factor is 1 here.
+        const double t0 = in >= 0 && flow.net_s >= 0 ? std::max(in, flow.net_s) : flow_s;
+        const double q = n > 1 ? static_cast<double>(n) / (n - 1) : 1.0;
+        if (c.coll != Collective::AllReduce)
+          t = t0 * q;
+        else
+          t = t0 * (a == Algorithm::Nvls && nodes == 1 ? 1.2 : 1.2 * q);
+        break;
+      }
       if (in >= 0 && flow.net_s >= 0) {
         t = std::max(in / eff, flow.net_s);
         intra_pace = in / eff;
@@ -632,6 +756,7 @@ double nccl_estimate_factor(const NcclParams& p, const CallShape& c, Algorithm a
   const double ppn = std::max(1.0, n / nodes);
   switch (a) {
     case Algorithm::Nvls:
+      if (!tables(p).nvls_eff) return 1.0;  // before v2.28: the whole estimate is in bandwidth_time
       if (nodes > 1) return 1.0;
       // tuning.cc: NVLS busBw = bwIntra * nvlsEfficiency * (nCh-1)/nCh, x2 for AllReduce
       // ("pipelines two operations"), x(ppn-1)/ppn for AllGather/ReduceScatter; AllReduce converts

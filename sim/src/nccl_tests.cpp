@@ -161,6 +161,31 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin
       toks[0] = toks[0].substr(1);
     if (toks.empty()) continue;
 
+    // The NCCL version the run used: NCCL's "NCCL version 2.26.2+cuda12.8" (also after "NCCL INFO"), or
+    // nccl-tests' header "nccl-library=22602" (NCCL_VERSION_CODE: major x 10000 + minor x 100 + patch).
+    {
+      std::string v;
+      for (std::size_t i = 0; i + 2 < toks.size(); ++i)
+        if (toks[i] == "NCCL" && toks[i + 1] == "version" && !toks[i + 2].empty() &&
+            std::isdigit(static_cast<unsigned char>(toks[i + 2][0])))
+          v = toks[i + 2];
+      for (const auto& w : toks)
+        if (w.rfind("nccl-library=", 0) == 0 && w.size() > 13 && is_int(w.substr(13))) {
+          const int code = std::stoi(w.substr(13));
+          v = fmt::format("{}.{}.{}", code / 10000, code / 100 % 100, code % 100);
+        }
+      if (!v.empty()) {
+        const auto core = v.substr(0, v.find_first_of("+-"));
+        if (!log.nccl_version.empty() && log.nccl_version.substr(0, log.nccl_version.find_first_of("+-")) != core)
+          throw Error(fmt::format("{}: NCCL version {} after {} (line {}); one run per log", where, v, log.nccl_version,
+                                  log.nccl_version_line));
+        if (log.nccl_version.empty()) {
+          log.nccl_version = v;
+          log.nccl_version_line = ln;
+        }
+        continue;
+      }
+    }
     // The test's name.
     if (const auto t = find_test(line); !t.empty()) {
       const bool marker = line.find("Collective test starting") != std::string::npos;

@@ -135,3 +135,37 @@ TEST_CASE("p2v calibrate --nccl-tests: predict-only, fit, and the fitted file us
   r = simtest::run("calibrate --system node=2,gpu=8 --nccl-tests /nonexistent.txt --predict-only");
   CHECK(r.code == 2);
 }
+
+TEST_CASE("p2v calibrate --nccl-tests: the NCCL version the log prints, or --nccl-version") {
+  const std::string log = std::string(P2V_SOURCE_DIR) + "/bench/fidelity/data/dgx-h100/allreduce_2n16g_xe9680.txt";
+  const std::string cmd =
+      "calibrate --system node=2,gpu=8 --preset dgx-h100 --nccl-tests " + log + " --predict-only --json";
+  auto algo_at_2mib = [](const std::string& out) {
+    const json j = json::parse(out);
+    for (const auto& p : j.at("points"))
+      if (p.at("bytes").get<double>() == 2097152.0) return p.at("algo").get<std::string>();
+    return std::string("(no 2 MiB point)");
+  };
+  // The log prints NCCL 2.26.2: its tuning picks the NVLS tree at 2 MiB; v2.30.7's picks the tree.
+  auto r = simtest::run(cmd);
+  REQUIRE(r.code == 0);
+  CHECK(algo_at_2mib(r.out) == "nvls-tree");
+  r = simtest::run(cmd + " --nccl-version 2.30.7");
+  REQUIRE(r.code == 0);
+  CHECK(algo_at_2mib(r.out) == "tree");
+  // A fitted file keeps the version it was fitted with.
+  const std::string out = "/tmp/p2v_test_fitv_" + std::to_string(::getpid()) + ".json";
+  r = simtest::run("calibrate --system node=2,gpu=8 --preset dgx-h100 --nccl-tests " + log + " -o " + out);
+  REQUIRE(r.code == 0);
+  std::ifstream f(out);
+  CHECK(json::parse(f).at("nccl").at("version") == "2.26.2");
+  std::remove(out.c_str());
+  // Errors: a version whose constants p2v does not hold, malformed text, the flag without logs.
+  r = simtest::run(cmd + " --nccl-version 2.9.9");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("p2v: error: --nccl-version: NCCL 2.9.9 is older than the oldest") != std::string::npos);
+  r = simtest::run(cmd + " --nccl-version two");
+  CHECK(r.code == 2);
+  r = simtest::run("calibrate --system node=2,gpu=8 --measurements x.csv --nccl-version 2.26.2");
+  CHECK(r.code == 2);
+}

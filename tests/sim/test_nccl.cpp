@@ -504,6 +504,24 @@ TEST_CASE("p2v simulate: presets, --algo auto says which algorithm and protocol,
   r = simtest::run("simulate --system node=2,gpu=8 --preset dgx-h100 --axes 16 --reduce 0 --proto ll64");
   CHECK(r.code == 2);
   CHECK(r.out.find("p2v: error: --proto 'll64'") != std::string::npos);
+  // --sharp keeps the preset's nccl section (H100: NVLS, so NVLS with SHARP across nodes, not CollNet).
+  r = simtest::run(
+      "simulate --system node=2,gpu=8 --preset dgx-h100 --sharp --axes 16 --reduce 0 --bytes 1GiB --steps "
+      "--max-size 1");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("nvls/Simple(nvls/Simple)") != std::string::npos);
+  // --nccl-version: NCCL 2.26.2's constants pick the NVLS tree at 2 MiB on 2 nodes, v2.30.7's the tree.
+  const std::string two =
+      "simulate --system node=2,gpu=8 --preset dgx-h100 --axes 16 --reduce 0 --bytes 2MiB "
+      "--steps --max-size 1";
+  r = simtest::run(two + " --nccl-version 2.26.2");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("nvls-tree/Simple(nvls-tree/Simple)") != std::string::npos);
+  r = simtest::run(two);
+  CHECK(r.out.find("tree/LL128(tree/LL128)") != std::string::npos);
+  r = simtest::run(two + " --nccl-version 2.9.9");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("p2v: error: --nccl-version: NCCL 2.9.9 is older") != std::string::npos);
 }
 
 TEST_CASE("nccl section: NCCL_PROTO, NCCL_ALGO and NCCL_BUFFSIZE restrict and size what NCCL runs") {
@@ -554,4 +572,75 @@ TEST_CASE("nccl: LL128 only on NVLink-only intra-node paths (tuning.cc typeIntra
   CHECK(available(np, c, Algorithm::Ring, Protocol::LL));
   CHECK(available(np, c, Algorithm::Ring, Protocol::Simple));
   for (const auto& [a, p] : nccl_candidates(np, c, Algorithm::Auto, Protocol::Auto)) CHECK(p != Protocol::LL128);
+}
+
+TEST_CASE("nccl: tuning constants of the NCCL version that ran (v2.19 .. v2.30.7, tags' tuning.cc)") {
+  // Version text as logs and users write it.
+  CHECK(parse_nccl_version("2.26.2", "t") == 22602);
+  CHECK(parse_nccl_version("v2.26.2-1", "t") == 22602);
+  CHECK(parse_nccl_version("2.26.2+cuda12.8", "t") == 22602);
+  CHECK(parse_nccl_version("2.21", "t") == 22100);
+  CHECK(nccl_version_string(22602) == "2.26.2");
+  for (const char* bad : {"", "2.x", "2.26.2.1", "2..1", "2.26.", "cuda12"})
+    CHECK_THROWS_WITH_AS(parse_nccl_version(bad, "where"), doctest::Contains("is not an NCCL version"), p2v::Error);
+  CHECK_THROWS_WITH_AS(parse_nccl_version("2.18.3", "where"), doctest::Contains("older than the oldest"), p2v::Error);
+
+  System s = preset_system("node=2,gpu=8", "dgx-h100");
+  auto with_version = [&](const char* v) {
+    System x = s;
+    x.nccl["version"] = v;
+    return x;
+  };
+  const NcclParams newest = nccl_params(s), v2262 = nccl_params(with_version("2.26.2")),
+                   v2205 = nccl_params(with_version("2.22.3")), v2005 = nccl_params(with_version("2.20.5"));
+  CHECK(newest.effective_version() == kNcclNewestVersion);
+  CHECK(v2262.effective_version() == 22602);
+  CHECK(nccl_json(v2262)["version"] == "2.26.2");
+  CHECK(nccl_params(with_version("2.31.0")).effective_version() == kNcclNewestVersion);  // newer: newest tables
+
+  // Latency: the NVLS tree's network hop is 20.9 us from v2.29 on, 14 us before (2 nodes: 2 hops).
+  const GroupLevels gl{HwClass::NVLink, nullptr, nullptr, 0.0};
+  const CallShape c2{Collective::AllReduce, 16, 2, 1e6};
+  CHECK(latency_us(newest, c2, gl, Algorithm::NvlsTree, Protocol::Simple) == doctest::Approx(25 + 2 * 20.9));
+  CHECK(latency_us(v2262, c2, gl, Algorithm::NvlsTree, Protocol::Simple) == doctest::Approx(25 + 2 * 14.0));
+  // Tree Simple before v2.23: base 0 and 28 us per hop (one node of 8: 2 x 7 hops) in NCCL's estimate;
+  // that stood for the chunk pipeline this model's time prices as fill, so the time keeps v2.30.7's.
+  const CallShape c1{Collective::AllReduce, 8, 1, 1e6};
+  CHECK(latency_us(newest, c1, gl, Algorithm::Tree, Protocol::Simple) == doctest::Approx(8.4 + 14 * 4.0));
+  CHECK(latency_us(v2205, c1, gl, Algorithm::Tree, Protocol::Simple, true) == doctest::Approx(14 * 28.0));
+  CHECK(latency_us(v2205, c1, gl, Algorithm::Tree, Protocol::Simple) == doctest::Approx(8.4 + 14 * 4.0));
+  CHECK(latency_us(v2205, c1, gl, Algorithm::Tree, Protocol::LL, true) ==
+        doctest::Approx(latency_us(v2205, c1, gl, Algorithm::Tree, Protocol::LL)));
+  // NVLS on NVLink 23 us before v2.21, 25 after.
+  CHECK(latency_us(v2005, c1, gl, Algorithm::Nvls, Protocol::Simple) == doctest::Approx(23.0));
+  CHECK(latency_us(v2205, c1, gl, Algorithm::Nvls, Protocol::Simple) == doctest::Approx(25.0));
+
+  // Bandwidth: the version's formulas drive NCCL's estimate (the pick) only; the time is the model's.
+  // Ring LL: busBw x 1/4 before v2.21 (twice the estimate), x 0.5 after; caps far away at 1 us.
+  const CallShape r1{Collective::AllReduce, 8, 1, 1e3};
+  CHECK(bandwidth_time(v2005, r1, Algorithm::Ring, Protocol::LL, 1e-6, true) ==
+        doctest::Approx(2 * bandwidth_time(newest, r1, Algorithm::Ring, Protocol::LL, 1e-6, true)));
+  CHECK(bandwidth_time(v2005, r1, Algorithm::Ring, Protocol::LL, 1e-6, false) ==
+        doctest::Approx(bandwidth_time(newest, r1, Algorithm::Ring, Protocol::LL, 1e-6, false)));
+  // NVLS tree before v2.28: no efficiency or cap, algbw by 5/6: 1.2 n/(n-1) x the busiest flow.
+  const FlowTime f(1e-3, 1e-3, 0.5e-3, 0.8e-3);
+  CHECK(bandwidth_time(v2262, c2, Algorithm::NvlsTree, Protocol::Simple, f, true) ==
+        doctest::Approx(0.8e-3 * 1.2 * 16 / 15));
+  CHECK(nccl_estimate_factor(v2262, c1, Algorithm::Nvls) == 1.0);
+  CHECK(bandwidth_time(v2262, c1, Algorithm::Nvls, Protocol::Simple, 1e-3, true) == doctest::Approx(1.2e-3));
+  CHECK(bandwidth_time(v2262, c2, Algorithm::NvlsTree, Protocol::Simple, f, false) ==
+        doctest::Approx(bandwidth_time(newest, c2, Algorithm::NvlsTree, Protocol::Simple, f, false)));
+
+  // So the pick moves: 2 nodes of DGX H100, 2 MiB: v2.30.7 runs the tree (LL128), v2.26.2 the NVLS tree
+  // (its 14 us network hops), as the XE9680 log of NCCL 2.26.2 measures (bench/fidelity, docs/simulator.md §6).
+  const auto now = call(Simulator(s), Collective::AllReduce, 16, 2 << 20);
+  const auto then = call(Simulator(with_version("2.26.2")), Collective::AllReduce, 16, 2 << 20);
+  CHECK(now.algo == Algorithm::Tree);
+  CHECK(then.algo == Algorithm::NvlsTree);
+
+  // Strict reader.
+  s.nccl["version"] = "2.18.3";
+  CHECK_THROWS_WITH_AS(nccl_params(s), doctest::Contains("nccl.version"), p2v::Error);
+  s.nccl["version"] = 2.26;
+  CHECK_THROWS_AS(nccl_params(s), p2v::Error);
 }

@@ -183,3 +183,24 @@ TEST_CASE("nccl-tests: test names and element sizes") {
                                     "x");
   CHECK(log.test == "all_reduce_perf");
 }
+
+TEST_CASE("nccl-tests: the NCCL version a log prints") {
+  const auto xe = load_nccl_tests(data("dgx-h100/allreduce_2n16g_xe9680.txt"));
+  CHECK(xe.nccl_version == "2.26.2+cuda12.8");
+  CHECK(xe.nccl_version_line == 23);
+  CHECK(load_nccl_tests(data("dgx-a100/allreduce_1n8g_oci.txt")).nccl_version.empty());
+  const std::string row =
+      "           8             2     float     sum      -1    12.90    0.00    0.00      0    12.87"
+      "    0.00    0.00      0\n";
+  // nccl-tests' own header (NCCL_VERSION_CODE), and NCCL's INFO line.
+  auto log = parse_nccl_tests(
+      std::string("# nccl-tests version 2.17.1 nccl-headers=22703 nccl-library=22703\n") + kHeader + row, "log.txt");
+  CHECK(log.nccl_version == "2.27.3");
+  log =
+      parse_nccl_tests(std::string("host:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n") + kHeader + row, "log.txt");
+  CHECK(log.nccl_version == "2.21.5+cuda12.4");
+  // One run per log: a second, different version is an error; the same one again is not.
+  CHECK(error_of(std::string("NCCL version 2.21.5+cuda12.4\nNCCL version 2.21.5+cuda12.4\n") + kHeader + row).empty());
+  CHECK(error_of(std::string("NCCL version 2.21.5+cuda12.4\nNCCL version 2.26.2+cuda12.8\n") + kHeader + row)
+            .find("log.txt:2: NCCL version 2.26.2+cuda12.8 after 2.21.5+cuda12.4") != std::string::npos);
+}

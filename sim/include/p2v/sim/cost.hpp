@@ -27,12 +27,12 @@ Algorithm parse_algorithm(const std::string& s);  // ring|tree|nvls|collnet|auto
 
 // What NCCL's tuner picks for a call (`nccl_*`) and what the step uses under the user's choice
 // (`algo`, `proto`: the same pick when both are auto), each the candidate of least estimated time
-// latency_s(a, p) + bandwidth_time(..., nccl_estimate = true). `flow_s(a)` is the simulator's
-// busiest-link time for algorithm a's flows (a FlowTime or seconds). NCCL's tuner credits the tree with the ring's
-// graph bandwidth (tuning.cc: the same bwIntra/bwInter, ratio .5 instead of nRanks/nsteps), not with the tree's own
-// traffic: its estimate of the tree is the ring's flow time x 2S / (2(p-1)/p S); NVLS and CollNet estimates follow
-// NCCL's busBw formulas (nccl_estimate_factor). Both simulators choose through this; each then prices the chosen pair
-// with its own flows.
+// latency_s(a, p, true) + bandwidth_time(..., nccl_estimate = true) (latency_s's third argument: NCCL's estimate).
+// `flow_s(a)` is the simulator's busiest-link time for algorithm a's flows (a FlowTime or seconds). NCCL's tuner
+// credits the tree with the ring's graph bandwidth (tuning.cc: the same bwIntra/bwInter, ratio .5 instead of
+// nRanks/nsteps), not with the tree's own traffic: its estimate of the tree is the ring's flow time x 2S / (2(p-1)/p
+// S); NVLS and CollNet estimates follow NCCL's busBw formulas (nccl_estimate_factor). Both simulators choose through
+// this; each then prices the chosen pair with its own flows.
 struct NcclChoice {
   Algorithm nccl_algo = Algorithm::Ring, algo = Algorithm::Ring;
   Protocol nccl_proto = Protocol::Simple, proto = Protocol::Simple;
@@ -47,7 +47,7 @@ NcclChoice choose(const NcclParams& np, const CallShape& c, Algorithm algo, Prot
     for (const auto& [a, p] : nccl_candidates(np, c, al, pr)) {
       const FlowTime f = a == Algorithm::Tree ? FlowTime(flow_s(Algorithm::Ring)).scaled(q / (q - 1))
                                               : FlowTime(flow_s(a)).scaled(nccl_estimate_factor(np, c, a));
-      const double t = latency_s(a, p) + bandwidth_time(np, c, a, p, f, true);
+      const double t = latency_s(a, p, true) + bandwidth_time(np, c, a, p, f, true);
       if (t < best_t) {
         best = {a, p};
         best_t = t;

@@ -16,6 +16,7 @@
 // by calibration): per system the architecture, channels, launch overhead, NVLS/SHARP
 // availability; per level (by level name) the bus bandwidth and per-hop latencies per protocol.
 // Defaults are NCCL's own constants (NVIDIA/nccl v2.30.7, commit 5067397c, src/graph/tuning.cc).
+#include <algorithm>
 #include <array>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
@@ -61,9 +62,21 @@ struct NcclLevelParams {
   double nic_gbps = 0.0;                                         // informative: per-NIC line rate, GB/s
 };
 
+// NCCL versions whose tuning constants this model holds (docs/simulator.md §2, "NCCL version"),
+// encoded major * 10000 + minor * 100 + patch. Versions after the newest use the newest's tables.
+inline constexpr int kNcclNewestVersion = 23007;  // v2.30.7: the model's default
+inline constexpr int kNcclOldestVersion = 21900;  // v2.19.0
+// "2.26.2", "2.26.2-1", "v2.26.2", "2.26.2+cuda12.8", "2.26" -> 22602 (patch 0 when absent).
+// Malformed text or a version before kNcclOldestVersion: p2v::Error naming `what`.
+int parse_nccl_version(const std::string& text, const std::string& what);
+std::string nccl_version_string(int v);  // 22602 -> "2.26.2"
+
 // Per system ("nccl" section of a system file; presets carry one).
 struct NcclParams {
   Arch arch = Arch::Ampere;
+  // NCCL version whose tuning constants apply (latencies in the time and the pick; NCCL's bandwidth
+  // formulas in the pick); 0: kNcclNewestVersion.
+  int version = 0;
   int channels = 0;               // collective channels NCCL uses at full size; 0: default_channels(arch)
   double launch_us = -1.0;        // per-call overhead (launch, host sync) added to every call; < 0: default
   double group_launch_us = -1.0;  // host time per further GPU one thread launches in the same group
@@ -88,6 +101,7 @@ struct NcclParams {
 
   const NcclLevelParams* level(const std::string& name) const;
   int effective_channels() const;
+  int effective_version() const { return version > 0 ? std::min(version, kNcclNewestVersion) : kNcclNewestVersion; }
   double effective_launch_us() const;
   double effective_group_launch_us() const;
   double effective_nvls_efficiency() const;
@@ -152,7 +166,11 @@ std::vector<std::pair<Algorithm, Protocol>> nccl_candidates(const NcclParams& p,
                                                             Protocol proto);
 // NCCL's latency term, microseconds (tuning.cc latency formulas; ring AllReduce plateau factor of
 // ncclTopoGetAlgoTime included).
-double latency_us(const NcclParams& p, const CallShape& c, const GroupLevels& g, Algorithm a, Protocol pr);
+// `nccl_estimate` = true gives NCCL's own estimate (the pick): before v2.23 NCCL's tree Simple latency
+// (28 us per hop) stood for its chunk pipeline, which this model's time prices as pipeline fill, so
+// the time keeps v2.30.7's tree Simple latency (docs/simulator.md §2, "NCCL version").
+double latency_us(const NcclParams& p, const CallShape& c, const GroupLevels& g, Algorithm a, Protocol pr,
+                  bool nccl_estimate = false);
 // The simulator's busiest-link time for an algorithm's flows (at full link bandwidth): `s` over all
 // links, and where known the busiest link inside nodes (`intra_s`: NVLink, PCI) and across them
 // (`net_s`: network links); < 0: not split (every part is treated as `s`). `local_s`: the busiest

@@ -45,6 +45,10 @@ struct NcclTestsLog {
   std::vector<std::string> hosts;    // in order of first appearance
   std::vector<std::string> devices;  // GPU name per rank, as printed (may be empty)
   int nthread = 0, ngpus = 0;        // from the "nThread 1 nGpus 8 ..." line (0: absent)
+  // The NCCL version as the log prints it ("NCCL version 2.26.2+cuda12.8", or nccl-tests'
+  // "nccl-library=22602" as "2.26.2"); "" when the log does not say. Line where first stated.
+  std::string nccl_version;
+  int nccl_version_line = 0;
   std::vector<NcclTestsRow> rows;
 };
 
