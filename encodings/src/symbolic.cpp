@@ -605,7 +605,9 @@ EnumerationResult per_level_bounds(smt::SolverKind kind, const SearchProblem& p,
   res.solver = s.name();
   res.version = s.version();
   res.settings = s.settings();
-  PerLevelEncoder e(s, p, /*free_initial=*/false, summed_levels_suffice(p, max_size, opt));
+  // Summed levels for the whole enumeration only: deciding them walks every program of the
+  // reference graph, more than the shortest bound's search costs.
+  PerLevelEncoder e(s, p, /*free_initial=*/false, all && summed_levels_suffice(p, max_size, opt));
   for (int n = 1; n <= max_size; ++n) {
     const auto t0 = Clock::now();
     BoundFact f;

@@ -13,8 +13,11 @@
 // levels are fixed to none of the row bits", "all of them are") and on the devices' column sets.
 // A step whose successor has no per-level form (an AllGather over members with different column
 // sets, a Broadcast to an empty member whose rows would be another device's) is not a step of
-// this encoding; the closure check (confirm_by_symbolic_closure) requires that no program of the
-// reference semantics passes such a state.
+// this encoding; with summed levels neither is one whose successor's columns are not summed
+// levels (a sum over members with different summed levels, whose union is no cylinder; an
+// AllGather over members whose summed levels do not contain the group's levels; a Broadcast from a
+// root whose summed levels do not). The closure check (confirm_by_symbolic_closure) requires that no
+// program of the reference semantics passes such a state.
 #include <functional>
 #include <optional>
 #include <string>
@@ -71,11 +74,13 @@ std::vector<EnumerationResult> confirm_by_symbolic_closure(
 // The per-level encoding over bounds 1..max_size from the initial state, as enumerate_programs
 // and find_shortest do with the concrete encoding: every valid program of the per-level encoding
 // (blocking those found; the final unsat of every bound is its completeness), or the first bound
-// with one. Its programs are those passing only states with a per-level form. The columns are
-// summed levels when every program of the reference semantics up to max_size passes only states
-// with them (checked on the reference graph first; three-level shape, CPU: z3 3.6 -> 1.8 s, cvc5
-// 13.6 -> 8.5 s), else column sets (and with SearchOptions::closure_column_sets). Throws p2v::Error
-// on unknown, or when the encoding does not apply.
+// with one. Its programs are those passing only states with a per-level form. enumerate_programs_
+// per_level encodes the columns as summed levels when every program of the reference semantics up
+// to max_size passes only states with them (checked on the reference graph first, so the solver's
+// set is then complete only as far as that graph is right about the other states; three-level
+// shape, CPU: z3 3.6 -> 1.8 s, cvc5 13.6 -> 8.5 s), else as column sets (and with
+// SearchOptions::closure_column_sets); find_shortest_per_level always as column sets. Throws
+// p2v::Error on unknown, or when the encoding does not apply.
 EnumerationResult enumerate_programs_per_level(smt::SolverKind kind, const SearchProblem& p, int max_size,
                                                const SearchOptions& opt = {});
 EnumerationResult find_shortest_per_level(smt::SolverKind kind, const SearchProblem& p, int max_size,
