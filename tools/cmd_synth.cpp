@@ -36,7 +36,7 @@ struct SynthArgs {
   bool json = false, lowered = false, concrete = false;
   int show = -1;
   std::string certify, solver = "both", encoding = "auto";
-  bool proofs = false, force = false, resume = false;
+  bool proofs = false, force = false, resume = false, column_sets = false;
   ProgressArgs progress;
   double timeout_s = 300;
   int jobs = 0;  // --certify: solver workers in all; 0 = the machine's cores
@@ -152,6 +152,7 @@ class SynthRun {
     co.search.bury_solver = true;  // a command-line run: the process exits soon after
     co.search.jobs = a_.jobs;      // 0: one per hardware thread
     co.encoding = encodings::parse_encoding_choice(a_.encoding);
+    co.search.closure_column_sets = a_.column_sets;
     apply_solver_flags(a_.solver_flags, co.search);
     co.reuse = reuse;
     // Progress: the reachable states the solvers close (the long part), per placement.
@@ -302,9 +303,14 @@ Registrar reg("synth", [](CLI::App& sub) -> std::function<int()> {
       ->check(CLI::NonNegativeNumber);
   sub.add_option("--encoding", a->encoding,
                  "with --certify: the SMT encoding the solvers close the reachable states with: symbolic (per "
-                 "level: fixed row digits and column sets per device class, for shapes' smallest instances), "
-                 "concrete (state matrices), or auto (symbolic where it applies, from 4 devices)")
+                 "level: fixed row digits, and per device the levels its columns are summed over, or its column "
+                 "set; for shapes' smallest instances), concrete (state matrices), or auto (symbolic where it "
+                 "applies, from 4 devices)")
       ->capture_default_str();
+  sub.add_flag("--column-sets", a->column_sets,
+               "with --certify and the symbolic encoding: every device's columns as a set (k bits), so that the "
+               "solvers close every reachable state with a per-level form, not only those whose columns are summed "
+               "levels (the wider check; about 4x slower on the four-level shape)");
   add_solver_flags(sub, a->solver_flags, "with --certify: ");
   return [a] { return run_synth(*a); };
 });

@@ -380,6 +380,35 @@ TEST_CASE("fuzz: random mutations of certificates never crash the checker nor pa
 }
 
 #ifdef P2V_BIN
+TEST_CASE("end to end: synth --certify with summed levels (default) and --column-sets, both accepted by p2v check") {
+  const std::string bin = P2V_BIN;
+  const std::string summed = "each device's columns those of the devices that agree with it outside a set of levels";
+  long long states[2] = {0, 0};
+  for (int sets = 0; sets < 2; ++sets) {
+    const std::string dir =
+        (std::filesystem::temp_directory_path() / ("p2v-test-column-sets-" + std::to_string(sets))).string();
+    std::filesystem::remove_all(dir);
+    const std::string out = dir + ".out";
+    auto run = [&](const std::string& args) {
+      const int rc = std::system((bin + " " + args + " > " + out + " 2>&1").c_str());
+      return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    };
+    REQUIRE(run("synth --system rack=2,node=2,gpu=2 --axes 8 --reduce 0 --max-size 4 --certify " + dir +
+                (sets ? " --column-sets" : "")) == 0);
+    CHECK(run("check --quiet " + dir) == 0);
+    const json c = json::parse(read(dir + "/m2-2-2-d-shape-p0000.json"));
+    for (const auto& f : c["instance"]["facts"]["complete"]) {
+      CHECK(f["method"] == "symbolic-closure");
+      CHECK((f["query"].get<std::string>().find(summed) == std::string::npos) == (sets == 1));
+      states[sets] = f["states"].get<long long>();
+    }
+    std::filesystem::remove_all(dir);
+    std::filesystem::remove(out);
+  }
+  // The column sets close every reachable state with a per-level form: more than the summed levels.
+  CHECK(states[1] > states[0]);
+}
+
 TEST_CASE("end to end: p2v verify --certify, p2v check, exit codes") {
   const std::string dir = (std::filesystem::temp_directory_path() / "p2v-test-e2e-certs").string();
   std::filesystem::remove_all(dir);
