@@ -517,6 +517,32 @@ class PerLevelStep : public detail::OneStep {
 
 }  // namespace
 
+namespace {
+
+// Per state of the reference graph: its per-level form, whether it has one (with_sets: the states
+// the column-set encoding represents) and whether it also has summed levels (with_summed).
+struct StateForms {
+  std::vector<std::optional<PerLevelState>> nodes;
+  std::vector<char> with_sets, with_summed;
+};
+StateForms state_forms(const detail::StateGraph& g) {
+  StateForms f;
+  for (const auto& st : g.states) {
+    f.nodes.push_back(per_level_state(st));
+    f.with_sets.push_back(f.nodes.back().has_value());
+    f.with_summed.push_back(f.nodes.back().has_value() && summed_levels(*f.nodes.back()).has_value());
+  }
+  return f;
+}
+// Whether encoding the columns as summed levels loses no program of the graph up to max_size that
+// the column sets keep (the paths through either kind of state, at most `limit` of each, agree).
+bool summed_levels_lose_nothing(const detail::StateGraph& g, const StateForms& f, int max_size, std::size_t limit) {
+  return detail::graph_programs(g, max_size, limit, f.with_summed) ==
+         detail::graph_programs(g, max_size, limit, f.with_sets);
+}
+
+}  // namespace
+
 std::vector<EnumerationResult> confirm_by_symbolic_closure(
     const std::vector<smt::SolverKind>& kinds, const SearchProblem& p, const std::vector<engine::Program>& programs,
     int max_size, const SearchOptions& opt, const std::function<std::string(const engine::Program&)>& name) {
@@ -524,7 +550,6 @@ std::vector<EnumerationResult> confirm_by_symbolic_closure(
   if (const std::string why = per_level_unsupported(p); !why.empty())
     throw Error("the per-level encoding does not apply: " + why + " (use --encoding concrete)");
   const detail::StateGraph g = detail::reachable_states(p, max_size);
-  std::vector<std::optional<PerLevelState>> nodes;
   detail::ClosureSpec spec;
   spec.method = RunMethod::SymbolicClosure;
   // The columns as summed levels (the default) or as sets (opt.closure_column_sets, or where some
@@ -532,15 +557,10 @@ std::vector<EnumerationResult> confirm_by_symbolic_closure(
   // the form. Four-level shape: 974 of the 2,530 states with a per-level form have summed levels,
   // and every program passes only those (bench_certify, one worker, CPU, three interleaved rounds:
   // z3 6.7-9.0 -> 2.2-2.7 s, cvc5 19.2-19.8 -> 5.6-6.0 s).
-  std::vector<char> with_sets, with_summed;
-  for (const auto& st : g.states) {
-    nodes.push_back(per_level_state(st));
-    with_sets.push_back(nodes.back().has_value());
-    with_summed.push_back(nodes.back().has_value() && summed_levels(*nodes.back()).has_value());
-  }
-  const bool summed = !opt.closure_column_sets && detail::graph_programs(g, max_size, programs.size(), with_summed) ==
-                                                      detail::graph_programs(g, max_size, programs.size(), with_sets);
-  spec.represented = summed ? with_summed : with_sets;
+  const StateForms forms = state_forms(g);
+  const auto& nodes = forms.nodes;
+  const bool summed = !opt.closure_column_sets && summed_levels_lose_nothing(g, forms, max_size, programs.size());
+  spec.represented = summed ? forms.with_summed : forms.with_sets;
   // The initial state in per-level form: nothing fixed, device x with the column {x}.
   PerLevelState init;
   init.n = log2_exact(p.k);
@@ -576,18 +596,13 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // Whether the columns can be encoded as summed levels for the search up to max_size: every program
-// of the reference semantics passes only states with summed levels (else its programs through the
-// others would be missing), and the caller did not ask for column sets.
+// of the reference semantics that the column sets keep passes only states with summed levels (else
+// its programs through the others would be missing), and the caller did not ask for column sets.
 bool summed_levels_suffice(const SearchProblem& p, int max_size, const SearchOptions& opt) {
   if (opt.closure_column_sets) return false;
   const detail::StateGraph g = detail::reachable_states(p, max_size);
-  std::vector<char> keep;
-  for (const auto& st : g.states) {
-    const auto pl = per_level_state(st);
-    keep.push_back(pl.has_value() && summed_levels(*pl).has_value());
-  }
   const std::size_t limit = opt.max_programs > 0 ? static_cast<std::size_t>(opt.max_programs) : std::size_t{1} << 40;
-  return detail::graph_programs(g, max_size, limit, keep) == detail::graph_programs(g, max_size, limit);
+  return summed_levels_lose_nothing(g, state_forms(g), max_size, limit);
 }
 
 // Bounds 1..max_size on one incremental per-level encoder, as enumerate_programs does: "not the

@@ -603,6 +603,9 @@ bool per_level_form(const State& s, const Hierarchy& h) {
 // ---- summed levels (encodings/README.md, "summed levels"): in a state of per-level form, every
 // device that holds rows holds the columns of exactly the devices that agree with it outside some
 // set of levels (its summed levels) ----
+// How certificates and the checker's claims name that form.
+constexpr const char* kSummedLevelsText =
+    "each device's columns those of the devices that agree with it outside a set of levels";
 }  // namespace
 
 bool summed_levels_form(const std::vector<std::vector<std::vector<bool>>>& s,
@@ -838,9 +841,7 @@ void read_fact(const json& f, const std::string& at, const std::string& list, in
       const auto closure_query = [&](bool summed) {
         return "from each of the " + S + " reachable states (depth < " + ns + ", not the goal" +
                (sym ? std::string(", with a per-level form: row-uniform, rows fixed to level digits") +
-                          (summed ? ", each device's columns those of the devices that agree with it outside a set "
-                                    "of levels"
-                                  : "")
+                          (summed ? std::string(", ") + kSummedLevelsText : std::string())
                     : std::string()) +
                "), a valid step other than the " + E +
                " listed ones with their successors (from states first reached at depth " + std::to_string(bound - 1) +
@@ -951,8 +952,7 @@ std::string check_facts(const json& f, const Hierarchy& h, const std::string& mc
         "facts",
         std::string("the per-level encoding applies: levels of cardinality 1 or 2, and every state of the program is "
                     "row-uniform with its rows fixed to level digits") +
-            (summed ? " and each device's columns those of the devices that agree with it outside a set of levels"
-                    : ""),
+            (summed ? std::string(" and ") + kSummedLevelsText : std::string()),
         "re-derived");
   }
   // Each solver: accepts the program, answers for every length up to max_size, and its
