@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <exception>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -263,48 +265,25 @@ bool disjoint(const Row& a, const Row& b) {
     if (a[i] && b[i]) return false;
   return true;
 }
-Row unite(Row a, const Row& b) {
-  for (std::size_t i = 0; i < a.size(); ++i) a[i] = a[i] || b[i];
-  return a;
+void unite_into(Row& a, const Row& b) {
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (b[i]) a[i] = true;
 }
 
-// Applies collective `c` to group g of state s (in place); returns "" or why the precondition fails.
-std::string apply(const std::string& c, const Group& g, State& s) {
+// Why collective `c` may not run on group g of state s ("" if it may): model.md §4's preconditions.
+std::string precondition(const std::string& c, const Group& g, const State& s) {
   const int k = static_cast<int>(s.size());
   const auto rows0 = rows_of(s[g[0]]);
-  auto reduce_pre = [&]() -> std::string {
+  if (c == "AllReduce" || c == "Reduce" || c == "ReduceScatter") {
     if (rows0.empty()) return "the root holds no rows";
     for (int d : g)
-      if (rows_of(s[d]) != rows0) return "members hold different rows";
+      for (int r = 0; r < k; ++r)
+        if (empty(s[d][r]) != empty(s[g[0]][r])) return "members hold different rows";
     for (int r = 0; r < k; ++r)
       for (std::size_t a = 0; a < g.size(); ++a)
         for (std::size_t b = a + 1; b < g.size(); ++b)
           if (!disjoint(s[g[a]][r], s[g[b]][r])) return "row " + std::to_string(r) + " is summed twice";
-    return "";
-  };
-  auto sum = [&] {
-    Dev S(k, Row(k, false));
-    for (int d : g)
-      for (int r = 0; r < k; ++r) S[r] = unite(S[r], s[d][r]);
-    return S;
-  };
-  if (c == "AllReduce" || c == "Reduce" || c == "ReduceScatter") {
-    if (auto why = reduce_pre(); !why.empty()) return why;
-    const Dev S = sum();
-    if (c == "AllReduce") {
-      for (int d : g) s[d] = S;
-    } else if (c == "Reduce") {
-      for (int d : g) s[d] = Dev(k, Row(k, false));
-      s[g[0]] = S;
-    } else {
-      if (rows0.size() % g.size() != 0) return "rows not divisible by the group size";
-      const std::size_t b = rows0.size() / g.size();
-      for (std::size_t i = 0; i < g.size(); ++i) {
-        Dev mine(k, Row(k, false));
-        for (std::size_t q = i * b; q < (i + 1) * b; ++q) mine[rows0[q]] = S[rows0[q]];
-        s[g[i]] = mine;
-      }
-    }
+    if (c == "ReduceScatter" && rows0.size() % g.size() != 0) return "rows not divisible by the group size";
     return "";
   }
   if (c == "AllGather") {
@@ -317,8 +296,6 @@ std::string apply(const std::string& c, const Group& g, State& s) {
         seen[r] = true;
       }
     }
-    const Dev S = sum();
-    for (int d : g) s[d] = S;
     return "";
   }
   if (c == "Broadcast") {
@@ -330,10 +307,44 @@ std::string apply(const std::string& c, const Group& g, State& s) {
           if (s[d][r][j] != s[g[0]][r][j]) strict = true;
         }
     if (!strict) return "every member already equals the root";
-    for (int d : g) s[d] = s[g[0]];
     return "";
   }
   reject("unknown collective '" + c + "'");
+}
+
+// Applies collective `c` to group g of state s (in place); returns "" or why the precondition fails
+// (then s is unchanged). A step's groups are disjoint, so each group's precondition reads the same
+// data before and after the others run.
+std::string apply(const std::string& c, const Group& g, State& s) {
+  if (auto why = precondition(c, g, s); !why.empty()) return why;
+  const int k = static_cast<int>(s.size());
+  auto sum = [&] {
+    Dev S(k, Row(k, false));
+    for (int d : g)
+      for (int r = 0; r < k; ++r) unite_into(S[r], s[d][r]);
+    return S;
+  };
+  if (c == "Broadcast") {
+    for (int d : g) s[d] = s[g[0]];
+  } else if (c == "ReduceScatter") {
+    const auto rows0 = rows_of(s[g[0]]);
+    const Dev S = sum();
+    const std::size_t b = rows0.size() / g.size();
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      Dev mine(k, Row(k, false));
+      for (std::size_t q = i * b; q < (i + 1) * b; ++q) mine[rows0[q]] = S[rows0[q]];
+      s[g[i]] = mine;
+    }
+  } else {
+    const Dev S = sum();
+    if (c == "Reduce") {
+      for (int d : g) s[d] = Dev(k, Row(k, false));
+      s[g[0]] = S;
+    } else {  // AllReduce, AllGather
+      for (int d : g) s[d] = S;
+    }
+  }
+  return "";
 }
 
 // ---- states in words, for rejections ----
@@ -485,33 +496,53 @@ std::vector<Ins> instruction_set(const Hierarchy& h, const std::string& mc) {
   return out;
 }
 
+// A state's bits, device-major then row then column (k^3 bits), as the memos keep it.
+std::vector<std::uint64_t> pack(const State& s) {
+  const std::size_t k = s.size();
+  std::vector<std::uint64_t> b((k * k * k + 63) / 64, 0);
+  for (std::size_t d = 0, i = 0; d < k; ++d)
+    for (std::size_t r = 0; r < k; ++r)
+      for (std::size_t j = 0; j < k; ++j, ++i)
+        if (s[d][r][j]) b[i / 64] |= std::uint64_t{1} << (i % 64);
+  return b;
+}
+State unpack(const std::vector<std::uint64_t>& b, std::size_t k) {
+  State s(k, Dev(k, Row(k, false)));
+  for (std::size_t d = 0, i = 0; d < k; ++d)
+    for (std::size_t r = 0; r < k; ++r)
+      for (std::size_t j = 0; j < k; ++j, ++i) s[d][r][j] = (b[i / 64] >> (i % 64)) & 1;
+  return s;
+}
+
 // Counts the valid programs from `s` to the goal by length (v[len], len <= rem), by brute force
-// with memoisation; throws Budget past kMaxApplied applications of an 8-device state. An
-// application copies a k x k x k state (and the memo keeps it), so a larger instance spends its
-// budget faster: the work and the memory stay bounded whatever k is.
+// with memoisation (states packed, k^3 bits each); throws Budget past kMaxApplied units, one unit
+// per 512 state bits per instruction tried (an application reads and may copy a k x k x k state).
+// The memo holds at most one state per application, so it stays under kMaxApplied x 64 bytes
+// (128 MiB) whatever k is. The four-level 16-device shape at L = 5 takes 1.4 million units.
 struct Budget {};
-constexpr long long kMaxApplied = 400000;
+constexpr long long kMaxApplied = 2000000;
 struct Counter {
   Counter(const std::vector<Ins>& i, const State& g) : ins(i), goal(g) {}
   const std::vector<Ins>& ins;
   const State& goal;
   long long applied = 0;
   long long unit = std::max<long long>(1, static_cast<long long>(goal.size() * goal.size() * goal.size()) / 512);
-  std::map<std::pair<State, int>, std::vector<long long>> memo;
+  // v[len] for len < v.size(): the number of programs of exactly len steps from a state does not
+  // depend on the bound, so one entry per state serves every smaller remainder.
+  std::map<std::vector<std::uint64_t>, std::vector<long long>> memo;
   std::vector<long long> count(const State& s, int rem) {
-    const auto key = std::make_pair(s, rem);
-    if (auto it = memo.find(key); it != memo.end()) return it->second;
+    auto key = pack(s);
+    if (auto it = memo.find(key); it != memo.end() && it->second.size() > static_cast<std::size_t>(rem))
+      return {it->second.begin(), it->second.begin() + rem + 1};
     std::vector<long long> v(static_cast<std::size_t>(rem) + 1, 0);
     for (const auto& in : ins) {
       if ((applied += unit) > kMaxApplied) throw Budget{};
+      // A step's groups are disjoint: checking every precondition on s first copies only valid steps.
+      if (std::any_of(in.g.begin(), in.g.end(),
+                      [&](const Group& grp) { return !precondition(in.col, grp, s).empty(); }))
+        continue;
       State next = s;
-      bool ok = true;
-      for (const auto& grp : in.g)
-        if (!apply(in.col, grp, next).empty()) {
-          ok = false;
-          break;
-        }
-      if (!ok) continue;
+      for (const auto& grp : in.g) apply(in.col, grp, next);
       if (next == goal) {
         ++v[1];
       } else if (rem > 1) {
@@ -519,7 +550,7 @@ struct Counter {
         for (std::size_t l = 1; l < sub.size(); ++l) v[l + 1] += sub[l];
       }
     }
-    memo.emplace(key, v);
+    memo[std::move(key)] = v;
     return v;
   }
 };
@@ -670,23 +701,6 @@ std::shared_ptr<const State> goal_state(const Hierarchy& h, const std::string& k
   return memo.emplace(key, std::move(goal)).first->second;
 }
 
-// A state's bits, device-major then row then column (k^3 bits), as the memo keeps it.
-std::vector<std::uint64_t> pack(const State& s) {
-  const std::size_t k = s.size();
-  std::vector<std::uint64_t> b((k * k * k + 63) / 64, 0);
-  for (std::size_t d = 0, i = 0; d < k; ++d)
-    for (std::size_t r = 0; r < k; ++r)
-      for (std::size_t j = 0; j < k; ++j, ++i)
-        if (s[d][r][j]) b[i / 64] |= std::uint64_t{1} << (i % 64);
-  return b;
-}
-State unpack(const std::vector<std::uint64_t>& b, std::size_t k) {
-  State s(k, Dev(k, Row(k, false)));
-  for (std::size_t d = 0, i = 0; d < k; ++d)
-    for (std::size_t r = 0; r < k; ++r)
-      for (std::size_t j = 0; j < k; ++j, ++i) s[d][r][j] = (b[i / 64] >> (i % 64)) & 1;
-  return s;
-}
 struct Replayed {
   std::vector<std::uint64_t> bits;  // the state, packed
   std::vector<std::string> text;    // state_text of each device
@@ -996,32 +1010,39 @@ std::string check_facts(const json& f, const Hierarchy& h, const std::string& mc
   std::string how_count = "recorded";
   // The counts depend only on the hierarchy, the goal, the collectives and the bound: computed
   // once per process for the certificates of one run (a directory holds one per program).
+  // The first worker to need a count computes it; the others wait for it rather than repeat it.
+  using Counted = std::optional<std::vector<long long>>;
   static std::mutex cache_mutex;
-  static std::map<std::string, std::optional<std::vector<long long>>> cache;
+  static std::map<std::string, std::shared_future<Counted>> cache;
   const std::string key = mc + "/" + std::to_string(L) + "/" + hierarchy_key(h);
-  std::optional<std::vector<long long>> counted;
-  bool cached = false;
+  std::shared_future<Counted> pending;
+  std::promise<Counted> mine;
+  bool compute = false;
   {
     const std::lock_guard<std::mutex> lock(cache_mutex);
     if (auto it = cache.find(key); it != cache.end()) {
-      counted = it->second;
-      cached = true;
+      pending = it->second;
+    } else {
+      pending = mine.get_future().share();
+      cache.emplace(key, pending);
+      compute = true;
     }
   }
-  if (!cached) {
+  if (compute) {
     try {
       State init(goal.size(), Dev(goal.size(), Row(goal.size(), false)));
       for (std::size_t d = 0; d < goal.size(); ++d)
         for (std::size_t r = 0; r < goal.size(); ++r) init[d][r][d] = true;
       const auto ins = instruction_set(h, mc);
       Counter counter{ins, goal};
-      counted = counter.count(init, L);
+      mine.set_value(counter.count(init, L));
     } catch (const Budget&) {
-      counted.reset();
+      mine.set_value(std::nullopt);
+    } catch (...) {
+      mine.set_exception(std::current_exception());
     }
-    const std::lock_guard<std::mutex> lock(cache_mutex);
-    cache.emplace(key, counted);
   }
+  const Counted counted = pending.get();
   if (counted) {
     cnt = *counted;
     how_count = "re-derived";

@@ -409,6 +409,48 @@ TEST_CASE("end to end: synth --certify with summed levels (default) and --column
   CHECK(states[1] > states[0]);
 }
 
+TEST_CASE("end to end: the checker re-derives the four-level shape's program count by its own enumeration") {
+  // 16 devices at L = 4: the checker's brute force applies about 69,000 instructions (552,000 work
+  // units), more than its budget allowed before it kept one memo entry per state. So the count,
+  // the shortest length and minimality are re-derived, and with them the closure's premise that
+  // every state outside the encoding's form is a dead end.
+  const std::string bin = P2V_BIN;
+  const std::string dir = (std::filesystem::temp_directory_path() / "p2v-test-four-level-count").string();
+  std::filesystem::remove_all(dir);
+  const std::string out = dir + ".out";
+  auto run = [&](const std::string& args) {
+    const int rc = std::system((bin + " " + args + " > " + out + " 2>&1").c_str());
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  };
+  REQUIRE(run("synth --system pod=2,rack=2,node=2,gpu=2 --axes 16 --reduce 0 --max-size 4 --solver z3 --certify " +
+              dir) == 0);
+  const json good = json::parse(read(dir + "/m2-2-2-2-d-shape-p0000.json"));
+  const long long programs = good["instance"]["facts"]["enumerator"]["programs"].get<long long>();
+  const auto v = checker::check_certificate(good.dump());
+  INFO(v.reason, v.summary);
+  REQUIRE(v.ok);
+  CHECK(v.summary.find("with " + std::to_string(programs) + " programs (re-derived by enumeration)") !=
+        std::string::npos);
+  // One program fewer, consistently in the enumerator's and the solver's facts: only the checker's
+  // own count can tell.
+  json t = good;
+  t["instance"]["facts"]["enumerator"]["programs"] = programs - 1;
+  for (auto& f : t["instance"]["facts"]["complete"]) {
+    f["programs"] = programs - 1;
+    std::string c = f["conclusion"].get<std::string>();
+    const std::string n = "the " + std::to_string(programs) + " listed";
+    if (const auto at = c.find(n); at != std::string::npos)
+      c.replace(at, n.size(), "the " + std::to_string(programs - 1) + " listed");
+    f["conclusion"] = c;
+  }
+  const auto bad = checker::check_certificate(t.dump());
+  INFO(bad.reason);
+  CHECK_FALSE(bad.ok);
+  CHECK(bad.reason.find("the checker's enumeration finds " + std::to_string(programs)) != std::string::npos);
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove(out);
+}
+
 TEST_CASE("end to end: p2v verify --certify, p2v check, exit codes") {
   const std::string dir = (std::filesystem::temp_directory_path() / "p2v-test-e2e-certs").string();
   std::filesystem::remove_all(dir);
