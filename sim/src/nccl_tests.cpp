@@ -271,7 +271,10 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin
     row.time_us = number(at(c.time), where, "time");
     row.algbw_gbps = number(at(c.algbw), where, "algbw");
     row.busbw_gbps = number(at(c.busbw), where, "busbw");
-    if (row.bytes <= 0) throw Error(fmt::format("{}: size must be positive", where));
+    if (row.bytes == 0) {  // nccl-tests -b 0: a call that moves nothing, no point to fit or predict
+      ++log.zero_rows;
+      continue;
+    }
     if (row.time_us <= 0) throw Error(fmt::format("{}: time {} us is not positive", where, at(c.time)));
     if (row.algbw_gbps < 0 || row.busbw_gbps < 0) throw Error(fmt::format("{}: negative bandwidth", where));
     if (!log.rows.empty() && row.bytes == log.rows.back().bytes)

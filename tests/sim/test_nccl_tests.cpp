@@ -74,6 +74,22 @@ TEST_CASE("nccl-tests: golden parse of a published 2-node H100 all_reduce_perf l
   CHECK(log.rows[0].line == 28);  // line numbers are the file's
 }
 
+TEST_CASE("nccl-tests: rows of size 0 (-b 0) are skipped and counted") {
+  // The verbatim p5 log (Markdown-indented, with its two 0-byte rows) and the suite's copy without them.
+  const auto raw = load_nccl_tests(data("p5/allreduce_2n16g_eks_raw.md"));
+  const auto txt = load_nccl_tests(data("p5/allreduce_2n16g_eks.txt"));
+  CHECK(raw.zero_rows == 2);
+  CHECK(txt.zero_rows == 0);
+  REQUIRE(raw.rows.size() == txt.rows.size());
+  REQUIRE(!raw.rows.empty());
+  for (std::size_t i = 0; i < raw.rows.size(); ++i) {
+    CHECK(raw.rows[i].bytes == txt.rows[i].bytes);
+    CHECK(raw.rows[i].time_us == txt.rows[i].time_us);
+  }
+  CHECK(raw.ranks == txt.ranks);
+  CHECK(raw.nodes == txt.nodes);
+}
+
 TEST_CASE("nccl-tests: 8 nodes, 64 ranks; one process driving 8 GPUs") {
   const auto big = load_nccl_tests(data("dgx-h100/allreduce_8n64g.txt"));
   CHECK(big.ranks == 64);

@@ -13,6 +13,7 @@
 // - the column header ("size count type redop root time algbw busbw #wrong time ...", "root"
 //   absent and "error" for "#wrong" in old versions) and the rows below it; the out-of-place
 //   columns (the first time / algbw / busbw) are kept.
+// Rows of size 0 (nccl-tests -b 0) move no data and are skipped (counted in zero_rows).
 // Lines may carry mpirun's --tag-output prefix ("[1,0]<stdout>:"; <stderr> lines are skipped) and
 // may lack the leading '#'. Other lines (NCCL INFO, warnings, shell prompts) are ignored. A row
 // that does not match the header, a second result table, a rank listed twice, or no rows at all is
@@ -50,6 +51,7 @@ struct NcclTestsLog {
   std::string nccl_version;
   int nccl_version_line = 0;
   std::vector<NcclTestsRow> rows;
+  int zero_rows = 0;  // rows of size 0, skipped
 };
 
 struct NcclTestsOptions {
