@@ -687,9 +687,18 @@ TEST_CASE("Proposition N: the live prefix that no per-level model reads, on [n n
 
 // Lemma M3's implementation check: M3 and the engine take the same steps, and M3 read through its
 // label is the engine's state, on every state M3 reaches (it must not abort on them).
+void m3_is_engine(const std::vector<int>& cards);
 TEST_CASE("depth 3, equal cardinalities: M3 is the engine's semantics") {
-  for (const auto& cards :
-       std::vector<std::vector<int>>{{1, 2, 2, 2}, {1, 3, 3, 3}, {1, 2, 2, 2, 1}, {1, 3, 3, 3, 1}}) {
+  for (const auto& cards : std::vector<std::vector<int>>{{1, 2, 2, 2}, {1, 3, 3, 3}, {1, 2, 2, 2, 1}})
+    m3_is_engine(cards);
+}
+// On request: the same on [3 3 3 1], [4 4 4], [4 4 4 1].
+TEST_CASE("depth 3, equal cardinalities: M3 is the engine's semantics, larger (on request)" * doctest::skip()) {
+  for (const auto& cards : std::vector<std::vector<int>>{{1, 3, 3, 3, 1}, {1, 4, 4, 4}, {1, 4, 4, 4, 1}})
+    m3_is_engine(cards);
+}
+void m3_is_engine(const std::vector<int>& cards) {
+  {
     const std::string where = fmt::format("{}", cards);
     CAPTURE(where);
     const Inst3 I = make_inst3(cards);
