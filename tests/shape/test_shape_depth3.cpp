@@ -395,6 +395,10 @@ struct Model3 {
           if (col == Collective::ReduceScatter) {
             const unsigned F = free_levels(R);
             if (nv > std::popcount(F)) return Out3::Invalid;  // n^|F| is not divisible by n^|V|
+            if (V & ~F) {  // the blocks would fix free digits of levels outside V: not per level
+              conflict = true;
+              continue;
+            }
             const auto w = needed(order, F, V);
             if (first_group)
               want = w;
@@ -426,7 +430,7 @@ struct Model3 {
         }
       }
     }
-    if (conflict) return Out3::Abort;  // groups need different orders
+    if (conflict) return Out3::Abort;  // groups need different orders, or V is not inside a group's free levels
     int label = s.label;
     if (col == Collective::ReduceScatter && want != order) {
       // Relabel: allowed when no device's state depends on the digits of the levels that move.
@@ -523,10 +527,12 @@ struct M3Graph {
   std::vector<M3State> states;
   std::vector<std::vector<int>> succ;  // -1 invalid, -2 abort; a state with P4 has no successors
   std::vector<char> p4;
-  int aborts = 0, goal = -1;
+  int aborts = 0, aborts_without_p4 = 0, goal = -1;
 };
 
-M3Graph explore3(const Inst3& I) {
+// `stop`: states with P4 get no successors (M3 as defined); false explores past them (for the test that
+// the stop is needed).
+M3Graph explore3(const Inst3& I, bool stop = true) {
   const Model3 M{I};
   M3Graph G;
   std::unordered_map<M3State, int, M3Hash> id;
@@ -535,13 +541,14 @@ M3Graph explore3(const Inst3& I) {
   for (std::size_t i = 0; i < G.states.size(); ++i) {
     std::vector<int> sc(I.ins.size(), -1);
     G.p4.push_back(barrier(I, G.states[i].c));
-    for (std::size_t t = 0; t < I.ins.size() && !G.p4[i]; ++t) {
+    for (std::size_t t = 0; t < I.ins.size() && !(stop && G.p4[i]); ++t) {
       M3State next;
       const Out3 o = M.step(G.states[i], static_cast<int>(t), next);
       if (o == Out3::Invalid) continue;
       if (o == Out3::Abort) {
         sc[t] = -2;
         ++G.aborts;
+        G.aborts_without_p4 += !G.p4[i];
         continue;
       }
       auto [it, fresh] = id.emplace(next, static_cast<int>(G.states.size()));
@@ -819,5 +826,17 @@ TEST_CASE("depth 3, equal cardinalities: the trivial-level forms have the groupi
     for (const auto& cards :
          std::vector<std::vector<int>>{{1, 1, n, n, n, 1}, {1, n, 1, n, n, 1}, {1, n, n, 1, n, 1}, {1, n, n, n, 1, 1}})
       CHECK(triples(make_inst3(cards)) == leaf);
+  }
+}
+
+// The stop is needed, and it is enough: explored past the states with P4, M3 aborts (relabelling over
+// constrained digits), but only from states with P4 — which are dead on every instance (Lemma 6).
+TEST_CASE("depth 3, equal cardinalities: without the stop at P4, M3 aborts, only from states with P4") {
+  for (const auto& [cards, aborts] :
+       std::vector<std::pair<std::vector<int>, int>>{{{1, 2, 2, 2}, 10}, {{1, 3, 3, 3}, 10}, {{1, 2, 2, 2, 1}, 42}}) {
+    const M3Graph G = explore3(make_inst3(cards), false);
+    MESSAGE(fmt::format("{}: {} states of M3 without the stop, {} aborts", cards, G.states.size(), G.aborts));
+    CHECK(G.aborts == aborts);
+    CHECK(G.aborts_without_p4 == 0);
   }
 }
