@@ -616,6 +616,24 @@ TEST_CASE("depth 3: the smallest instances whose states leave every digit order"
   }
 }
 
+// On request (-tc="*sweep 2..4*" --no-skip): the same rule over every vector in {2,3,4}^3, both forms and
+// settings.
+TEST_CASE("depth 3: digit orders exist exactly for equal cardinalities, sweep 2..4" * doctest::skip()) {
+  for (const auto mc : {MasterCollectives::AllReduceOnly, MasterCollectives::All})
+    for (int leaf = 0; leaf < 2; ++leaf)
+      for (int a = 2; a <= 4; ++a)
+        for (int b = 2; b <= 4; ++b)
+          for (int c = 2; c <= 4; ++c) {
+            std::vector<int> cards{1, a, b, c};
+            if (leaf) cards.push_back(1);
+            const NoOrder r = no_order(cards, mc);
+            INFO(fmt::format("[{}] {}", fmt::join(cards, " "), setting(mc)));
+            const bool equal = a == b && b == c;
+            CHECK((r.none == 0) == equal);
+            CHECK((r.live_none == 0) == equal);
+          }
+}
+
 // On request (test_shape_depth3 -tc="*equal cardinalities*" --no-skip): the same on [4 4 4] and
 // [4 4 4 1]: every reachable state has an order in which every row set is digit-fixed.
 TEST_CASE("depth 3, equal cardinalities: every state digit-fixed in some order" * doctest::skip()) {
