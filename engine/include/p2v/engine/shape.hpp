@@ -102,8 +102,8 @@ inline constexpr int kMaxProvedCompleteDepth = 5;
 inline constexpr int kMaxProvedAllDepth = 2;
 // --master-collectives all at depth 3: both directions proved for every program when the three
 // cardinalities >= 2 are equal (docs/shape.md §3.5, Theorem 4: the tuple model M3 with one sort per
-// level, width 4, an exhaustive check over 2..5); for unequal ones checked, not proved (Proposition N
-// there: no model of that kind is faithful on [n n n+1]).
+// level, width 4, an exhaustive check over 2..5 — 2..4 in CI, 5 on request); for unequal ones checked,
+// not proved (Proposition N there: no model of that kind is faithful on [n n n+1]).
 inline constexpr int kProvedAllEqualDepth = 3;
 struct ShapeBasis {
   bool valid_everywhere_proved = false;
