@@ -235,7 +235,13 @@ ShapeBasis shape_theorem_basis(const Shape& s, const SynthResult& r, const Progr
   // docs/shape.md §3.3: with `all`, a program whose every state on the smallest instance stays in G'_1
   // is a program of every instance (Lemmas 3' and 2(b)'), at any depth; replayed up to kMaxG1ReplayDevices devices.
   // docs/shape.md §3.4: with `all`, both directions are proved for every shape of depth <= 2.
-  const bool all_proved = !default_setting && depth <= kMaxProvedAllDepth;
+  // docs/shape.md §3.5: and for depth 3 when the three cardinalities >= 2 are equal.
+  std::vector<std::int64_t> nontrivial;
+  for (const auto& l : s.levels)
+    if (l.card >= 2) nontrivial.push_back(l.card);
+  const bool equal3 = depth == kProvedAllEqualDepth &&
+                      std::all_of(nontrivial.begin(), nontrivial.end(), [&](auto c) { return c == nontrivial[0]; });
+  const bool all_proved = !default_setting && (depth <= kMaxProvedAllDepth || equal3);
   const bool stays_g1 = !as_default && !all_proved && master_step && r.hierarchy.num_local() <= kMaxG1ReplayDevices &&
                         stays_in_g1(r.hierarchy, r.instructions, prog);
   b.valid_everywhere_proved = !master_step || (as_default && depth <= kMaxProvedMasterDepth) || stays_g1 || all_proved;
@@ -260,8 +266,13 @@ ShapeBasis shape_theorem_basis(const Shape& s, const SynthResult& r, const Progr
                        by_default ? fmt::format("depth {} > {}", depth, max_depth) : "--master-collectives all");
   };
   const std::string all_text =
-      fmt::format("proved (section 3.4: --master-collectives all at depth <= {}, the tuple model M; depth {})",
-                  kMaxProvedAllDepth, depth);
+      depth <= kMaxProvedAllDepth
+          ? fmt::format("proved (section 3.4: --master-collectives all at depth <= {}, the tuple model M; depth {})",
+                        kMaxProvedAllDepth, depth)
+          : fmt::format(
+                "proved (section 3.5: --master-collectives all at depth 3 with equal cardinalities, the tuple "
+                "model M3; cardinalities {} {} {})",
+                nontrivial[0], nontrivial[1], nontrivial[2]);
   const std::string valid =
       all_proved && master_step ? "valid on every instance of the shape: " + all_text
       : stays_g1 ? "valid on every instance of the shape: proved (section 3.3, Lemmas 3' and 2(b)': every state of "

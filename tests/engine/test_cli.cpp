@@ -183,18 +183,18 @@ TEST_CASE("every executable's --help lists the same commands with the same descr
 }
 
 TEST_CASE("p2v synth: where the shape theorem is not proved, exact on small systems, a warning on large ones") {
-  // --master-collectives all at depth 3: "no other program" is checked, not proved (docs/shape.md §3.3;
-  // depth <= 2 is proved, §3.4).
-  const auto small = run("synth --system rack=2,node=2,gpu=2 --axes 8 --reduce 0 --master-collectives all --json");
+  // --master-collectives all at depth 3 with unequal cardinalities: "no other program" is checked, not
+  // proved (docs/shape.md §3.3, §3.5; depth <= 2 is proved, §3.4, and depth 3 with equal ones, §3.5).
+  const auto small = run("synth --system rack=2,node=2,gpu=3 --axes 12 --reduce 0 --master-collectives all --json");
   REQUIRE(small.code == 0);
   const auto js = nlohmann::json::parse(small.out);
   CHECK_FALSE(js["results"][0].contains("shape"));  // computed on the system
   const auto concrete =
-      run("synth --system rack=2,node=2,gpu=2 --axes 8 --reduce 0 --master-collectives all --json --concrete");
+      run("synth --system rack=2,node=2,gpu=3 --axes 12 --reduce 0 --master-collectives all --json --concrete");
   REQUIRE(concrete.code == 0);
   CHECK(nlohmann::json::parse(concrete.out)["results"][0]["programs"] == js["results"][0]["programs"]);
   CHECK(small.err.empty());
-  const auto text = run("synth --system rack=2,node=2,gpu=2 --axes 8 --reduce 0 --master-collectives all");
+  const auto text = run("synth --system rack=2,node=2,gpu=3 --axes 12 --reduce 0 --master-collectives all");
   CHECK(text.out.find("on the system: the shape theorem is not proved for this shape") != std::string::npos);
   // Above 64 devices per reduction group: the shape's list, and a warning saying what it rests on.
   const auto large = run("synth --system rack=2,node=32,gpu=8 --axes 512 --reduce 0 --master-collectives all");
@@ -210,9 +210,9 @@ TEST_CASE("p2v synth: where the shape theorem is not proved, exact on small syst
 }
 
 TEST_CASE("p2v simulate and p2v synth list the same programs where the shape theorem is not proved") {
-  // --master-collectives all on 8 devices at depth 3: synth computes on the system (the exact fallback); both
-  // simulator models take their programs from the same engine::ProgramSource.
-  const std::string problem = "--system rack=2,node=2,gpu=2 --axes 8 --reduce 0 --master-collectives all --json";
+  // --master-collectives all on 12 devices at depth 3, unequal cardinalities: synth computes on the system
+  // (the exact fallback); both simulator models take their programs from the same engine::ProgramSource.
+  const std::string problem = "--system rack=2,node=2,gpu=3 --axes 12 --reduce 0 --master-collectives all --json";
   const auto synth = run("synth " + problem);
   REQUIRE(synth.code == 0);
   std::multiset<std::string> want;

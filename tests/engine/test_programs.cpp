@@ -49,19 +49,19 @@ TEST_CASE("programs_for: the shape's list, synthesized once per shape, where the
 }
 
 TEST_CASE("programs_for: where the shape theorem is not proved, small reduction groups are exact") {
-  // --master-collectives all at depth 3: "no other program" is checked, not proved (docs/shape.md §3.3;
-  // depth <= 2 is proved, §3.4).
-  const System s = parse_system_inline("rack=2,node=2,gpu=2");
-  ProgramSource src(s, {8}, master_all());
-  const auto p = src.programs_for({{2, 2, 2}}, {0});
+  // --master-collectives all at depth 3 with unequal cardinalities: "no other program" is checked, not
+  // proved (docs/shape.md §3.3, §3.5; depth <= 2 is proved, §3.4, and depth 3 with equal ones, §3.5).
+  const System s = parse_system_inline("rack=2,node=2,gpu=3");
+  ProgramSource src(s, {12}, master_all());
+  const auto p = src.programs_for({{2, 2, 3}}, {0});
   REQUIRE(p.path == ProgramsPath::ExactFallback);
   CHECK_FALSE(p.on_shape());
   CHECK(p.shape_key().empty());
   CHECK(p.unproved.empty());
-  const auto exact = synthesize(Placement(s.cardinalities(), {8}, {{2, 2, 2}}, {0}), s.level_names(),
+  const auto exact = synthesize(Placement(s.cardinalities(), {12}, {{2, 2, 3}}, {0}), s.level_names(),
                                 HierarchyKind::ReductionAxes, master_all().synth);
   CHECK(notations(*p.result) == notations(exact));
-  CHECK(p.cards == std::vector<std::int64_t>{1, 2, 2, 2});
+  CHECK(p.cards == std::vector<std::int64_t>{1, 2, 2, 3});
   // The system's hierarchy has the shape's levels: every step has a level pattern.
   REQUIRE(p.shape);
   for (const auto& prog : p.result->programs) {
@@ -92,6 +92,23 @@ TEST_CASE("programs_for: --master-collectives all at depth 2 is proved, on the s
   const auto exact = synthesize(Placement(s.cardinalities(), {8}, {{2, 4}}, {0}), s.level_names(),
                                 HierarchyKind::ReductionAxes, master_all().synth);
   CHECK(notations(*p.result) == notations(exact));
+}
+
+TEST_CASE("programs_for: --master-collectives all at depth 3 with equal cardinalities is proved, on the shape") {
+  // docs/shape.md §3.5, Theorem 4: both directions proved for [n n n], so no exact fallback.
+  for (const char* sys : {"rack=2,node=2,gpu=2", "rack=3,node=3,gpu=3"}) {
+    CAPTURE(sys);
+    const System s = parse_system_inline(sys);
+    const int k = static_cast<int>(s.num_devices());
+    const int c = s.cardinalities()[0];
+    ProgramSource src(s, {k}, master_all());
+    const auto p = src.programs_for({{c, c, c}}, {0});
+    CHECK(p.path == ProgramsPath::Shape);
+    CHECK(p.unproved.empty());
+    const auto exact = synthesize(Placement(s.cardinalities(), {k}, {{c, c, c}}, {0}), s.level_names(),
+                                  HierarchyKind::ReductionAxes, master_all().synth);
+    CHECK(notations(*p.result) == notations(exact));
+  }
 }
 
 TEST_CASE("programs_for: --concrete and hierarchies (a)-(c) synthesize on the system") {

@@ -766,8 +766,10 @@ TEST_CASE("Master setting all: no live divergence; the minimal dead divergence")
 
 // What a shape certificate says it relies on (encodings' relies_on): proved or checked, per program.
 TEST_CASE("shape_theorem_basis: which programs' validity on every instance is proved") {
-  auto shape_of = [](int depth) {
-    const std::vector<int> cards(depth, 3);
+  // Cardinalities 2 3 3 …: unequal from depth 2 on (depth 3 with equal ones is proved, docs/shape.md §3.5).
+  auto shape_of = [](int depth, bool equal = false) {
+    std::vector<int> cards(depth, 3);
+    if (!equal) cards[0] = 2;
     std::vector<std::string> names;
     for (int j = 0; j < depth; ++j) names.push_back(fmt::format("l{}", j));
     return make_shape(cards, names, ParallelismMatrix{cards}, {0}, HierarchyKind::ReductionAxes);
@@ -889,6 +891,24 @@ TEST_CASE("shape_theorem_basis: which programs' validity on every instance is pr
   CHECK(leaves3.text.find("no other program on any instance: checked, not proved, section 3.3 "
                           "(--master-collectives all)") != std::string::npos);
   CHECK_FALSE(basis(3, ALL, true, false).complete_proved);
+  // Depth 3 with equal cardinalities under `all`: both directions proved for every program (docs/shape.md
+  // §3.5, Theorem 4), with the text naming the section; the same program on [2 3 3] stays checked.
+  for (const auto& cards : std::vector<std::vector<int>>{{3, 3, 3}, {2, 2, 2}, {1, 4, 4, 1, 4, 1}}) {
+    std::vector<std::string> names;
+    for (std::size_t j = 0; j < cards.size(); ++j) names.push_back(fmt::format("l{}", j));
+    const Shape s = make_shape(cards, names, ParallelismMatrix{cards}, {0}, HierarchyKind::ReductionAxes);
+    SynthOptions o;
+    o.master = ALL;
+    o.max_size = 4;
+    const SynthResult r = synthesize_shape(s, o);
+    for (const auto& p : r.programs) {
+      const ShapeBasis b = shape_theorem_basis(s, r, p, ALL);
+      CHECK(b.valid_everywhere_proved);
+      CHECK(b.complete_proved);
+      CHECK(b.text.find("no other program on any instance: proved (section 3.5") != std::string::npos);
+    }
+  }
+  CHECK(leaves3.text.find("section 3.5") == std::string::npos);
 }
 
 // docs/shape.md §3.2, Lemma 5: forward-closed obstructions, properties of states of any instance
@@ -2119,10 +2139,11 @@ TEST_CASE("--master-collectives all: programs proved through G'_1 are valid on o
     std::vector<int> cards;                   // a shape's levels (no root), as cardinalities of the smallest instance
     std::vector<std::vector<int>> instances;  // other instances of the shape, root first
   };
+  // (The depth-3 shapes have unequal cardinalities: with equal ones every program is proved, §3.5.)
   const std::vector<Case> cases = {{{2, 2}, {{1, 3, 4}, {1, 5, 2}}},
                                    {{2, 2, 1}, {{1, 4, 3, 1}, {1, 2, 5, 1}}},
-                                   {{2, 2, 2}, {{1, 3, 2, 4}}},
-                                   {{2, 2, 2, 1}, {{1, 2, 3, 4, 1}}}};
+                                   {{2, 3, 2}, {{1, 3, 2, 4}}},
+                                   {{2, 3, 2, 1}, {{1, 2, 3, 4, 1}}}};
   for (const auto& cs : cases) {
     std::vector<std::string> names;
     for (std::size_t j = 0; j < cs.cards.size(); ++j) names.push_back(fmt::format("l{}", j + 1));

@@ -86,7 +86,8 @@ SynthResult synthesize_shape(const Shape& s, const SynthOptions& opt);
 // Lemmas 4-6 and the exhaustive list of the smallest instance's exits, depth 5's on request),
 // otherwise by Lemma 2(a), checked. `text` says so.
 // With --master-collectives all at depth <= kMaxProvedAllDepth both are proved for every program (docs/shape.md
-// §3.4). With --master-collectives all, a program with a Master ReduceScatter, AllGather, Reduce or Broadcast
+// §3.4), and at depth kProvedAllEqualDepth when the cardinalities >= 2 are all equal (§3.5). With
+// --master-collectives all, a program with a Master ReduceScatter, AllGather, Reduce or Broadcast
 // is also proved valid on every instance when every state it passes through on the smallest instance
 // lies in G' with Lemma 1's rows (docs/shape.md §3.3, Lemmas 3' and 2(b)'); shape_theorem_basis replays
 // it there when the smallest instance has at most kMaxG1ReplayDevices devices.
@@ -99,6 +100,11 @@ inline constexpr int kMaxProvedCompleteDepth = 5;
 // a model of the semantics over row tuples whose conditions are first-order formulas of width 4 per
 // level, so cardinalities >= 5 behave alike, and an exhaustive check over cardinalities 2..5, run to 8).
 inline constexpr int kMaxProvedAllDepth = 2;
+// --master-collectives all at depth 3: both directions proved for every program when the three
+// cardinalities >= 2 are equal (docs/shape.md §3.5, Theorem 4: the tuple model M3 with one sort per
+// level, width 4, an exhaustive check over 2..5 — 2..4 in CI, 5 on request); for unequal ones checked,
+// not proved (Proposition N there: no model of that kind is faithful on [n n n+1]).
+inline constexpr int kProvedAllEqualDepth = 3;
 struct ShapeBasis {
   bool valid_everywhere_proved = false;
   bool complete_proved = false;
