@@ -45,9 +45,14 @@ NcclChoice choose(const NcclParams& np, const CallShape& c, Algorithm algo, Prot
     std::pair<Algorithm, Protocol> best{Algorithm::Ring, Protocol::Simple};
     double best_t = std::numeric_limits<double>::infinity();
     for (const auto& [a, p] : nccl_candidates(np, c, al, pr)) {
-      const FlowTime f = a == Algorithm::Tree ? FlowTime(flow_s(Algorithm::Ring)).scaled(q / (q - 1))
-                                              : FlowTime(flow_s(a)).scaled(nccl_estimate_factor(np, c, a));
-      const double t = latency_s(a, p, true) + bandwidth_time(np, c, a, p, f, true);
+      double t = 0;
+      if (np.tuner_fastest) {  // a measured tuner plugin: the fastest candidate by this model's own time
+        t = latency_s(a, p, false) + bandwidth_time(np, c, a, p, FlowTime(flow_s(a)), false);
+      } else {
+        const FlowTime f = a == Algorithm::Tree ? FlowTime(flow_s(Algorithm::Ring)).scaled(q / (q - 1))
+                                                : FlowTime(flow_s(a)).scaled(nccl_estimate_factor(np, c, a));
+        t = latency_s(a, p, true) + bandwidth_time(np, c, a, p, f, true);
+      }
       if (t < best_t) {
         best = {a, p};
         best_t = t;
