@@ -722,20 +722,39 @@ TEST_CASE("nccl: the a3-mega preset runs Google's TCPXO NCCL profile") {
   // A forced NVLS falls back to ring (NVLS is off).
   const Simulator sim(s);
   CHECK(call(sim, Collective::AllReduce, 16, 1 << 30, Algorithm::Nvls).algo == Algorithm::Ring);
-  // The tuner: at 1 GiB on 2 nodes the tree moves S per node through the NICs, the ring 2 (n-1)/n S, so the
-  // fastest is the tree; NCCL's own estimate credits the tree with the ring's bandwidth x .92 and takes the
-  // ring. The log reaches 298 GB/s of bus bandwidth there, above the ring's bound of 200 GB/s of NICs.
+  // At 1 GiB on 2 nodes the tree moves S per node through the NICs, the ring 2 (n-1)/n S: the tree (the log
+  // reaches 298 GB/s of bus bandwidth there, above the ring's bound of 200 GB/s of NICs).
   const auto t = call(sim, Collective::AllReduce, 16, 1 << 30);
   CHECK(t.algo == Algorithm::Tree);
   CHECK(t.proto == Protocol::Simple);
+  // The tuner: at 1 KiB the fastest is the tree (2 network hops); NCCL 2.21.5's own estimate prices the
+  // Simple tree at 28 us per hop (its stand-in for the chunk pipeline) and takes the ring.
+  const auto k = call(sim, Collective::AllReduce, 16, 1024);
+  CHECK(k.algo == Algorithm::Tree);
   System no_tuner = s;
   no_tuner.nccl["tuner"] = "none";
   CHECK_FALSE(nccl_params(no_tuner).tuner_fastest);
-  CHECK(call(Simulator(no_tuner), Collective::AllReduce, 16, 1 << 30).algo == Algorithm::Ring);
-  CHECK(t.time_s < call(Simulator(no_tuner), Collective::AllReduce, 16, 1 << 30).time_s);
+  const auto kn = call(Simulator(no_tuner), Collective::AllReduce, 16, 1024);
+  CHECK(kn.algo == Algorithm::Ring);
+  CHECK(k.time_s < kn.time_s);
   // Strict: an unknown tuner is an error; "fastest" round-trips through the system file.
   CHECK(nccl_json(np)["tuner"] == "fastest");
   System bad = s;
   bad.nccl["tuner"] = "magic";
   CHECK_THROWS_WITH_AS(nccl_params(bad), doctest::Contains("fastest"), p2v::Error);
+}
+
+TEST_CASE("nccl: on 2 nodes NCCL's estimate credits the tree with up to twice the ring's network bandwidth") {
+  // src/graph/search.cc (v2.9.9 .. v2.30.7): the tree graph's search raises bwIntra up to 2 x bwInter,
+  // and tuning.cc prices <= 2 nodes with bwIntra. On 2 DGX A100 nodes at 1 GiB the ring is bound by the
+  // NICs (2 (n-1)/n S through them), the tree moves S: NCCL runs the tree (the OCI 2-node log reaches
+  // 238 GB/s of bus bandwidth at 8 GiB, above the ring's 200 GB/s of NICs). From 3 nodes on, bwInter.
+  const Simulator a2(preset_system("node=2,gpu=8", "dgx-a100"));
+  CHECK(call(a2, Collective::AllReduce, 16, 1 << 30).nccl_pick == Algorithm::Tree);
+  const Simulator a4(preset_system("node=4,gpu=8", "dgx-a100"));
+  CHECK(call(a4, Collective::AllReduce, 32, 1 << 30).nccl_pick == Algorithm::Ring);
+  // Small sizes are unchanged: tree/LL on 2 nodes.
+  const auto s = call(a2, Collective::AllReduce, 16, 1024);
+  CHECK(s.nccl_pick == Algorithm::Tree);
+  CHECK(s.nccl_proto == Protocol::LL);
 }
