@@ -230,7 +230,7 @@ Registrar reg("calibrate", [](CLI::App& sub) -> std::function<int()> {
                  "with --nccl-tests: the collective, for logs that do not name their test (AllReduce, AllGather, ...)");
   sub.add_flag("--predict-only", a->predict_only, "with --nccl-tests: print predicted vs measured, fit nothing");
   sub.add_option("--nccl-version", a->nccl_version,
-                 "with --nccl-tests: the NCCL version whose tuning constants apply (2.19 or later, e.g. 2.26.2; "
+                 "with --nccl-tests: the NCCL version whose tuning constants apply (2.9 or later, e.g. 2.26.2; "
                  "default: the version the logs print, else the system's, else 2.30.7)");
   sub.add_option("-o,--output", a->output, "write the calibrated system file here (default: print it)");
   sub.add_option("--algo", a->algo,

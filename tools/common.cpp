@@ -51,7 +51,7 @@ void add_problem_options(CLI::App& sub, ProblemArgs& a, bool need_reduce, bool s
   add_system_options(sub, a.system, a.preset, sharp ? &a.sharp : nullptr);
   if (sharp)
     sub.add_option("--nccl-version", a.nccl_version,
-                   "NCCL version whose tuning constants apply, 2.19 or later (default: the system's, else 2.30.7)");
+                   "NCCL version whose tuning constants apply, 2.9 or later (default: the system's, else 2.30.7)");
   sub.add_option("--axes", a.axes, "parallelism axis sizes, e.g. 4,16")->required();
   auto* r = sub.add_option("--reduce", a.reduce, "reduction axis indices (0-based), e.g. 0 or 0,2");
   if (need_reduce) r->required();

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <iterator>
 
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/json_reader.hpp"
@@ -83,6 +84,20 @@ constexpr double kTreeCorrection[kNumProtocols][24] = {
 //  - before v2.21: ring LL busBw x 1/4 (AllReduce, Reduce or multi-node; else 1/3) instead of x 0.5;
 //    Hopper one-node llMaxBw 87.7 (the Ampere row) instead of 141; NVLS and NVLS tree NVLink latency
 //    23 us instead of 25.
+//  - before v2.19 (tags v2.9.6-1, v2.9.8-1, v2.9.9-1, v2.10.3-1, v2.11.4-1, v2.12.7-1, v2.12.10-1,
+//    v2.12.12-1, v2.13.4-1, v2.14.3-1, v2.15.1-1, v2.15.5-1, v2.16.2-1, v2.16.5-1, v2.17.1-1, v2.18.1-1,
+//    v2.18.3-1, v2.18.5-1 and v2.18.6-1 read): v2.18 has NVLS and NVLS tree base latencies 23 us (NVLink
+//    hop 0, network hop 18 / 19 us; the NVLS tree's network term 2 (nodes - 1) hops, not 2 log2(nodes)),
+//    CollNet Direct 0.5 us arity serialization and NVLink/PCI/network hops 8.0/8.0/10.7 us; from v2.18.3
+//    the tree's Simple hops are 4/6/14 us (v2.18.1: 28). Before v2.18: base latencies tree 4.4/4.4/0,
+//    ring 3.6/10.0/8.4, CollNet 4.4/4.4/0 us; NVLink hops tree .52/1.25/28, ring .47/1.9/3.4; PCI tree
+//    1.0/1.9/28, ring 1.0/2.5/5.7; network tree 5.0/8.5/28, ring 2.7/4.0/9.6 (28 in v2.12-v2.13); CollNet
+//    2 (ppn - 1) intra hops + one network hop (NVLink/PCI 8.0, network 10.7; v2.9: NVLink 4.0, PCI 5.5);
+//    multi-node LL intra hops x 1.8; no host net overhead per ring step (getNetOverhead, v2.18 on); the
+//    ring Simple AllReduce plateau x 1.9 (v2.17: x 1.5 on Hopper) once nBytes >= nRanks / 16 x 64 KiB
+//    (v2.18 on: a channel's per-rank share >= 64 B, x 1.4 from Ampere on); NVLS only from v2.17 (one
+//    node, base latency 40 us), NVLS tree from v2.18; LL128 only on Volta and Ampere before v2.15
+//    (tuning.cc: minCompCap == maxCompCap == 70 or 80).
 struct Tables {
   double base[kRows][kNumProtocols];
   double hw[3][kRows][kNumProtocols];
@@ -91,6 +106,14 @@ struct Tables {
   bool ppn1_tree_net = true;                  // ppn == 1: the tree's network latency for every algorithm
   bool nvls_eff = true;                       // NVLS efficiency model in NCCL's estimate
   double hopper_ll_max1 = 141.0;              // llMaxBws[Hopper][one node]
+  double ll_multinode_intra = 1.0;            // LL intra-node hop latency factor across nodes (1.8 before v2.18)
+  bool net_overhead = true;                   // ring steps floored at getNetOverhead (v2.18 on)
+  int plateau = 2;                            // ring Simple plateau rule: 2 (v2.18 on), 1 (v2.17), 0 (older)
+  bool nvls = true, nvls_tree = true;         // the release has NVLS / NVLS tree
+  bool nvls_tree_linear = false;              // NVLS tree network term 2 (nodes - 1) hops (v2.18)
+  double collnet_arity = 0.4;                 // CollNet Direct per-local-rank serialization, us
+  bool collnet_chain_lat = false;             // CollNet latency 2 (ppn - 1) intra + inter (before v2.18)
+  bool ll128_hopper = true;                   // LL128 enabled on Hopper and later (v2.15 on)
 };
 
 Tables make_tables(int v) {
@@ -100,7 +123,7 @@ Tables make_tables(int v) {
       t.base[r][q] = kBaseLat[r][q];
       for (int h = 0; h < 3; ++h) t.hw[h][r][q] = kHwLat[h][r][q];
     }
-  constexpr int kS = 2, kNet = 2, kNvl = 0, kPci = 1;
+  constexpr int kLL = 0, kLL128 = 1, kS = 2, kNet = 2, kNvl = 0, kPci = 1;
   if (v < 22900) t.hw[kNet][kNvlsTree][kS] = 14.0;
   if (v < 22800) t.nvls_eff = false;
   if (v < 22300) {
@@ -115,6 +138,53 @@ Tables make_tables(int v) {
     t.hopper_ll_max1 = 87.7;
     t.hw[kNvl][kNvls][kS] = t.hw[kNvl][kNvlsTree][kS] = 23.0;
   }
+  if (v < 21900) {  // v2.18.x
+    t.base[kNvls][kS] = t.base[kNvlsTree][kS] = 23.0;
+    t.hw[kNvl][kNvls][kS] = t.hw[kNvl][kNvlsTree][kS] = 0.0;
+    t.hw[kNet][kNvls][kS] = 18.0;
+    t.hw[kNet][kNvlsTree][kS] = 19.0;
+    t.nvls_tree_linear = true;
+    t.base[kCollNetDirect][kLL] = 6.8;
+    t.base[kCollNetDirect][kLL128] = 14.0;
+    t.hw[kNvl][kCollNetDirect][kS] = t.hw[kPci][kCollNetDirect][kS] = 8.0;
+    t.hw[kNet][kCollNetDirect][kS] = 10.7;
+    t.collnet_arity = 0.5;
+    if (v >= 21803) {
+      t.hw[kNvl][kTree][kS] = 4.0;
+      t.hw[kPci][kTree][kS] = 6.0;
+      t.hw[kNet][kTree][kS] = 14.0;
+    }
+  }
+  if (v < 21800) {  // v2.9 .. v2.17
+    const double base_tree[3] = {4.4, 4.4, 0.0}, base_ring[3] = {3.6, 10.0, 8.4};
+    const double nvl_tree[3] = {.52, 1.25, 28}, nvl_ring[3] = {.47, 1.9, 3.4};
+    const double pci_tree[3] = {1.0, 1.9, 28}, pci_ring[3] = {1.0, 2.5, 5.7};
+    const double net_tree[3] = {5.0, 8.5, 28}, net_ring[3] = {2.7, 4.0, 9.6};
+    for (int q = 0; q < kNumProtocols; ++q) {
+      t.base[kTree][q] = t.base[kCollNetDirect][q] = base_tree[q];
+      t.base[kRing][q] = base_ring[q];
+      t.hw[kNvl][kTree][q] = nvl_tree[q];
+      t.hw[kNvl][kRing][q] = nvl_ring[q];
+      t.hw[kPci][kTree][q] = pci_tree[q];
+      t.hw[kPci][kRing][q] = pci_ring[q];
+      t.hw[kNet][kTree][q] = net_tree[q];
+      t.hw[kNet][kRing][q] = net_ring[q];
+    }
+    if (v >= 21200 && v < 21400) t.hw[kNet][kRing][kS] = 28.0;
+    t.ll_multinode_intra = 1.8;
+    t.net_overhead = false;
+    t.plateau = v >= 21700 ? 1 : 0;
+    t.nvls_tree = false;
+    t.nvls = v >= 21700;
+    t.base[kNvls][kS] = 40.0;
+    t.hw[kNet][kNvls][kS] = 0.0;
+    t.collnet_chain_lat = true;
+    if (v < 21000) {
+      t.hw[kNvl][kCollNetDirect][kS] = 4.0;
+      t.hw[kPci][kCollNetDirect][kS] = 5.5;
+    }
+  }
+  if (v < 21500) t.ll128_hopper = false;
   return t;
 }
 
@@ -124,10 +194,18 @@ const Tables& newest_tables() {
 }
 
 const Tables& tables(const NcclParams& p) {
-  static const Tables t1900 = make_tables(21900), t2100 = make_tables(22100), t2300 = make_tables(22300),
-                      t2800 = make_tables(22800), t2900 = make_tables(22900);
+  // One table per release whose constants differ (make_tables): the first version of each.
+  static const int kFrom[] = {20900, 21000, 21200, 21400, 21500, 21700, 21800,
+                              21803, 21900, 22100, 22300, 22800, 22900};
+  static const std::vector<Tables> all = [] {
+    std::vector<Tables> v;
+    for (int f : kFrom) v.push_back(make_tables(f));
+    return v;
+  }();
   const int v = p.effective_version();
-  return v < 22100 ? t1900 : v < 22300 ? t2100 : v < 22800 ? t2300 : v < 22900 ? t2800 : t2900;
+  std::size_t i = 0;
+  while (i + 1 < std::size(kFrom) && v >= kFrom[i + 1]) ++i;
+  return all[i];
 }
 
 int log2i(long long n) {
@@ -368,6 +446,13 @@ NcclParams nccl_params_from_json(const nlohmann::json& j, const System& s) {
     p.buffsize = non_neg(*v);
     if (p.buffsize < 65536) v->fail("must be at least 65536 bytes");
   }
+  if (const auto v = o.optional("tuner")) {  // NCCL_TUNER_PLUGIN
+    const auto t = v->string();
+    if (t == "fastest")
+      p.tuner_fastest = true;
+    else if (t != "none")
+      v->fail("expected \"fastest\" (a tuner plugin picking the fastest candidate) or \"none\", got \"" + t + "\"");
+  }
   if (const auto v = o.optional("protocols")) {  // NCCL_PROTO
     p.protocols = 0;
     for (const auto& e : v->raw()) {
@@ -456,6 +541,7 @@ nlohmann::json nccl_json(const NcclParams& p) {
   if (p.fill_stage >= 0) j["fill_stage"] = p.fill_stage;
   if (!p.ll128_net_fill) j["ll128_net_fill"] = false;  // on by default
   if (p.buffsize > 0) j["buffsize"] = p.buffsize;
+  if (p.tuner_fastest) j["tuner"] = "fastest";
   if (p.protocols != 7) {
     nlohmann::json a = nlohmann::json::array();
     const char* names[kNumProtocols] = {"ll", "ll128", "simple"};
@@ -553,6 +639,8 @@ bool available(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr
   // Hopper and <= PATH_PXN from Hopper on, holds on the presets' NVSwitch nodes, where every GPU
   // shares a PCIe switch with a NIC; this model does not derive it: docs/simulator.md.)
   if (pr == Protocol::LL128 && c.intra_pci) return false;
+  // before v2.15 LL128 is enabled only on Volta and Ampere (tuning.cc: compute capability 70 or 80)
+  if (pr == Protocol::LL128 && p.arch >= Arch::Hopper && !tables(p).ll128_hopper) return false;
   const bool simple = pr == Protocol::Simple;
   const int ppn = c.ranks / std::max(1, c.nodes);
   switch (a) {
@@ -565,13 +653,15 @@ bool available(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr
       // only together with CollNet (enqueue.cc updateCollCostTable); AllGather/ReduceScatter need
       // localRanks <= NCCL_MAX_NVLS_ARITY (32) and, multi-node, CollNet heads.
       // tuning.cc: "NVLS/NVLStree needs at least 2 channels" (of the NVLS graph: heads, one per GPU).
-      if (!simple || !p.nvls || p.effective_nvls_efficiency() <= 0 || nvls_graph_channels(c) < 2) return false;
+      if (!simple || !p.nvls || !tables(p).nvls || p.effective_nvls_efficiency() <= 0 || nvls_graph_channels(c) < 2)
+        return false;
+      if (!tables(p).nvls_tree && c.nodes > 1) return false;  // v2.17: NVLS inside one node only
       if (c.coll == Collective::Reduce || c.coll == Collective::Broadcast) return false;
       if (c.nodes > 1) return p.sharp && c.coll == Collective::AllReduce;
       return ppn <= 32;
     case Algorithm::NvlsTree:  // multi-node AllReduce only (tuning.cc disables it on one node)
-      return simple && p.nvls && p.effective_nvls_efficiency() > 0 && nvls_graph_channels(c) >= 2 && c.nodes > 1 &&
-             c.coll == Collective::AllReduce;
+      return simple && p.nvls && tables(p).nvls_tree && p.effective_nvls_efficiency() > 0 &&
+             nvls_graph_channels(c) >= 2 && c.nodes > 1 && c.coll == Collective::AllReduce;
     case Algorithm::CollNet:
       // CollNet Direct: Simple only, AllReduce (AllGather/ReduceScatter need plugin support and
       // one NIC per GPU: not modelled), at most 8 local ranks (NCCL_MAX_DIRECT_ARITY + 1), nodes > 1.
@@ -589,7 +679,9 @@ double latency_us(const NcclParams& p, const CallShape& c, const GroupLevels& g,
   // The version's tables; for the time, the tree's Simple latency stays v2.30.7's (header).
   const Tables& tb = !nccl_estimate && a == Algorithm::Tree && pr == Protocol::Simple ? newest_tables() : tables(p);
   double lat = tb.base[r][pi];
-  const double intra = hw_lat(tb, g.intra, g.intra_hw, r, pi);
+  // before v2.18: LL's intra-node hops x 1.8 when the call spans nodes (tuning.cc)
+  const double intra =
+      hw_lat(tb, g.intra, g.intra_hw, r, pi) * (nodes > 1 && pr == Protocol::LL ? tb.ll_multinode_intra : 1.0);
   // tuning.cc: with one rank per node the tree's network latency is used for every algorithm;
   // graph->latencyInter (the network's own latency) is added, twice for Simple (flush).
   double inter = hw_lat(tb, g.inter, HwClass::Net, ppn == 1 && tb.ppn1_tree_net ? kTree : r, pi) + g.latency_inter_us;
@@ -605,7 +697,7 @@ double latency_us(const NcclParams& p, const CallShape& c, const GroupLevels& g,
         lat += steps * hw_lat(tb, lv, hw, pr == Protocol::Simple ? kTree : kRing, pi);
       } else {
         double intra_eff = intra;
-        if (nodes > 1) {  // inter-node rings pay the host's net overhead per step (x3 for Simple)
+        if (nodes > 1 && tb.net_overhead) {  // inter-node rings pay the host's net overhead per step (x3 for Simple)
           double ovh = p.net_overhead_us >= 0 ? p.net_overhead_us : (p.amd_cpu ? 2.0 : 1.0);  // getNetOverhead
           if (pr == Protocol::Simple) ovh *= 3;
           intra_eff = std::max(intra_eff, ovh);
@@ -613,24 +705,31 @@ double latency_us(const NcclParams& p, const CallShape& c, const GroupLevels& g,
         const double inter_steps = nodes == 1 ? 0.0 : (c.coll == Collective::AllReduce ? 2.0 : 1.0) * (nodes - 1);
         lat += (steps - inter_steps) * intra_eff + inter_steps * inter;
         // ncclTopoGetAlgoTime: multi-node ring Simple AllReduce plateau, x1.4 (x1.9 before Ampere)
-        // once a channel's per-rank share is at least 64 B.
-        if (nodes > 1 && pr == Protocol::Simple && c.coll == Collective::AllReduce &&
-            c.bytes / (p.effective_channels() * static_cast<double>(n)) >= 64)
-          lat *= p.arch == Arch::Volta ? 1.9 : 1.4;
+        // once a channel's per-rank share is at least 64 B; before v2.18 once nBytes >= nRanks / 16
+        // x 64 KiB, x1.9 (v2.17: x1.5 from Hopper on).
+        if (nodes > 1 && pr == Protocol::Simple && c.coll == Collective::AllReduce) {
+          if (tb.plateau == 2 && c.bytes / (p.effective_channels() * static_cast<double>(n)) >= 64)
+            lat *= p.arch == Arch::Volta ? 1.9 : 1.4;
+          else if (tb.plateau < 2 && c.bytes >= n / 16.0 * 65536)
+            lat *= tb.plateau == 1 && p.arch >= Arch::Hopper ? 1.5 : 1.9;
+        }
       }
       break;
     }
     case Algorithm::Tree:
       lat += 2.0 * ((ppn - 1) * intra + log2i(nodes) * inter);
       break;
-    case Algorithm::CollNet:  // CollNet Direct: 0.4 us arity serialization per local rank
-      lat += 2.0 * (std::min(1, ppn - 1) * intra + (ppn - 1) * 0.4) + inter;
+    case Algorithm::CollNet:  // CollNet Direct: 0.4 us arity serialization per local rank (v2.18: 0.5)
+      if (tb.collnet_chain_lat)
+        lat += 2.0 * (ppn - 1) * intra + inter;
+      else
+        lat += 2.0 * (std::min(1, ppn - 1) * intra + (ppn - 1) * tb.collnet_arity) + inter;
       break;
     case Algorithm::Nvls:
-      lat = intra + (nodes > 1 ? inter : 0.0);
+      lat += intra + (nodes > 1 ? inter : 0.0);
       break;
     case Algorithm::NvlsTree:
-      lat += intra + 2.0 * log2i(nodes) * inter;
+      lat += intra + 2.0 * (tb.nvls_tree_linear ? nodes - 1 : log2i(nodes)) * inter;
       break;
     case Algorithm::Auto:
       break;

@@ -519,9 +519,9 @@ TEST_CASE("p2v simulate: presets, --algo auto says which algorithm and protocol,
   CHECK(r.out.find("nvls-tree/Simple(nvls-tree/Simple)") != std::string::npos);
   r = simtest::run(two);
   CHECK(r.out.find("tree/LL128(tree/LL128)") != std::string::npos);
-  r = simtest::run(two + " --nccl-version 2.9.9");
+  r = simtest::run(two + " --nccl-version 2.8.4");
   CHECK(r.code == 2);
-  CHECK(r.out.find("p2v: error: --nccl-version: NCCL 2.9.9 is older") != std::string::npos);
+  CHECK(r.out.find("p2v: error: --nccl-version: NCCL 2.8.4 is older") != std::string::npos);
 }
 
 TEST_CASE("nccl section: NCCL_PROTO, NCCL_ALGO and NCCL_BUFFSIZE restrict and size what NCCL runs") {
@@ -574,7 +574,7 @@ TEST_CASE("nccl: LL128 only on NVLink-only intra-node paths (tuning.cc typeIntra
   for (const auto& [a, p] : nccl_candidates(np, c, Algorithm::Auto, Protocol::Auto)) CHECK(p != Protocol::LL128);
 }
 
-TEST_CASE("nccl: tuning constants of the NCCL version that ran (v2.19 .. v2.30.7, tags' tuning.cc)") {
+TEST_CASE("nccl: tuning constants of the NCCL version that ran (v2.9 .. v2.30.7, tags' tuning.cc)") {
   // Version text as logs and users write it.
   CHECK(parse_nccl_version("2.26.2", "t") == 22602);
   CHECK(parse_nccl_version("v2.26.2-1", "t") == 22602);
@@ -583,7 +583,8 @@ TEST_CASE("nccl: tuning constants of the NCCL version that ran (v2.19 .. v2.30.7
   CHECK(nccl_version_string(22602) == "2.26.2");
   for (const char* bad : {"", "2.x", "2.26.2.1", "2..1", "2.26.", "cuda12"})
     CHECK_THROWS_WITH_AS(parse_nccl_version(bad, "where"), doctest::Contains("is not an NCCL version"), p2v::Error);
-  CHECK_THROWS_WITH_AS(parse_nccl_version("2.18.3", "where"), doctest::Contains("older than the oldest"), p2v::Error);
+  CHECK(parse_nccl_version("2.9.9", "t") == 20909);
+  CHECK_THROWS_WITH_AS(parse_nccl_version("2.8.4", "where"), doctest::Contains("older than the oldest"), p2v::Error);
 
   System s = preset_system("node=2,gpu=8", "dgx-h100");
   auto with_version = [&](const char* v) {
@@ -639,8 +640,121 @@ TEST_CASE("nccl: tuning constants of the NCCL version that ran (v2.19 .. v2.30.7
   CHECK(then.algo == Algorithm::NvlsTree);
 
   // Strict reader.
-  s.nccl["version"] = "2.18.3";
+  s.nccl["version"] = "2.8.4";
   CHECK_THROWS_WITH_AS(nccl_params(s), doctest::Contains("nccl.version"), p2v::Error);
   s.nccl["version"] = 2.26;
   CHECK_THROWS_AS(nccl_params(s), p2v::Error);
+}
+
+TEST_CASE("nccl: releases before v2.19 (v2.9.9 .. v2.18, tags' tuning.cc)") {
+  auto at = [](System s, const char* v) {
+    s.nccl["version"] = v;
+    return s;
+  };
+  const System a1 = preset_system("gpu=8", "dgx-a100"), a2 = preset_system("node=2,gpu=8", "dgx-a100");
+  const GroupLevels gl{HwClass::NVLink, nullptr, nullptr, 0.0};
+  const NcclParams n1 = nccl_params(a1), o1 = nccl_params(at(a1, "2.9.9")), o2 = nccl_params(at(a2, "2.9.9"));
+  const NcclParams n2 = nccl_params(a2);
+  // One node of 8: ring LL 3.6 + 14 x 0.47 us in v2.9.9 (v2.30.7: 6.6 + 14 x 0.6).
+  const CallShape c1{Collective::AllReduce, 8, 1, 1e3};
+  CHECK(latency_us(o1, c1, gl, Algorithm::Ring, Protocol::LL) == doctest::Approx(3.6 + 14 * 0.47));
+  CHECK(latency_us(n1, c1, gl, Algorithm::Ring, Protocol::LL) == doctest::Approx(6.6 + 14 * 0.6));
+  // Two nodes: the tree's LL NVLink hops x 1.8 (tuning.cc before v2.18), network hop 5.0.
+  const CallShape c2{Collective::AllReduce, 16, 2, 1e3};
+  CHECK(latency_us(o2, c2, gl, Algorithm::Tree, Protocol::LL) == doctest::Approx(4.4 + 2 * (7 * 0.52 * 1.8 + 5.0)));
+  // Ring Simple across nodes: no host net overhead floor (getNetOverhead came with v2.18), network hop 9.6
+  // (28 in v2.12-v2.13), and the plateau x 1.9 once nBytes >= nRanks / 16 x 64 KiB (here 64 KiB).
+  const double ring_s = 8.4 + 28 * 3.4 + 2 * 9.6;
+  CHECK(latency_us(o2, c2, gl, Algorithm::Ring, Protocol::Simple) == doctest::Approx(ring_s));
+  const CallShape big{Collective::AllReduce, 16, 2, 65536};
+  CHECK(latency_us(o2, big, gl, Algorithm::Ring, Protocol::Simple) == doctest::Approx(1.9 * ring_s));
+  CHECK(latency_us(nccl_params(at(a2, "2.12.12")), c2, gl, Algorithm::Ring, Protocol::Simple) ==
+        doctest::Approx(8.4 + 28 * 3.4 + 2 * 28.0));
+  // v2.30.7 floors the AMD host's intra steps at 2 us x 3 for Simple: more than 3.4.
+  CHECK(latency_us(n2, c2, gl, Algorithm::Ring, Protocol::Simple) > ring_s);
+
+  // The pick of v2.9.9 on one DGX A100 (its own estimate by hand from tuning.cc v2.9.9: ring LL 10.2 us +
+  // busBw min(87.7, 235 / 4) x 8/14; ring LL128 36.6 us + 216 x 8/14; they cross near 1.2 MB): ring LL up to
+  // 1 MiB, ring LL128 at 2-16 MiB, ring Simple from 32 MiB on.
+  const Simulator s99(at(a1, "2.9.9"));
+  CHECK(call(s99, Collective::AllReduce, 8, 1 << 20).nccl_proto == Protocol::LL);
+  const auto m = call(s99, Collective::AllReduce, 8, 4 << 20);
+  CHECK(m.nccl_pick == Algorithm::Ring);
+  CHECK(m.nccl_proto == Protocol::LL128);
+  // Hopper before v2.15: no LL128 (tuning.cc enables it on compute capability 70 and 80 only) and no NVLS
+  // before v2.17, where v2.30.7 runs NVLS on one DGX H100 at 64 MiB.
+  const System h1 = preset_system("gpu=8", "dgx-h100");
+  const NcclParams h99 = nccl_params(at(h1, "2.9.9")), h215 = nccl_params(at(h1, "2.15.5"));
+  const CallShape hc{Collective::AllReduce, 8, 1, double(64 << 20)};
+  CHECK_FALSE(available(h99, hc, Algorithm::Ring, Protocol::LL128));
+  CHECK(available(h215, hc, Algorithm::Ring, Protocol::LL128));
+  CHECK_FALSE(available(h99, hc, Algorithm::Nvls, Protocol::Simple));
+  CHECK(available(nccl_params(at(h1, "2.17.1")), hc, Algorithm::Nvls, Protocol::Simple));
+  const CallShape h2c{Collective::AllReduce, 16, 2, double(64 << 20)};
+  const System h2 = preset_system("node=2,gpu=8", "dgx-h100");
+  CHECK_FALSE(available(nccl_params(at(h2, "2.17.1")), h2c, Algorithm::NvlsTree, Protocol::Simple));
+  CHECK(available(nccl_params(at(h2, "2.18.6")), h2c, Algorithm::NvlsTree, Protocol::Simple));
+  CHECK(call(Simulator(h1), Collective::AllReduce, 8, 64 << 20).nccl_pick == Algorithm::Nvls);
+  const auto hs = call(Simulator(at(h1, "2.9.9")), Collective::AllReduce, 8, 64 << 20);
+  CHECK(hs.nccl_pick == Algorithm::Ring);
+  CHECK(hs.nccl_proto == Protocol::Simple);
+  // v2.17's NVLS base latency 40 us, v2.18's 23 us (NVLink hop 0).
+  CHECK(latency_us(nccl_params(at(h1, "2.17.1")), hc, gl, Algorithm::Nvls, Protocol::Simple) == doctest::Approx(40.0));
+  CHECK(latency_us(nccl_params(at(h1, "2.18.6")), hc, gl, Algorithm::Nvls, Protocol::Simple) == doctest::Approx(23.0));
+}
+
+TEST_CASE("nccl: the a3-mega preset runs Google's TCPXO NCCL profile") {
+  const System s = preset_system("node=2,gpu=8", "a3-mega");
+  const NcclParams np = nccl_params(s);
+  // nccl-env-profile.sh: NCCL_NVLS_ENABLE=0, NCCL_ALGO=Ring,Tree, NCCL_PROTO=Simple, NCCL_BUFFSIZE=8388608,
+  // its plugin's NCCL 2.21.5 and a tuner plugin.
+  CHECK_FALSE(np.nvls);
+  CHECK(np.protocols == (1 << static_cast<int>(Protocol::Simple)));
+  CHECK(np.algorithms == 3);
+  CHECK(np.buffsize == 8388608);
+  CHECK(np.effective_version() == 22105);
+  CHECK(np.tuner_fastest);
+  const CallShape c{Collective::AllReduce, 16, 2, 1e9};
+  for (const auto& [a, p] : nccl_candidates(np, c, Algorithm::Auto, Protocol::Auto)) {
+    CHECK(p == Protocol::Simple);
+    CHECK((a == Algorithm::Ring || a == Algorithm::Tree));
+  }
+  // A forced NVLS falls back to ring (NVLS is off).
+  const Simulator sim(s);
+  CHECK(call(sim, Collective::AllReduce, 16, 1 << 30, Algorithm::Nvls).algo == Algorithm::Ring);
+  // At 1 GiB on 2 nodes the tree moves S per node through the NICs, the ring 2 (n-1)/n S: the tree (the log
+  // reaches 298 GB/s of bus bandwidth there, above the ring's bound of 200 GB/s of NICs).
+  const auto t = call(sim, Collective::AllReduce, 16, 1 << 30);
+  CHECK(t.algo == Algorithm::Tree);
+  CHECK(t.proto == Protocol::Simple);
+  // The tuner: at 1 KiB the fastest is the tree (2 network hops); NCCL 2.21.5's own estimate prices the
+  // Simple tree at 28 us per hop (its stand-in for the chunk pipeline) and takes the ring.
+  const auto k = call(sim, Collective::AllReduce, 16, 1024);
+  CHECK(k.algo == Algorithm::Tree);
+  System no_tuner = s;
+  no_tuner.nccl["tuner"] = "none";
+  CHECK_FALSE(nccl_params(no_tuner).tuner_fastest);
+  const auto kn = call(Simulator(no_tuner), Collective::AllReduce, 16, 1024);
+  CHECK(kn.algo == Algorithm::Ring);
+  CHECK(k.time_s < kn.time_s);
+  // Strict: an unknown tuner is an error; "fastest" round-trips through the system file.
+  CHECK(nccl_json(np)["tuner"] == "fastest");
+  System bad = s;
+  bad.nccl["tuner"] = "magic";
+  CHECK_THROWS_WITH_AS(nccl_params(bad), doctest::Contains("fastest"), p2v::Error);
+}
+
+TEST_CASE("nccl: on 2 nodes NCCL's estimate credits the tree with up to twice the ring's network bandwidth") {
+  // src/graph/search.cc (v2.9.9 .. v2.30.7): the tree graph's search raises bwIntra up to 2 x bwInter,
+  // and tuning.cc prices <= 2 nodes with bwIntra. On 2 DGX A100 nodes at 1 GiB the ring is bound by the
+  // NICs (2 (n-1)/n S through them), the tree moves S: NCCL runs the tree (the OCI 2-node log reaches
+  // 238 GB/s of bus bandwidth at 8 GiB, above the ring's 200 GB/s of NICs). From 3 nodes on, bwInter.
+  const Simulator a2(preset_system("node=2,gpu=8", "dgx-a100"));
+  CHECK(call(a2, Collective::AllReduce, 16, 1 << 30).nccl_pick == Algorithm::Tree);
+  const Simulator a4(preset_system("node=4,gpu=8", "dgx-a100"));
+  CHECK(call(a4, Collective::AllReduce, 32, 1 << 30).nccl_pick == Algorithm::Ring);
+  // Small sizes are unchanged: tree/LL on 2 nodes.
+  const auto s = call(a2, Collective::AllReduce, 16, 1024);
+  CHECK(s.nccl_pick == Algorithm::Tree);
+  CHECK(s.nccl_proto == Protocol::LL);
 }

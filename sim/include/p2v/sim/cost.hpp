@@ -31,8 +31,10 @@ Algorithm parse_algorithm(const std::string& s);  // ring|tree|nvls|collnet|auto
 // `flow_s(a)` is the simulator's busiest-link time for algorithm a's flows (a FlowTime or seconds). NCCL's tuner
 // credits the tree with the ring's graph bandwidth (tuning.cc: the same bwIntra/bwInter, ratio .5 instead of
 // nRanks/nsteps), not with the tree's own traffic: its estimate of the tree is the ring's flow time x 2S / (2(p-1)/p
-// S); NVLS and CollNet estimates follow NCCL's busBw formulas (nccl_estimate_factor). Both simulators choose through
-// this; each then prices the chosen pair with its own flows.
+// S), on 2 nodes up to twice the ring's network-bound bandwidth (search.cc raises the tree graph's bwIntra); NVLS and
+// CollNet estimates follow NCCL's busBw formulas (nccl_estimate_factor). With "tuner": "fastest" the candidate of
+// least time by this model's own terms is taken instead. Both simulators choose through this; each then prices the
+// chosen pair with its own flows.
 struct NcclChoice {
   Algorithm nccl_algo = Algorithm::Ring, algo = Algorithm::Ring;
   Protocol nccl_proto = Protocol::Simple, proto = Protocol::Simple;
@@ -45,9 +47,23 @@ NcclChoice choose(const NcclParams& np, const CallShape& c, Algorithm algo, Prot
     std::pair<Algorithm, Protocol> best{Algorithm::Ring, Protocol::Simple};
     double best_t = std::numeric_limits<double>::infinity();
     for (const auto& [a, p] : nccl_candidates(np, c, al, pr)) {
-      const FlowTime f = a == Algorithm::Tree ? FlowTime(flow_s(Algorithm::Ring)).scaled(q / (q - 1))
-                                              : FlowTime(flow_s(a)).scaled(nccl_estimate_factor(np, c, a));
-      const double t = latency_s(a, p, true) + bandwidth_time(np, c, a, p, f, true);
+      double t = 0;
+      if (np.tuner_fastest) {  // a measured tuner plugin: the fastest candidate by this model's own time
+        t = latency_s(a, p, false) + bandwidth_time(np, c, a, p, FlowTime(flow_s(a)), false);
+      } else {
+        FlowTime f = FlowTime(flow_s(a)).scaled(nccl_estimate_factor(np, c, a));
+        if (a == Algorithm::Tree) {
+          // The ring's graph bandwidth; on 2 nodes NCCL's tree graph search raises bwIntra up to twice
+          // bwInter ("increase bwIntra for trees", src/graph/search.cc ncclTopoCompute, v2.9.9 to
+          // v2.30.7) and tuning.cc prices <= 2 nodes with bwIntra: up to twice the ring's network-bound
+          // bandwidth, as far as the links inside the nodes carry it.
+          const FlowTime r = flow_s(Algorithm::Ring);
+          double t = r.s;
+          if (c.nodes == 2 && r.net_s >= 0 && r.intra_s >= 0) t = std::max(r.net_s / 2, r.intra_s);
+          f = FlowTime(t * q / (q - 1));
+        }
+        t = latency_s(a, p, true) + bandwidth_time(np, c, a, p, f, true);
+      }
       if (t < best_t) {
         best = {a, p};
         best_t = t;

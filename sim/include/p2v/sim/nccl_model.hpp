@@ -65,7 +65,7 @@ struct NcclLevelParams {
 // NCCL versions whose tuning constants this model holds (docs/simulator.md §2, "NCCL version"),
 // encoded major * 10000 + minor * 100 + patch. Versions after the newest use the newest's tables.
 inline constexpr int kNcclNewestVersion = 23007;  // v2.30.7: the model's default
-inline constexpr int kNcclOldestVersion = 21900;  // v2.19.0
+inline constexpr int kNcclOldestVersion = 20900;  // v2.9.0
 // "2.26.2", "2.26.2-1", "v2.26.2", "2.26.2+cuda12.8", "2.26" -> 22602 (patch 0 when absent).
 // Malformed text or a version before kNcclOldestVersion: p2v::Error naming `what`.
 int parse_nccl_version(const std::string& text, const std::string& what);
@@ -97,6 +97,10 @@ struct NcclParams {
   int algorithms = 31;
   // NCCL_BUFFSIZE, bytes (the Simple buffer; a step is buffsize / 8); <= 0: NCCL's 4 MiB.
   double buffsize = 0.0;
+  // A tuner plugin (NCCL_TUNER_PLUGIN) tuned by measurement on the cluster, whose configuration is not
+  // known: it is taken to pick the candidate (within "protocols"/"algorithms") this model prices fastest,
+  // instead of NCCL's own estimate ("tuner": "fastest"; docs/simulator.md §2).
+  bool tuner_fastest = false;
   std::vector<NcclLevelParams> levels;
 
   const NcclLevelParams* level(const std::string& name) const;
