@@ -68,7 +68,7 @@ class SynthRun {
     MatrixResult m;
     const auto t0 = std::chrono::steady_clock::now();
     m.p = source_.programs_for(x, p_.reduce);
-    if (!m.p.unproved.empty() && m.p.first_of_shape)
+    if (!m.p.unproved.empty() && m.p.first_unproved_of_shape)
       fmt::print(stderr,
                  "p2v: warning: for shape {} the shape theorem is not proved ({}); the programs listed are the "
                  "smallest instance's, which equal the system's on every shape checked so far. For the exact "

@@ -45,11 +45,10 @@ PlacementPrograms ProgramSource::programs_for(const ParallelismMatrix& x, const 
   const std::string sig = out.shape->signature();
   auto& slot = by_shape_[sig];
   out.first_of_shape = !slot.result;
-  if (!slot.result) {
-    slot.result = std::make_shared<const SynthResult>(synthesize_shape(*out.shape, opt_.synth));
-    slot.basis = shape_theorem_basis(*out.shape, *slot.result, {}, opt_.synth.master);
-  }
-  const ShapeBasis& basis = slot.basis;
+  if (!slot.result) slot.result = std::make_shared<const SynthResult>(synthesize_shape(*out.shape, opt_.synth));
+  // The basis is the placement's, not the signature's: at depth 3 under `all` it depends on whether this
+  // instance's cardinalities are equal (docs/shape.md §3.5), which placements of one signature need not share.
+  const ShapeBasis basis = shape_theorem_basis(*out.shape, *slot.result, {}, opt_.synth.master);
   if (!basis.complete_proved && out.shape->group_size() <= kExactFallbackDevices) {
     concrete(ProgramsPath::ExactFallback);
     return out;
@@ -58,7 +57,11 @@ PlacementPrograms ProgramSource::programs_for(const ParallelismMatrix& x, const 
   out.key = sig;
   out.result = slot.result;
   out.cards = out.shape->cards();
-  if (!basis.complete_proved) out.unproved = basis.text;
+  if (!basis.complete_proved) {
+    out.unproved = basis.text;
+    out.first_unproved_of_shape = !slot.unproved_served;
+    slot.unproved_served = true;
+  }
   return out;
 }
 

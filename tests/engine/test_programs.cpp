@@ -111,6 +111,33 @@ TEST_CASE("programs_for: --master-collectives all at depth 3 with equal cardinal
   }
 }
 
+TEST_CASE("programs_for: one signature, equal and unequal depth-3 instances: the basis is the placement's") {
+  // docs/shape.md §3.5 proves depth 3 under `all` for equal cardinalities only, so placements of one
+  // signature (root:1 a:* b:* c:*) differ: a cached per-signature basis let [8 2 4] (64 devices) skip the
+  // exact fallback after [4 4 4], and [8 8 16] skip the warning.
+  const System s = parse_system_inline("a=8,b=8,c=16");
+  ProgramSource src(s, {64, 16}, master_all());
+  const auto eq = src.programs_for({{4, 4, 4}, {2, 2, 4}}, {0});  // [4 4 4]: proved, on the shape
+  REQUIRE(eq.path == ProgramsPath::Shape);
+  CHECK(eq.first_of_shape);
+  CHECK(eq.unproved.empty());
+  const auto small = src.programs_for({{8, 2, 4}, {1, 4, 4}}, {0});  // [8 2 4], 64 devices: exact
+  CHECK(small.path == ProgramsPath::ExactFallback);
+  CHECK(small.cards == std::vector<std::int64_t>{1, 8, 2, 4});
+  const auto big = src.programs_for({{4, 4, 4}, {2, 2, 4}}, {0, 1});  // [8 8 16]: the shape's list, unproved
+  REQUIRE(big.path == ProgramsPath::Shape);
+  REQUIRE(big.shape_key() == eq.shape_key());
+  CHECK_FALSE(big.first_of_shape);
+  CHECK(big.unproved.find("not proved") != std::string::npos);
+  CHECK(big.first_unproved_of_shape);  // warned once for the shape's unproved placements
+  const auto big2 = src.programs_for({{2, 4, 8}, {4, 2, 2}}, {0, 1});
+  CHECK_FALSE(big2.unproved.empty());
+  CHECK_FALSE(big2.first_unproved_of_shape);
+  const auto eq2 = src.programs_for({{4, 4, 4}, {2, 2, 4}}, {0});
+  CHECK(eq2.path == ProgramsPath::Shape);
+  CHECK(eq2.unproved.empty());
+}
+
 TEST_CASE("programs_for: --concrete and hierarchies (a)-(c) synthesize on the system") {
   const System s = parse_system_inline("node=2,gpu=4");
   ProgramsOptions c;

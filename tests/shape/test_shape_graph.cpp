@@ -893,7 +893,7 @@ TEST_CASE("shape_theorem_basis: which programs' validity on every instance is pr
   CHECK_FALSE(basis(3, ALL, true, false).complete_proved);
   // Depth 3 with equal cardinalities under `all`: both directions proved for every program (docs/shape.md
   // §3.5, Theorem 4), with the text naming the section; the same program on [2 3 3] stays checked.
-  for (const auto& cards : std::vector<std::vector<int>>{{3, 3, 3}, {2, 2, 2}, {1, 4, 4, 1, 4, 1}}) {
+  for (const auto& cards : std::vector<std::vector<int>>{{3, 3, 3}, {2, 2, 2}, {1, 4, 4, 1, 4, 1}, {5, 5, 5}}) {
     std::vector<std::string> names;
     for (std::size_t j = 0; j < cards.size(); ++j) names.push_back(fmt::format("l{}", j));
     const Shape s = make_shape(cards, names, ParallelismMatrix{cards}, {0}, HierarchyKind::ReductionAxes);
@@ -905,7 +905,12 @@ TEST_CASE("shape_theorem_basis: which programs' validity on every instance is pr
       const ShapeBasis b = shape_theorem_basis(s, r, p, ALL);
       CHECK(b.valid_everywhere_proved);
       CHECK(b.complete_proved);
-      CHECK(b.text.find("no other program on any instance: proved (section 3.5") != std::string::npos);
+      // The proof covers this instance and the other equal ones, not the shape's unequal instances: the
+      // text says so, and keeps the shape-wide claims (checked, unless proved otherwise).
+      CHECK(b.text.find("no other program on this instance: proved (section 3.5") != std::string::npos);
+      CHECK(b.text.find("no other program on any instance: checked, not proved") != std::string::npos);
+      CHECK(b.text.find("every instance of the shape: proved (section 3.5") == std::string::npos);
+      CHECK((b.text.find("on request") != std::string::npos) == (cards[0] >= 5));
     }
   }
   CHECK(leaves3.text.find("section 3.5") == std::string::npos);

@@ -50,6 +50,9 @@ struct PlacementPrograms {
   // This call synthesized the shape's list (the first placement of its shape); false for later
   // placements of the shape, which share it. Lets a caller warn once per shape.
   bool first_of_shape = false;
+  // This call is the first of its shape served on the shape path with `unproved` set (placements of one
+  // shape may differ: at depth 3 under `all`, equal cardinalities are proved, others not). Warn on it.
+  bool first_unproved_of_shape = false;
   std::string key;  // the shape's signature on the shape path, else ""
 
   bool on_shape() const { return path == ProgramsPath::Shape; }
@@ -81,7 +84,7 @@ class ProgramSource {
   ProgramsOptions opt_;
   struct ShapeEntry {
     std::shared_ptr<const SynthResult> result;
-    ShapeBasis basis;
+    bool unproved_served = false;  // a placement of the shape was listed on the shape with `unproved`
   };
   std::map<std::string, ShapeEntry> by_shape_;
 };

@@ -86,7 +86,10 @@ SynthResult synthesize_shape(const Shape& s, const SynthOptions& opt);
 // Lemmas 4-6 and the exhaustive list of the smallest instance's exits, depth 5's on request),
 // otherwise by Lemma 2(a), checked. `text` says so.
 // With --master-collectives all at depth <= kMaxProvedAllDepth both are proved for every program (docs/shape.md
-// §3.4), and at depth kProvedAllEqualDepth when the cardinalities >= 2 are all equal (§3.5). With
+// §3.4). At depth kProvedAllEqualDepth, when the cardinalities >= 2 of `s` are all equal, both flags are set
+// for `s`'s own instance (and every instance with equal cardinalities, §3.5) — not for the shape's
+// unequal instances, so `text` then states the instance's claims ("on this instance: proved") and the
+// shape-wide ones separately; the flags decide the exact fallback for this instance only. With
 // --master-collectives all, a program with a Master ReduceScatter, AllGather, Reduce or Broadcast
 // is also proved valid on every instance when every state it passes through on the smallest instance
 // lies in G' with Lemma 1's rows (docs/shape.md §3.3, Lemmas 3' and 2(b)'); shape_theorem_basis replays
