@@ -1249,6 +1249,85 @@ const char* const kReliesOn0 =
 const char* const kReliesOn2 =
     "docs/shape.md section 4 (the groups of a step on any instance are the level pattern recorded in steps[])";
 
+// ---- relies_on[1], the shape theorem's basis (docs/shape.md §3-§3.5), re-derived from the shape's
+// depth and cardinalities, the Master setting, the program's Master steps and the smallest instance's
+// Master groupings, with the proved depths of docs/shape.md: the default setting's validity and
+// completeness to depth 5 (§3.2), `all` at depth <= 2 (§3.4) and at depth 3 on instances whose
+// cardinalities >= 2 are equal (§3.5, for this instance only). The one input the checker does not
+// re-derive is §3.3's G' replay (an `all` program whose states on the smallest instance stay in G'
+// with Lemma 1's rows); a text claiming it is accepted only where that replay applies (at most 32
+// devices, a Master step other than AllReduce, depth >= 3) and reported as recorded. ----
+struct BasisFacts {
+  int depth = 0;
+  bool default_setting = true, master_step = false, master_allreduce_only = true, master_grouping = false;
+  std::vector<long long> nontrivial;  // the shape's cardinalities >= 2, outermost first
+};
+std::string expected_basis(const BasisFacts& f, bool stays_g1) {
+  const int d = f.depth;
+  const bool by_default = f.default_setting || f.master_allreduce_only;
+  const bool equal3 =
+      !f.default_setting && d == 3 &&
+      std::all_of(f.nontrivial.begin(), f.nontrivial.end(), [&](long long v) { return v == f.nontrivial[0]; });
+  const bool all_depth2 = !f.default_setting && d <= 2;
+  const bool valid_shape = !f.master_step || (by_default && d <= 5) || stays_g1 || all_depth2;
+  const bool complete_shape = !f.master_grouping || (f.default_setting && d <= 5) || all_depth2;
+  const std::string ds = std::to_string(d);
+  const std::string all_text =
+      "proved (section 3.4: --master-collectives all at depth <= 2, the tuple model M; depth " + ds + ")";
+  std::string equal_text;
+  if (equal3)
+    equal_text =
+        "proved (section 3.5, Theorem 4: --master-collectives all at depth 3 on the instances whose three "
+        "cardinalities >= 2 are equal, the tuple model M3; this instance: " +
+        std::to_string(f.nontrivial[0]) + " " + std::to_string(f.nontrivial[1]) + " " +
+        std::to_string(f.nontrivial[2]) +
+        (f.nontrivial[0] >= 5 ? "; its finite part for cardinalities >= 5 is the [5 5 5] check, run on request, "
+                                "not in CI"
+                              : "") +
+        ")";
+  // A claim with Master steps (groupings) in it: proved by §3.2 in the default setting, by §3.3's
+  // reduction to it when every Master step is an AllReduce, else checked.
+  auto masterful = [&](const std::string& claim, bool proved, const std::string& proof, const std::string& unproved,
+                       bool covered_by_default) {
+    if (proved && f.default_setting)
+      return claim + ": proved (section 3.2, " + proof + "; default Master setting, depth " + ds + " <= 5)";
+    if (proved)
+      return claim +
+             ": proved (section 3.3: its Master steps are all AllReduce, so it is a program of the default "
+             "setting; section 3.2, " +
+             proof + ", depth " + ds + " <= 5)";
+    return claim + ": " + unproved + " (" + (covered_by_default ? "depth " + ds + " > 5" : "--master-collectives all") +
+           ")";
+  };
+  const std::string v_claim = "valid on every instance of the shape";
+  std::string valid;
+  if (!f.master_step)
+    valid = v_claim + ": proved (Theorem 1(b) without Master steps, section 3)";
+  else if (all_depth2)
+    valid = v_claim + ": " + all_text;
+  else if (stays_g1)
+    valid = v_claim +
+            ": proved (section 3.3, Lemmas 3' and 2(b)': every state of this program on the smallest "
+            "instance is in G' with Lemma 1's rows)";
+  else
+    valid = masterful(v_claim, valid_shape, "programs of the smallest instance are programs of every instance",
+                      "checked, not proved, section 3.2", by_default);
+  if (equal3 && !valid_shape) valid = "valid on this instance: " + equal_text + "; " + valid;
+  const std::string c_claim = "no other program on any instance";
+  std::string complete;
+  if (!f.master_grouping)
+    complete = c_claim + ": proved (no Master grouping, section 3)";
+  else if (all_depth2)
+    complete = c_claim + ": " + all_text;
+  else
+    complete = masterful(c_claim, complete_shape, "Lemma 2(a) on every instance of depth <= 5",
+                         f.default_setting ? "rests on section 3.2's Lemma 2(a), checked, not proved"
+                                           : "checked, not proved, section 3.3",
+                         f.default_setting);
+  if (equal3 && !complete_shape) complete = "no other program on this instance: " + equal_text + "; " + complete;
+  return "docs/shape.md: " + valid + "; " + complete;
+}
+
 std::string check_shape(const json& c, const Claims& cl) {
   fields(c, "certificate",
          {"format", "system", "axes", "reduce", "matrix", "hierarchy_kind", "shape", "program", "steps", "relies_on",
@@ -1352,7 +1431,36 @@ std::string check_shape(const json& c, const Claims& cl) {
   for (std::size_t i = 0; i < 3; ++i) str(rel[i], "relies_on");
   if (rel[0] != kReliesOn0 || rel[2] != kReliesOn2)
     reject("relies_on: not the sections of docs/shape.md the claim rests on");
-  cl.add("relies_on[1]", "the shape theorem's basis for this program (text)", "recorded");
+  {
+    BasisFacts f;
+    for (long long v : cards)
+      if (v >= 2) {
+        ++f.depth;
+        f.nontrivial.push_back(v);
+      }
+    f.default_setting = str(field(inst, "master_collectives"), "instance.master_collectives") == "allreduce";
+    for (const auto& st : field(field(inst, "program"), "steps"))
+      if (str(field(st, "form"), "instance step form") == "Master") {
+        f.master_step = true;
+        f.master_allreduce_only &= str(field(st, "collective"), "instance step collective") == "AllReduce";
+      }
+    const Hierarchy ih = derive_hierarchy(read_placement(inst), "d");
+    for (const auto& in : instruction_set(ih, f.default_setting ? "allreduce" : "all"))
+      f.master_grouping |= in.form == "Master";
+    const std::string text = str(rel[1], "relies_on");
+    const bool g1_applies =
+        !(f.default_setting || f.master_allreduce_only) && f.depth > 2 && f.master_step && ih.coords.size() <= 32;
+    if (text == expected_basis(f, false)) {
+      cl.add("relies_on[1]", "the shape theorem's basis for this program", "re-derived");
+    } else if (g1_applies && text == expected_basis(f, true)) {
+      cl.add("relies_on[1]",
+             "the shape theorem's basis for this program (section 3.3's G' replay of the program: recorded)",
+             "recorded");
+    } else {
+      reject("relies_on[1]: not the shape theorem's basis for this shape, setting and program (expected \"" +
+             expected_basis(f, false) + "\")");
+    }
+  }
 
   // The program and each step's level pattern on the real placement.
   const json& isteps = field(field(inst, "program"), "steps");

@@ -451,6 +451,60 @@ TEST_CASE("end to end: the checker re-derives the four-level shape's program cou
   std::filesystem::remove(out);
 }
 
+TEST_CASE("shape certificates: relies_on[1] is re-derived; a claim upgraded to proved is refused") {
+  // --master-collectives all on the depth-3 shape of [4 4 5]: unequal cardinalities, so a program
+  // with a Master Reduce is "checked, not proved" (docs/shape.md §3.3, §3.5).
+  const std::string bin = P2V_BIN;
+  const std::string dir = (std::filesystem::temp_directory_path() / "p2v-test-relies-on").string();
+  std::filesystem::remove_all(dir);
+  const std::string out = dir + ".out";
+  const int rc = std::system((bin +
+                              " synth --system rack=4,node=4,gpu=5 --axes 80 --reduce 0 --master-collectives "
+                              "all --max-size 3 --solver z3 --certify " +
+                              dir + " > " + out + " 2>&1")
+                                 .c_str());
+  REQUIRE(WIFEXITED(rc));
+  REQUIRE(WEXITSTATUS(rc) == 0);
+  json good;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().filename() == "MANIFEST.json") continue;
+    const json j = json::parse(read(e.path().string()));
+    if (j["program"] == "AllReduce@(rack,Inside) ; Reduce@(rack,Master(root)) ; Broadcast@(root,Inside)") good = j;
+  }
+  REQUIRE(good.is_object());
+  const std::string unproved_valid =
+      "valid on every instance of the shape: checked, not proved, section 3.2 (--master-collectives all)";
+  const std::string unproved_complete =
+      "no other program on any instance: checked, not proved, section 3.3 (--master-collectives all)";
+  REQUIRE(good["relies_on"][1] == "docs/shape.md: " + unproved_valid + "; " + unproved_complete);
+  const auto v = checker::check_certificate(good.dump());
+  INFO(v.reason);
+  CHECK(v.ok);
+  auto refused = [&](const std::string& from, const std::string& to) {
+    json t = good;
+    std::string text = t["relies_on"][1].get<std::string>();
+    text.replace(text.find(from), from.size(), to);
+    t["relies_on"][1] = text;
+    const auto r = checker::check_certificate(t.dump());
+    INFO(to, " -> ", r.reason);
+    CHECK_FALSE(r.ok);
+    CHECK(r.reason.find("relies_on[1]: not the shape theorem's basis") != std::string::npos);
+  };
+  refused(unproved_complete,
+          "no other program on any instance: proved (section 3.4: --master-collectives all at "
+          "depth <= 2, the tuple model M; depth 3)");
+  refused(unproved_valid,
+          "valid on every instance of the shape: proved (section 3.4: --master-collectives all at "
+          "depth <= 2, the tuple model M; depth 3)");
+  refused(unproved_valid,
+          "valid on this instance: proved (section 3.5, Theorem 4: --master-collectives all at depth 3 on the "
+          "instances whose three cardinalities >= 2 are equal, the tuple model M3; this instance: 4 4 5); " +
+              unproved_valid);
+  refused("section 3.2 (--master-collectives all)", "section 3.2 (depth 3 > 5)");
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove(out);
+}
+
 TEST_CASE("end to end: p2v verify --certify, p2v check, exit codes") {
   const std::string dir = (std::filesystem::temp_directory_path() / "p2v-test-e2e-certs").string();
   std::filesystem::remove_all(dir);
