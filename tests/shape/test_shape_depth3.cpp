@@ -30,23 +30,15 @@
 #include "p2v/engine/hierarchy.hpp"
 #include "p2v/engine/instruction.hpp"
 #include "p2v/engine/state.hpp"
+#include "state_key.hpp"
 
 using namespace p2v::engine;
 
 namespace {
 
-using Key = std::vector<std::uint64_t>;
-struct KeyHash {
-  std::size_t operator()(const Key& k) const {
-    std::size_t h = 1469598103934665603ull;
-    for (auto x : k) h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    return h;
-  }
-};
-Key key(const StateSet& s) {
-  const std::size_t n = static_cast<std::size_t>(s.words()) * (s.k() + 1) * s.k();
-  return Key(s.dev(0), s.dev(0) + n);
-}
+using shape_test::Key;
+using shape_test::key;
+using shape_test::KeyHash;
 
 // The complete graph of reachable states of an instance (cards: root first) and which are live.
 struct Graph {
@@ -584,18 +576,14 @@ NoOrder no_order(const std::vector<int>& cards, MasterCollectives mc) {
   return r;
 }
 
-// The depth-2 method (§3.4) reads every state's rows as digit tuples in one order of the levels in
-// which every row set is digit-fixed. Over every depth-3 vector in {2,3}^3, without and with a
-// trivial leaf, in both settings: such an order exists on every reachable state exactly when the
-// three cardinalities are equal; otherwise some reachable *live* state has none. The depth-3
-// instances with fewer than 12 devices are [2 2 2] alone (with the trivial-level forms), so the
-// minimal witnesses of the method's failure are the 12-device [2 2 3], [2 3 2], [3 2 2].
-TEST_CASE("depth 3: the smallest instances whose states leave every digit order") {
+// The digit-order rule on every vector in {2..max}^3, both forms and settings: no state leaves every
+// digit order exactly when the three cardinalities are equal, and then no live one either.
+void check_digit_order_rule(int max) {
   for (const auto mc : {MasterCollectives::AllReduceOnly, MasterCollectives::All})
     for (int leaf = 0; leaf < 2; ++leaf)
-      for (int a = 2; a <= 3; ++a)
-        for (int b = 2; b <= 3; ++b)
-          for (int c = 2; c <= 3; ++c) {
+      for (int a = 2; a <= max; ++a)
+        for (int b = 2; b <= max; ++b)
+          for (int c = 2; c <= max; ++c) {
             std::vector<int> cards{1, a, b, c};
             if (leaf) cards.push_back(1);
             const NoOrder r = no_order(cards, mc);
@@ -605,6 +593,16 @@ TEST_CASE("depth 3: the smallest instances whose states leave every digit order"
             CHECK((r.live_none == 0) == equal);
             if (a * b * c == 12 && mc == MasterCollectives::AllReduceOnly) CHECK(r.live_none == 7);
           }
+}
+
+// The depth-2 method (§3.4) reads every state's rows as digit tuples in one order of the levels in
+// which every row set is digit-fixed. Over every depth-3 vector in {2,3}^3, without and with a
+// trivial leaf, in both settings: such an order exists on every reachable state exactly when the
+// three cardinalities are equal; otherwise some reachable *live* state has none. The depth-3
+// instances with fewer than 12 devices are [2 2 2] alone (with the trivial-level forms), so the
+// minimal witnesses of the method's failure are the 12-device [2 2 3], [2 3 2], [3 2 2].
+TEST_CASE("depth 3: the smallest instances whose states leave every digit order") {
+  check_digit_order_rule(3);
   // Trivial levels other than the leaf change nothing (§3.2, "two forms"): the same counts.
   for (const auto mc : {MasterCollectives::AllReduceOnly, MasterCollectives::All}) {
     const NoOrder base = no_order({1, 2, 2, 3}, mc);
@@ -620,19 +618,7 @@ TEST_CASE("depth 3: the smallest instances whose states leave every digit order"
 // On request (-tc="*sweep 2..4*" --no-skip): the same rule over every vector in {2,3,4}^3, both forms and
 // settings.
 TEST_CASE("depth 3: digit orders exist exactly for equal cardinalities, sweep 2..4" * doctest::skip()) {
-  for (const auto mc : {MasterCollectives::AllReduceOnly, MasterCollectives::All})
-    for (int leaf = 0; leaf < 2; ++leaf)
-      for (int a = 2; a <= 4; ++a)
-        for (int b = 2; b <= 4; ++b)
-          for (int c = 2; c <= 4; ++c) {
-            std::vector<int> cards{1, a, b, c};
-            if (leaf) cards.push_back(1);
-            const NoOrder r = no_order(cards, mc);
-            INFO(fmt::format("[{}] {}", fmt::join(cards, " "), setting(mc)));
-            const bool equal = a == b && b == c;
-            CHECK((r.none == 0) == equal);
-            CHECK((r.live_none == 0) == equal);
-          }
+  check_digit_order_rule(4);
 }
 
 // On request (test_shape_depth3 -tc="*equal cardinalities*" --no-skip): the same on [4 4 4] and

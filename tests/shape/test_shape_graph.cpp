@@ -24,23 +24,15 @@
 #include "p2v/engine/shape.hpp"
 #include "p2v/engine/state.hpp"
 #include "p2v/engine/synth.hpp"
+#include "state_key.hpp"
 
 using namespace p2v::engine;
 
 namespace {
 
-using Key = std::vector<std::uint64_t>;
-struct KeyHash {
-  std::size_t operator()(const Key& k) const {
-    std::size_t h = 1469598103934665603ull;
-    for (auto x : k) h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    return h;
-  }
-};
-Key key(const StateSet& s) {
-  const std::size_t n = static_cast<std::size_t>(s.words()) * (s.k() + 1) * s.k();
-  return Key(s.dev(0), s.dev(0) + n);
-}
+using shape_test::Key;
+using shape_test::key;
+using shape_test::KeyHash;
 
 // Row-uniform (docs/shape.md §3.2): every device holds all its rows with one column set.
 bool row_uniform(const StateSet& s) {
