@@ -14,6 +14,16 @@ using namespace engine;
 
 namespace {
 
+// AWS's EFA plugin (aws-ofi-nccl) reports this inter-node latency in ncclNetProperties_t::latency
+// on p4d.24xlarge, p4de.24xlarge and p5.48xlarge (platform_data_map, github.com/aws/aws-ofi-nccl
+// src/platform-aws.c @ v1.7.3-aws = 6de215f8; unchanged on master src/platform-aws.cpp @ 2daf7d30,
+// "p4d.24xlarge" and "p5/p5e"; before v1.7 every EFA device reported 150, src/nccl_ofi_net.c
+// @ v1.3.0-aws, a value chosen so NCCL's tuning model matches measured AllReduce latency). NCCL
+// takes it as graph->latencyInter (src/graph/search.cc) and adds it to each network hop of Ring
+// and Tree, twice for Simple (src/graph/tuning.cc @ v2.18.5-1 = 559b70f8); p2v's levels model does
+// the same with a network level's latency_us (nccl_model.cpp latency_us).
+constexpr double kEfaPluginLatencyUs = 75.0;
+
 NcclLevelParams nic_level(int nics, double nic_gbps) {
   NcclLevelParams l;
   l.nics = nics;
@@ -104,20 +114,22 @@ const std::vector<Preset>& presets() {
     v.push_back({"p4d",
                  "AWS p4d.24xlarge: 8 x A100-SXM4 40 GB on NVSwitch (NVLink 3, ~240 GB/s effective); 4 x 100 Gb/s EFA "
                  "per node (50 GB/s)",
-                 {{LinkKind::Switch, 240, 0}, {LinkKind::Nic, 45, 0}},
+                 {{LinkKind::Switch, 240, 0}, {LinkKind::Nic, 45, kEfaPluginLatencyUs}},
                  // 24 channels: the same HGX A100 NVSwitch board as dgx-a100 (nccl-tests issue #100)
                  nccl_of(Arch::Ampere, false, {{}, nic_level(4, 12.5)}, 24),
                  {},
                  "https://aws.amazon.com/ec2/instance-types/p4/ (p4d.24xlarge: 8x A100 40GB, 600 GB/s NVSwitch, "
-                 "400 Gbps EFA, 4x 100 Gbps); 45 GB/s: EFA at 90% of line rate (assumption)"});
+                 "400 Gbps EFA, 4x 100 Gbps); 45 GB/s: EFA at 90% of line rate (assumption); EFA latency 75 us: "
+                 "github.com/aws/aws-ofi-nccl src/platform-aws.c @ v1.7.3-aws"});
     v.push_back({"p5",
                  "AWS p5.48xlarge: 8 x H100-SXM5 on NVSwitch (NVLink 4, NVLS); 32 x 100 Gb/s EFA per node (400 GB/s)",
-                 {{LinkKind::Switch, 370, 0}, {LinkKind::Nic, 360, 0}},
+                 {{LinkKind::Switch, 370, 0}, {LinkKind::Nic, 360, kEfaPluginLatencyUs}},
                  // AMD CPUs (3rd generation AMD EPYC, the instance page): NCCL's AMD rows (tuning.cc).
                  nccl_of(Arch::Hopper, true, {{}, nic_level(32, 12.5)}, 0, true),
                  {},
                  "https://aws.amazon.com/ec2/instance-types/p5/ (p5.48xlarge: 8x H100 80GB, 900 GB/s NVSwitch, "
-                 "3200 Gbps EFAv2, 32x 100 Gbps, 3rd Gen AMD EPYC); 360 GB/s: EFA at 90% of line rate (assumption)"});
+                 "3200 Gbps EFAv2, 32x 100 Gbps, 3rd Gen AMD EPYC); 360 GB/s: EFA at 90% of line rate (assumption); "
+                 "EFA latency 75 us: github.com/aws/aws-ofi-nccl src/platform-aws.c @ v1.7.3-aws"});
     v.push_back({"p2-a100",
                  "P2 paper's A100 nodes (docs/model.md §8): NVSwitch 270 GB/s; one NIC per node at 8 GB/s effective",
                  {{LinkKind::Switch, 270, 1}, {LinkKind::Nic, 8, 5}},

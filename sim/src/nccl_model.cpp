@@ -111,6 +111,7 @@ struct Tables {
   int plateau = 2;                            // ring Simple plateau rule: 2 (v2.18 on), 1 (v2.17), 0 (older)
   bool nvls = true, nvls_tree = true;         // the release has NVLS / NVLS tree
   bool nvls_tree_linear = false;              // NVLS tree network term 2 (nodes - 1) hops (v2.18)
+  bool nvls_latency_inter = true;             // NVLS (tree) network hops add latencyInter (v2.19 on)
   double collnet_arity = 0.4;                 // CollNet Direct per-local-rank serialization, us
   bool collnet_chain_lat = false;             // CollNet latency 2 (ppn - 1) intra + inter (before v2.18)
   bool ll128_hopper = true;                   // LL128 enabled on Hopper and later (v2.15 on)
@@ -144,6 +145,10 @@ Tables make_tables(int v) {
     t.hw[kNet][kNvls][kS] = 18.0;
     t.hw[kNet][kNvlsTree][kS] = 19.0;
     t.nvls_tree_linear = true;
+    // v2.18.x prices the NVLS and NVLS tree network hops with hwLat[NET] alone, without the
+    // network's latencyInter (src/graph/tuning.cc @ v2.18.5-1 = 559b70f8 and v2.18.6-1; v2.19.4-1
+    // uses interLat = hwLat[NET] + latencyInter, as Ring and Tree do).
+    t.nvls_latency_inter = false;
     t.base[kCollNetDirect][kLL] = 6.8;
     t.base[kCollNetDirect][kLL128] = 14.0;
     t.hw[kNvl][kCollNetDirect][kS] = t.hw[kPci][kCollNetDirect][kS] = 8.0;
@@ -726,11 +731,13 @@ double latency_us(const NcclParams& p, const CallShape& c, const GroupLevels& g,
         lat += 2.0 * (std::min(1, ppn - 1) * intra + (ppn - 1) * tb.collnet_arity) + inter;
       break;
     case Algorithm::Nvls:
-      lat += intra + (nodes > 1 ? inter : 0.0);
+      lat += intra + (nodes > 1 ? (tb.nvls_latency_inter ? inter : hw_lat(tb, g.inter, HwClass::Net, r, pi)) : 0.0);
       break;
-    case Algorithm::NvlsTree:
-      lat += intra + 2.0 * (tb.nvls_tree_linear ? nodes - 1 : log2i(nodes)) * inter;
+    case Algorithm::NvlsTree: {
+      const double hop = tb.nvls_latency_inter ? inter : hw_lat(tb, g.inter, HwClass::Net, r, pi);
+      lat += intra + 2.0 * (tb.nvls_tree_linear ? nodes - 1 : log2i(nodes)) * hop;
       break;
+    }
     case Algorithm::Auto:
       break;
   }

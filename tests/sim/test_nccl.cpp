@@ -422,6 +422,47 @@ TEST_CASE("presets: names, aliases, sources, the nccl section they write") {
   CHECK(nccl_params(t).effective_launch_us() == doctest::Approx(9));
 }
 
+TEST_CASE("presets: AWS EFA levels carry the latency aws-ofi-nccl reports; p5 keeps LL/LL128") {
+  // aws-ofi-nccl v1.7.3-aws reports ncclNetProperties_t::latency = 75 us on p4d and p5
+  // (src/platform-aws.c); the presets' EFA levels carry it.
+  for (const char* n : {"p4d", "p5"}) {
+    CAPTURE(n);
+    const auto& lv = find_preset(n).levels;
+    REQUIRE(lv.size() == 2);
+    CHECK(lv[0].latency_us == 0);
+    CHECK(lv[1].latency_us == doctest::Approx(75));
+  }
+  System s = preset_system("node=2,gpu=8", "p5");
+  System z = s;  // the same nodes with a plugin that reports no latency
+  for (auto& l : z.levels)
+    if (l.interconnect && l.interconnect->kind == LinkKind::Nic) l.interconnect->latency_us = 0;
+  const Simulator p5(s), p5z(z);
+  // The plugin does not set NCCL_PROTO=simple on p5 (RDMA protocol; RELEASENOTES.md v1.7.3-aws: "Do
+  // not disable LL and LL128 protocols on P5 instances"): a small AllReduce across 2 nodes runs LL.
+  const auto small = call(p5, Collective::AllReduce, 16, 8);
+  CHECK(small.proto == Protocol::LL);
+  CHECK(small.algo == Algorithm::Tree);
+  // NCCL's formula (tuning.cc): tree latency += 2 * log2(nodes) * interLat, interLat = hwLat[NET] +
+  // latencyInter, latencyInter once more for Simple (flush). 2 nodes: +150 us for LL, +300 us for Simple.
+  for (const Protocol q : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
+    CAPTURE(static_cast<int>(q));
+    const double d = call(p5, Collective::AllReduce, 16, 8, Algorithm::Tree, q).latency_s -
+                     call(p5z, Collective::AllReduce, 16, 8, Algorithm::Tree, q).latency_s;
+    CHECK(d == doctest::Approx((q == Protocol::Simple ? 300 : 150) * 1e-6));
+  }
+  // NVLS tree: from v2.19 its network hops are interLat too (2 log2(nodes) hops, Simple: +300 us);
+  // v2.18 prices them with hwLat[NET] alone (tuning.cc @ v2.18.5-1), so latencyInter leaves it unchanged.
+  auto nvls_tree_delta = [&](const char* version) {
+    System a = s, b = z;
+    a.nccl["version"] = version;
+    b.nccl["version"] = version;
+    return call(Simulator(a), Collective::AllReduce, 16, 8, Algorithm::NvlsTree, Protocol::Simple).latency_s -
+           call(Simulator(b), Collective::AllReduce, 16, 8, Algorithm::NvlsTree, Protocol::Simple).latency_s;
+  };
+  CHECK(nvls_tree_delta("2.19.4") == doctest::Approx(300e-6));
+  CHECK(nvls_tree_delta("2.18.5") == doctest::Approx(0.0));
+}
+
 TEST_CASE("nccl: one thread launching several GPUs' kernels (nccl-tests -g N) pays the launches before the last") {
   NcclParams p;
   CHECK(group_launch_s(p, 1) == 0);
