@@ -312,11 +312,8 @@ std::string precondition(const std::string& c, const Group& g, const State& s) {
   reject("unknown collective '" + c + "'");
 }
 
-// Applies collective `c` to group g of state s (in place); returns "" or why the precondition fails
-// (then s is unchanged). A step's groups are disjoint, so each group's precondition reads the same
-// data before and after the others run.
-std::string apply(const std::string& c, const Group& g, State& s) {
-  if (auto why = precondition(c, g, s); !why.empty()) return why;
+// The effect of collective `c` on group g of state s (in place), its precondition holding.
+void effect(const std::string& c, const Group& g, State& s) {
   const int k = static_cast<int>(s.size());
   auto sum = [&] {
     Dev S(k, Row(k, false));
@@ -344,6 +341,14 @@ std::string apply(const std::string& c, const Group& g, State& s) {
       for (int d : g) s[d] = S;
     }
   }
+}
+
+// Applies collective `c` to group g of state s (in place); returns "" or why the precondition fails
+// (then s is unchanged). A step's groups are disjoint, so each group's precondition reads the same
+// data before and after the others run.
+std::string apply(const std::string& c, const Group& g, State& s) {
+  if (auto why = precondition(c, g, s); !why.empty()) return why;
+  effect(c, g, s);
   return "";
 }
 
@@ -542,7 +547,7 @@ struct Counter {
                       [&](const Group& grp) { return !precondition(in.col, grp, s).empty(); }))
         continue;
       State next = s;
-      for (const auto& grp : in.g) apply(in.col, grp, next);
+      for (const auto& grp : in.g) effect(in.col, grp, next);
       if (next == goal) {
         ++v[1];
       } else if (rem > 1) {
@@ -1097,7 +1102,13 @@ std::string check_facts(const json& f, const Hierarchy& h, const std::string& mc
   return s;
 }
 
-std::string check(const json& c, const Claims& cl) {
+// What check_shape reads from the instance check() derives (filled when non-null).
+struct InstanceFacts {
+  bool master_grouping = false;  // the enumerator's instructions include a Master grouping
+  std::size_t devices = 0;
+};
+
+std::string check(const json& c, const Claims& cl, InstanceFacts* derived = nullptr) {
   if (!c.is_object()) reject("not a JSON object");
   fields(c, cl.prefix.empty() ? "certificate" : "instance",
          {"format", "system", "levels", "axes", "reduce", "matrix", "master_collectives", "max_size", "hierarchy",
@@ -1154,6 +1165,10 @@ std::string check(const json& c, const Claims& cl) {
   if (!states.is_array() || states.size() != steps.size() + 1)
     reject("states: one entry per step plus the initial state expected");
   const auto ins = instruction_set(h, mc);
+  if (derived) {
+    derived->master_grouping = std::any_of(ins.begin(), ins.end(), [](const Ins& in) { return in.form == "Master"; });
+    derived->devices = static_cast<std::size_t>(k);
+  }
 
   // Goal state.
   std::string prefix = hierarchy_key(h);
@@ -1425,7 +1440,8 @@ std::string check_shape(const json& c, const Claims& cl) {
   if (str(field(field(inst, "system"), "name"), "instance.system.name") != "smallest instance of " + signature)
     reject("instance.system.name: expected \"smallest instance of " + signature + "\"");
   // The full replay of the smallest instance (states, goal, groups, facts).
-  const std::string inst_summary = check(inst, Claims{cl.out, "instance.", cl.ctx});
+  InstanceFacts ifacts;
+  const std::string inst_summary = check(inst, Claims{cl.out, "instance.", cl.ctx}, &ifacts);
   const json& rel = c["relies_on"];
   if (!rel.is_array() || rel.size() != 3) reject("relies_on: three entries expected");
   for (std::size_t i = 0; i < 3; ++i) str(rel[i], "relies_on");
@@ -1444,12 +1460,10 @@ std::string check_shape(const json& c, const Claims& cl) {
         f.master_step = true;
         f.master_allreduce_only &= str(field(st, "collective"), "instance step collective") == "AllReduce";
       }
-    const Hierarchy ih = derive_hierarchy(read_placement(inst), "d");
-    for (const auto& in : instruction_set(ih, f.default_setting ? "allreduce" : "all"))
-      f.master_grouping |= in.form == "Master";
+    f.master_grouping = ifacts.master_grouping;
     const std::string text = str(rel[1], "relies_on");
     const bool g1_applies =
-        !(f.default_setting || f.master_allreduce_only) && f.depth > 2 && f.master_step && ih.coords.size() <= 32;
+        !(f.default_setting || f.master_allreduce_only) && f.depth > 2 && f.master_step && ifacts.devices <= 32;
     if (text == expected_basis(f, false)) {
       cl.add("relies_on[1]", "the shape theorem's basis for this program", "re-derived");
     } else if (g1_applies && text == expected_basis(f, true)) {
