@@ -22,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "model_product.hpp"
 #include "p2v/engine/hierarchy.hpp"
 #include "p2v/engine/instruction.hpp"
 #include "p2v/engine/state.hpp"
@@ -396,35 +397,18 @@ TEST_CASE("depth 2, --master-collectives all: M never aborts, and every instance
         const std::string where = fmt::format("{}", cards);
         CAPTURE(where);
         const Inst I = make_inst(cards);
-        REQUIRE(I.ins.size() == I2.ins.size());
-        for (std::size_t t = 0; t < I.ins.size(); ++t) {
-          REQUIRE(instruction_name(I.h, I.ins[t]) == instruction_name(I2.h, I2.ins[t]));
-          REQUIRE(I.V[t] == I2.V[t]);
-          REQUIRE(I.master[t] == I2.master[t]);
-        }
+        shape_test::require_same_instructions(I, I2);
         const MGraph G = explore(I);
         CHECK(G.aborts == 0);
         REQUIRE(G.goal >= 0);
         // Product from the initial pair: the same instructions valid on both sides, the same goal.
-        std::vector<std::pair<int, int>> queue{{0, 0}};
-        std::map<std::pair<int, int>, int> seen{{{0, 0}, 0}};
-        int mismatches = 0;
-        for (std::size_t q = 0; q < queue.size(); ++q) {
-          const auto [x, y] = queue[q];
-          mismatches += (x == G.goal) != (y == G2.goal);
-          for (std::size_t t = 0; t < I.ins.size(); ++t) {
-            const int nx = G.succ[x][t], ny = G2.succ[y][t];
-            if ((nx >= 0) != (ny >= 0)) ++mismatches;
-            if (nx < 0 || ny < 0) continue;
-            if (seen.emplace(std::pair{nx, ny}, static_cast<int>(queue.size())).second) queue.emplace_back(nx, ny);
-          }
-        }
-        CHECK(mismatches == 0);
+        const auto walk = shape_test::product_walk(G, G2, I.ins.size(), [](int, int) { return 0; });
+        CHECK(walk.mismatches == 0);
         ++instances;
-        pairs_total += queue.size();
+        pairs_total += walk.pairs;
         // Every state of each graph occurs in a pair, and there are as many pairs as states on each side:
         // the product is a bijection of the two graphs.
-        CHECK(queue.size() == G2.states.size());
+        CHECK(walk.pairs == G2.states.size());
         CHECK(G.states.size() == G2.states.size());
       }
   }

@@ -27,6 +27,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "model_product.hpp"
 #include "p2v/engine/hierarchy.hpp"
 #include "p2v/engine/instruction.hpp"
 #include "p2v/engine/state.hpp"
@@ -764,38 +765,20 @@ void bisimilar_to_smallest(const std::vector<int>& cards, const std::vector<int>
   REQUIRE(G2.aborts == 0);
   REQUIRE(G2.goal >= 0);
   const Inst3 I = make_inst3(cards);
-  REQUIRE(I.ins.size() == I2.ins.size());
-  for (std::size_t t = 0; t < I.ins.size(); ++t) {
-    REQUIRE(instruction_name(I.h, I.ins[t]) == instruction_name(I2.h, I2.ins[t]));
-    REQUIRE(I.V[t] == I2.V[t]);
-    REQUIRE(I.master[t] == I2.master[t]);
-  }
+  shape_test::require_same_instructions(I, I2);
   const M3Graph G = explore3(I);
   CHECK(G.aborts == 0);
   REQUIRE(G.goal >= 0);
-  std::vector<std::pair<int, int>> queue{{0, 0}};
-  std::map<std::pair<int, int>, int> seen{{{0, 0}, 0}};
-  int mismatches = 0;
-  for (std::size_t q = 0; q < queue.size(); ++q) {
-    const auto [x, y] = queue[q];
-    mismatches += (x == G.goal) != (y == G2.goal);
-    mismatches += G.p4[x] != G2.p4[y];
-    for (std::size_t t = 0; t < I.ins.size(); ++t) {
-      const int nx = G.succ[x][t], ny = G2.succ[y][t];
-      if ((nx >= 0) != (ny >= 0)) ++mismatches;
-      if (nx < 0 || ny < 0) continue;
-      if (seen.emplace(std::pair{nx, ny}, static_cast<int>(queue.size())).second) queue.emplace_back(nx, ny);
-    }
-  }
+  const auto walk = shape_test::product_walk(G, G2, I.ins.size(), [&](int x, int y) { return G.p4[x] != G2.p4[y]; });
   int labelled = 0, barriers = 0;
   for (std::size_t i = 0; i < G.states.size(); ++i) {
     labelled += G.states[i].label >= 0;
     barriers += G.p4[i];
   }
   MESSAGE(fmt::format("{}: {} states of M3 ({} with a label, {} with P4), {} pairs", cards, G.states.size(), labelled,
-                      barriers, queue.size()));
-  CHECK(mismatches == 0);
-  CHECK(queue.size() == G2.states.size());
+                      barriers, walk.pairs));
+  CHECK(walk.mismatches == 0);
+  CHECK(walk.pairs == G2.states.size());
   CHECK(G.states.size() == G2.states.size());
 }
 
