@@ -22,6 +22,7 @@ struct CalArgs {
   std::string system, measurements, output, algo, preset, collective, nccl_version;
   std::vector<std::string> logs;
   bool json = false, predict_only = false;
+  double prior_weight = sim::kFitPriorWeight;
 };
 
 struct CalResult {
@@ -175,7 +176,7 @@ int run_nccl_tests(const CalArgs& a) {
     print_points(pr);
     return 0;
   }
-  const auto fit = sim::fit_system(sys, ps, algo);
+  const auto fit = sim::fit_system(sys, ps, algo, {}, 4000, a.prior_weight);
   auto fitted_sys = engine::system_from_json(fit.system, "calibrated");
   nlohmann::json out = fit.system;
   out["description"] = fmt::format(
@@ -194,6 +195,7 @@ int run_nccl_tests(const CalArgs& a) {
                      {"rms_log_before", fit.rms_log_before},
                      {"rms_log_after", fit.rms_log_after},
                      {"evaluations", fit.evaluations},
+                     {"prior_weight", a.prior_weight},
                      {"system", out}};
     if (!a.output.empty()) j["output"] = a.output;
     fmt::print("{}\n", j.dump(2));
@@ -232,6 +234,10 @@ Registrar reg("calibrate", [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--nccl-version", a->nccl_version,
                  "with --nccl-tests: the NCCL version whose tuning constants apply (2.9 or later, e.g. 2.26.2; "
                  "default: the version the logs print, else the system's, else 2.30.7)");
+  sub.add_option("--prior-weight", a->prior_weight,
+                 "with --nccl-tests: weight of the system's own values as a prior, added to the mean squared log "
+                 "error as W * sum (ln(knob/start))^2 (default 0.001; 0: plain least squares)")
+      ->check(CLI::NonNegativeNumber);
   sub.add_option("-o,--output", a->output, "write the calibrated system file here (default: print it)");
   sub.add_option("--algo", a->algo,
                  "NCCL algorithm: ring, tree, nvls, collnet or auto (default: ring for --measurements, auto, NCCL's "
@@ -242,6 +248,7 @@ Registrar reg("calibrate", [](CLI::App& sub) -> std::function<int()> {
     if (a->measurements.empty()) throw Error("calibrate: give --measurements CSV or --nccl-tests LOG...");
     if (a->predict_only) throw Error("calibrate: --predict-only goes with --nccl-tests");
     if (!a->nccl_version.empty()) throw Error("calibrate: --nccl-version goes with --nccl-tests");
+    if (a->prior_weight != sim::kFitPriorWeight) throw Error("calibrate: --prior-weight goes with --nccl-tests");
     const auto r = run(*a);
     if (a->json)
       fmt::print("{}\n", sim::to_json(r.report).dump(2));

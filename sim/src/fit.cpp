@@ -122,7 +122,7 @@ std::vector<FitKnob> system_knobs(const System& s) {
 }
 
 SystemFit fit_system(const System& s, const std::vector<FitPoint>& ps, Algorithm algo,
-                     const std::vector<std::string>& only, int max_evaluations) {
+                     const std::vector<std::string>& only, int max_evaluations, double prior_weight) {
   if (ps.empty()) throw Error("calibrate: no measured points to fit");
   SystemFit fit;
   fit.knobs = system_knobs(s);
@@ -183,10 +183,19 @@ SystemFit fit_system(const System& s, const std::vector<FitPoint>& ps, Algorithm
   }
   std::fill(written.begin(), written.end(), 0);
   for (const auto k : free) written[k] = 1;
-  // Nelder-Mead over u = ln(x) of the free knobs, restarted from the best vertex.
+  // Nelder-Mead over u = ln(x) of the free knobs, restarted from the best vertex, on the data's
+  // mean squared log error plus the prior's pull towards the starting values (fit.hpp).
   const std::size_t n = free.size();
+  std::vector<double> u_prior(n);
+  for (std::size_t i = 0; i < n; ++i) u_prior[i] = std::log(x0[free[i]]);
+  auto penalised = [&](const std::vector<double>& u, const std::vector<double>& x) {
+    const double e = objective(x);
+    double p = 0;
+    for (std::size_t i = 0; i < n; ++i) p += (u[i] - u_prior[i]) * (u[i] - u_prior[i]);
+    return e * e + prior_weight * p;
+  };
   std::vector<double> best = x0;
-  double fbest = f0;
+  double fbest = f0 * f0;
   auto to_x = [&](const std::vector<double>& u) {
     auto x = x0;
     for (std::size_t i = 0; i < n; ++i) x[free[i]] = std::exp(std::clamp(u[i], -30.0, 30.0));
@@ -200,7 +209,7 @@ SystemFit fit_system(const System& s, const std::vector<FitPoint>& ps, Algorithm
       const double step = restart % 2 == 0 ? (restart == 0 ? 1.0 : 0.3) : -0.7;  // both directions
       for (std::size_t i = 0; i < n; ++i) v[i + 1][i] += step;
       std::vector<double> f(n + 1);
-      for (std::size_t i = 0; i <= n; ++i) f[i] = objective(to_x(v[i]));
+      for (std::size_t i = 0; i <= n; ++i) f[i] = penalised(v[i], to_x(v[i]));
       for (int it = 0; it < 2000 && fit.evaluations < max_evaluations; ++it) {
         std::vector<std::size_t> order(n + 1);
         std::iota(order.begin(), order.end(), 0);
@@ -221,10 +230,10 @@ SystemFit fit_system(const System& s, const std::vector<FitPoint>& ps, Algorithm
           return p;
         };
         const auto r = along(-1.0);
-        const double fr = objective(to_x(r));
+        const double fr = penalised(r, to_x(r));
         if (fr < f[lo]) {
           const auto e = along(-2.0);
-          const double fe = objective(to_x(e));
+          const double fe = penalised(e, to_x(e));
           if (fe < fr) {
             v[hi] = e;
             f[hi] = fe;
@@ -237,7 +246,7 @@ SystemFit fit_system(const System& s, const std::vector<FitPoint>& ps, Algorithm
           f[hi] = fr;
         } else {
           const auto k = fr < f[hi] ? along(-0.5) : along(0.5);
-          const double fk = objective(to_x(k));
+          const double fk = penalised(k, to_x(k));
           if (fk < std::min(fr, f[hi])) {
             v[hi] = k;
             f[hi] = fk;
@@ -245,7 +254,7 @@ SystemFit fit_system(const System& s, const std::vector<FitPoint>& ps, Algorithm
             for (std::size_t i = 0; i <= n; ++i) {
               if (i == lo) continue;
               for (std::size_t d = 0; d < n; ++d) v[i][d] = v[lo][d] + 0.5 * (v[i][d] - v[lo][d]);
-              f[i] = objective(to_x(v[i]));
+              f[i] = penalised(v[i], to_x(v[i]));
             }
           }
         }

@@ -14,6 +14,17 @@
 // step_overhead_us). Knobs no point's prediction depends on are left alone and reported as
 // unconstrained. The objective is the mean squared log ratio predicted / measured (a point 2x too
 // slow weighs as much as one 2x too fast), minimised by Nelder-Mead over log(knob) with restarts.
+//
+// The system's own values are a prior: the minimised objective adds `prior_weight` times the sum
+// over the free knobs of (ln(knob / its starting value))^2 (a log-normal prior, i.e. a MAP fit).
+// Without it a knob the points barely constrain moves without bound to absorb a few percent of
+// error elsewhere: fitted to a3-mega's AllGather log (8 MiB and up) the launch and hop latencies
+// moved until every small AllReduce of the same cluster was predicted 1.3x too slow, and an
+// LL128 hop latency of dgx-h100 went to 0. The default weight 0.001 is the one of {0, 0.001,
+// 0.003, 0.01, 0.03} that the fidelity suite's cross-validation (bench/fidelity/run.py --cv)
+// preferred (docs/simulator.md §5): a knob moves 2x only when that lowers the mean squared log
+// error by 0.00048 (an rms of 2.2% against none). `rms_log_after` is the data term alone.
+
 #include <string>
 #include <vector>
 
@@ -68,7 +79,9 @@ std::vector<FitKnob> system_knobs(const engine::System& s);
 
 // Fits the knobs of `s` to `ps`; `only` (when not empty) names the knobs that may move, the others
 // keep their values. Throws p2v::Error when `ps` is empty.
+inline constexpr double kFitPriorWeight = 0.001;
 SystemFit fit_system(const engine::System& s, const std::vector<FitPoint>& ps, Algorithm algo,
-                     const std::vector<std::string>& only = {}, int max_evaluations = 4000);
+                     const std::vector<std::string>& only = {}, int max_evaluations = 4000,
+                     double prior_weight = kFitPriorWeight);
 
 }  // namespace p2v::sim
