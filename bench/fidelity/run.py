@@ -184,6 +184,32 @@ def summary(points, title):
     return out
 
 
+def spread(points, metas):
+    """Clusters of one kind measured apart: for every (preset, nodes, GPUs per node, collective) with
+    logs of two or more clusters, per size measured by several of them, max/min of their times.
+    One prediction can be within 1.25x of all of them only if max/min <= 1.25^2; a size above that
+    has a log outside 1.25x of *any* uncalibrated prediction (the suite's floor). Returns rows."""
+    groups = {}
+    for p in points:
+        m = metas[p["origin"]]
+        key = (os.path.basename(os.path.dirname(p["origin"])), m["n_nodes"], m["n_gpus"], p["collective"])
+        groups.setdefault(key, {}).setdefault(p["bytes"], {})[p["origin"]] = p["measured_s"]
+    rows = []
+    for key, by_size in sorted(groups.items()):
+        logs = {o for v in by_size.values() for o in v}
+        if len(logs) < 2:
+            continue
+        for name, sel in REGIMES:
+            sizes = [b for b, v in by_size.items() if sel(b) and len(v) >= 2]
+            if not sizes:
+                continue
+            r = [max(by_size[b].values()) / min(by_size[b].values()) for b in sizes]
+            rows.append({"group": f"{key[0]} {key[1]}x{key[2]} {key[3]}", "logs": len(logs), "regime": name,
+                         "sizes": len(sizes), "median": statistics.median(r), "worst": max(r),
+                         "apart": 100.0 * sum(1 for x in r if x > 1.25 ** 2) / len(r)})
+    return rows
+
+
 def print_summary(rows):
     print(f"  {'set':<26} {'regime':<11} {'n':>4} {'median':>7} {'<=1.25x':>8} {'<=2x':>6} {'worst':>8}  worst at")
     for s in rows:
@@ -355,6 +381,16 @@ def main():
               f"in-place {ip:g} us, predicted {p['predicted_s'] * 1e6:.1f} us")
     print("summary: predicted / measured, without those points")
     print_summary(rule_rows)
+
+    sp = spread(allpts, metas)
+    if sp:
+        print("spread: clusters of one kind (preset, nodes x GPUs, collective) measured by several logs; per size "
+              "measured by two or more, max/min of their times ('apart': > 1.25^2, so no single prediction is within "
+              "1.25x of all of them)")
+        print(f"  {'group':<32} {'logs':>4} {'regime':<11} {'sizes':>5} {'median':>7} {'worst':>6} {'apart':>6}")
+        for r in sp:
+            print(f"  {r['group']:<32} {r['logs']:>4} {r['regime']:<11} {r['sizes']:>5} {r['median']:>7.2f} "
+                  f"{r['worst']:>6.2f} {r['apart']:>5.0f}%")
 
     cv_rows = []
     if a.cv:
