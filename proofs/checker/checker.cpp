@@ -1102,10 +1102,108 @@ std::string check_facts(const json& f, const Hierarchy& h, const std::string& mc
   return s;
 }
 
+// ---- docs/shape.md §3.3, "programs that stay in G'_1": every state of the program on this
+// hierarchy, the initial one included, is row-uniform, has the agreement form (S), (U), (P), (M),
+// (C) of §3.2, and holds Lemma 1's rows for the level set D tracked along the program (D := D u V
+// after a ReduceScatter over the levels V its groups vary, D \ V after an AllGather); and no
+// Broadcast gives rows to an empty member that is non-zero on a level of D n V. Written here from
+// the definitions, not shared with the engine, whose claim it re-derives. ----
+constexpr int kMaxG1Devices = 32;  // the engine replays up to this many devices (kMaxG1ReplayDevices)
+unsigned agreement(const Hierarchy& h, int x, int j) {
+  unsigned p = 0;
+  for (std::size_t l = 0; l < h.cards.size(); ++l) p |= static_cast<unsigned>(h.coords[x][l] == h.coords[j][l]) << l;
+  return p;
+}
+bool in_g1(const Hierarchy& h, const State& s, unsigned D) {
+  const int k = static_cast<int>(h.coords.size()), n = static_cast<int>(h.cards.size());
+  const unsigned all = (1u << n) - 1;
+  long long size = k;
+  for (int l = 0; l < n; ++l)
+    if ((D >> l) & 1u) size /= h.cards[l];
+  auto device_at = [&](const std::vector<int>& c) {
+    for (int y = 0; y < k; ++y)
+      if (h.coords[y] == c) return y;
+    return -1;
+  };
+  std::vector<std::vector<int>> rows(k);
+  std::vector<Row> cols(k);
+  std::vector<std::vector<int>> B(k);  // B[x][pattern]: 1 in B_x, 0 not, -1 pattern not realised
+  for (int x = 0; x < k; ++x) {
+    rows[x] = rows_of(s[x]);
+    if (rows[x].empty()) continue;
+    cols[x] = s[x][rows[x][0]];
+    for (int r : rows[x])
+      if (s[x][r] != cols[x]) return false;  // not row-uniform
+    if (static_cast<long long>(rows[x].size()) != size) return false;
+    B[x].assign(std::size_t{1} << n, -1);
+    for (int j = 0; j < k; ++j) {  // (S)
+      auto& b = B[x][agreement(h, x, j)];
+      const int has = cols[x][j] ? 1 : 0;
+      if (b >= 0 && b != has) return false;
+      b = has;
+    }
+    for (unsigned p = 0; p <= all; ++p)  // (U)
+      for (int l = 0; l < n; ++l)
+        if (B[x][p] == 1 && B[x][p | (1u << l)] == 0) return false;
+  }
+  for (int x = 0; x < k; ++x) {
+    if (rows[x].empty()) continue;
+    for (int y = 0; y < k; ++y) {  // Lemma 1's rows: equal iff agreeing on D, else disjoint
+      if (rows[y].empty()) continue;
+      const bool agree = (agreement(h, x, y) & D) == D;
+      if (agree ? rows[x] != rows[y]
+                : std::find_first_of(rows[x].begin(), rows[x].end(), rows[y].begin(), rows[y].end()) != rows[x].end())
+        return false;
+    }
+    for (int l = 0; l < n; ++l) {  // (P), (M)
+      if (h.coords[x][l] == 0) continue;
+      auto c = h.coords[x];
+      c[l] = 0;
+      const int y = device_at(c);
+      if (y < 0 || rows[y].empty()) return false;
+      for (unsigned p = 0; p <= all; ++p)
+        if (B[x][p] == 1 && B[y][p] == 0) return false;
+    }
+  }
+  for (int x = 0; x < k; ++x) {  // (C): presence and B by class (coordinates capped at 1)
+    auto c = h.coords[x];
+    for (auto& v : c) v = std::min(v, 1);
+    const int phi = device_at(c);
+    if (phi < 0 || rows[x].empty() != rows[phi].empty()) return false;
+    if (!rows[x].empty() && B[x] != B[phi]) return false;
+  }
+  return true;
+}
+// `states` has the initial state and the state after each of `steps` (collective, groups).
+bool stays_in_g1(const Hierarchy& h, const std::vector<State>& states,
+                 const std::vector<std::pair<std::string, Groups>>& steps) {
+  const int n = static_cast<int>(h.cards.size());
+  unsigned D = 0;
+  if (!in_g1(h, states[0], D)) return false;
+  for (std::size_t t = 0; t < steps.size(); ++t) {
+    const auto& [col, g] = steps[t];
+    unsigned V = 0;
+    for (const auto& grp : g)
+      for (int x : grp)
+        for (int l = 0; l < n; ++l) V |= static_cast<unsigned>(h.coords[x][l] != h.coords[grp[0]][l]) << l;
+    if (col == "Broadcast")
+      for (const auto& grp : g)
+        for (int x : grp)
+          if (rows_of(states[t][x]).empty())
+            for (int l = 0; l < n; ++l)
+              if ((((D & V) >> l) & 1u) && h.coords[x][l] != 0) return false;
+    if (col == "ReduceScatter") D |= V;
+    if (col == "AllGather") D &= ~V;
+    if (!in_g1(h, states[t + 1], D)) return false;
+  }
+  return true;
+}
+
 // What check_shape reads from the instance check() derives (filled when non-null).
 struct InstanceFacts {
   bool master_grouping = false;  // the enumerator's instructions include a Master grouping
   std::size_t devices = 0;
+  bool stays_g1 = false;  // the program's states stay in G'_1 (stays_in_g1 below; `all`, <= kMaxG1Devices)
 };
 
 std::string check(const json& c, const Claims& cl, InstanceFacts* derived = nullptr) {
@@ -1193,7 +1291,8 @@ std::string check(const json& c, const Claims& cl, InstanceFacts* derived = null
     }
   };
   compare(0);
-  std::vector<std::shared_ptr<const Replayed>> trace{node};  // for the per-level premise of symbolic facts
+  std::vector<std::shared_ptr<const Replayed>> trace{node};    // for the per-level premise of symbolic facts
+  std::vector<std::pair<std::string, Groups>> replayed_steps;  // for the G'_1 replay
   std::string notation;
   for (std::size_t t = 0; t < steps.size(); ++t) {
     const std::string at = "program.steps[" + std::to_string(t) + "]";
@@ -1243,8 +1342,14 @@ std::string check(const json& c, const Claims& cl, InstanceFacts* derived = null
     if (!node->why.empty()) reject(at + " " + node->why);
     compare(t + 1);
     trace.push_back(node);
+    replayed_steps.emplace_back(col, g);
   }
   if (!node->goal) reject("the final state is not the goal");
+  if (derived && mc == "all" && k <= kMaxG1Devices) {
+    std::vector<State> states_along;
+    for (const auto& r : trace) states_along.push_back(unpack(r->bits, static_cast<std::size_t>(k)));
+    derived->stays_g1 = stays_in_g1(h, states_along, replayed_steps);
+  }
   if (str(prog["notation"], "program.notation") != notation)
     reject("program.notation: differs from the notation rendered from the steps (\"" + notation + "\")");
   cl.add("program", "the program is valid on the placement and reaches the goal: " + notation, "replayed");
@@ -1268,10 +1373,10 @@ const char* const kReliesOn2 =
 // depth and cardinalities, the Master setting, the program's Master steps and the smallest instance's
 // Master groupings, with the proved depths of docs/shape.md: the default setting's validity and
 // completeness to depth 5 (§3.2), `all` at depth <= 2 (§3.4) and at depth 3 on instances whose
-// cardinalities >= 2 are equal (§3.5, for this instance only). The one input the checker does not
-// re-derive is §3.3's G' replay (an `all` program whose states on the smallest instance stay in G'
-// with Lemma 1's rows); a text claiming it is accepted only where that replay applies (at most 32
-// devices, a Master step other than AllReduce, depth >= 3) and reported as recorded. ----
+// cardinalities >= 2 are equal (§3.5, for this instance only), and §3.3's G' replay (an `all`
+// program whose states on the smallest instance stay in G' with Lemma 1's rows), which check()
+// re-derives by its own replay (stays_in_g1) where it applies: a Master step other than AllReduce,
+// depth >= 3, at most kMaxG1Devices devices. ----
 struct BasisFacts {
   int depth = 0;
   bool default_setting = true, master_step = false, master_allreduce_only = true, master_grouping = false;
@@ -1462,18 +1567,18 @@ std::string check_shape(const json& c, const Claims& cl) {
       }
     f.master_grouping = ifacts.master_grouping;
     const std::string text = str(rel[1], "relies_on");
-    const bool g1_applies =
-        !(f.default_setting || f.master_allreduce_only) && f.depth > 2 && f.master_step && ifacts.devices <= 32;
-    if (text == expected_basis(f, false)) {
-      cl.add("relies_on[1]", "the shape theorem's basis for this program", "re-derived");
-    } else if (g1_applies && text == expected_basis(f, true)) {
-      cl.add("relies_on[1]",
-             "the shape theorem's basis for this program (section 3.3's G' replay of the program: recorded)",
-             "recorded");
-    } else {
+    // §3.3's G' replay applies to `all` programs with a Master step other than AllReduce, from depth 3
+    // on, replayed on at most kMaxG1Devices devices; check() replayed it on the smallest instance.
+    const bool g1 = !(f.default_setting || f.master_allreduce_only) && f.depth > 2 && f.master_step &&
+                    ifacts.devices <= static_cast<std::size_t>(kMaxG1Devices) && ifacts.stays_g1;
+    if (text != expected_basis(f, g1))
       reject("relies_on[1]: not the shape theorem's basis for this shape, setting and program (expected \"" +
-             expected_basis(f, false) + "\")");
-    }
+             expected_basis(f, g1) + "\")");
+    cl.add("relies_on[1]",
+           g1 ? "the shape theorem's basis for this program (section 3.3: its states on the smallest instance, "
+                "replayed, stay in G' with Lemma 1's rows)"
+              : "the shape theorem's basis for this program",
+           "re-derived");
   }
 
   // The program and each step's level pattern on the real placement.

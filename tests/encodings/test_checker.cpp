@@ -501,6 +501,31 @@ TEST_CASE("shape certificates: relies_on[1] is re-derived; a claim upgraded to p
           "instances whose three cardinalities >= 2 are equal, the tuple model M3; this instance: 4 4 5); " +
               unproved_valid);
   refused("section 3.2 (--master-collectives all)", "section 3.2 (depth 3 > 5)");
+  // §3.3's G' replay: the checker replays the program on the smallest instance itself. The program
+  // above leaves G' there (its Reduce over the Master group empties part of a class), so claiming
+  // it is refused; a program that stays in G' is accepted, its basis re-derived.
+  const std::string g1_valid =
+      "valid on every instance of the shape: proved (section 3.3, Lemmas 3' and 2(b)': every state of this "
+      "program on the smallest instance is in G' with Lemma 1's rows)";
+  refused(unproved_valid, g1_valid);
+  json g1;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().filename() == "MANIFEST.json") continue;
+    const json j = json::parse(read(e.path().string()));
+    if (j["relies_on"][1].get<std::string>().find(g1_valid) != std::string::npos) g1 = j;
+  }
+  REQUIRE_MESSAGE(g1.is_object(), "no certificate of [4 4 5] up to 3 steps claims the G' replay");
+  INFO(g1["program"]);
+  const auto vg = checker::check_certificate(g1.dump());
+  INFO(vg.reason);
+  CHECK(vg.ok);
+  {
+    json t = g1;
+    std::string text = t["relies_on"][1].get<std::string>();
+    text.replace(text.find(g1_valid), g1_valid.size(), unproved_valid);
+    t["relies_on"][1] = text;
+    CHECK_FALSE(checker::check_certificate(t.dump()).ok);  // under-claiming is a mismatch too
+  }
   std::filesystem::remove_all(dir);
   std::filesystem::remove(out);
 }
