@@ -610,7 +610,6 @@ int tree_degree(int n, int rank, int t) {
   return (up >= 0) + (d0 >= 0) + (d1 >= 0);
 }
 }  // namespace
-
 int nccl_tree_parent(int n, int rank, int t) {
   int up = -1, d0 = -1, d1 = -1;
   btree(n, role(n, rank, t), up, d0, d1);
@@ -631,6 +630,72 @@ int nccl_tree_max_degree(long long n) {
 int nvls_graph_channels(const CallShape& c) {
   const int ppn = c.ranks / std::max(1, c.nodes);
   return std::min(32, std::max(1, ppn));  // search.cc: maxChannels = min(NCCL_MAX_NVLS_ARITY, GPUs)
+}
+
+int nccl_channels_used(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr) {
+  int nc = p.effective_channels();
+  if (a != Algorithm::Ring && a != Algorithm::Tree) return nc;
+  // src/include/device.h NCCL_{SIMPLE,LL}_MAX_NTHREADS 512, NCCL_LL128_MAX_NTHREADS 640; src/include/comm.h
+  // NCCL_{LL,LL128}_THREAD_THRESHOLD 8, NCCL_SIMPLE_THREAD_THRESHOLD 64; tuning.cc: ring LL's x nRanks.
+  const double threads = pr == Protocol::LL128 ? 640 : 512;
+  double threshold = pr == Protocol::Simple ? 64 : 8;
+  if (a == Algorithm::Ring && pr == Protocol::LL) threshold *= c.ranks;
+  while (nc >= 2 && c.bytes < nc * threads * threshold) --nc;
+  return nc;
+}
+
+ProxyOps proxy_ops(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr) {
+  ProxyOps r;
+  const int nodes = std::max(1, c.nodes), n = c.ranks;
+  if (nodes < 2 || n < 2 || (a != Algorithm::Ring && a != Algorithm::Tree)) return r;
+  const int ppn = std::max(1, n / nodes);
+  const int nc = nccl_channels_used(p, c, a, pr);
+  const double per_channel = c.bytes / nc;
+  // Data bytes per network send (one step of the protocol's buffer; src/init.cc, src/enqueue.cc
+  // calcCollChunking): Simple ring a chunk of ALLREDUCE_CHUNKSTEPS = NCCL_STEPS / 2 = 4 steps of
+  // buffsize / 8 (src/include/collectives.h), LL128 576000 B, LL 32 KiB (64 KiB of lines).
+  const double simple_step = (p.buffsize > 0 ? p.buffsize : 4.0 * 1024 * 1024) / 8;
+  if (a == Algorithm::Ring) {
+    // device/all_reduce.h runRing (all_gather.h, reduce_scatter.h alike): per loop of ranks x chunk
+    // bytes a channel runs every ring step once; each channel's ring crosses the network once per node,
+    // and the node's GPUs share those crossings (NCCL's rings enter and leave a node at different GPUs).
+    // Counted per ring step, as NCCL's latency counts its net overhead (a Simple step's two slices are
+    // two sends; NCCL's x3 for Simple stands for them).
+    const double chunk = pr == Protocol::Simple ? 4 * simple_step : pr == Protocol::LL128 ? 576000.0 : 32768.0;
+    const double loops = std::max(1.0, std::ceil(per_channel / (n * chunk)));
+    const double conns = std::ceil(static_cast<double>(nc) / ppn);
+    r.ops = ring_steps(c.coll, n) * loops * conns;
+    r.path = ring_steps(c.coll, n);
+    return r;
+  }
+  // Tree: every chunk goes once over each of a node's tree links (up to the parent or down to a
+  // child); half the channels run tree 0, half its mirror (trees.cc), the node's GPUs share them.
+  // The chunk: the tree's pipeline chunk where pipeline_shape has one (Simple, LL128 across nodes,
+  // with calcCollChunking's halving), else one step of the protocol's buffer.
+  const PipelineShape ps = pipeline_shape(p, c, a, pr);
+  const double chunk = ps.stages > 1           ? ps.chunk
+                       : pr == Protocol::LL    ? 32768.0
+                       : pr == Protocol::LL128 ? 576000.0
+                                               : simple_step;
+  const double chunks = std::max(1.0, std::ceil(per_channel / chunk));
+  double links = 0;
+  int deg_path = 1;
+  for (int node = 0; node < nodes; ++node) {
+    const int d0 = tree_degree(nodes, node, 0), d1 = tree_degree(nodes, node, 1);
+    links = std::max(links, std::ceil(nc / 2.0) * d0 + std::floor(nc / 2.0) * d1);
+    deg_path = std::max({deg_path, d0, d1});
+  }
+  r.ops = chunks * std::ceil(links / ppn);
+  r.path = deg_path;
+  return r;
+}
+
+double proxy_bound_s(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr) {
+  const ProxyOps o = proxy_ops(p, c, a, pr);
+  if (o.ops <= o.path) return 0.0;
+  double overhead = p.net_overhead_us >= 0 ? p.net_overhead_us : (p.amd_cpu ? 2.0 : 1.0);  // getNetOverhead
+  if (pr == Protocol::Simple) overhead *= 3;
+  return (o.ops - o.path) * overhead * 1e-6;
 }
 
 bool available(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr) {
@@ -852,7 +917,12 @@ double bandwidth_time(const NcclParams& p, const CallShape& c, Algorithm a, Prot
   // is a single line per thread, which the per-hop latency already prices; NCCL's own estimate
   // (ncclTopoGetAlgoTime) prices the call with all channels' bandwidth. (Scaling the bandwidth term
   // by channels / channels used was tried: docs/simulator.md, "Tried and not kept".)
-  if (!nccl_estimate) t += pipeline_fill_s(p, c, a, pr, t, intra_pace, net_pace);
+  if (!nccl_estimate) {
+    t += pipeline_fill_s(p, c, a, pr, t, intra_pace, net_pace);
+    // The net proxy's per-operation cost bounds the bandwidth part (proxy_bound_s; not in NCCL's
+    // estimate, which counts one overhead per ring step in its latency).
+    t = std::max(t, proxy_bound_s(p, c, a, pr));
+  }
   return t;
 }
 

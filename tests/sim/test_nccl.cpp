@@ -362,6 +362,57 @@ TEST_CASE("nccl: NVLS tree pipeline fill, each stage at its own pace (hand-compu
   CHECK(t == doctest::Approx(100e-6 + 2 * 50e-6 / eff + 2 * 50e-6 - 100e-6));
 }
 
+TEST_CASE("nccl: the net proxy's per-send overhead bounds multi-node ring and tree calls (hand-computed)") {
+  // dgx-a100 on 2 nodes: 24 channels, AMD CPUs (getNetOverhead 2 us; x3 for Simple).
+  const NcclParams np = nccl_params(preset_system("node=2,gpu=8", "dgx-a100"));
+  REQUIRE(np.effective_channels() == 24);
+  REQUIRE(np.amd_cpu);
+  // enqueue.cc topoGetAlgoInfo: channels cut while bytes < channels x threads x threshold.
+  // Simple 512 x 64 B = 32 KiB per channel: 256 KiB -> 8 channels; 1 MiB keeps 24.
+  CHECK(nccl_channels_used(np, CallShape{Collective::AllReduce, 16, 2, 262144.0}, Algorithm::Tree, Protocol::Simple) ==
+        8);
+  CHECK(nccl_channels_used(np, CallShape{Collective::AllReduce, 16, 2, 1048576.0}, Algorithm::Tree, Protocol::Simple) ==
+        24);
+  // ring LL: 512 x 8 B x 16 ranks = 64 KiB per channel: 1 MiB -> 16 channels.
+  CHECK(nccl_channels_used(np, CallShape{Collective::AllReduce, 16, 2, 1048576.0}, Algorithm::Ring, Protocol::LL) ==
+        16);
+  // LL128 tree, 4 MiB: 174762.7 B per channel; nsteps 2.8: 576000 -> 288000 -> 144000 -> 72000 (under 22.4
+  // chunks), then 72000 -> 36000 -> 18000 (2 and 4 < 5.6 chunks): 18000-byte sends, 10 per channel. Two
+  // nodes: every channel has one network link per node (12 channels on each tree), 24 links over 8 GPUs:
+  // 3 per GPU. 30 sends, 1 of them in NCCL's per-hop latency: (30 - 1) x 2 us.
+  const CallShape t4{Collective::AllReduce, 16, 2, 4194304.0};
+  REQUIRE(pipeline_shape(np, t4, Algorithm::Tree, Protocol::LL128).chunk == 18000);
+  const ProxyOps o = proxy_ops(np, t4, Algorithm::Tree, Protocol::LL128);
+  CHECK(o.ops == 30);
+  CHECK(o.path == 1);
+  CHECK(proxy_bound_s(np, t4, Algorithm::Tree, Protocol::LL128) == doctest::Approx(29 * 2e-6));
+  // The bound is a floor under the bandwidth part: a fast flow term is lifted to it, a slow one kept.
+  CHECK(bandwidth_time(np, t4, Algorithm::Tree, Protocol::LL128, 1e-6, false) == doctest::Approx(58e-6));
+  CHECK(bandwidth_time(np, t4, Algorithm::Tree, Protocol::LL128, 1e-6, true) < 58e-6);  // not in NCCL's estimate
+  CHECK(bandwidth_time(np, t4, Algorithm::Tree, Protocol::LL128, 1e-4, false) > 1e-4);
+  // Per byte the bound is largest at mid sizes: at 64 MiB the chunks are 72000 B (1 chunk size up) and the
+  // bound is (ceil(2796202.7 / 72000) x 3 - 1) x 2 us = 116 x 2 us, 16x the bytes for 4x the bound.
+  const CallShape t64{Collective::AllReduce, 16, 2, 67108864.0};
+  REQUIRE(pipeline_shape(np, t64, Algorithm::Tree, Protocol::LL128).chunk == 72000);
+  CHECK(proxy_bound_s(np, t64, Algorithm::Tree, Protocol::LL128) == doctest::Approx((39 * 3 - 1) * 2e-6));
+  CHECK(proxy_bound_s(np, t64, Algorithm::Tree, Protocol::LL128) / 64 <
+        proxy_bound_s(np, t4, Algorithm::Tree, Protocol::LL128) / 4);
+  // Ring/Simple AllGather on 4 nodes x 8, 64 MiB: 2.67 MiB per channel, one loop (< 32 x 2 MiB);
+  // 31 steps, 24 channels crossing 4 nodes = 96 sends per step over 32 GPUs: 3; (93 - 31) x 6 us.
+  const NcclParams np4 = nccl_params(preset_system("node=4,gpu=8", "dgx-a100"));
+  const CallShape r{Collective::AllGather, 32, 4, 67108864.0};
+  CHECK(proxy_ops(np4, r, Algorithm::Ring, Protocol::Simple).ops == 93);
+  CHECK(proxy_bound_s(np4, r, Algorithm::Ring, Protocol::Simple) == doctest::Approx(62 * 6e-6));
+  // "net_overhead_us" (NCCL_NET_OVERHEAD) sets the per-send cost; one node, NVLS and CollNet have none.
+  NcclParams intel = np;
+  intel.net_overhead_us = 1.0;
+  CHECK(proxy_bound_s(intel, t4, Algorithm::Tree, Protocol::LL128) == doctest::Approx(29e-6));
+  CHECK(proxy_bound_s(np, CallShape{Collective::AllReduce, 8, 1, 4194304.0}, Algorithm::Ring, Protocol::LL128) == 0);
+  CHECK(proxy_bound_s(np, t4, Algorithm::NvlsTree, Protocol::Simple) == 0);
+  // A tiny call: one chunk on one connection, all of it in NCCL's latency.
+  CHECK(proxy_bound_s(np, CallShape{Collective::AllReduce, 16, 2, 64.0}, Algorithm::Tree, Protocol::LL) == 0);
+}
+
 TEST_CASE("nccl: no channel term at small sizes (a ring/LL call of 32 KiB on 8 H100s, hand-computed)") {
   // enqueue.cc runs this call on one channel (32 KiB < 2 x 512 threads x 8 B x 8 ranks), every
   // thread moving one 8-byte line per step: the latency term prices that. The bandwidth term is

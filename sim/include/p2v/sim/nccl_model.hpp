@@ -229,4 +229,22 @@ PipelineShape pipeline_shape(const NcclParams& p, const CallShape& c, Algorithm 
 double pipeline_fill_s(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr, double bw_s,
                        double intra_pace_s = -1, double net_pace_s = -1);
 
+// NCCL's channel count for a ring or tree call (NVIDIA/nccl v2.30.7 src/enqueue.cc topoGetAlgoInfo):
+// the channels are cut one by one while nBytes < channels x threads x threshold (threads 512, LL128
+// 640; threshold LL 8 B (ring LL x ranks), LL128 8 B, Simple 64 B). Other algorithms: all channels.
+int nccl_channels_used(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr);
+// The network operations one GPU's proxy thread issues for a multi-node ring or tree call, and those
+// of them NCCL's latency term already counts (one chunk over one connection along the path).
+struct ProxyOps {
+  double ops = 0.0;   // network sends the busiest GPU's proxy posts (steps or chunks x its connections)
+  double path = 0.0;  // of them, the first chunk's on one connection (in NCCL's per-hop latency)
+};
+ProxyOps proxy_ops(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr);
+// The proxy bound, seconds: NCCL's net proxy (src/transport/net.cc sendProxyProgress) is one thread
+// per GPU posting every network send of every channel whose connection the GPU holds, each costing
+// NCCL's host net overhead (tuning.cc getNetOverhead: 1 us Intel, 2 us AMD, x3 Simple; "inter-node
+// rings still have to launch nsteps * net overhead"), so a call's bandwidth part lasts at least
+// (ops - path) x overhead. Zero on one node and for NVLS/CollNet (not modelled).
+double proxy_bound_s(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr);
+
 }  // namespace p2v::sim
