@@ -699,6 +699,82 @@ TEST_CASE("Proposition N: the live prefix that no per-level model reads, on [n n
     }
 }
 
+// Proposition N beyond depth 3 (docs/shape.md §3.6; checked on these instances, not proved): a fourth
+// level e of cardinality m outside or inside the three levels (n, n, n+1). With e outermost, RS@{e} first
+// makes every row block e-aligned, then §3.5's prefix w0 acts inside each block; with e innermost, w0
+// acts as at depth 3 with every row extended by the e-digit. Both prefixes are live (the completions
+// reach the goal) and no order of the four levels reads the state so that it is invariant under the
+// transpositions 1 <-> 2 of the levels of cardinality >= 3 — so no per-level model (one sort per level)
+// is faithful on these instances either.
+TEST_CASE("Proposition N at depth 4: the live prefix that no per-level model reads (checked instances)") {
+  struct Case {
+    std::vector<int> cards;
+    std::vector<std::pair<Collective, std::vector<int>>> prefix, completion;
+    bool invariant = false;  // the control: equal cardinalities, where some order is invariant
+  };
+  using C = Collective;
+  const std::vector<Case> cases{
+      {{1, 2, 3, 3, 4},
+       {{C::ReduceScatter, {1}},
+        {C::ReduceScatter, {2}},
+        {C::ReduceScatter, {3}},
+        {C::AllGather, {2}},
+        {C::ReduceScatter, {4}}},
+       {{C::AllGather, {4}}, {C::AllGather, {3}}, {C::AllGather, {1}}}},
+      {{1, 3, 3, 3, 4},
+       {{C::ReduceScatter, {1}},
+        {C::ReduceScatter, {2}},
+        {C::ReduceScatter, {3}},
+        {C::AllGather, {2}},
+        {C::ReduceScatter, {4}}},
+       {{C::AllGather, {4}}, {C::AllGather, {3}}, {C::AllGather, {1}}}},
+      {{1, 3, 3, 4, 2},
+       {{C::ReduceScatter, {1}}, {C::ReduceScatter, {2}}, {C::AllGather, {1}}, {C::ReduceScatter, {3}}},
+       {{C::AllGather, {3}}, {C::AllGather, {2}}, {C::AllReduce, {4}}}},
+      {{1, 3, 3, 3, 3},
+       {{C::ReduceScatter, {1}},
+        {C::ReduceScatter, {2}},
+        {C::ReduceScatter, {3}},
+        {C::AllGather, {2}},
+        {C::ReduceScatter, {4}}},
+       {{C::AllGather, {4}}, {C::AllGather, {3}}, {C::AllGather, {1}}},
+       true},
+  };
+  for (const auto& cs : cases) {
+    const auto h = make_plain_hierarchy(cs.cards);
+    const int k = h.num_local();
+    INFO(fmt::format("[{}]", fmt::join(cs.cards, " ")));
+    const auto ins = instructions(h, MasterCollectives::AllReduceOnly);
+    auto step = [&](const StateSet& s, Collective col, const std::vector<int>& vary) {
+      const Groups g = vary_groups(h, vary);
+      CHECK(std::any_of(ins.begin(), ins.end(), [&](const Instruction& in) {
+        auto gi = in.grouping.groups;
+        std::sort(gi.begin(), gi.end());
+        return in.collective == col && gi == g;
+      }));
+      StateSet next;
+      REQUIRE(s.apply(col, g, next));
+      return next;
+    };
+    StateSet s = StateSet::initial(k);
+    for (const auto& [col, v] : cs.prefix) s = step(s, col, v);
+    const StateSet at = s;
+    for (const auto& [col, v] : cs.completion) s = step(s, col, v);
+    Groups all(1);
+    for (int x = 0; x < k; ++x) all[0].push_back(x);
+    CHECK(s == StateSet::goal(k, all));  // the prefix is live
+    std::vector<int> lv{1, 2, 3, 4};
+    bool invariant_some = false;
+    do {
+      bool inv = true;
+      for (int l : lv)
+        if (h.cards[l] >= 3) inv = inv && swap_invariant(h, at, lv, l);
+      invariant_some = invariant_some || inv;
+    } while (std::next_permutation(lv.begin(), lv.end()));
+    CHECK(invariant_some == cs.invariant);
+  }
+}
+
 // Lemma M3's implementation check: M3 and the engine take the same steps, and M3 read through its
 // label is the engine's state, on every state M3 reaches (it must not abort on them).
 void m3_is_engine(const std::vector<int>& cards);

@@ -24,6 +24,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <unordered_map>
 #include <vector>
 
@@ -270,6 +271,7 @@ struct TypeModel {
   Fn x0, p0, pj, swap_pj;
   std::uint16_t eqPX, eqPJ, neqPJ, eqXZ;
   unsigned all_levels;
+  std::vector<TSet> mems;  // per instruction, its members
 
   TypeModel(int d_, int n_, std::vector<Ins> ins_) : sp(d_, n_), d(d_), n(n_), ins(std::move(ins_)) {
     std::vector<int> o(d);
@@ -290,6 +292,7 @@ struct TypeModel {
     neqPJ = L.pred(kP, kJ, false);
     eqXZ = L.pred(kX, kZ, true);
     all_levels = (1u << d) - 1;
+    for (const auto& in : ins) mems.push_back(members(in));
   }
 
   TState initial() const { return {sp.filter(sp.full, all_levels, sp.L.pred(kJ, kX, true)), -1}; }
@@ -419,25 +422,69 @@ struct TypeModel {
 
   // The members of instruction i's groups: every device, or (Master) the devices that are 0 outside V.
   TSet members(const Ins& in) const { return in.master ? sp.filter(sp.full, all_levels & ~in.V, eqXZ) : sp.full; }
-  // Pairs of distinct members of one group: the union over l in V of "differ on l".
-  TSet other_member_has(const TSet& T, unsigned V) const {
-    TSet q(sp.words, 0);
-    for (int l = 0; l < d; ++l) {
-      if (!((V >> l) & 1u)) continue;
-      TSet t = sp.exists(T, l, neqX);
-      t = sp.exists(t, V & ~(1u << l), anyX);
-      q = q | t;
+  // For T(x, rho, j): U(x, .) = some member of x's group has T (exists y agreeing with x outside V), and
+  // Q(x, .) = some *other* member has T (y differs from x on some level of V). With V's levels
+  // l_1 < ... < l_m, "differs" is the disjoint union over i of "agrees on l_1..l_{i-1}, differs on l_i,
+  // anything on l_{i+1}..l_m"; the existentials over different levels commute.
+  void group_union(const TSet& T, unsigned V, TSet& U, TSet& Q) const {
+    std::vector<int> lv;
+    for (int l = 0; l < d; ++l)
+      if ((V >> l) & 1u) lv.push_back(l);
+    TSet after = T;  // any on the levels after the current one
+    Q.assign(sp.words, 0);
+    for (int i = static_cast<int>(lv.size()) - 1; i >= 0; --i) {
+      Q = Q | sp.exists(after, lv[i], neqX);
+      after = sp.exists(after, lv[i], anyX);
     }
-    return q;
+    U = std::move(after);
+  }
+
+  // What the steps from one state share, per varied level set V (computed on first use).
+  struct Cache {
+    const TSet& S;
+    TSet R;
+    XFacts xf;
+    std::vector<char> has_s, has_r;
+    std::vector<TSet> US, QS, QR, Sroot, Rroot;
+  };
+  Cache cache(const TSet& S) const {
+    const std::size_t nv = std::size_t{1} << d;
+    Cache c{S,
+            rows(S),
+            {},
+            std::vector<char>(nv, 0),
+            std::vector<char>(nv, 0),
+            std::vector<TSet>(nv),
+            std::vector<TSet>(nv),
+            std::vector<TSet>(nv),
+            std::vector<TSet>(nv),
+            std::vector<TSet>(nv)};
+    c.xf = xfacts(c.R);
+    return c;
+  }
+  void need_s(Cache& c, unsigned V) const {
+    if (c.has_s[V]) return;
+    group_union(c.S, V, c.US[V], c.QS[V]);
+    c.Sroot[V] = sp.pull(c.S, V, x0);
+    c.has_s[V] = 1;
+  }
+  void need_r(Cache& c, unsigned V) const {
+    if (c.has_r[V]) return;
+    TSet U;
+    group_union(c.R, V, U, c.QR[V]);
+    c.Rroot[V] = sp.pull(c.R, V, x0);
+    c.has_r[V] = 1;
   }
 
   // The step of instruction i from state s (whose rows' facts are xf), as M_d (docs/shape.md §3.5).
-  Out step(const TState& s, const TSet& R, const XFacts& xf, int i, TState& out) const {
+  Out step(const TState& s, Cache& c, int i, TState& out) const {
     const Ins& in = ins[i];
     const unsigned V = in.V, np = 1u << d;
     auto member = [&](unsigned p) { return !in.master || (p & ~V) == 0; };
     auto root = [&](unsigned p) { return p & ~V; };
-    const TSet mem = members(in);
+    const TSet& mem = mems[i];
+    const TSet& R = c.R;
+    const XFacts& xf = c.xf;
     const TSet& S = s.s;
     const std::vector<int>& order = orders[s.label < 0 ? 0 : s.label];
     std::vector<int> want = order;
@@ -448,8 +495,10 @@ struct TypeModel {
       case Collective::Reduce: {
         for (unsigned p = 0; p < np; ++p)
           if (member(p) && !xf.present[root(p)]) return Out::Invalid;
-        if (!((R & mem) == (sp.pull(R, V, x0) & mem))) return Out::Invalid;  // members' rows equal
-        if (!empty(S & mem & other_member_has(S, V))) return Out::Invalid;   // disjoint column sets
+        need_r(c, V);
+        if (!((R & mem) == (c.Rroot[V] & mem))) return Out::Invalid;  // members' rows equal
+        need_s(c, V);
+        if (!empty(S & mem & c.QS[V])) return Out::Invalid;  // disjoint column sets
         if (in.col == Collective::ReduceScatter) {
           bool first = true;
           for (unsigned z = 0; z < np; ++z) {
@@ -474,11 +523,13 @@ struct TypeModel {
         for (unsigned p = 0; p < np; ++p)
           if (member(p) && (!xf.present[p] || std::popcount(xf.free[p]) != std::popcount(xf.free[root(p)])))
             return Out::Invalid;
-        if (!empty(R & mem & other_member_has(R, V))) return Out::Invalid;  // disjoint rows
+        need_r(c, V);
+        if (!empty(R & mem & c.QR[V])) return Out::Invalid;  // disjoint rows
         break;
       }
       case Collective::Broadcast: {
-        const TSet Sroot = sp.pull(S, V, x0);
+        need_s(c, V);
+        const TSet& Sroot = c.Sroot[V];
         if (!empty(minus(S & mem, Sroot))) return Out::Invalid;  // every member's S inside the root's
         const TSet D = sp.exists(sp.exists(minus(Sroot & mem, S), all_levels, anyP), all_levels, anyJ);
         for (unsigned z = 0; z < np; ++z) {
@@ -498,20 +549,21 @@ struct TypeModel {
           if (want[q] != order[q] && s.label >= 0 && !unconstrained(S, order[q])) return Out::Abort;
       label = order_index(want);
     }
+    need_s(c, V);
     TSet inside;
     switch (in.col) {
       case Collective::AllReduce:
       case Collective::AllGather:
-        inside = sp.exists(S, V, anyX) & mem;
+        inside = c.US[V] & mem;
         break;
       case Collective::Reduce:
-        inside = sp.filter(sp.exists(S, V, anyX), V, eqXZ) & mem;
+        inside = sp.filter(c.US[V], V, eqXZ) & mem;
         break;
       case Collective::ReduceScatter:
-        inside = sp.filter(sp.exists(S, V, anyX), V, eqPX) & mem;
+        inside = sp.filter(c.US[V], V, eqPX) & mem;
         break;
       case Collective::Broadcast:
-        inside = sp.pull(S, V, x0) & mem;
+        inside = c.Sroot[V] & mem;
         break;
     }
     out.s = inside | minus(S, mem);
@@ -544,21 +596,36 @@ struct TGraph {
 };
 
 // M_d's reachable graph. `stop`: states with P4 get no successors (M_d as defined).
-inline TGraph explore(const TypeModel& M, bool stop = true) {
+// `progress`: a line on stderr every 2,000 states (the on-request depth-4 runs).
+inline TGraph explore(const TypeModel& M, bool stop = true, bool progress = false) {
   TGraph G;
-  std::unordered_map<TState, int, TStateHash> id;
-  // Per successor set (before the label rule), whether it is digit-fixed and row-symmetric.
+  // The states by hash (indices into G.states: one copy of each state).
+  std::unordered_multimap<std::size_t, int> id;
+  auto find = [&](const TState& t) {
+    auto [b, e] = id.equal_range(TStateHash{}(t));
+    for (; b != e; ++b)
+      if (G.states[b->second] == t) return b->second;
+    return -1;
+  };
   G.states.push_back(M.initial());
-  id.emplace(G.states[0], 0);
+  id.emplace(TStateHash{}(G.states[0]), 0);
   for (std::size_t i = 0; i < G.states.size(); ++i) {
     std::vector<int> sc(M.ins.size(), -1);
-    const TSet R = M.rows(G.states[i].s);
-    const auto xf = M.xfacts(R);
-    G.p4.push_back(M.p4(G.states[i].s));
+    const TState cur = G.states[i];
+    auto c = M.cache(cur.s);
+    G.p4.push_back(M.p4(cur.s));
     for (std::size_t t = 0; t < M.ins.size() && !(stop && G.p4[i]); ++t) {
       TState next;
-      Out o = M.step(G.states[i], R, xf, static_cast<int>(t), next);
-      if (o == Out::Valid) o = M.finish(next);
+      Out o = M.step(cur, c, static_cast<int>(t), next);
+      if (o == Out::Valid) {
+        // A set already in the graph passed finish(): row-symmetric iff stored without a label.
+        const int l = next.label;
+        next.label = -1;
+        if (find(next) < 0) {
+          next.label = l;
+          if (l < 0 || find(next) < 0) o = M.finish(next);
+        }
+      }
       if (o == Out::Invalid) continue;
       if (o == Out::Abort) {
         sc[t] = -2;
@@ -566,12 +633,18 @@ inline TGraph explore(const TypeModel& M, bool stop = true) {
         G.aborts_without_p4 += !G.p4[i];
         continue;
       }
-      auto [it, fresh] = id.emplace(next, static_cast<int>(G.states.size()));
-      if (fresh) G.states.push_back(std::move(next));
-      sc[t] = it->second;
+      int at = find(next);
+      if (at < 0) {
+        at = static_cast<int>(G.states.size());
+        id.emplace(TStateHash{}(next), at);
+        G.states.push_back(std::move(next));
+      }
+      sc[t] = at;
     }
     G.succ.push_back(std::move(sc));
     if (M.goal(G.states[i])) G.goal = static_cast<int>(i);
+    if (progress && (i + 1) % 2000 == 0)
+      std::fprintf(stderr, "  M%d n=%d: %zu of %zu states explored\n", M.d, M.n, i + 1, G.states.size());
   }
   return G;
 }
