@@ -235,16 +235,20 @@ ShapeBasis shape_theorem_basis(const Shape& s, const SynthResult& r, const Progr
   // docs/shape.md §3.3: with `all`, a program whose every state on the smallest instance stays in G'_1
   // is a program of every instance (Lemmas 3' and 2(b)'), at any depth; replayed up to kMaxG1ReplayDevices devices.
   // docs/shape.md §3.4: with `all`, both directions are proved for every shape of depth <= 2.
-  // docs/shape.md §3.5: and, for the instances (not the shapes) of depth 3 whose three cardinalities >= 2 are
-  // equal, for those instances.
+  // docs/shape.md §3.5 and §3.6: and, for the instances (not the shapes) of depth 3 or 4 whose cardinalities >= 2 are
+  // all equal, for those instances.
   std::vector<std::int64_t> nontrivial;
   for (const auto& l : s.levels)
     if (l.card >= 2) nontrivial.push_back(l.card);
-  // §3.5's Theorem 4 is about the instances whose three cardinalities >= 2 are equal, not about the
-  // shape: a shape of depth 3 also has unequal instances ([4 4 5]), where it stays checked. So the
+  // Theorem 4 (§3.5 at depth 3, §3.6 at depth 4) is about the instances whose cardinalities >= 2 are equal, not
+  // about the shape: a shape of depth 3 also has unequal instances ([4 4 5]), where it stays checked. So the
   // shape-wide claims below ignore it (`all_proved`: depth <= 2 only), and `equal3` adds the claims
   // for this instance (and every other equal one), which are what decide the exact fallback.
-  const bool equal3 = !default_setting && depth == kProvedAllEqualDepth &&
+  // §3.6: at depth 4 the finite part is computed for [n n n n] and the forms whose trivial levels are inner, not
+  // (completely) for the forms with a trivial leaf ([n n n n 1]), which stay checked.
+  const bool trivial_leaf = s.levels.size() > 1 && s.levels.back().card < 2;
+  const bool equal3 = !default_setting && depth > kMaxProvedAllDepth && depth <= kMaxProvedAllEqualDepth &&
+                      !(depth == 4 && trivial_leaf) &&
                       std::all_of(nontrivial.begin(), nontrivial.end(), [&](auto c) { return c == nontrivial[0]; });
   const bool all_proved = !default_setting && depth <= kMaxProvedAllDepth;
   const bool stays_g1 = !as_default && !all_proved && master_step && r.hierarchy.num_local() <= kMaxG1ReplayDevices &&
@@ -275,16 +279,20 @@ ShapeBasis shape_theorem_basis(const Shape& s, const SynthResult& r, const Progr
   const std::string all_text =
       fmt::format("proved (section 3.4: --master-collectives all at depth <= {}, the tuple model M; depth {})",
                   kMaxProvedAllDepth, depth);
-  // The proof's finite part for cardinalities >= 5 is the [5 5 5] check, which runs on request, not in CI.
+  // At depth 3 the proof's finite part runs in CI for every cardinality (§3.6, on types); at depth 4 on request.
   const std::string equal_text =
-      equal3 ? fmt::format(
-                   "proved (section 3.5, Theorem 4: --master-collectives all at depth 3 on the instances whose three "
-                   "cardinalities >= 2 are equal, the tuple model M3; this instance: {} {} {}{})",
-                   nontrivial[0], nontrivial[1], nontrivial[2],
-                   nontrivial[0] >= 5 ? "; its finite part for cardinalities >= 5 is the [5 5 5] check, run on "
-                                        "request, not in CI"
-                                      : "")
-             : std::string();
+      !equal3 ? std::string()
+      : depth == 3
+          ? fmt::format(
+                "proved (section 3.5, Theorem 4: --master-collectives all at depth 3 on the instances whose three "
+                "cardinalities >= 2 are equal, the tuple model M3, its finite part for every cardinality on types, "
+                "section 3.6; this instance: {})",
+                fmt::join(nontrivial, " "))
+          : fmt::format(
+                "proved (section 3.6, Theorem 4 at depth 4: --master-collectives all on the instances whose four "
+                "cardinalities >= 2 are equal, the tuple model M4; this instance: {}; its finite part runs on "
+                "request, not in CI)",
+                fmt::join(nontrivial, " "));
   const std::string valid_all =
       all_proved && master_step ? "valid on every instance of the shape: " + all_text
       : stays_g1 ? "valid on every instance of the shape: proved (section 3.3, Lemmas 3' and 2(b)': every state of "

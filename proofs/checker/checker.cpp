@@ -1381,12 +1381,15 @@ struct BasisFacts {
   int depth = 0;
   bool default_setting = true, master_step = false, master_allreduce_only = true, master_grouping = false;
   std::vector<long long> nontrivial;  // the shape's cardinalities >= 2, outermost first
+  bool trivial_leaf = false;          // the last level has cardinality 1
 };
 std::string expected_basis(const BasisFacts& f, bool stays_g1) {
   const int d = f.depth;
   const bool by_default = f.default_setting || f.master_allreduce_only;
+  // Theorem 4 (docs/shape.md §3.5 at depth 3, §3.6 at depth 4 without a trivial leaf): the instances whose
+  // cardinalities >= 2 are equal.
   const bool equal3 =
-      !f.default_setting && d == 3 &&
+      !f.default_setting && (d == 3 || (d == 4 && !f.trivial_leaf)) &&
       std::all_of(f.nontrivial.begin(), f.nontrivial.end(), [&](long long v) { return v == f.nontrivial[0]; });
   const bool all_depth2 = !f.default_setting && d <= 2;
   const bool valid_shape = !f.master_step || (by_default && d <= 5) || stays_g1 || all_depth2;
@@ -1395,16 +1398,19 @@ std::string expected_basis(const BasisFacts& f, bool stays_g1) {
   const std::string all_text =
       "proved (section 3.4: --master-collectives all at depth <= 2, the tuple model M; depth " + ds + ")";
   std::string equal_text;
-  if (equal3)
+  std::string cards;
+  for (long long v : f.nontrivial) cards += (cards.empty() ? "" : " ") + std::to_string(v);
+  if (equal3 && d == 3)
     equal_text =
         "proved (section 3.5, Theorem 4: --master-collectives all at depth 3 on the instances whose three "
-        "cardinalities >= 2 are equal, the tuple model M3; this instance: " +
-        std::to_string(f.nontrivial[0]) + " " + std::to_string(f.nontrivial[1]) + " " +
-        std::to_string(f.nontrivial[2]) +
-        (f.nontrivial[0] >= 5 ? "; its finite part for cardinalities >= 5 is the [5 5 5] check, run on request, "
-                                "not in CI"
-                              : "") +
-        ")";
+        "cardinalities >= 2 are equal, the tuple model M3, its finite part for every cardinality on types, "
+        "section 3.6; this instance: " +
+        cards + ")";
+  else if (equal3)
+    equal_text =
+        "proved (section 3.6, Theorem 4 at depth 4: --master-collectives all on the instances whose four "
+        "cardinalities >= 2 are equal, the tuple model M4; this instance: " +
+        cards + "; its finite part runs on request, not in CI)";
   // A claim with Master steps (groupings) in it: proved by §3.2 in the default setting, by §3.3's
   // reduction to it when every Master step is an AllReduce, else checked.
   auto masterful = [&](const std::string& claim, bool proved, const std::string& proof, const std::string& unproved,
@@ -1559,6 +1565,7 @@ std::string check_shape(const json& c, const Claims& cl) {
         ++f.depth;
         f.nontrivial.push_back(v);
       }
+    f.trivial_leaf = cards.size() > 1 && cards.back() < 2;
     f.default_setting = str(field(inst, "master_collectives"), "instance.master_collectives") == "allreduce";
     for (const auto& st : field(field(inst, "program"), "steps"))
       if (str(field(st, "form"), "instance step form") == "Master") {

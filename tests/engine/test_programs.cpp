@@ -95,7 +95,8 @@ TEST_CASE("programs_for: --master-collectives all at depth 2 is proved, on the s
 }
 
 TEST_CASE("programs_for: --master-collectives all at depth 3 with equal cardinalities is proved, on the shape") {
-  // docs/shape.md §3.5, Theorem 4: both directions proved for [n n n], so no exact fallback.
+  // docs/shape.md §3.5, Theorem 4: both directions proved for [n n n], so no exact fallback (and for
+  // [n n n n], §3.6, below).
   for (const char* sys : {"rack=2,node=2,gpu=2", "rack=3,node=3,gpu=3"}) {
     CAPTURE(sys);
     const System s = parse_system_inline(sys);
@@ -109,6 +110,11 @@ TEST_CASE("programs_for: --master-collectives all at depth 3 with equal cardinal
                                   HierarchyKind::ReductionAxes, master_all().synth);
     CHECK(notations(*p.result) == notations(exact));
   }
+  const System s4 = parse_system_inline("pod=2,rack=2,node=2,gpu=2");
+  ProgramSource src4(s4, {16}, master_all());
+  const auto p4 = src4.programs_for({{2, 2, 2, 2}}, {0});
+  CHECK(p4.path == ProgramsPath::Shape);
+  CHECK(p4.unproved.empty());
 }
 
 TEST_CASE("programs_for: one signature, equal and unequal depth-3 instances: the basis is the placement's") {

@@ -883,9 +883,11 @@ TEST_CASE("shape_theorem_basis: which programs' validity on every instance is pr
   CHECK(leaves3.text.find("no other program on any instance: checked, not proved, section 3.3 "
                           "(--master-collectives all)") != std::string::npos);
   CHECK_FALSE(basis(3, ALL, true, false).complete_proved);
-  // Depth 3 with equal cardinalities under `all`: both directions proved for every program (docs/shape.md
-  // §3.5, Theorem 4), with the text naming the section; the same program on [2 3 3] stays checked.
-  for (const auto& cards : std::vector<std::vector<int>>{{3, 3, 3}, {2, 2, 2}, {1, 4, 4, 1, 4, 1}, {5, 5, 5}}) {
+  // Depth 3 and 4 with equal cardinalities under `all`: both directions proved for every program (docs/shape.md
+  // §3.5, §3.6, Theorem 4), with the text naming the section; the same program on [2 3 3] stays checked.
+  for (const auto& cards : std::vector<std::vector<int>>{
+           {3, 3, 3}, {2, 2, 2}, {1, 4, 4, 1, 4, 1}, {5, 5, 5}, {2, 2, 2, 2}, {3, 1, 3, 3, 3}, {6, 1, 6, 6, 6}}) {
+    const int depth = static_cast<int>(std::count_if(cards.begin(), cards.end(), [](int c) { return c >= 2; }));
     std::vector<std::string> names;
     for (std::size_t j = 0; j < cards.size(); ++j) names.push_back(fmt::format("l{}", j));
     const Shape s = make_shape(cards, names, ParallelismMatrix{cards}, {0}, HierarchyKind::ReductionAxes);
@@ -899,13 +901,34 @@ TEST_CASE("shape_theorem_basis: which programs' validity on every instance is pr
       CHECK(b.complete_proved);
       // The proof covers this instance and the other equal ones, not the shape's unequal instances: the
       // text says so, and keeps the shape-wide claims (checked, unless proved otherwise).
-      CHECK(b.text.find("no other program on this instance: proved (section 3.5") != std::string::npos);
+      CHECK(b.text.find(depth == 3 ? "no other program on this instance: proved (section 3.5, Theorem 4"
+                                   : "no other program on this instance: proved (section 3.6, Theorem 4 at depth 4") !=
+            std::string::npos);
       CHECK(b.text.find("no other program on any instance: checked, not proved") != std::string::npos);
       CHECK(b.text.find("every instance of the shape: proved (section 3.5") == std::string::npos);
-      CHECK((b.text.find("on request") != std::string::npos) == (cards[0] >= 5));
+      CHECK(b.text.find("every instance of the shape: proved (section 3.6") == std::string::npos);
+      // Depth 3's finite part runs in CI for every cardinality (on types, §3.6); depth 4's on request.
+      CHECK((b.text.find("on request") != std::string::npos) == (depth == 4));
     }
   }
   CHECK(leaves3.text.find("section 3.5") == std::string::npos);
+  // Depth 4 with unequal cardinalities, or equal ones with a trivial leaf (whose finite part is not complete,
+  // docs/shape.md §3.6): Theorem 4 does not apply; the claims stay checked.
+  for (const auto& cards : std::vector<std::vector<int>>{{2, 2, 2, 3}, {2, 2, 2, 2, 1}}) {
+    std::vector<std::string> names;
+    for (std::size_t j = 0; j < cards.size(); ++j) names.push_back(fmt::format("l{}", j));
+    const Shape s = make_shape(cards, names, ParallelismMatrix{cards}, {0}, HierarchyKind::ReductionAxes);
+    SynthOptions o;
+    o.master = ALL;
+    o.max_size = 4;
+    const SynthResult r = synthesize_shape(s, o);
+    REQUIRE(!r.programs.empty());
+    for (const auto& p : r.programs) {
+      const ShapeBasis b = shape_theorem_basis(s, r, p, ALL);
+      CHECK_FALSE(b.complete_proved);
+      CHECK(b.text.find("section 3.6") == std::string::npos);
+    }
+  }
 }
 
 // docs/shape.md §3.2, Lemma 5: forward-closed obstructions, properties of states of any instance

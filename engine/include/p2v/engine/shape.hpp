@@ -86,8 +86,8 @@ SynthResult synthesize_shape(const Shape& s, const SynthOptions& opt);
 // Lemmas 4-6 and the exhaustive list of the smallest instance's exits, depth 5's on request),
 // otherwise by Lemma 2(a), checked. `text` says so.
 // With --master-collectives all at depth <= kMaxProvedAllDepth both are proved for every program (docs/shape.md
-// §3.4). At depth kProvedAllEqualDepth, when the cardinalities >= 2 of `s` are all equal, both flags are set
-// for `s`'s own instance (and every instance with equal cardinalities, §3.5) — not for the shape's
+// §3.4). At depth 3 to kMaxProvedAllEqualDepth, when the cardinalities >= 2 of `s` are all equal, both flags are
+// set for `s`'s own instance (and every instance with equal cardinalities, §3.5, §3.6) — not for the shape's
 // unequal instances, so `text` then states the instance's claims ("on this instance: proved") and the
 // shape-wide ones separately; the flags decide the exact fallback for this instance only. With
 // --master-collectives all, a program with a Master ReduceScatter, AllGather, Reduce or Broadcast
@@ -103,11 +103,12 @@ inline constexpr int kMaxProvedCompleteDepth = 5;
 // a model of the semantics over row tuples whose conditions are first-order formulas of width 4 per
 // level, so cardinalities >= 5 behave alike, and an exhaustive check over cardinalities 2..5, run to 8).
 inline constexpr int kMaxProvedAllDepth = 2;
-// --master-collectives all at depth 3: both directions proved for every program when the three
-// cardinalities >= 2 are equal (docs/shape.md §3.5, Theorem 4: the tuple model M3 with one sort per
-// level, width 4, an exhaustive check over 2..5 — 2..4 in CI, 5 on request); for unequal ones checked,
-// not proved (Proposition N there: no model of that kind is faithful on [n n n+1]).
-inline constexpr int kProvedAllEqualDepth = 3;
+// --master-collectives all at depth 3 and 4: both directions proved for every program when the cardinalities >= 2
+// are all equal (docs/shape.md §3.5 and §3.6, Theorem 4: the tuple models M3 and M4 with one sort per level,
+// computed on per-level equality types, so one computation covers every cardinality >= 5; depth 3's finite
+// part runs in CI, depth 4's on request); for unequal ones checked, not proved (Proposition N, §3.5: no model
+// of that kind is faithful on [n n n+1]).
+inline constexpr int kMaxProvedAllEqualDepth = 4;
 struct ShapeBasis {
   bool valid_everywhere_proved = false;
   bool complete_proved = false;

@@ -1,0 +1,269 @@
+// docs/shape.md §3.6: --master-collectives all on the instances [n n n] and [n n n n] with equal
+// cardinalities, computed with the type model of tests/shape/type_model.hpp (M3 of §3.5, and M4 with the
+// 24 orders of four levels). The type model with n = 5 computes the same graph for every n >= 5 (§3.6,
+// Lemma T), so "n = 2, 3, 4, 5" covers every n.
+// CI: Theorem 4's finite part at depth 3 for every n, both forms (M3 never aborts from a state without
+// P4; its graph is bijectively bisimilar to [2 2 2]'s with the same valid instructions, P4 and goal), and
+// the depth-4 forms with inner trivial levels have the groupings of [n n n n] or [n n n n 1].
+// On request (--no-skip): the same finite part at depth 4 (23 min for n = 2..5), with a trivial leaf,
+// and M4 against the engine on [2 2 2 2] (Lemma M4's implementation check).
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "model_product.hpp"
+#include "p2v/engine/hierarchy.hpp"
+#include "p2v/engine/instruction.hpp"
+#include "p2v/engine/state.hpp"
+#include "type_model.hpp"
+
+using namespace p2v::engine;
+using shape_types::TGraph;
+using shape_types::TypeModel;
+
+namespace {
+
+// An instance [n ... n] (root first, levels of cardinality 1 allowed), its instructions under
+// --master-collectives all, and each instruction's (collective, V, Master) with V over the
+// non-trivial levels (bit l: the l-th non-trivial level, outer first). M_d's groups from (V, Master)
+// and the coordinates alone — members agree outside V (Master: the one group of the devices that are 0
+// outside V), in device order — must be the engine's.
+struct InstD {
+  SynthesisHierarchy h;
+  std::vector<Instruction> ins;
+  std::vector<shape_types::Ins> tins;
+  std::vector<unsigned> V;
+  std::vector<char> master;
+  std::vector<int> lv;               // the non-trivial levels
+  std::vector<std::vector<int>> co;  // device coordinates on them
+  int d = 0, n = 0, k = 0;
+};
+
+InstD make_inst(const std::vector<int>& cards) {
+  InstD I;
+  I.h = make_plain_hierarchy(cards);
+  I.ins = instructions(I.h, MasterCollectives::All);
+  for (int l = 0; l < I.h.num_levels(); ++l)
+    if (I.h.cards[l] >= 2) I.lv.push_back(l);
+  I.d = static_cast<int>(I.lv.size());
+  I.n = I.h.cards[I.lv[0]];
+  for (int l : I.lv) REQUIRE(I.h.cards[l] == I.n);
+  I.k = I.h.num_local();
+  for (int x = 0; x < I.k; ++x) {
+    std::vector<int> c;
+    for (int l : I.lv) c.push_back(I.h.coords[x][l]);
+    int num = 0;
+    for (int v : c) num = num * I.n + v;
+    REQUIRE(num == x);
+    I.co.push_back(c);
+  }
+  for (const auto& in : I.ins) {
+    unsigned v = 0;
+    for (const auto& g : in.grouping.groups)
+      for (int x : g)
+        for (int l = 0; l < I.d; ++l) v |= I.co[x][l] != I.co[g[0]][l] ? 1u << l : 0u;
+    const bool m = in.grouping.form == FormKind::Master;
+    std::map<std::vector<int>, std::vector<int>> by;
+    for (int x = 0; x < I.k; ++x) {
+      auto o = I.co[x];
+      bool zero = true;
+      for (int l = 0; l < I.d; ++l)
+        if ((v >> l) & 1u)
+          o[l] = -1;
+        else
+          zero = zero && o[l] == 0;
+      if (m && !zero) continue;
+      by[o].push_back(x);
+    }
+    Groups gs;
+    for (auto& [o, mem] : by) gs.push_back(mem);
+    Groups want = in.grouping.groups;
+    std::sort(gs.begin(), gs.end());
+    std::sort(want.begin(), want.end());
+    REQUIRE(gs == want);
+    I.V.push_back(v);
+    I.master.push_back(m);
+    I.tins.push_back({in.collective, v, m});
+  }
+  return I;
+}
+
+// The engine row of tuple rho (digits per level) under order o (o[0] most significant).
+int engine_row(const InstD& I, const std::vector<int>& rho, const std::vector<int>& o) {
+  int r = 0;
+  for (int l : o) r = r * I.n + rho[l];
+  return r;
+}
+
+// (1) Lemma M_d's implementation check, through the type model: M_d and the engine take the same
+// steps, and M_d's state (the union of its orbits) read through its label is the engine's state, on
+// every state M_d reaches (it must not abort on them).
+void types_are_engine(const std::vector<int>& cards) {
+  const std::string where = fmt::format("{}", cards);
+  CAPTURE(where);
+  const InstD I = make_inst(cards);
+  const TypeModel T(I.d, I.n, I.tins);
+  const int k = I.k;
+  std::vector<std::vector<int>> digits(k);  // tuple t's digits (t numbered like the devices)
+  for (int t = 0; t < k; ++t) digits[t] = I.co[t];
+  std::vector<std::pair<shape_types::TState, StateSet>> queue{{T.initial(), StateSet::initial(k)}};
+  std::unordered_map<shape_types::TState, int, shape_types::TStateHash> seen{{queue[0].first, 0}};
+  int checked = 0, mismatches = 0, aborts = 0, barriers = 0;
+  std::vector<int> tt(I.d);
+  for (std::size_t q = 0; q < queue.size(); ++q) {
+    const auto ts = queue[q].first;
+    const StateSet es = queue[q].second;
+    // The state read through the label is the engine's.
+    const auto& o = T.orders[ts.label < 0 ? 0 : ts.label];
+    for (int x = 0; x < k; ++x)
+      for (int t = 0; t < k; ++t) {
+        const int r = engine_row(I, digits[t], o);
+        for (int j = 0; j < k; ++j) {
+          for (int l = 0; l < I.d; ++l) tt[l] = T.ty(I.co[x][l], digits[t][l], I.co[j][l]);
+          // ty() takes block ids; values are block ids up to relabelling, which index() normalizes.
+          mismatches += T.sp.get(ts.s, tt) != es.get(x, r, j);
+        }
+      }
+    if (T.p4(ts.s)) {  // dead (Lemma 6): M_d stops here
+      ++barriers;
+      continue;
+    }
+    auto c = T.cache(ts.s);
+    for (std::size_t i = 0; i < I.ins.size(); ++i) {
+      shape_types::TState m;
+      shape_types::Out out = T.step(ts, c, static_cast<int>(i), m);
+      if (out == shape_types::Out::Valid) out = T.finish(m);
+      StateSet e;
+      const bool ev = es.apply(I.ins[i].collective, I.ins[i].grouping.groups, e);
+      if (out == shape_types::Out::Abort) {
+        ++aborts;
+        continue;
+      }
+      ++checked;
+      if ((out == shape_types::Out::Valid) != ev) {
+        ++mismatches;
+        continue;
+      }
+      if (!ev) continue;
+      if (seen.emplace(m, static_cast<int>(queue.size())).second) queue.emplace_back(std::move(m), std::move(e));
+    }
+  }
+  MESSAGE(fmt::format("{}: {} states of M{} ({} with P4), {} steps compared with the engine, {} aborts", cards,
+                      queue.size(), I.d, barriers, checked, aborts));
+  CHECK(mismatches == 0);
+  CHECK(aborts == 0);
+}
+
+// (2) The finite part on cardinality n (the type model with n = 5 stands for every n >= 5).
+struct Finite {
+  std::size_t states = 0, p4 = 0, labelled = 0, pairs = 0;
+};
+Finite bisimilar_to_smallest(const std::vector<int>& cards, const std::vector<int>& smallest) {
+  const std::string where = fmt::format("{}", cards);
+  CAPTURE(where);
+  const InstD I = make_inst(cards), I2 = make_inst(smallest);
+  shape_test::require_same_instructions(I, I2);
+  const auto t0 = std::chrono::steady_clock::now();
+  const TypeModel T(I.d, I.n, I.tins), T2(I2.d, I2.n, I2.tins);
+  // The smallest instance's graph, computed once per form.
+  static std::map<std::vector<int>, TGraph> smallest_graphs;
+  auto it = smallest_graphs.find(smallest);
+  if (it == smallest_graphs.end())
+    it = smallest_graphs.emplace(smallest, shape_types::explore(T2, true, I.d >= 4)).first;
+  const TGraph& G2 = it->second;
+  const TGraph G = I.n == 2 ? G2 : shape_types::explore(T, true, I.d >= 4);
+  REQUIRE(G2.goal >= 0);
+  CHECK(G.aborts == 0);
+  REQUIRE(G.goal >= 0);
+  const auto walk = shape_test::product_walk(G, G2, I.ins.size(), [&](int x, int y) { return G.p4[x] != G2.p4[y]; });
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  MESSAGE(fmt::format("{} (types, n = {}{}): {} states of M{} ({} with a label, {} with P4), {} pairs, {:.1f} s", cards,
+                      I.n, I.n == 5 ? ", every n >= 5" : "", G.states.size(), I.d, G.labelled(), G.with_p4(),
+                      walk.pairs, s));
+  CHECK(walk.mismatches == 0);
+  CHECK(walk.pairs == G2.states.size());
+  CHECK(G.states.size() == G2.states.size());
+  return {G.states.size(), G.with_p4(), G.labelled(), walk.pairs};
+}
+
+}  // namespace
+
+TEST_CASE("depth 4, equal cardinalities: M4 (type model) is the engine's semantics on [2 2 2 2] (on request)" *
+          doctest::skip()) {
+  types_are_engine({1, 2, 2, 2, 2});
+}
+
+TEST_CASE("depth 4, equal cardinalities: M4 is the engine's semantics, with a trivial leaf (on request)" *
+          doctest::skip()) {
+  types_are_engine({1, 2, 2, 2, 2, 1});
+}
+
+// §3.5's Theorem 4, finite part for every n at once: n = 2, 3, 4 and n >= 5 (type model with n = 5).
+TEST_CASE("depth 3, equal cardinalities: the finite part for every n, on types") {
+  for (int leaf = 0; leaf < 2; ++leaf)
+    for (int n = 2; n <= 5; ++n) {
+      std::vector<int> cards{1, n, n, n}, small{1, 2, 2, 2};
+      if (leaf) {
+        cards.push_back(1);
+        small.push_back(1);
+      }
+      const Finite f = bisimilar_to_smallest(cards, small);
+      CHECK(f.states == (leaf ? 2787u : 842u));
+      CHECK(f.p4 == (leaf ? 248u : 55u));
+      CHECK(f.labelled == (leaf ? 2240u : 693u));
+    }
+}
+
+// (P2V_DEPTH4_N=4,5 restricts n, to split the run over processes.)
+std::vector<int> depth4_ns() {
+  std::vector<int> ns;
+  const char* e = std::getenv("P2V_DEPTH4_N");
+  for (const char* p = e ? e : "2,3,4,5"; *p; ++p)
+    if (*p >= '2' && *p <= '5') ns.push_back(*p - '0');
+  return ns;
+}
+TEST_CASE("depth 4, equal cardinalities: the finite part for every n, on types (on request)" * doctest::skip()) {
+  for (int n : depth4_ns()) bisimilar_to_smallest({1, n, n, n, n}, {1, 2, 2, 2, 2});
+}
+
+TEST_CASE("depth 4, equal cardinalities, trivial leaf: the finite part for every n, on types (on request)" *
+          doctest::skip()) {
+  for (int n : depth4_ns()) bisimilar_to_smallest({1, n, n, n, n, 1}, {1, 2, 2, 2, 2, 1});
+}
+
+// Levels of cardinality 1 other than the leaf change no grouping (§3.2, "two forms"): on each form of
+// depth 4 with trivial levels elsewhere the instructions' (collective, V, Master) triples are distinct
+// and the same set as on [n n n n] (inner trivial levels) or [n n n n 1] (a trivial leaf too), so M4's
+// graph there is the same graph with the instructions renamed.
+TEST_CASE("depth 4, equal cardinalities: the trivial-level forms have the groupings of [n n n n] or [n n n n 1]") {
+  auto triples = [](const InstD& I) {
+    std::set<std::tuple<int, unsigned, int>> t;
+    for (std::size_t i = 0; i < I.ins.size(); ++i)
+      t.emplace(static_cast<int>(I.ins[i].collective), I.V[i], I.master[i]);
+    CHECK(t.size() == I.ins.size());
+    return t;
+  };
+  for (int n = 2; n <= 3; ++n) {
+    const auto plain = triples(make_inst({1, n, n, n, n})), leaf = triples(make_inst({1, n, n, n, n, 1}));
+    CHECK(plain != leaf);
+    for (int at = 1; at <= 4; ++at) {  // one trivial level before the at-th non-trivial one
+      std::vector<int> cards{1, n, n, n, n};
+      cards.insert(cards.begin() + at, 1);
+      CHECK(triples(make_inst(cards)) == plain);
+      cards.push_back(1);
+      CHECK(triples(make_inst(cards)) == leaf);
+    }
+    CHECK(triples(make_inst({1, n, n, n, n, 1, 1})) == leaf);
+  }
+}
