@@ -4,6 +4,7 @@
 #pragma once
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <map>
 #include <utility>
@@ -12,6 +13,39 @@
 #include "p2v/engine/instruction.hpp"
 
 namespace shape_test {
+
+// The levels instruction `in`'s groups vary (bit l: coordinate l of `co[x]`, one entry per device)
+// and its Master flag. A tuple model knows an instruction only by these two, so its groups must
+// follow from them and the coordinates alone: members agree outside V (Master: the one group of
+// devices that are 0 outside V). Required to be the engine's groups.
+template <class Coords>
+std::pair<unsigned, bool> level_pattern(const p2v::engine::Instruction& in, const std::vector<Coords>& co) {
+  const int d = co.empty() ? 0 : static_cast<int>(co[0].size());
+  unsigned v = 0;
+  for (const auto& g : in.grouping.groups)
+    for (int x : g)
+      for (int l = 0; l < d; ++l) v |= co[x][l] != co[g[0]][l] ? 1u << l : 0u;
+  const bool m = in.grouping.form == p2v::engine::FormKind::Master;
+  std::map<Coords, std::vector<int>> by;
+  for (int x = 0; x < static_cast<int>(co.size()); ++x) {
+    auto o = co[x];
+    bool zero = true;
+    for (int l = 0; l < d; ++l)
+      if ((v >> l) & 1u)
+        o[l] = -1;
+      else
+        zero = zero && o[l] == 0;
+    if (m && !zero) continue;
+    by[o].push_back(x);
+  }
+  p2v::engine::Groups gs;
+  for (auto& [o, mem] : by) gs.push_back(mem);
+  p2v::engine::Groups want = in.grouping.groups;
+  std::sort(gs.begin(), gs.end());
+  std::sort(want.begin(), want.end());
+  REQUIRE(gs == want);
+  return {v, m};
+}
 
 // Both instances list the same instructions: names, varied levels V and Master flags.
 template <class Inst>

@@ -149,6 +149,24 @@ Groups vary_groups(const SynthesisHierarchy& h, const std::vector<int>& vary) {
   return g;
 }
 
+// `s` after collective `col` on vary_groups(h, vary), which must be the groups of one of the engine's
+// instructions `ins`; the step must be valid.
+StateSet vary_step(const SynthesisHierarchy& h, const std::vector<Instruction>& ins, const StateSet& s, Collective col,
+                   const std::vector<int>& vary) {
+  const Groups g = vary_groups(h, vary);
+  CHECK(std::any_of(ins.begin(), ins.end(), [&](const Instruction& in) {
+    auto gi = in.grouping.groups;
+    std::sort(gi.begin(), gi.end());
+    return in.collective == col && gi == g;
+  }));
+  StateSet next;
+  std::string why;
+  const bool ok = s.apply(col, g, next, &why);
+  INFO(why);
+  REQUIRE(ok);
+  return next;
+}
+
 // Row r read as a digit tuple over the levels lv, lv[0] most significant (indexed by position in lv).
 std::vector<int> digits(const SynthesisHierarchy& h, const std::vector<int>& lv, int r) {
   std::vector<int> d(lv.size());
@@ -238,31 +256,8 @@ Inst3 make_inst3(const std::vector<int>& cards) {
     REQUIRE(d == (I.co[d][0] * I.n + I.co[d][1]) * I.n + I.co[d][2]);
   }
   for (const auto& in : I.ins) {
-    unsigned v = 0;
-    for (const auto& g : in.grouping.groups)
-      for (int x : g)
-        for (int l = 0; l < 3; ++l) v |= I.co[x][l] != I.co[g[0]][l] ? 1u << l : 0u;
-    const bool m = in.grouping.form == FormKind::Master;
-    // M3's groups from (V, Master) and the coordinates alone: members agree outside V (Master: the
-    // one group of devices that are 0 outside V), in device order. They must be the engine's.
-    std::map<std::array<int, 3>, std::vector<int>> by;
-    for (int x = 0; x < I.k; ++x) {
-      auto o = I.co[x];
-      bool zero = true;
-      for (int l = 0; l < 3; ++l)
-        if ((v >> l) & 1u)
-          o[l] = -1;
-        else
-          zero = zero && o[l] == 0;
-      if (m && !zero) continue;
-      by[o].push_back(x);
-    }
-    Groups gs;
-    for (auto& [o, mem] : by) gs.push_back(mem);
-    Groups want = in.grouping.groups;
-    std::sort(gs.begin(), gs.end());
-    std::sort(want.begin(), want.end());
-    REQUIRE(gs == want);
+    // M3's groups from (V, Master) and the coordinates alone (required to be the engine's).
+    const auto [v, m] = shape_test::level_pattern(in, I.co);
     I.V.push_back(v);
     I.master.push_back(m);
   }
@@ -647,20 +642,9 @@ TEST_CASE("Proposition N: the live prefix that no per-level model reads, on [n n
       const auto h = make_plain_hierarchy(cards);
       const int k = h.num_local(), a = 1, b = 2, c = 3;
       const auto ins = instructions(h, MasterCollectives::AllReduceOnly);
+      INFO(fmt::format("[{}]", fmt::join(cards, " ")));
       auto step = [&](const StateSet& s, Collective col, const std::vector<int>& vary) {
-        const Groups g = vary_groups(h, vary);
-        // The groups are those of one of the engine's instructions.
-        CHECK(std::any_of(ins.begin(), ins.end(), [&](const Instruction& in) {
-          auto gi = in.grouping.groups;
-          std::sort(gi.begin(), gi.end());
-          return in.collective == col && gi == g;
-        }));
-        StateSet next;
-        std::string why;
-        const bool ok = s.apply(col, g, next, &why);
-        INFO(fmt::format("[{}] {}", fmt::join(cards, " "), why));
-        REQUIRE(ok);
-        return next;
+        return vary_step(h, ins, s, col, vary);
       };
       StateSet s = StateSet::initial(k);
       s = step(s, Collective::ReduceScatter, {a});
@@ -746,15 +730,7 @@ TEST_CASE("Proposition N at depth 4: the live prefix that no per-level model rea
     INFO(fmt::format("[{}]", fmt::join(cs.cards, " ")));
     const auto ins = instructions(h, MasterCollectives::AllReduceOnly);
     auto step = [&](const StateSet& s, Collective col, const std::vector<int>& vary) {
-      const Groups g = vary_groups(h, vary);
-      CHECK(std::any_of(ins.begin(), ins.end(), [&](const Instruction& in) {
-        auto gi = in.grouping.groups;
-        std::sort(gi.begin(), gi.end());
-        return in.collective == col && gi == g;
-      }));
-      StateSet next;
-      REQUIRE(s.apply(col, g, next));
-      return next;
+      return vary_step(h, ins, s, col, vary);
     };
     StateSet s = StateSet::initial(k);
     for (const auto& [col, v] : cs.prefix) s = step(s, col, v);

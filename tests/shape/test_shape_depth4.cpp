@@ -69,29 +69,7 @@ InstD make_inst(const std::vector<int>& cards) {
     I.co.push_back(c);
   }
   for (const auto& in : I.ins) {
-    unsigned v = 0;
-    for (const auto& g : in.grouping.groups)
-      for (int x : g)
-        for (int l = 0; l < I.d; ++l) v |= I.co[x][l] != I.co[g[0]][l] ? 1u << l : 0u;
-    const bool m = in.grouping.form == FormKind::Master;
-    std::map<std::vector<int>, std::vector<int>> by;
-    for (int x = 0; x < I.k; ++x) {
-      auto o = I.co[x];
-      bool zero = true;
-      for (int l = 0; l < I.d; ++l)
-        if ((v >> l) & 1u)
-          o[l] = -1;
-        else
-          zero = zero && o[l] == 0;
-      if (m && !zero) continue;
-      by[o].push_back(x);
-    }
-    Groups gs;
-    for (auto& [o, mem] : by) gs.push_back(mem);
-    Groups want = in.grouping.groups;
-    std::sort(gs.begin(), gs.end());
-    std::sort(want.begin(), want.end());
-    REQUIRE(gs == want);
+    const auto [v, m] = shape_test::level_pattern(in, I.co);
     I.V.push_back(v);
     I.master.push_back(m);
     I.tins.push_back({in.collective, v, m});

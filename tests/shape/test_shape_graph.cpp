@@ -759,12 +759,22 @@ TEST_CASE("Master setting all: no live divergence; the minimal dead divergence")
 // What a shape certificate says it relies on (encodings' relies_on): proved or checked, per program.
 TEST_CASE("shape_theorem_basis: which programs' validity on every instance is proved") {
   // Cardinalities 2 3 3 …: unequal from depth 2 on (depth 3 with equal ones is proved, docs/shape.md §3.5).
-  auto shape_of = [](int depth, bool equal = false) {
+  auto shape_with = [](const std::vector<int>& cards) {
+    std::vector<std::string> names;
+    for (std::size_t j = 0; j < cards.size(); ++j) names.push_back(fmt::format("l{}", j));
+    return make_shape(cards, names, ParallelismMatrix{cards}, {0}, HierarchyKind::ReductionAxes);
+  };
+  auto shape_of = [&](int depth, bool equal = false) {
     std::vector<int> cards(depth, 3);
     if (!equal) cards[0] = 2;
-    std::vector<std::string> names;
-    for (int j = 0; j < depth; ++j) names.push_back(fmt::format("l{}", j));
-    return make_shape(cards, names, ParallelismMatrix{cards}, {0}, HierarchyKind::ReductionAxes);
+    return shape_with(cards);
+  };
+  // Every program of up to 4 steps of shape `s` under `all`.
+  auto programs_all = [](const Shape& s) {
+    SynthOptions o;
+    o.master = MasterCollectives::All;
+    o.max_size = 4;
+    return synthesize_shape(s, o);
   };
   // The first program with (or without) a Master step; `master_allreduce`: its Master steps are all
   // AllReduce (true) or one is another collective (false; needs --master-collectives all).
@@ -888,13 +898,8 @@ TEST_CASE("shape_theorem_basis: which programs' validity on every instance is pr
   for (const auto& cards : std::vector<std::vector<int>>{
            {3, 3, 3}, {2, 2, 2}, {1, 4, 4, 1, 4, 1}, {5, 5, 5}, {2, 2, 2, 2}, {3, 1, 3, 3, 3}, {6, 1, 6, 6, 6}}) {
     const int depth = static_cast<int>(std::count_if(cards.begin(), cards.end(), [](int c) { return c >= 2; }));
-    std::vector<std::string> names;
-    for (std::size_t j = 0; j < cards.size(); ++j) names.push_back(fmt::format("l{}", j));
-    const Shape s = make_shape(cards, names, ParallelismMatrix{cards}, {0}, HierarchyKind::ReductionAxes);
-    SynthOptions o;
-    o.master = ALL;
-    o.max_size = 4;
-    const SynthResult r = synthesize_shape(s, o);
+    const Shape s = shape_with(cards);
+    const SynthResult r = programs_all(s);
     for (const auto& p : r.programs) {
       const ShapeBasis b = shape_theorem_basis(s, r, p, ALL);
       CHECK(b.valid_everywhere_proved);
@@ -915,13 +920,8 @@ TEST_CASE("shape_theorem_basis: which programs' validity on every instance is pr
   // Depth 4 with unequal cardinalities, or equal ones with a trivial leaf (whose finite part is not complete,
   // docs/shape.md §3.6): Theorem 4 does not apply; the claims stay checked.
   for (const auto& cards : std::vector<std::vector<int>>{{2, 2, 2, 3}, {2, 2, 2, 2, 1}}) {
-    std::vector<std::string> names;
-    for (std::size_t j = 0; j < cards.size(); ++j) names.push_back(fmt::format("l{}", j));
-    const Shape s = make_shape(cards, names, ParallelismMatrix{cards}, {0}, HierarchyKind::ReductionAxes);
-    SynthOptions o;
-    o.master = ALL;
-    o.max_size = 4;
-    const SynthResult r = synthesize_shape(s, o);
+    const Shape s = shape_with(cards);
+    const SynthResult r = programs_all(s);
     REQUIRE(!r.programs.empty());
     for (const auto& p : r.programs) {
       const ShapeBasis b = shape_theorem_basis(s, r, p, ALL);
