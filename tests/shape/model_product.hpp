@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <map>
+#include <set>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -45,6 +47,16 @@ std::pair<unsigned, bool> level_pattern(const p2v::engine::Instruction& in, cons
   std::sort(want.begin(), want.end());
   REQUIRE(gs == want);
   return {v, m};
+}
+
+// An instance's instructions as (collective, varied levels V, Master) triples, which must be distinct:
+// a tuple model knows an instruction only by its triple.
+template <class Inst>
+std::set<std::tuple<int, unsigned, int>> instruction_triples(const Inst& I) {
+  std::set<std::tuple<int, unsigned, int>> t;
+  for (std::size_t i = 0; i < I.ins.size(); ++i) t.emplace(static_cast<int>(I.ins[i].collective), I.V[i], I.master[i]);
+  CHECK(t.size() == I.ins.size());
+  return t;
 }
 
 // Both instances list the same instructions: names, varied levels V and Master flags.

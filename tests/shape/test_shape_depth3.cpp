@@ -852,13 +852,7 @@ TEST_CASE("depth 3, equal cardinalities: n = 5 (on request)" * doctest::skip()) 
 // trivial levels) or [n n n 1] (a trivial leaf too), so M3's graph there is the same graph with the
 // instructions renamed, and the finite part above covers it.
 TEST_CASE("depth 3, equal cardinalities: the trivial-level forms have the groupings of [n n n] or [n n n 1]") {
-  auto triples = [](const Inst3& I) {
-    std::set<std::tuple<int, unsigned, int>> t;
-    for (std::size_t i = 0; i < I.ins.size(); ++i)
-      t.emplace(static_cast<int>(I.ins[i].collective), I.V[i], I.master[i]);
-    CHECK(t.size() == I.ins.size());
-    return t;
-  };
+  auto triples = [](const Inst3& I) { return shape_test::instruction_triples(I); };
   for (int n = 2; n <= 3; ++n) {
     const auto plain = triples(make_inst3({1, n, n, n})), leaf = triples(make_inst3({1, n, n, n, 1}));
     CHECK(plain != leaf);

@@ -225,13 +225,7 @@ TEST_CASE("depth 4, equal cardinalities, trivial leaf: the finite part for every
 // and the same set as on [n n n n] (inner trivial levels) or [n n n n 1] (a trivial leaf too), so M4's
 // graph there is the same graph with the instructions renamed.
 TEST_CASE("depth 4, equal cardinalities: the trivial-level forms have the groupings of [n n n n] or [n n n n 1]") {
-  auto triples = [](const InstD& I) {
-    std::set<std::tuple<int, unsigned, int>> t;
-    for (std::size_t i = 0; i < I.ins.size(); ++i)
-      t.emplace(static_cast<int>(I.ins[i].collective), I.V[i], I.master[i]);
-    CHECK(t.size() == I.ins.size());
-    return t;
-  };
+  auto triples = [](const InstD& I) { return shape_test::instruction_triples(I); };
   for (int n = 2; n <= 3; ++n) {
     const auto plain = triples(make_inst({1, n, n, n, n})), leaf = triples(make_inst({1, n, n, n, n, 1}));
     CHECK(plain != leaf);
