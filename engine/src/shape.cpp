@@ -244,11 +244,9 @@ ShapeBasis shape_theorem_basis(const Shape& s, const SynthResult& r, const Progr
   // about the shape: a shape of depth 3 also has unequal instances ([4 4 5]), where it stays checked. So the
   // shape-wide claims below ignore it (`all_proved`: depth <= 2 only), and `equal3` adds the claims
   // for this instance (and every other equal one), which are what decide the exact fallback.
-  // §3.6: at depth 4 the finite part is computed for [n n n n] and the forms whose trivial levels are inner, not
-  // (completely) for the forms with a trivial leaf ([n n n n 1]), which stay checked.
-  const bool trivial_leaf = s.levels.size() > 1 && s.levels.back().card < 2;
+  // §3.6: at depth 4 the finite part is computed for both forms, [n n n n] and [n n n n 1], every n; the forms
+  // whose trivial levels are inner have the groupings of one of them.
   const bool equal3 = !default_setting && depth > kMaxProvedAllDepth && depth <= kMaxProvedAllEqualDepth &&
-                      !(depth == 4 && trivial_leaf) &&
                       std::all_of(nontrivial.begin(), nontrivial.end(), [&](auto c) { return c == nontrivial[0]; });
   const bool all_proved = !default_setting && depth <= kMaxProvedAllDepth;
   const bool stays_g1 = !as_default && !all_proved && master_step && r.hierarchy.num_local() <= kMaxG1ReplayDevices &&

@@ -1369,11 +1369,11 @@ const char* const kReliesOn0 =
 const char* const kReliesOn2 =
     "docs/shape.md section 4 (the groups of a step on any instance are the level pattern recorded in steps[])";
 
-// ---- relies_on[1], the shape theorem's basis (docs/shape.md §3-§3.5), re-derived from the shape's
+// ---- relies_on[1], the shape theorem's basis (docs/shape.md §3-§3.6), re-derived from the shape's
 // depth and cardinalities, the Master setting, the program's Master steps and the smallest instance's
 // Master groupings, with the proved depths of docs/shape.md: the default setting's validity and
-// completeness to depth 5 (§3.2), `all` at depth <= 2 (§3.4) and at depth 3 on instances whose
-// cardinalities >= 2 are equal (§3.5, for this instance only), and §3.3's G' replay (an `all`
+// completeness to depth 5 (§3.2), `all` at depth <= 2 (§3.4) and at depths 3 and 4 on instances whose
+// cardinalities >= 2 are equal (§3.5, §3.6, for this instance only), and §3.3's G' replay (an `all`
 // program whose states on the smallest instance stay in G' with Lemma 1's rows), which check()
 // re-derives by its own replay (stays_in_g1) where it applies: a Master step other than AllReduce,
 // depth >= 3, at most kMaxG1Devices devices. ----
@@ -1381,15 +1381,14 @@ struct BasisFacts {
   int depth = 0;
   bool default_setting = true, master_step = false, master_allreduce_only = true, master_grouping = false;
   std::vector<long long> nontrivial;  // the shape's cardinalities >= 2, outermost first
-  bool trivial_leaf = false;          // the last level has cardinality 1
 };
 std::string expected_basis(const BasisFacts& f, bool stays_g1) {
   const int d = f.depth;
   const bool by_default = f.default_setting || f.master_allreduce_only;
-  // Theorem 4 (docs/shape.md §3.5 at depth 3, §3.6 at depth 4 without a trivial leaf): the instances whose
-  // cardinalities >= 2 are equal.
+  // Theorem 4 (docs/shape.md §3.5 at depth 3, §3.6 at depth 4, with or without a trivial leaf): the instances
+  // whose cardinalities >= 2 are equal.
   const bool equal3 =
-      !f.default_setting && (d == 3 || (d == 4 && !f.trivial_leaf)) &&
+      !f.default_setting && (d == 3 || d == 4) &&
       std::all_of(f.nontrivial.begin(), f.nontrivial.end(), [&](long long v) { return v == f.nontrivial[0]; });
   const bool all_depth2 = !f.default_setting && d <= 2;
   const bool valid_shape = !f.master_step || (by_default && d <= 5) || stays_g1 || all_depth2;
@@ -1565,7 +1564,6 @@ std::string check_shape(const json& c, const Claims& cl) {
         ++f.depth;
         f.nontrivial.push_back(v);
       }
-    f.trivial_leaf = cards.size() > 1 && cards.back() < 2;
     f.default_setting = str(field(inst, "master_collectives"), "instance.master_collectives") == "allreduce";
     for (const auto& st : field(field(inst, "program"), "steps"))
       if (str(field(st, "form"), "instance step form") == "Master") {

@@ -895,8 +895,15 @@ TEST_CASE("shape_theorem_basis: which programs' validity on every instance is pr
   CHECK_FALSE(basis(3, ALL, true, false).complete_proved);
   // Depth 3 and 4 with equal cardinalities under `all`: both directions proved for every program (docs/shape.md
   // §3.5, §3.6, Theorem 4), with the text naming the section; the same program on [2 3 3] stays checked.
-  for (const auto& cards : std::vector<std::vector<int>>{
-           {3, 3, 3}, {2, 2, 2}, {1, 4, 4, 1, 4, 1}, {5, 5, 5}, {2, 2, 2, 2}, {3, 1, 3, 3, 3}, {6, 1, 6, 6, 6}}) {
+  for (const auto& cards : std::vector<std::vector<int>>{{3, 3, 3},
+                                                         {2, 2, 2},
+                                                         {1, 4, 4, 1, 4, 1},
+                                                         {5, 5, 5},
+                                                         {2, 2, 2, 2},
+                                                         {3, 1, 3, 3, 3},
+                                                         {6, 1, 6, 6, 6},
+                                                         {2, 2, 2, 2, 1},
+                                                         {3, 3, 1, 3, 3, 1}}) {
     const int depth = static_cast<int>(std::count_if(cards.begin(), cards.end(), [](int c) { return c >= 2; }));
     const Shape s = shape_with(cards);
     const SynthResult r = programs_all(s);
@@ -917,9 +924,9 @@ TEST_CASE("shape_theorem_basis: which programs' validity on every instance is pr
     }
   }
   CHECK(leaves3.text.find("section 3.5") == std::string::npos);
-  // Depth 4 with unequal cardinalities, or equal ones with a trivial leaf (whose finite part is not complete,
-  // docs/shape.md §3.6): Theorem 4 does not apply; the claims stay checked.
-  for (const auto& cards : std::vector<std::vector<int>>{{2, 2, 2, 3}, {2, 2, 2, 2, 1}}) {
+  // Depth 4 with unequal cardinalities (with or without a trivial leaf): Theorem 4 does not apply; the claims
+  // stay checked.
+  for (const auto& cards : std::vector<std::vector<int>>{{2, 2, 2, 3}, {2, 2, 3, 2, 1}}) {
     const Shape s = shape_with(cards);
     const SynthResult r = programs_all(s);
     REQUIRE(!r.programs.empty());
