@@ -158,10 +158,14 @@ class SynthRun {
     // Progress: the reachable states the solvers close (the long part), per placement.
     engine::Progress progress(fmt::format("certify {}: states closed", engine::format_matrix_brackets(x)), 0,
                               a_.progress.wanted());
+    // The first closure query can take minutes (it builds the encoding); until it returns, the line says so.
+    progress.note("(the solvers are on the first state)");
     co.search.state_closed = [&progress](std::size_t total) {
       progress.set_total(total);
+      progress.note("");
       progress.add();
     };
+    const engine::ProgressHeartbeat heartbeat(progress);
     bool reused = false;
     if (m.p.on_shape()) {
       // The solvers run once per shape, on its smallest instance.

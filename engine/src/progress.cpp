@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <condition_variable>
+#include <thread>
 
 namespace p2v::engine {
 
@@ -93,6 +95,36 @@ void Progress::finish() {
   draw(true);
   std::lock_guard<std::mutex> g(mu_);
   finished_ = true;
+}
+
+struct ProgressHeartbeat::Impl {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stop = false;
+  std::thread t;
+};
+
+ProgressHeartbeat::ProgressHeartbeat(Progress& p) : impl_(std::make_unique<Impl>()) {
+  if (!p.enabled()) return;
+  impl_->t = std::thread([&p, i = impl_.get()] {
+    std::unique_lock<std::mutex> g(i->mu);
+    while (!i->cv.wait_for(g, std::chrono::seconds(1), [i] { return i->stop; })) {
+      try {
+        p.add(0);      // draws when a draw is due
+      } catch (...) {  // progress output never ends a run
+      }
+    }
+  });
+}
+
+ProgressHeartbeat::~ProgressHeartbeat() {
+  if (!impl_->t.joinable()) return;
+  {
+    std::lock_guard<std::mutex> g(impl_->mu);
+    impl_->stop = true;
+  }
+  impl_->cv.notify_all();
+  impl_->t.join();
 }
 
 }  // namespace p2v::engine

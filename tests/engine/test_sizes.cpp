@@ -1,6 +1,8 @@
 // Size lists and ranges (engine/sizes.hpp), the crossover of a sweep, the progress line
 // (engine/progress.hpp), and the CLI's sweep options and usage errors.
 #include <doctest/doctest.h>
+#include <chrono>
+#include <thread>
 
 #include <atomic>
 #include <cstdio>
@@ -116,6 +118,46 @@ TEST_CASE("progress is thread-safe under run_workers and draws whole lines") {
   const auto last = text.rfind('\n', text.size() - 2);
   CHECK(text.substr(last == std::string::npos ? 0 : last + 1).find("work 4000/4000 (100%)") == 0);
   CHECK(text.find('\r') == std::string::npos);
+}
+
+TEST_CASE("progress heartbeat: a line while nothing is counted, none after it stops") {
+  std::FILE* f = std::tmpfile();
+  REQUIRE(f != nullptr);
+  auto text = [f] {
+    std::fflush(f);
+    std::rewind(f);
+    std::string t;
+    char buf[4096];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) t.append(buf, n);
+    std::fseek(f, 0, SEEK_END);
+    return t;
+  };
+  {
+    Progress p("closed", 0, /*enabled=*/true, f);
+    p.note("(waiting)");
+    {
+      const ProgressHeartbeat hb(p);
+      // Not a terminal: a draw is due every 2 s; the heartbeat looks once a second.
+      std::this_thread::sleep_for(std::chrono::milliseconds(3200));
+    }
+    const std::string during = text();
+    CHECK(p.done() == 0);
+    CHECK(during.find("closed 0 elapsed") == 0);
+    CHECK(during.find("(waiting)") != std::string::npos);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2200));
+    CHECK(text() == during);  // stopped with the heartbeat
+  }
+  std::fclose(f);
+  // Disabled: the heartbeat starts no thread and writes nothing.
+  std::FILE* g = std::tmpfile();
+  REQUIRE(g != nullptr);
+  {
+    Progress p("closed", 0, /*enabled=*/false, g);
+    const ProgressHeartbeat hb(p);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  }
+  CHECK(std::ftell(g) == 0);
+  std::fclose(g);
 }
 
 TEST_CASE("progress off: nothing written") {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -52,6 +53,21 @@ class Progress {
   std::mutex mu_;  // drawing and note_
   std::string note_;
   bool finished_ = false, drawn_ = false;
+};
+
+// Keeps a Progress line alive while nothing is counted (e.g. one long solver query): once a second it draws
+// the line if a draw is due (Progress's interval), so a run under --progress is never silent for long.
+// Stops (and joins its thread) when destroyed.
+class ProgressHeartbeat {
+ public:
+  explicit ProgressHeartbeat(Progress& p);
+  ~ProgressHeartbeat();
+  ProgressHeartbeat(const ProgressHeartbeat&) = delete;
+  ProgressHeartbeat& operator=(const ProgressHeartbeat&) = delete;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace p2v::engine
