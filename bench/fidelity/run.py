@@ -40,7 +40,7 @@ def read_meta(path):
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             line = TAG.sub("", line.rstrip("\n"))
-            m = re.match(r"#\s*(preset|nodes|gpus-per-node|collective|source|system|nccl-version):\s*(.*)", line)
+            m = re.match(r"#\s*(preset|nodes|gpus-per-node|collective|source|system|nccl-version|nccl-algo):\s*(.*)", line)
             if m:
                 meta.setdefault(m.group(1), m.group(2).strip())
                 continue
@@ -77,6 +77,8 @@ def coll_args(meta):
         args += ["--collective", "".join(w.capitalize() for w in meta["collective"].split("_"))]  # all_gather -> AllGather
     if "nccl-version" in meta:  # a version the source states but the log does not print
         args += ["--nccl-version", meta["nccl-version"].split()[0]]
+    if "nccl-algo" in meta:  # the run forced NCCL_ALGO (its source says so): predict that algorithm, not NCCL's pick
+        args += ["--algo", meta["nccl-algo"].split()[0].lower()]
     return args
 
 
