@@ -359,3 +359,30 @@ TEST_CASE(
 TEST_CASE("depth 3, equal cardinalities: M3^sig is the engine's semantics, n = 3 (on request)" * doctest::skip()) {
   sig_is_engine(3);
 }
+
+// Review (docs/shape.md §3.6, Lemma T(iv)): the type computation depends on n only through which partitions
+// of at most 5 items are realizable and through class sizes compared with 1 and n, so for n >= 5 it is the
+// same computation. Asserted on the program that does it: at depth 3, both forms, the type model with n = 6
+// and n = 7 computes exactly n = 5's graph (the same states as type sets, labels, P4 flags, successors and
+// aborts, in the same order).
+TEST_CASE("depth 3, equal cardinalities: the type model computes one graph for every n >= 5 (Lemma T(iv))") {
+  for (int leaf = 0; leaf < 2; ++leaf) {
+    auto graph = [&](int n) {
+      std::vector<int> cards{1, n, n, n};
+      if (leaf) cards.push_back(1);
+      const InstD I = make_inst(cards);
+      return shape_types::explore(TypeModel(I.d, I.n, I.tins));
+    };
+    const TGraph G5 = graph(5);
+    for (int n = 6; n <= 7; ++n) {
+      CAPTURE(n);
+      const TGraph G = graph(n);
+      CHECK(G.states == G5.states);
+      CHECK(G.succ == G5.succ);
+      CHECK(G.p4 == G5.p4);
+      CHECK(G.aborts == G5.aborts);
+      CHECK(G.goal == G5.goal);
+    }
+    CHECK(G5.states.size() == (leaf ? 2787u : 842u));
+  }
+}
