@@ -25,6 +25,7 @@
 #include "model_product.hpp"
 #include "p2v/engine/hierarchy.hpp"
 #include "p2v/engine/instruction.hpp"
+#include "p2v/engine/placement.hpp"
 #include "p2v/engine/state.hpp"
 
 using namespace p2v::engine;
@@ -38,15 +39,21 @@ struct Inst {
   SynthesisHierarchy h;
   std::vector<Instruction> ins;
   int ca = 0, cb = 0, k = 0;
+  // Device numbers: b more significant than a (an uncollapsed (d) placement numbered in system order,
+  // docs/shape.md §3.5 "Device numbering"); then ReduceScatter over {a, b} splits all rows in order B.
+  bool b_major = false;
   std::vector<unsigned> V;
   std::vector<char> master;
   std::vector<Groups> groups;  // M's groups, formed from (V, master) and the coordinates alone
   std::vector<int> alpha, beta;
 };
 
-Inst make_inst(const std::vector<int>& cards) {
+// (numbered = false: M^rev on a hierarchy numbered a-major, for the finite part; M itself never reads the
+// numbering except through order_of and the groups' member order, whose first member is the root either way.)
+Inst make_inst(SynthesisHierarchy h, bool b_major = false, bool numbered = true) {
   Inst I;
-  I.h = make_plain_hierarchy(cards);
+  I.h = std::move(h);
+  I.b_major = b_major;
   I.ins = instructions(I.h, MasterCollectives::All);
   std::vector<int> nontrivial;
   for (int l = 0; l < I.h.num_levels(); ++l)
@@ -61,7 +68,8 @@ Inst make_inst(const std::vector<int>& cards) {
   for (int d = 0; d < I.k; ++d) {
     I.alpha.push_back(I.h.coords[d][la]);
     I.beta.push_back(I.h.coords[d][lb]);
-    REQUIRE(d == I.alpha[d] * I.cb + I.beta[d]);  // device numbers: a more significant than b
+    // Device numbers: a more significant than b (b_major: the other way round).
+    if (numbered) REQUIRE(d == (b_major ? I.beta[d] * I.ca + I.alpha[d] : I.alpha[d] * I.cb + I.beta[d]));
   }
   for (const auto& in : I.ins) {
     unsigned v = 0;
@@ -89,6 +97,7 @@ Inst make_inst(const std::vector<int>& cards) {
   }
   return I;
 }
+Inst make_inst(const std::vector<int>& cards) { return make_inst(make_plain_hierarchy(cards)); }
 
 // M's state: per device and row tuple t = rho_a * cb + rho_b (a storage index; M reads t as the
 // pair (rho_a, rho_b)) the set of columns (devices) as a mask, and the label: which order relates
@@ -154,7 +163,8 @@ struct Model {
     const int na = std::popcount(as), nb = std::popcount(bs);
     return (na == 1 || na == I.ca) && (nb == 1 || nb == I.cb);
   }
-  static std::uint64_t order_of(unsigned v) { return v == 2u ? kB : kA; }  // split of all rows over v
+  // The order of a split of all rows over v: member index idx(x_V) in device-number order.
+  std::uint64_t order_of(unsigned v) const { return v == 2u || (v == 3u && I.b_major) ? kB : kA; }
 
   Outcome step(const MState& s, int i, MState& out) const {
     const Collective col = I.ins[i].collective;
@@ -414,4 +424,80 @@ TEST_CASE("depth 2, --master-collectives all: M never aborts, and every instance
   }
   MESSAGE(fmt::format("{} instances, {} pairs in all", instances, pairs_total));
   CHECK(instances == 49 * kForms);
+}
+
+// Review (docs/shape.md §3.4 and §3.5, "Device numbering"): an uncollapsed (d) placement can number its two
+// levels b-major (system order; at depth 2 this needs a trivial leaf). There ReduceScatter over {a, b} gives
+// member (alpha, beta) the rows' block beta * ca + alpha, i.e. order B, and Lemma M holds for M^rev, M with
+// that one change (order_of({a, b}) = B; Lemma W unchanged). (1) M^rev is the engine's semantics on real
+// b-major placements (engine::make_hierarchy, devices in system order); unchanged M is not. (2) The finite
+// part for M^rev: on every form and (ca, cb) in 2..6, M^rev never aborts and its product with M on the
+// shape's smallest instance (numbered a-major) has the same valid instructions and goal on every pair.
+TEST_CASE("depth 2, --master-collectives all: devices numbered b-major (uncollapsed (d)), M^rev") {
+  for (const auto& [ca, cb] : std::vector<std::pair<int, int>>{{2, 3}, {3, 2}, {3, 4}, {4, 3}, {2, 2}}) {
+    const Placement pl({cb, ca}, {ca, cb}, {{1, ca}, {cb, 1}}, {0, 1});
+    const SynthesisHierarchy h = make_hierarchy(pl, {"p", "q"}, HierarchyKind::ReductionUncollapsed);
+    const std::string where = fmt::format("[[1 {}] [{} 1]] on [{} {}]: (d) {}", ca, cb, cb, ca, h.cards);
+    CAPTURE(where);
+    for (int rev = 0; rev < 2; ++rev) {
+      const Inst I = make_inst(h, true);
+      Inst J = I;
+      J.b_major = rev != 0;  // rev = 0: unchanged M (order A for {a, b}) on the b-major placement
+      const Model M{J};
+      const int k = J.k;
+      std::vector<std::pair<MState, StateSet>> queue{{M.initial(), StateSet::initial(k)}};
+      std::unordered_map<MState, int, MHash> seen{{queue[0].first, 0}};
+      int mismatches = 0, aborts = 0;
+      for (std::size_t q = 0; q < queue.size(); ++q)
+        for (std::size_t t = 0; t < J.ins.size(); ++t) {
+          MState m;
+          StateSet e;
+          const Outcome o = M.step(queue[q].first, static_cast<int>(t), m);
+          const bool ev = queue[q].second.apply(J.ins[t].collective, J.ins[t].grouping.groups, e);
+          if (o == Outcome::Abort) {
+            ++aborts;
+            continue;
+          }
+          if ((o == Outcome::Valid) != ev) {
+            ++mismatches;
+            continue;
+          }
+          if (!ev) continue;
+          for (int x = 0; x < k; ++x)
+            for (int tt = 0; tt < k; ++tt)
+              for (int j = 0; j < k; ++j)
+                mismatches += e.get(x, M.engine_row(m, tt), j) != (((m.c[x * k + tt] >> j) & 1u) != 0);
+          if (seen.emplace(m, static_cast<int>(queue.size())).second) queue.emplace_back(std::move(m), std::move(e));
+        }
+      MESSAGE(fmt::format("{} {}: {} states, {} aborts, {} mismatches", where, rev ? "M^rev" : "M", queue.size(),
+                          aborts, mismatches));
+      if (rev) {
+        CHECK(mismatches == 0);
+        CHECK(aborts == 0);
+      } else {
+        CHECK(mismatches + aborts > 0);
+      }
+    }
+  }
+  int instances = 0;
+  for (int f = 0; f < kForms; ++f) {
+    const Inst I2 = make_inst(form(f, 2, 2));
+    const MGraph G2 = explore(I2);
+    REQUIRE(G2.aborts == 0);
+    for (int ca = 2; ca <= 6; ++ca)
+      for (int cb = 2; cb <= 6; ++cb) {
+        const auto cards = form(f, ca, cb);
+        const std::string where = fmt::format("{} b-major", cards);
+        CAPTURE(where);
+        const Inst I = make_inst(make_plain_hierarchy(cards), true, false);
+        shape_test::require_same_instructions(I, I2);
+        const MGraph G = explore(I);
+        CHECK(G.aborts == 0);
+        REQUIRE(G.goal >= 0);
+        const auto walk = shape_test::product_walk(G, G2, I.ins.size(), [](int, int) { return 0; });
+        CHECK(walk.mismatches == 0);
+        ++instances;
+      }
+  }
+  CHECK(instances == 25 * kForms);
 }

@@ -30,6 +30,8 @@
 #include "model_product.hpp"
 #include "p2v/engine/hierarchy.hpp"
 #include "p2v/engine/instruction.hpp"
+#include "p2v/engine/placement.hpp"
+#include "p2v/engine/shape.hpp"
 #include "p2v/engine/state.hpp"
 #include "state_key.hpp"
 #include "type_model.hpp"
@@ -51,9 +53,9 @@ struct Graph {
   std::vector<char> live;
 };
 
-Graph explore(const std::vector<int>& cards, MasterCollectives mc) {
+Graph explore(SynthesisHierarchy h, MasterCollectives mc) {
   Graph G;
-  G.h = make_plain_hierarchy(cards);
+  G.h = std::move(h);
   G.ins = instructions(G.h, mc);
   const int k = G.h.num_local();
   Groups all(1);
@@ -88,6 +90,7 @@ Graph explore(const std::vector<int>& cards, MasterCollectives mc) {
   }
   return G;
 }
+Graph explore(const std::vector<int>& cards, MasterCollectives mc) { return explore(make_plain_hierarchy(cards), mc); }
 
 // The non-trivial levels of h (cardinality >= 2), outer first.
 std::vector<int> nontrivial(const SynthesisHierarchy& h) {
@@ -999,4 +1002,69 @@ TEST_CASE("depth 3, equal cardinalities: the type model is M3, n = 5 (on request
   types_are_m3({1, 4, 4, 4, 1});
   types_are_m3({1, 5, 5, 5});
   types_are_m3({1, 5, 5, 5, 1});
+}
+
+// Review (docs/shape.md §3.5, "Device numbering"): an uncollapsed (d) hierarchy numbers its devices in the
+// system's order (engine::make_hierarchy), which can differ from the mixed radix over the (d) levels in level
+// order that Theorems 3 and 4 (and the shape's smallest instance, make_plain_hierarchy) assume; ReduceScatter's
+// member order follows the numbering. Not part of any proof: on these placements (depth 2 with unequal
+// cardinalities, depth 3 with equal ones, two and three reduction axes whose (d) order is not the system's),
+// the engine's complete graph agrees with the shape's smallest instance's on every common sequence (validity,
+// liveness, goal), although their states differ (the product is not a bijection).
+TEST_CASE("uncollapsed (d) numbered out of level order: the engine agrees with the shape's smallest instance") {
+  struct Case {
+    std::vector<int> levels, axes;
+    ParallelismMatrix x;
+  };
+  const std::vector<Case> cases{
+      {{3, 2}, {2, 3}, {{1, 2}, {3, 1}}},          {{2, 3}, {3, 2}, {{1, 3}, {2, 1}}},
+      {{3, 4}, {4, 3}, {{1, 4}, {3, 1}}},          {{2, 2, 2}, {4, 2}, {{1, 2, 2}, {2, 1, 1}}},
+      {{3, 3, 3}, {9, 3}, {{1, 3, 3}, {3, 1, 1}}}, {{3, 3, 3}, {3, 3, 3}, {{1, 1, 3}, {1, 3, 1}, {3, 1, 1}}},
+  };
+  for (const auto& c : cases) {
+    const std::vector<std::string> names{"p", "q", "r"};
+    const std::vector<std::string> used(names.begin(), names.begin() + static_cast<long>(c.levels.size()));
+    std::vector<int> reduce(c.x.size());
+    for (std::size_t i = 0; i < reduce.size(); ++i) reduce[i] = static_cast<int>(i);
+    const Placement pl(c.levels, c.axes, c.x, reduce);
+    const SynthesisHierarchy hc = make_hierarchy(pl, used, HierarchyKind::ReductionUncollapsed);
+    const SynthesisHierarchy hs =
+        canonical_hierarchy(make_shape(c.levels, used, c.x, reduce, HierarchyKind::ReductionUncollapsed));
+    const std::string where = fmt::format("{} on {}: (d) {}", format_matrix(c.x), c.levels, hc.cards);
+    CAPTURE(where);
+    int out_of_order = 0;  // devices whose number is not the mixed radix of their (d) coordinates
+    for (int d = 0; d < hc.num_local(); ++d) {
+      int num = 0;
+      for (int l = 0; l < hc.num_levels(); ++l) num = num * hc.cards[l] + hc.coords[d][l];
+      out_of_order += num != d;
+    }
+    CHECK(out_of_order > 0);
+    const Graph A = explore(hc, MasterCollectives::All), B = explore(hs, MasterCollectives::All);
+    REQUIRE(A.ins.size() == B.ins.size());
+    for (std::size_t t = 0; t < A.ins.size(); ++t)
+      REQUIRE(instruction_name(A.h, A.ins[t]) == instruction_name(B.h, B.ins[t]));
+    Groups ga(1), gb(1);
+    for (int i = 0; i < A.h.num_local(); ++i) ga[0].push_back(i);
+    for (int i = 0; i < B.h.num_local(); ++i) gb[0].push_back(i);
+    const StateSet goal_a = StateSet::goal(A.h.num_local(), ga), goal_b = StateSet::goal(B.h.num_local(), gb);
+    std::vector<std::pair<int, int>> queue{{0, 0}};
+    std::map<std::pair<int, int>, int> seen{{{0, 0}, 0}};
+    int mismatches = 0, live_pairs = 0;
+    for (std::size_t q = 0; q < queue.size(); ++q) {
+      const auto [a, b] = queue[q];
+      mismatches += A.live[a] != B.live[b];
+      mismatches += (A.states[a] == goal_a) != (B.states[b] == goal_b);
+      live_pairs += A.live[a] && B.live[b];
+      for (std::size_t t = 0; t < A.ins.size(); ++t) {
+        const int na = A.succ[a][t], nb = B.succ[b][t];
+        mismatches += (na >= 0) != (nb >= 0);
+        if (na >= 0 && nb >= 0 && seen.emplace(std::pair{na, nb}, static_cast<int>(queue.size())).second)
+          queue.emplace_back(na, nb);
+      }
+    }
+    MESSAGE(fmt::format("{}: {} states against {}, {} pairs ({} live), {} mismatches", where, A.states.size(),
+                        B.states.size(), queue.size(), live_pairs, mismatches));
+    CHECK(mismatches == 0);
+    CHECK(live_pairs > 10);
+  }
 }
