@@ -115,6 +115,7 @@ struct Tables {
   double collnet_arity = 0.4;                 // CollNet Direct per-local-rank serialization, us
   bool collnet_chain_lat = false;             // CollNet latency 2 (ppn - 1) intra + inter (before v2.18)
   bool ll128_hopper = true;                   // LL128 enabled on Hopper and later (v2.15 on)
+  bool nvls_tree_correction = true;           // treeCorrectionFactor on the NVLS tree from Blackwell (v2.29 on)
 };
 
 Tables make_tables(int v) {
@@ -125,7 +126,10 @@ Tables make_tables(int v) {
       for (int h = 0; h < 3; ++h) t.hw[h][r][q] = kHwLat[h][r][q];
     }
   constexpr int kLL = 0, kLL128 = 1, kS = 2, kNet = 2, kNvl = 0, kPci = 1;
-  if (v < 22900) t.hw[kNet][kNvlsTree][kS] = 14.0;
+  if (v < 22900) {
+    t.hw[kNet][kNvlsTree][kS] = 14.0;
+    t.nvls_tree_correction = false;
+  }
   if (v < 22800) t.nvls_eff = false;
   if (v < 22300) {
     t.base[kTree][kS] = 0.0;
@@ -627,6 +631,17 @@ int nccl_tree_max_degree(long long n) {
   return best;
 }
 
+int nccl_graph_channels(const NcclParams& p) {
+  // NVIDIA/nccl v2.30.7 src/init.cc: comm->nChannels = treeGraph->nChannels = ringGraph->nChannels (the
+  // smaller); src/graph/connect.cc ncclTopoPostset then duplicates the channels, comm->nChannels =
+  // min(MAXCHANNELS, 2 x nChannels), and ncclTopoTuneModel (called after it) caps the bus bandwidth
+  // with graphs[a]->nChannels x perChMax*Bw: half the collective channels a log shows. (Hopper's
+  // further doubling across nodes when the doubled count is under 16, connect.cc "4 compute channels
+  // per search channel", can give the same count from a graph half as large, e.g. 16 from 4 or 8:
+  // the model takes the larger.)
+  return std::max(1, p.effective_channels() / 2);
+}
+
 int nvls_graph_channels(const CallShape& c) {
   const int ppn = c.ranks / std::max(1, c.nodes);
   return std::min(32, std::max(1, ppn));  // search.cc: maxChannels = min(NCCL_MAX_NVLS_ARITY, GPUs)
@@ -814,7 +829,9 @@ double bandwidth_time(const NcclParams& p, const CallShape& c, Algorithm a, Prot
   const double flow_s = flow.s;
   const int n = c.ranks, nodes = std::max(1, c.nodes);
   const int ai = static_cast<int>(p.arch), ni = node_index(nodes);
-  const double nch = p.effective_channels();
+  // Channels the per-channel caps multiply: in NCCL's estimate the search graph's (nccl_graph_channels),
+  // in the time the collective channels that run.
+  const double nch = nccl_estimate ? nccl_graph_channels(p) : p.effective_channels();
   const double S = c.bytes;
   const int li = nodes == 1 ? ai : (p.amd_cpu ? 1 : 0);
   const double ll_max = kLlMaxBw[li][ni] * 1e9;
@@ -901,6 +918,17 @@ double bandwidth_time(const NcclParams& p, const CallShape& c, Algorithm a, Prot
         t /= eff;
       }
       if (a == Algorithm::NvlsTree) cap(ring_bus, g * kPerChNvlsTree[ai][ni] * 1e9);
+      // ncclTopoGetAlgoTime (from v2.29.2, NVIDIA/nccl tag v2.29.2-1 = ebd1e929, src/graph/tuning.cc;
+      // the same in v2.30.7): the NVLS tree AllReduce's bandwidth is multiplied by the tree's
+      // treeCorrectionFactor[protocol][log2(bytes/64)] (indices 0-23: 64 B up to 1 GiB) when
+      // minCompCap >= 100 (Blackwell) and the host CPU is x86. In NCCL's estimate only, as the Simple
+      // tree's (the pipeline fill stands for the effect in the time). p2v has no CPU-architecture
+      // setting: Blackwell systems are taken as x86 hosts (DGX/HGX B200; a Grace-hosted GB200 is not).
+      if (a == Algorithm::NvlsTree && nccl_estimate && p.arch >= Arch::Blackwell && tables(p).nvls_tree_correction &&
+          c.coll == Collective::AllReduce) {
+        const int ls = log2i(static_cast<long long>(S) >> 6);
+        if (ls >= 0 && ls < 24) t /= kTreeCorrection[static_cast<int>(pr)][ls];
+      }
       break;
     }
     case Algorithm::CollNet:

@@ -139,11 +139,23 @@ TEST_CASE("nccl: the A100 NVSwitch presets run 24 channels, and the per-channel 
   // nccl-tests issue #100 (HGX A100, 8 GPUs): rings "Channel 00/24" .. "Channel 23/24".
   for (const char* n : {"dgx-a100", "p4d"}) CHECK(nccl_params(preset_system("gpu=8", n)).effective_channels() == 24);
   CHECK(nccl_params(preset_system("gpu=8", "dgx-h100")).effective_channels() == 16);
-  // Ring LL128 on one Ampere node with no flow time: the bus bytes 2 (8 - 1) / 8 S over NCCL's cap
-  // 24 channels x 20 GB/s (perChMaxRingLL128Bws, Ampere). S = 48e6 B: 84e6 / 480e9 = 175 us.
+  // Ring LL128 on one Ampere node with no flow time: the bus bytes 2 (8 - 1) / 8 S over the cap
+  // channels x 20 GB/s (perChMaxRingLL128Bws, Ampere). S = 48e6 B. The time: the 24 channels that
+  // run, 84e6 / 480e9 = 175 us. NCCL's estimate (tuning.cc): graphs[a]->nChannels, the search graph's
+  // 12 (connect.cc ncclTopoPostset doubles only comm->nChannels): 84e6 / 240e9 = 350 us.
   const NcclParams np = nccl_params(preset_system("gpu=8", "dgx-a100"));
   const CallShape c{Collective::AllReduce, 8, 1, 48e6};
-  CHECK(bandwidth_time(np, c, Algorithm::Ring, Protocol::LL128, FlowTime(0.0), true) == doctest::Approx(175e-6));
+  CHECK(nccl_graph_channels(np) == 12);
+  CHECK(bandwidth_time(np, c, Algorithm::Ring, Protocol::LL128, FlowTime(0.0), false) == doctest::Approx(175e-6));
+  CHECK(bandwidth_time(np, c, Algorithm::Ring, Protocol::LL128, FlowTime(0.0), true) == doctest::Approx(350e-6));
+  // The tree's caps alike (2 nodes, Ampere: perChMaxTreeBw 23.6, perChMaxTreeLL128Bw 20 GB/s per
+  // channel; tree bus bytes 2 S): Simple 96e6 / (12 x 23.6e9), LL128 96e6 / (12 x 20e9), each over
+  // the tree correction factor at log2(S / 64) = 19 (Simple .7, LL128 .9).
+  const CallShape t{Collective::AllReduce, 16, 2, 48e6};
+  CHECK(bandwidth_time(np, t, Algorithm::Tree, Protocol::Simple, FlowTime(0.0), true) ==
+        doctest::Approx(96e6 / (12 * 23.6e9) / 0.7));
+  CHECK(bandwidth_time(np, t, Algorithm::Tree, Protocol::LL128, FlowTime(0.0), true) ==
+        doctest::Approx(96e6 / (12 * 20e9) / 0.9));
 }
 
 TEST_CASE("nccl: pipeline fill of store-and-forward algorithms follows NCCL's chunk sizes") {
@@ -849,4 +861,28 @@ TEST_CASE("nccl: on 2 nodes NCCL's estimate credits the tree with up to twice th
   const auto s = call(a2, Collective::AllReduce, 16, 1024);
   CHECK(s.nccl_pick == Algorithm::Tree);
   CHECK(s.nccl_proto == Protocol::LL);
+}
+
+TEST_CASE("nccl: NCCL's estimate of the NVLS tree takes the tree correction factor on Blackwell from v2.29") {
+  // NVIDIA/nccl v2.29.2-1 (and v2.30.7) src/graph/tuning.cc ncclTopoGetAlgoTime: NVLS tree AllReduce
+  // bw *= treeCorrectionFactor[protocol][log2(bytes / 64)] for indices 0-23 when minCompCap >= 100
+  // on x86; v2.28 has no such term. Simple's row: index 10 (64 KiB) .6, index 23 (512 MiB) .9.
+  NcclParams np;
+  np.arch = Arch::Blackwell;
+  np.nvls = true;
+  const FlowTime f(1e-3, 1e-3, 1e-3);
+  auto est = [&](double bytes, int version, bool estimate = true) {
+    np.version = version;
+    const CallShape c{Collective::AllReduce, 16, 2, bytes};
+    return bandwidth_time(np, c, Algorithm::NvlsTree, Protocol::Simple, f, estimate);
+  };
+  CHECK(est(65536, 0) == doctest::Approx(est(65536, 22809) / 0.6));
+  CHECK(est(double(1 << 29), 22902) == doctest::Approx(est(double(1 << 29), 22809) / 0.9));
+  // index 24 (1 GiB) is past the table: no correction
+  CHECK(est(double(1 << 30), 0) == doctest::Approx(est(double(1 << 30), 22809)));
+  // NCCL's estimate only: the time is the same in both versions
+  CHECK(est(65536, 0, false) == doctest::Approx(est(65536, 22809, false)));
+  // Hopper: no correction
+  np.arch = Arch::Hopper;
+  CHECK(est(65536, 0) == doctest::Approx(est(65536, 22809)));
 }

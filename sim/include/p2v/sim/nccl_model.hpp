@@ -203,6 +203,11 @@ double bandwidth_time(const NcclParams& p, const CallShape& c, Algorithm a, Prot
 // the NVLS tree (tuning.cc); NVLS and NVLS tree need at least 2.
 int nvls_graph_channels(const CallShape& c);
 
+// Channels of NCCL's ring/tree search graph: half the collective channels (NCCL duplicates the
+// graph's channels, src/graph/connect.cc ncclTopoPostset). NCCL's estimate multiplies its
+// per-channel bandwidth caps (perChMaxRingLL128Bw, perChMaxTreeBw, perChMaxTreeLL128Bw) by these.
+int nccl_graph_channels(const NcclParams& p);
+
 // Where NCCL's tuner estimate of an algorithm's bandwidth term differs from this model's flows
 // (tuning.cc busBw formulas for NVLS and CollNet Direct): the factor that turns the model's flow
 // time into NCCL's estimate, used only to pick (choose()). 1 for ring, tree, NVLS tree.
