@@ -246,13 +246,32 @@ ShapeBasis shape_theorem_basis(const Shape& s, const SynthResult& r, const Progr
   // for this instance (and every other equal one), which are what decide the exact fallback.
   // §3.6: at depth 4 the finite part is computed for both forms, [n n n n] and [n n n n 1], every n; the forms
   // whose trivial levels are inner have the groupings of one of them.
+  // §3.5 "Device numbering": the system numbers devices level-major, axis-minor; an uncollapsed (d) hierarchy's
+  // levels are axis-major, so its devices can be numbered in another order of its levels. Theorem 4 covers every
+  // order at depth 3 (M3^sigma) but only the level order at depth 4 (M4^sigma is not computed).
+  bool level_order = true;
+  if (s.kind == HierarchyKind::ReductionUncollapsed) {
+    std::pair<int, int> prev{-1, -1};  // (system level, axis) of the previous non-trivial level
+    for (const auto& l : s.levels) {
+      if (l.card < 2) continue;
+      const std::pair<int, int> at{l.parts.front().second, l.parts.front().first};
+      level_order = level_order && prev < at;
+      prev = at;
+    }
+  }
   const bool equal3 = !default_setting && depth > kMaxProvedAllDepth && depth <= kMaxProvedAllEqualDepth &&
+                      (depth == 3 || level_order) &&
                       std::all_of(nontrivial.begin(), nontrivial.end(), [&](auto c) { return c == nontrivial[0]; });
   const bool all_proved = !default_setting && depth <= kMaxProvedAllDepth;
   const bool stays_g1 = !as_default && !all_proved && master_step && r.hierarchy.num_local() <= kMaxG1ReplayDevices &&
                         stays_in_g1(r.hierarchy, r.instructions, prog);
-  const bool valid_shape = !master_step || (as_default && depth <= kMaxProvedMasterDepth) || stays_g1 || all_proved;
-  const bool complete_shape = !master_grouping || (default_setting && depth <= kMaxProvedCompleteDepth) || all_proved;
+  // §3.2: the default setting's finite part per depth and form of the smallest instance ([2 ... 2], [2 ... 2 1]).
+  const bool leaf1 = s.levels.size() > 1 && s.levels.back().card < 2;
+  const int max_valid = leaf1 ? std::min(kMaxProvedMasterDepth, kMaxProvedTrivialLeafDepth) : kMaxProvedMasterDepth;
+  const int max_complete =
+      leaf1 ? std::min(kMaxProvedCompleteDepth, kMaxProvedTrivialLeafDepth) : kMaxProvedCompleteDepth;
+  const bool valid_shape = !master_step || (as_default && depth <= max_valid) || stays_g1 || all_proved;
+  const bool complete_shape = !master_grouping || (default_setting && depth <= max_complete) || all_proved;
   b.valid_everywhere_proved = valid_shape || equal3;
   b.complete_proved = complete_shape || equal3;
   // One claim's basis: proved without Master steps/groupings; else proved in the default setting (or,
@@ -298,17 +317,17 @@ ShapeBasis shape_theorem_basis(const Shape& s, const SynthResult& r, const Progr
                  : basis("valid on every instance of the shape", master_step, valid_shape,
                          "Theorem 1(b) without Master steps, section 3",
                          "programs of the smallest instance are programs of every instance",
-                         "checked, not proved, section 3.2", kMaxProvedMasterDepth, as_default);
+                         "checked, not proved, section 3.2", max_valid, as_default);
   const std::string valid =
       equal3 && !valid_shape ? "valid on this instance: " + equal_text + "; " + valid_all : valid_all;
   const std::string complete_all =
       all_proved && master_grouping
           ? "no other program on any instance: " + all_text
           : basis("no other program on any instance", master_grouping, complete_shape, "no Master grouping, section 3",
-                  "Lemma 2(a) on every instance of depth <= " + std::to_string(kMaxProvedCompleteDepth),
+                  "Lemma 2(a) on every instance of depth <= " + std::to_string(max_complete),
                   default_setting ? "rests on section 3.2's Lemma 2(a), checked, not proved"
                                   : "checked, not proved, section 3.3",
-                  kMaxProvedCompleteDepth, default_setting);
+                  max_complete, default_setting);
   const std::string complete = equal3 && !complete_shape
                                    ? "no other program on this instance: " + equal_text + "; " + complete_all
                                    : complete_all;

@@ -1372,28 +1372,37 @@ const char* const kReliesOn2 =
 // ---- relies_on[1], the shape theorem's basis (docs/shape.md §3-§3.6), re-derived from the shape's
 // depth and cardinalities, the Master setting, the program's Master steps and the smallest instance's
 // Master groupings, with the proved depths of docs/shape.md: the default setting's validity and
-// completeness to depth 5 (§3.2), `all` at depth <= 2 (§3.4) and at depths 3 and 4 on instances whose
+// completeness to depth 6 (§3.2), `all` at depth <= 2 (§3.4) and at depths 3 and 4 on instances whose
 // cardinalities >= 2 are equal (§3.5, §3.6, for this instance only), and §3.3's G' replay (an `all`
 // program whose states on the smallest instance stay in G' with Lemma 1's rows), which check()
 // re-derives by its own replay (stays_in_g1) where it applies: a Master step other than AllReduce,
 // depth >= 3, at most kMaxG1Devices devices. ----
+// The default setting's proved depth (docs/shape.md §3.2: the finite part of Lemmas 4-6, the exits of the
+// smallest instances, computed up to depth 6).
+constexpr int kMaxDefaultDepth = 6;
+constexpr int kMaxDefaultDepthTrivialLeaf = 5;  // [2]^6 1's exits not computed yet
 struct BasisFacts {
   int depth = 0;
   bool default_setting = true, master_step = false, master_allreduce_only = true, master_grouping = false;
   std::vector<long long> nontrivial;  // the shape's cardinalities >= 2, outermost first
+  // The devices are numbered in the (d) levels' order (docs/shape.md §3.5 "Device numbering"): always for a
+  // collapsed (d); for an uncollapsed one iff its non-trivial levels, (axis i, system level j), ascend in (j, i).
+  bool level_order = true;
+  bool trivial_leaf = false;  // the last level has cardinality 1
 };
 std::string expected_basis(const BasisFacts& f, bool stays_g1) {
   const int d = f.depth;
   const bool by_default = f.default_setting || f.master_allreduce_only;
-  // Theorem 4 (docs/shape.md §3.5 at depth 3, §3.6 at depth 4, with or without a trivial leaf): the instances
-  // whose cardinalities >= 2 are equal.
+  // Theorem 4 (docs/shape.md §3.5 at depth 3, every numbering; §3.6 at depth 4, with or without a trivial leaf,
+  // devices numbered in level order): the instances whose cardinalities >= 2 are equal.
   const bool equal3 =
-      !f.default_setting && (d == 3 || d == 4) &&
+      !f.default_setting && (d == 3 || (d == 4 && f.level_order)) &&
       std::all_of(f.nontrivial.begin(), f.nontrivial.end(), [&](long long v) { return v == f.nontrivial[0]; });
   const bool all_depth2 = !f.default_setting && d <= 2;
-  const bool valid_shape = !f.master_step || (by_default && d <= 5) || stays_g1 || all_depth2;
-  const bool complete_shape = !f.master_grouping || (f.default_setting && d <= 5) || all_depth2;
-  const std::string ds = std::to_string(d);
+  const int max_default = f.trivial_leaf ? kMaxDefaultDepthTrivialLeaf : kMaxDefaultDepth;
+  const bool valid_shape = !f.master_step || (by_default && d <= max_default) || stays_g1 || all_depth2;
+  const bool complete_shape = !f.master_grouping || (f.default_setting && d <= max_default) || all_depth2;
+  const std::string ds = std::to_string(d), maxd = std::to_string(max_default);
   const std::string all_text =
       "proved (section 3.4: --master-collectives all at depth <= 2, the tuple model M; depth " + ds + ")";
   std::string equal_text;
@@ -1415,14 +1424,14 @@ std::string expected_basis(const BasisFacts& f, bool stays_g1) {
   auto masterful = [&](const std::string& claim, bool proved, const std::string& proof, const std::string& unproved,
                        bool covered_by_default) {
     if (proved && f.default_setting)
-      return claim + ": proved (section 3.2, " + proof + "; default Master setting, depth " + ds + " <= 5)";
+      return claim + ": proved (section 3.2, " + proof + "; default Master setting, depth " + ds + " <= " + maxd + ")";
     if (proved)
       return claim +
              ": proved (section 3.3: its Master steps are all AllReduce, so it is a program of the default "
              "setting; section 3.2, " +
-             proof + ", depth " + ds + " <= 5)";
-    return claim + ": " + unproved + " (" + (covered_by_default ? "depth " + ds + " > 5" : "--master-collectives all") +
-           ")";
+             proof + ", depth " + ds + " <= " + maxd + ")";
+    return claim + ": " + unproved + " (" +
+           (covered_by_default ? "depth " + ds + " > " + maxd : "--master-collectives all") + ")";
   };
   const std::string v_claim = "valid on every instance of the shape";
   std::string valid;
@@ -1445,7 +1454,7 @@ std::string expected_basis(const BasisFacts& f, bool stays_g1) {
   else if (all_depth2)
     complete = c_claim + ": " + all_text;
   else
-    complete = masterful(c_claim, complete_shape, "Lemma 2(a) on every instance of depth <= 5",
+    complete = masterful(c_claim, complete_shape, "Lemma 2(a) on every instance of depth <= " + maxd,
                          f.default_setting ? "rests on section 3.2's Lemma 2(a), checked, not proved"
                                            : "checked, not proved, section 3.3",
                          f.default_setting);
@@ -1559,11 +1568,18 @@ std::string check_shape(const json& c, const Claims& cl) {
     reject("relies_on: not the sections of docs/shape.md the claim rests on");
   {
     BasisFacts f;
-    for (long long v : cards)
-      if (v >= 2) {
+    std::pair<int, int> prev{-1, -1};  // (system level, axis) of the previous non-trivial (d) level
+    for (std::size_t l = 0; l < cards.size(); ++l)
+      if (cards[l] >= 2) {
         ++f.depth;
-        f.nontrivial.push_back(v);
+        f.nontrivial.push_back(cards[l]);
+        if (kind == "d-uncollapsed") {
+          const std::pair<int, int> at{parts[l][0].second, parts[l][0].first};
+          f.level_order = f.level_order && prev < at;
+          prev = at;
+        }
       }
+    f.trivial_leaf = cards.size() > 1 && cards.back() < 2;
     f.default_setting = str(field(inst, "master_collectives"), "instance.master_collectives") == "allreduce";
     for (const auto& st : field(field(inst, "program"), "steps"))
       if (str(field(st, "form"), "instance step form") == "Master") {

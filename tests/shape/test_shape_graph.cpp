@@ -12,12 +12,15 @@
 
 #include <algorithm>
 #include <bitset>
+#include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <set>
 #include <stdexcept>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "p2v/engine/hierarchy.hpp"
 #include "p2v/engine/instruction.hpp"
@@ -798,10 +801,10 @@ TEST_CASE("shape_theorem_basis: which programs' validity on every instance is pr
   const auto AR = MasterCollectives::AllReduceOnly, ALL = MasterCollectives::All;
   CHECK(basis(3, AR, false).valid_everywhere_proved);
   CHECK(basis(3, AR, true).valid_everywhere_proved);
-  CHECK(basis(5, AR, true).valid_everywhere_proved);
-  CHECK_FALSE(basis(6, AR, true).valid_everywhere_proved);
+  CHECK(basis(6, AR, true).valid_everywhere_proved);
+  CHECK_FALSE(basis(7, AR, true).valid_everywhere_proved);
   // --master-collectives all: a program whose Master steps are all AllReduce is a program of the
-  // default setting, covered by its proof up to depth 5 (docs/shape.md §3.3); one with another Master
+  // default setting, covered by its proof up to depth 6 (docs/shape.md §3.3); one with another Master
   // collective is checked, not proved. The corollary's premise: the default instruction list is the
   // `all` list without the non-AllReduce Master instructions (same names, same groups, same order).
   for (const std::vector<int>& cards : std::vector<std::vector<int>>{{1, 2, 2, 1}, {1, 3, 2, 2}, {1, 2, 1, 3, 2, 1}}) {
@@ -817,10 +820,10 @@ TEST_CASE("shape_theorem_basis: which programs' validity on every instance is pr
     }
   }
   CHECK(basis(3, ALL, true, true).valid_everywhere_proved);
-  CHECK(basis(5, ALL, true, true).valid_everywhere_proved);
-  CHECK_FALSE(basis(6, ALL, true, true).valid_everywhere_proved);
+  CHECK(basis(6, ALL, true, true).valid_everywhere_proved);
+  CHECK_FALSE(basis(7, ALL, true, true).valid_everywhere_proved);
   CHECK(basis(3, ALL, true, true).text.find("its Master steps are all AllReduce") != std::string::npos);
-  CHECK(basis(6, ALL, true, true).text.find("depth 6 > 5") != std::string::npos);
+  CHECK(basis(7, ALL, true, true).text.find("depth 7 > 6") != std::string::npos);
   // With a Master ReduceScatter, AllGather, Reduce or Broadcast: proved iff every state of the program on
   // the smallest instance is in G' with Lemma 1's rows (docs/shape.md §3.3, Lemmas 3' and 2(b)').
   auto named = [&](int depth, const std::string& notation) {
@@ -865,19 +868,39 @@ TEST_CASE("shape_theorem_basis: which programs' validity on every instance is pr
   CHECK_FALSE(leaves3.valid_everywhere_proved);
   CHECK(leaves3.text.find("valid on every instance of the shape: checked, not proved") != std::string::npos);
   CHECK(basis(1, AR, false).complete_proved);  // depth 1: no Master grouping at all
-  // Depth <= 5, default setting: Lemma 2(a) is proved on every instance (docs/shape.md §3.2, Lemmas 4-6).
+  // Depth <= 6, default setting: Lemma 2(a) is proved on every instance (docs/shape.md §3.2, Lemmas 4-6).
   CHECK(basis(2, AR, true).complete_proved);
   CHECK(basis(2, AR, false).complete_proved);
   CHECK(basis(3, AR, true).complete_proved);
   CHECK(basis(4, AR, true).complete_proved);
   CHECK(basis(5, AR, true).complete_proved);
-  CHECK(basis(4, AR, true).text.find("Lemma 2(a) on every instance of depth <= 5") != std::string::npos);
+  CHECK(basis(6, AR, true).complete_proved);
+  CHECK(basis(4, AR, true).text.find("Lemma 2(a) on every instance of depth <= 6") != std::string::npos);
   CHECK(basis(2, ALL, true).complete_proved);   // docs/shape.md §3.4
   CHECK(basis(1, ALL, false).complete_proved);  // no Master grouping
   CHECK_FALSE(basis(3, ALL, true).complete_proved);
-  CHECK_FALSE(basis(6, AR, true).complete_proved);
-  CHECK_FALSE(basis(6, AR, false).complete_proved);  // the hierarchy has Master groupings
-  CHECK(basis(6, AR, true).text.find("depth 6 > 5") != std::string::npos);
+  CHECK_FALSE(basis(7, AR, true).complete_proved);
+  CHECK_FALSE(basis(7, AR, false).complete_proved);  // the hierarchy has Master groupings
+  CHECK(basis(7, AR, true).text.find("depth 7 > 6") != std::string::npos);
+  // With a trivial leaf the default setting is proved to depth 5 only ([2]^6 1's exits not computed yet).
+  {
+    const Shape s = shape_with({2, 3, 3, 3, 3, 3, 1});
+    SynthOptions o;
+    o.max_size = 2;
+    const SynthResult r = synthesize_shape(s, o);
+    bool seen = false;
+    for (const auto& p : r.programs) {
+      const ShapeBasis b = shape_theorem_basis(s, r, p, AR);
+      CHECK_FALSE(b.complete_proved);
+      CHECK(b.text.find("depth 6 > 5") != std::string::npos);
+      seen = true;
+    }
+    CHECK(seen);
+    const Shape s5 = shape_with({2, 3, 3, 3, 3, 1});
+    const SynthResult r5 = synthesize_shape(s5, o);
+    REQUIRE(!r5.programs.empty());
+    CHECK(shape_theorem_basis(s5, r5, r5.programs[0], AR).complete_proved);
+  }
   CHECK(basis(3, ALL, true)
             .text.find("no other program on any instance: checked, not proved, section 3.3 "
                        "(--master-collectives all)") != std::string::npos);
@@ -935,6 +958,33 @@ TEST_CASE("shape_theorem_basis: which programs' validity on every instance is pr
       CHECK_FALSE(b.complete_proved);
       CHECK(b.text.find("section 3.6") == std::string::npos);
     }
+  }
+  // docs/shape.md §3.5 "Device numbering": an uncollapsed (d) hierarchy of depth 4 with equal cardinalities is
+  // proved only when its devices are numbered in its levels' order (M4^sigma is not computed); at depth 3 every
+  // order is (M3^sigma). Two axes reduced on a=b=c=d=2: levels (axis 0: a, b; axis 1: c, d) are in the numbering's
+  // order (level-major, axis-minor); (axis 0: b, c; axis 1: a, d) are not.
+  auto uncollapsed = [](const std::vector<int>& cards, const ParallelismMatrix& x) {
+    std::vector<std::string> names;
+    for (std::size_t j = 0; j < cards.size(); ++j) names.push_back(fmt::format("l{}", j));
+    return make_shape(cards, names, x, {0, 1}, HierarchyKind::ReductionUncollapsed);
+  };
+  struct Numbered {
+    std::vector<int> cards;
+    ParallelismMatrix x;
+    bool proved;
+  };
+  for (const auto& u : std::vector<Numbered>{{{2, 2, 2, 2}, {{2, 2, 1, 1}, {1, 1, 2, 2}}, true},
+                                             {{2, 2, 2, 2}, {{1, 2, 2, 1}, {2, 1, 1, 2}}, false},
+                                             {{2, 2, 2}, {{1, 2, 2}, {2, 1, 1}}, true}}) {
+    const Shape s = uncollapsed(u.cards, u.x);
+    INFO("x = ", fmt::format("{}", u.x));
+    REQUIRE(s.kind == HierarchyKind::ReductionUncollapsed);
+    const SynthResult r = programs_all(s);
+    REQUIRE(!r.programs.empty());
+    bool any_master_grouping = false;
+    for (const auto& in : r.instructions) any_master_grouping |= in.grouping.form == FormKind::Master;
+    REQUIRE(any_master_grouping);
+    for (const auto& p : r.programs) CHECK(shape_theorem_basis(s, r, p, ALL).complete_proved == u.proved);
   }
 }
 
@@ -1523,6 +1573,106 @@ TEST_CASE("Lemma 6 at depth 5 (default setting)" * doctest::skip()) {
     CHECK(ex.size() == (leaf ? 23460u : 17117u));
     CHECK(targets.size() == (leaf ? 17256u : 12475u));
   }
+}
+
+// docs/shape.md §3.2, "Depth 6": the finite part of the default setting's proof needs, per depth, only the
+// part of the smallest instance's graph reached by paths inside G' (its exits and their targets), not the
+// whole graph: every exit target with P1', P2c, P4 or P7 is dead (Lemmas 5 and 6, proved at any depth), so
+// every live state is reached inside G' (Lemma 2(a) on the smallest instance), and Lemma 4 carries it to
+// every instance. `gp_region` walks that part alone, breadth first, keeping only the states to expand and
+// the keys of the states seen (exact), and classifies each exit's target once, as it is found.
+namespace {
+struct Region {
+  std::size_t states = 0, exits = 0, covered = 0;
+  std::size_t distinct_targets = 0;  // by a 64-bit hash of the target (a statistic: collisions undercount)
+  bool goal_inside = false;
+  double seconds = 0;
+};
+Region gp_region(std::vector<int> cards) {
+  const auto t0 = std::chrono::steady_clock::now();
+  cards.insert(cards.begin(), 1);
+  const SynthesisHierarchy h = make_plain_hierarchy(cards);
+  const auto ins = instructions(h, MasterCollectives::AllReduceOnly);
+  const int k = h.num_local();
+  Groups all(1);
+  for (int i = 0; i < k; ++i) all[0].push_back(i);
+  const Key goal = key(StateSet::goal(k, all));
+  auto in_gp = [&](const StateSet& x) { return row_uniform(x) && agreement_form(h, x); };
+  std::unordered_set<Key, KeyHash> seen;
+  std::unordered_set<std::size_t> targets;
+  std::vector<StateSet> frontier{StateSet::initial(k)}, next_frontier;
+  REQUIRE(in_gp(frontier[0]));
+  seen.insert(key(frontier[0]));
+  Region R;
+  while (!frontier.empty()) {
+    for (const StateSet& st : frontier) {
+      ++R.states;
+      for (const auto& in : ins) {
+        StateSet nx;
+        if (!st.apply(in.collective, in.grouping.groups, nx)) continue;
+        Key kx = key(nx);
+        if (seen.count(kx)) continue;  // a state inside G' already reached
+        if (!in_gp(nx)) {              // an exit: its target is never expanded
+          ++R.exits;
+          R.covered += p_zero_row(nx) || p_row_cube(h, nx) || p_barrier(h, nx) || p_sealed(h, nx);
+          targets.insert(KeyHash{}(kx));
+          continue;
+        }
+        R.goal_inside |= kx == goal;
+        seen.insert(std::move(kx));
+        next_frontier.push_back(std::move(nx));
+      }
+    }
+    frontier.swap(next_frontier);
+    next_frontier.clear();
+    next_frontier.shrink_to_fit();
+  }
+  R.distinct_targets = targets.size();
+  R.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return R;
+}
+}  // namespace
+
+// The region walk finds what the whole graph finds: the same exits (state, instruction) and distinct targets,
+// all covered, on the smallest instances of depth 1-4 (both forms).
+TEST_CASE("Lemma 6: the exits found inside G' alone are those of the whole graph (default setting)") {
+  for (const bool leaf : {false, true})
+    for (int depth = 1; depth <= 4; ++depth) {
+      const Graph& S = graph(smallest(depth, leaf), MasterCollectives::AllReduceOnly);
+      const auto ex = exits(S);
+      std::set<int> targets;
+      for (const auto& [i, t] : ex) targets.insert(S.succ[i][t]);
+      const Region R = gp_region(smallest(depth, leaf));
+      INFO("depth ", depth, std::string(leaf ? " with a trivial leaf" : ""));
+      CHECK(R.exits == ex.size());
+      CHECK(R.distinct_targets == targets.size());
+      CHECK(R.covered == R.exits);
+      CHECK(R.goal_inside);
+      CHECK(R.states <= S.states.size());
+      MESSAGE(fmt::format("{}: {} states inside G' of {}, {} exits, {} distinct targets", smallest(depth, leaf),
+                          R.states, S.states.size(), R.exits, R.distinct_targets));
+    }
+}
+
+// Depth 5 and 6 on request: `test_shape_graph -tc="*inside G' at depth*" --no-skip` (P2V_REGION_DEPTH=6 for
+// depth 6 alone; P2V_REGION_LEAF=0 or 1 for one form).
+TEST_CASE("Lemma 6: every exit inside G' at depth 5 and 6 is covered (default setting)" * doctest::skip()) {
+  const char* dv = std::getenv("P2V_REGION_DEPTH");
+  const char* lv = std::getenv("P2V_REGION_LEAF");
+  for (int depth = dv ? std::atoi(dv) : 5; depth <= (dv ? std::atoi(dv) : 6); ++depth)
+    for (const bool leaf : {false, true}) {
+      if (lv && (lv[0] == '1') != leaf) continue;
+      const Region R = gp_region(smallest(depth, leaf));
+      INFO("depth ", depth, std::string(leaf ? " with a trivial leaf" : ""));
+      MESSAGE(fmt::format("{}: {} states inside G', {} exits, {} distinct targets, {} covered, {:.0f} s",
+                          smallest(depth, leaf), R.states, R.exits, R.distinct_targets, R.covered, R.seconds));
+      CHECK(R.goal_inside);
+      CHECK(R.covered == R.exits);
+      if (depth == 5) {  // the whole graph's counts (test "Lemma 6 at depth 5")
+        CHECK(R.exits == (leaf ? 23460u : 17117u));
+        CHECK(R.distinct_targets == (leaf ? 17256u : 12475u));
+      }
+    }
 }
 
 // ---- docs/shape.md §3.3: rows with --master-collectives all (Lemma 1') ----

@@ -78,16 +78,17 @@ SynthResult synthesize_shape(const Shape& s, const SynthOptions& opt);
 // §3.2). `valid_everywhere_proved`: its validity on every instance of the shape is proved (no
 // Master step; or the default Master setting, or --master-collectives all and a program whose Master
 // steps are all AllReduce (docs/shape.md §3.3), and at most kMaxProvedMasterDepth levels of
-// cardinality >= 2, where Lemma 2(a) is checked exhaustively on the smallest instance; or
+// cardinality >= 2, where Lemma 2(a) on the smallest instance follows from its exits (Lemmas 4-6); or
 // --master-collectives all and every state of the program on the smallest instance in G' with Lemma
 // 1's rows, docs/shape.md §3.3's Proposition, any depth), otherwise only checked. `complete_proved`: "no other program"
 // transfers from the smallest instance by a proof (the hierarchy has no Master grouping; or the default Master setting
 // and at most kMaxProvedCompleteDepth levels of cardinality >= 2, where Lemma 2(a) is proved on every instance by
-// Lemmas 4-6 and the exhaustive list of the smallest instance's exits, depth 5's on request),
+// Lemmas 4-6 and the exhaustive list of the smallest instance's exits: depths <= 4 in CI, 5 and 6 on request),
 // otherwise by Lemma 2(a), checked. `text` says so.
 // With --master-collectives all at depth <= kMaxProvedAllDepth both are proved for every program (docs/shape.md
-// §3.4). At depth 3 to kMaxProvedAllEqualDepth, when the cardinalities >= 2 of `s` are all equal, both flags are
-// set for `s`'s own instance (and every instance with equal cardinalities, §3.5, §3.6) — not for the shape's
+// §3.4). At depth 3 to kMaxProvedAllEqualDepth, when the cardinalities >= 2 of `s` are all equal (and, at depth 4,
+// the devices are numbered in the levels' order: §3.5 "Device numbering", an uncollapsed (d) may not be), both flags
+// are set for `s`'s own instance (and every instance with equal cardinalities, §3.5, §3.6) — not for the shape's
 // unequal instances, so `text` then states the instance's claims ("on this instance: proved") and the
 // shape-wide ones separately; the flags decide the exact fallback for this instance only. With
 // --master-collectives all, a program with a Master ReduceScatter, AllGather, Reduce or Broadcast
@@ -97,8 +98,11 @@ SynthResult synthesize_shape(const Shape& s, const SynthOptions& opt);
 // (32: depth <= 5; the replay costs about 0.25 ms per program there, 1.4 ms at 64 devices, measured on
 // the size-4 programs of depth 5 and 6 shapes.)
 inline constexpr int kMaxG1ReplayDevices = 32;
-inline constexpr int kMaxProvedMasterDepth = 5;
-inline constexpr int kMaxProvedCompleteDepth = 5;
+inline constexpr int kMaxProvedMasterDepth = 6;
+inline constexpr int kMaxProvedCompleteDepth = 6;
+// The same for shapes whose last level has cardinality 1 (smallest instance [2 ... 2 1]): depth 6's exits
+// (docs/shape.md §3.2, "Depth 6") are computed for [2]^6 only so far.
+inline constexpr int kMaxProvedTrivialLeafDepth = 5;
 // --master-collectives all: both directions proved for every program at depth <= 2 (docs/shape.md §3.4:
 // a model of the semantics over row tuples whose conditions are first-order formulas of width 4 per
 // level, so cardinalities >= 5 behave alike, and an exhaustive check over cardinalities 2..5, run to 8).
