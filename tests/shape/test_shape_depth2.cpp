@@ -342,6 +342,43 @@ std::vector<int> form(int f, int ca, int cb) {
   return with_root(forms.at(f));
 }
 
+// M and the engine in lockstep from the initial pair: per step the same outcome (valid or not), and after a
+// valid one M's state read through its label is the engine's state. Aborts are counted, not followed.
+struct Lockstep {
+  std::size_t states = 0;
+  int checked = 0, mismatches = 0, aborts = 0;
+};
+Lockstep lockstep_with_engine(const Model& M, const Inst& I) {
+  const int k = I.k;
+  std::vector<std::pair<MState, StateSet>> queue{{M.initial(), StateSet::initial(k)}};
+  std::unordered_map<MState, int, MHash> seen{{queue[0].first, 0}};
+  Lockstep w;
+  for (std::size_t q = 0; q < queue.size(); ++q)
+    for (std::size_t t = 0; t < I.ins.size(); ++t) {
+      MState m;
+      StateSet e;
+      const Outcome o = M.step(queue[q].first, static_cast<int>(t), m);
+      const bool ev = queue[q].second.apply(I.ins[t].collective, I.ins[t].grouping.groups, e);
+      ++w.checked;
+      if (o == Outcome::Abort) {
+        ++w.aborts;
+        continue;
+      }
+      if ((o == Outcome::Valid) != ev) {
+        ++w.mismatches;
+        continue;
+      }
+      if (!ev) continue;
+      for (int x = 0; x < k; ++x)
+        for (int tt = 0; tt < k; ++tt)
+          for (int j = 0; j < k; ++j)
+            w.mismatches += e.get(x, M.engine_row(m, tt), j) != (((m.c[x * k + tt] >> j) & 1u) != 0);
+      if (seen.emplace(m, static_cast<int>(queue.size())).second) queue.emplace_back(std::move(m), std::move(e));
+    }
+  w.states = queue.size();
+  return w;
+}
+
 }  // namespace
 
 // The implementation check: on these instances M (while it does not abort) and the engine take the
@@ -353,32 +390,10 @@ TEST_CASE("depth 2, --master-collectives all: the tuple model M is the engine's 
     CAPTURE(where);
     const Inst I = make_inst(cards);
     const Model M{I};
-    const int k = I.k;
-    std::vector<std::pair<MState, StateSet>> queue{{M.initial(), StateSet::initial(k)}};
-    std::unordered_map<MState, int, MHash> seen{{queue[0].first, 0}};
-    int checked = 0, mismatches = 0;
-    for (std::size_t q = 0; q < queue.size(); ++q) {
-      for (std::size_t t = 0; t < I.ins.size(); ++t) {
-        MState m;
-        StateSet e;
-        const Outcome o = M.step(queue[q].first, static_cast<int>(t), m);
-        const bool ev = queue[q].second.apply(I.ins[t].collective, I.ins[t].grouping.groups, e);
-        REQUIRE(o != Outcome::Abort);
-        ++checked;
-        if ((o == Outcome::Valid) != ev) {
-          ++mismatches;
-          continue;
-        }
-        if (!ev) continue;
-        for (int x = 0; x < k; ++x)
-          for (int tt = 0; tt < k; ++tt)
-            for (int j = 0; j < k; ++j)
-              mismatches += e.get(x, M.engine_row(m, tt), j) != (((m.c[x * k + tt] >> j) & 1u) != 0);
-        if (seen.emplace(m, static_cast<int>(queue.size())).second) queue.emplace_back(std::move(m), std::move(e));
-      }
-    }
-    MESSAGE(fmt::format("{}: {} states of M, {} steps compared with the engine", cards, queue.size(), checked));
-    CHECK(mismatches == 0);
+    const Lockstep w = lockstep_with_engine(M, I);
+    CHECK(w.aborts == 0);
+    MESSAGE(fmt::format("{}: {} states of M, {} steps compared with the engine", cards, w.states, w.checked));
+    CHECK(w.mismatches == 0);
   }
 }
 
@@ -444,38 +459,14 @@ TEST_CASE("depth 2, --master-collectives all: devices numbered b-major (uncollap
       Inst J = I;
       J.b_major = rev != 0;  // rev = 0: unchanged M (order A for {a, b}) on the b-major placement
       const Model M{J};
-      const int k = J.k;
-      std::vector<std::pair<MState, StateSet>> queue{{M.initial(), StateSet::initial(k)}};
-      std::unordered_map<MState, int, MHash> seen{{queue[0].first, 0}};
-      int mismatches = 0, aborts = 0;
-      for (std::size_t q = 0; q < queue.size(); ++q)
-        for (std::size_t t = 0; t < J.ins.size(); ++t) {
-          MState m;
-          StateSet e;
-          const Outcome o = M.step(queue[q].first, static_cast<int>(t), m);
-          const bool ev = queue[q].second.apply(J.ins[t].collective, J.ins[t].grouping.groups, e);
-          if (o == Outcome::Abort) {
-            ++aborts;
-            continue;
-          }
-          if ((o == Outcome::Valid) != ev) {
-            ++mismatches;
-            continue;
-          }
-          if (!ev) continue;
-          for (int x = 0; x < k; ++x)
-            for (int tt = 0; tt < k; ++tt)
-              for (int j = 0; j < k; ++j)
-                mismatches += e.get(x, M.engine_row(m, tt), j) != (((m.c[x * k + tt] >> j) & 1u) != 0);
-          if (seen.emplace(m, static_cast<int>(queue.size())).second) queue.emplace_back(std::move(m), std::move(e));
-        }
-      MESSAGE(fmt::format("{} {}: {} states, {} aborts, {} mismatches", where, rev ? "M^rev" : "M", queue.size(),
-                          aborts, mismatches));
+      const Lockstep w = lockstep_with_engine(M, J);
+      MESSAGE(fmt::format("{} {}: {} states, {} aborts, {} mismatches", where, rev ? "M^rev" : "M", w.states, w.aborts,
+                          w.mismatches));
       if (rev) {
-        CHECK(mismatches == 0);
-        CHECK(aborts == 0);
+        CHECK(w.mismatches == 0);
+        CHECK(w.aborts == 0);
       } else {
-        CHECK(mismatches + aborts > 0);
+        CHECK(w.mismatches + w.aborts > 0);
       }
     }
   }

@@ -885,6 +885,42 @@ TEST_CASE("depth 3, equal cardinalities: without the stop at P4, M3 aborts, only
 // the same liveness and the same goal on every pair. So for n = 3, 4 every sequence is valid on [n n n]
 // iff on [2 2 2] (Theorem 4 proves it only for goal-reaching sequences). On n = 5, 6 the same held
 // (review4, 1.6 s / 12 s, 0.5 / 3 GB without the leaf; 11 s, 2 GB with it for n = 5).
+namespace {
+// The product of two instances' engine graphs from the initial pair (same instruction names in the same
+// order): pairs whose liveness or goal differ, and steps valid on one side only, count as mismatches.
+struct PairWalk {
+  std::size_t pairs = 0;
+  int mismatches = 0, live_pairs = 0, goals = 0;
+};
+PairWalk walk_pairs(const Graph& A, const Graph& B) {
+  REQUIRE(A.ins.size() == B.ins.size());
+  for (std::size_t t = 0; t < A.ins.size(); ++t)
+    REQUIRE(instruction_name(A.h, A.ins[t]) == instruction_name(B.h, B.ins[t]));
+  Groups ga(1), gb(1);
+  for (int i = 0; i < A.h.num_local(); ++i) ga[0].push_back(i);
+  for (int i = 0; i < B.h.num_local(); ++i) gb[0].push_back(i);
+  const StateSet goal_a = StateSet::goal(A.h.num_local(), ga), goal_b = StateSet::goal(B.h.num_local(), gb);
+  std::vector<std::pair<int, int>> queue{{0, 0}};
+  std::map<std::pair<int, int>, int> seen{{{0, 0}, 0}};
+  PairWalk w;
+  for (std::size_t q = 0; q < queue.size(); ++q) {
+    const auto [x, y] = queue[q];
+    w.mismatches += A.live[x] != B.live[y];
+    w.mismatches += (A.states[x] == goal_a) != (B.states[y] == goal_b);
+    w.live_pairs += A.live[x] && B.live[y];
+    w.goals += A.states[x] == goal_a;
+    for (std::size_t t = 0; t < A.ins.size(); ++t) {
+      const int nx = A.succ[x][t], ny = B.succ[y][t];
+      w.mismatches += (nx >= 0) != (ny >= 0);
+      if (nx >= 0 && ny >= 0 && seen.emplace(std::pair{nx, ny}, static_cast<int>(queue.size())).second)
+        queue.emplace_back(nx, ny);
+    }
+  }
+  w.pairs = queue.size();
+  return w;
+}
+}  // namespace
+
 TEST_CASE("depth 3, equal cardinalities: the engine's graphs of [n n n] and [2 2 2] agree on every sequence") {
   for (int leaf = 0; leaf < 2; ++leaf) {
     std::vector<int> small{1, 2, 2, 2};
@@ -895,34 +931,12 @@ TEST_CASE("depth 3, equal cardinalities: the engine's graphs of [n n n] and [2 2
       if (leaf) cards.push_back(1);
       CAPTURE(cards);
       const Graph A = explore(cards, MasterCollectives::All);
-      REQUIRE(A.ins.size() == B.ins.size());
-      for (std::size_t t = 0; t < A.ins.size(); ++t)
-        REQUIRE(instruction_name(A.h, A.ins[t]) == instruction_name(B.h, B.ins[t]));
-      Groups ga(1), gb(1);
-      for (int i = 0; i < A.h.num_local(); ++i) ga[0].push_back(i);
-      for (int i = 0; i < B.h.num_local(); ++i) gb[0].push_back(i);
-      const StateSet goal_a = StateSet::goal(A.h.num_local(), ga), goal_b = StateSet::goal(B.h.num_local(), gb);
-      std::vector<std::pair<int, int>> queue{{0, 0}};
-      std::map<std::pair<int, int>, int> seen{{{0, 0}, 0}};
-      int mismatches = 0, live_pairs = 0, goals = 0;
-      for (std::size_t q = 0; q < queue.size(); ++q) {
-        const auto [x, y] = queue[q];
-        mismatches += A.live[x] != B.live[y];
-        mismatches += (A.states[x] == goal_a) != (B.states[y] == goal_b);
-        live_pairs += A.live[x] && B.live[y];
-        goals += A.states[x] == goal_a;
-        for (std::size_t t = 0; t < A.ins.size(); ++t) {
-          const int nx = A.succ[x][t], ny = B.succ[y][t];
-          mismatches += (nx >= 0) != (ny >= 0);
-          if (nx >= 0 && ny >= 0 && seen.emplace(std::pair{nx, ny}, static_cast<int>(queue.size())).second)
-            queue.emplace_back(nx, ny);
-        }
-      }
-      MESSAGE(fmt::format("{}: {} states, {} pairs ({} live), {} mismatches", cards, A.states.size(), queue.size(),
-                          live_pairs, mismatches));
-      CHECK(mismatches == 0);
-      CHECK(goals == 1);
-      CHECK(live_pairs > 100);
+      const PairWalk w = walk_pairs(A, B);
+      MESSAGE(fmt::format("{}: {} states, {} pairs ({} live), {} mismatches", cards, A.states.size(), w.pairs,
+                          w.live_pairs, w.mismatches));
+      CHECK(w.mismatches == 0);
+      CHECK(w.goals == 1);
+      CHECK(w.live_pairs > 100);
     }
   }
 }
@@ -1040,31 +1054,10 @@ TEST_CASE("uncollapsed (d) numbered out of level order: the engine agrees with t
     }
     CHECK(out_of_order > 0);
     const Graph A = explore(hc, MasterCollectives::All), B = explore(hs, MasterCollectives::All);
-    REQUIRE(A.ins.size() == B.ins.size());
-    for (std::size_t t = 0; t < A.ins.size(); ++t)
-      REQUIRE(instruction_name(A.h, A.ins[t]) == instruction_name(B.h, B.ins[t]));
-    Groups ga(1), gb(1);
-    for (int i = 0; i < A.h.num_local(); ++i) ga[0].push_back(i);
-    for (int i = 0; i < B.h.num_local(); ++i) gb[0].push_back(i);
-    const StateSet goal_a = StateSet::goal(A.h.num_local(), ga), goal_b = StateSet::goal(B.h.num_local(), gb);
-    std::vector<std::pair<int, int>> queue{{0, 0}};
-    std::map<std::pair<int, int>, int> seen{{{0, 0}, 0}};
-    int mismatches = 0, live_pairs = 0;
-    for (std::size_t q = 0; q < queue.size(); ++q) {
-      const auto [a, b] = queue[q];
-      mismatches += A.live[a] != B.live[b];
-      mismatches += (A.states[a] == goal_a) != (B.states[b] == goal_b);
-      live_pairs += A.live[a] && B.live[b];
-      for (std::size_t t = 0; t < A.ins.size(); ++t) {
-        const int na = A.succ[a][t], nb = B.succ[b][t];
-        mismatches += (na >= 0) != (nb >= 0);
-        if (na >= 0 && nb >= 0 && seen.emplace(std::pair{na, nb}, static_cast<int>(queue.size())).second)
-          queue.emplace_back(na, nb);
-      }
-    }
+    const PairWalk w = walk_pairs(A, B);
     MESSAGE(fmt::format("{}: {} states against {}, {} pairs ({} live), {} mismatches", where, A.states.size(),
-                        B.states.size(), queue.size(), live_pairs, mismatches));
-    CHECK(mismatches == 0);
-    CHECK(live_pairs > 10);
+                        B.states.size(), w.pairs, w.live_pairs, w.mismatches));
+    CHECK(w.mismatches == 0);
+    CHECK(w.live_pairs > 10);
   }
 }
