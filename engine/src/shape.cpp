@@ -265,11 +265,8 @@ ShapeBasis shape_theorem_basis(const Shape& s, const SynthResult& r, const Progr
   const bool all_proved = !default_setting && depth <= kMaxProvedAllDepth;
   const bool stays_g1 = !as_default && !all_proved && master_step && r.hierarchy.num_local() <= kMaxG1ReplayDevices &&
                         stays_in_g1(r.hierarchy, r.instructions, prog);
-  // §3.2: the default setting's finite part per depth and form of the smallest instance ([2 ... 2], [2 ... 2 1]).
-  const bool leaf1 = s.levels.size() > 1 && s.levels.back().card < 2;
-  const int max_valid = leaf1 ? std::min(kMaxProvedMasterDepth, kMaxProvedTrivialLeafDepth) : kMaxProvedMasterDepth;
-  const int max_complete =
-      leaf1 ? std::min(kMaxProvedCompleteDepth, kMaxProvedTrivialLeafDepth) : kMaxProvedCompleteDepth;
+  // §3.2: the default setting's finite part, computed for both forms of the smallest instance to these depths.
+  const int max_valid = kMaxProvedMasterDepth, max_complete = kMaxProvedCompleteDepth;
   const bool valid_shape = !master_step || (as_default && depth <= max_valid) || stays_g1 || all_proved;
   const bool complete_shape = !master_grouping || (default_setting && depth <= max_complete) || all_proved;
   b.valid_everywhere_proved = valid_shape || equal3;

@@ -1380,7 +1380,6 @@ const char* const kReliesOn2 =
 // The default setting's proved depth (docs/shape.md §3.2: the finite part of Lemmas 4-6, the exits of the
 // smallest instances, computed up to depth 6).
 constexpr int kMaxDefaultDepth = 6;
-constexpr int kMaxDefaultDepthTrivialLeaf = 5;  // [2]^6 1's exits not computed yet
 struct BasisFacts {
   int depth = 0;
   bool default_setting = true, master_step = false, master_allreduce_only = true, master_grouping = false;
@@ -1388,7 +1387,6 @@ struct BasisFacts {
   // The devices are numbered in the (d) levels' order (docs/shape.md §3.5 "Device numbering"): always for a
   // collapsed (d); for an uncollapsed one iff its non-trivial levels, (axis i, system level j), ascend in (j, i).
   bool level_order = true;
-  bool trivial_leaf = false;  // the last level has cardinality 1
 };
 std::string expected_basis(const BasisFacts& f, bool stays_g1) {
   const int d = f.depth;
@@ -1399,7 +1397,7 @@ std::string expected_basis(const BasisFacts& f, bool stays_g1) {
       !f.default_setting && (d == 3 || (d == 4 && f.level_order)) &&
       std::all_of(f.nontrivial.begin(), f.nontrivial.end(), [&](long long v) { return v == f.nontrivial[0]; });
   const bool all_depth2 = !f.default_setting && d <= 2;
-  const int max_default = f.trivial_leaf ? kMaxDefaultDepthTrivialLeaf : kMaxDefaultDepth;
+  const int max_default = kMaxDefaultDepth;
   const bool valid_shape = !f.master_step || (by_default && d <= max_default) || stays_g1 || all_depth2;
   const bool complete_shape = !f.master_grouping || (f.default_setting && d <= max_default) || all_depth2;
   const std::string ds = std::to_string(d), maxd = std::to_string(max_default);
@@ -1579,7 +1577,6 @@ std::string check_shape(const json& c, const Claims& cl) {
           prev = at;
         }
       }
-    f.trivial_leaf = cards.size() > 1 && cards.back() < 2;
     f.default_setting = str(field(inst, "master_collectives"), "instance.master_collectives") == "allreduce";
     for (const auto& st : field(field(inst, "program"), "steps"))
       if (str(field(st, "form"), "instance step form") == "Master") {

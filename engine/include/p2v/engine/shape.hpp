@@ -100,9 +100,6 @@ SynthResult synthesize_shape(const Shape& s, const SynthOptions& opt);
 inline constexpr int kMaxG1ReplayDevices = 32;
 inline constexpr int kMaxProvedMasterDepth = 6;
 inline constexpr int kMaxProvedCompleteDepth = 6;
-// The same for shapes whose last level has cardinality 1 (smallest instance [2 ... 2 1]): depth 6's exits
-// (docs/shape.md §3.2, "Depth 6") are computed for [2]^6 only so far.
-inline constexpr int kMaxProvedTrivialLeafDepth = 5;
 // --master-collectives all: both directions proved for every program at depth <= 2 (docs/shape.md §3.4:
 // a model of the semantics over row tuples whose conditions are first-order formulas of width 4 per
 // level, so cardinalities >= 5 behave alike, and an exhaustive check over cardinalities 2..5, run to 8).
