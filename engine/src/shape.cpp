@@ -265,10 +265,8 @@ ShapeBasis shape_theorem_basis(const Shape& s, const SynthResult& r, const Progr
   const bool all_proved = !default_setting && depth <= kMaxProvedAllDepth;
   const bool stays_g1 = !as_default && !all_proved && master_step && r.hierarchy.num_local() <= kMaxG1ReplayDevices &&
                         stays_in_g1(r.hierarchy, r.instructions, prog);
-  // §3.2: the default setting's finite part, computed for both forms of the smallest instance to these depths.
-  const int max_valid = kMaxProvedMasterDepth, max_complete = kMaxProvedCompleteDepth;
-  const bool valid_shape = !master_step || (as_default && depth <= max_valid) || stays_g1 || all_proved;
-  const bool complete_shape = !master_grouping || (default_setting && depth <= max_complete) || all_proved;
+  const bool valid_shape = !master_step || (as_default && depth <= kMaxProvedMasterDepth) || stays_g1 || all_proved;
+  const bool complete_shape = !master_grouping || (default_setting && depth <= kMaxProvedCompleteDepth) || all_proved;
   b.valid_everywhere_proved = valid_shape || equal3;
   b.complete_proved = complete_shape || equal3;
   // One claim's basis: proved without Master steps/groupings; else proved in the default setting (or,
@@ -314,17 +312,17 @@ ShapeBasis shape_theorem_basis(const Shape& s, const SynthResult& r, const Progr
                  : basis("valid on every instance of the shape", master_step, valid_shape,
                          "Theorem 1(b) without Master steps, section 3",
                          "programs of the smallest instance are programs of every instance",
-                         "checked, not proved, section 3.2", max_valid, as_default);
+                         "checked, not proved, section 3.2", kMaxProvedMasterDepth, as_default);
   const std::string valid =
       equal3 && !valid_shape ? "valid on this instance: " + equal_text + "; " + valid_all : valid_all;
   const std::string complete_all =
       all_proved && master_grouping
           ? "no other program on any instance: " + all_text
           : basis("no other program on any instance", master_grouping, complete_shape, "no Master grouping, section 3",
-                  "Lemma 2(a) on every instance of depth <= " + std::to_string(max_complete),
+                  "Lemma 2(a) on every instance of depth <= " + std::to_string(kMaxProvedCompleteDepth),
                   default_setting ? "rests on section 3.2's Lemma 2(a), checked, not proved"
                                   : "checked, not proved, section 3.3",
-                  max_complete, default_setting);
+                  kMaxProvedCompleteDepth, default_setting);
   const std::string complete = equal3 && !complete_shape
                                    ? "no other program on this instance: " + equal_text + "; " + complete_all
                                    : complete_all;

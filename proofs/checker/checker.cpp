@@ -1397,10 +1397,9 @@ std::string expected_basis(const BasisFacts& f, bool stays_g1) {
       !f.default_setting && (d == 3 || (d == 4 && f.level_order)) &&
       std::all_of(f.nontrivial.begin(), f.nontrivial.end(), [&](long long v) { return v == f.nontrivial[0]; });
   const bool all_depth2 = !f.default_setting && d <= 2;
-  const int max_default = kMaxDefaultDepth;
-  const bool valid_shape = !f.master_step || (by_default && d <= max_default) || stays_g1 || all_depth2;
-  const bool complete_shape = !f.master_grouping || (f.default_setting && d <= max_default) || all_depth2;
-  const std::string ds = std::to_string(d), maxd = std::to_string(max_default);
+  const bool valid_shape = !f.master_step || (by_default && d <= kMaxDefaultDepth) || stays_g1 || all_depth2;
+  const bool complete_shape = !f.master_grouping || (f.default_setting && d <= kMaxDefaultDepth) || all_depth2;
+  const std::string ds = std::to_string(d), maxd = std::to_string(kMaxDefaultDepth);
   const std::string all_text =
       "proved (section 3.4: --master-collectives all at depth <= 2, the tuple model M; depth " + ds + ")";
   std::string equal_text;

@@ -762,10 +762,13 @@ TEST_CASE("Master setting all: no live divergence; the minimal dead divergence")
 // What a shape certificate says it relies on (encodings' relies_on): proved or checked, per program.
 TEST_CASE("shape_theorem_basis: which programs' validity on every instance is proved") {
   // Cardinalities 2 3 3 …: unequal from depth 2 on (depth 3 with equal ones is proved, docs/shape.md §3.5).
-  auto shape_with = [](const std::vector<int>& cards) {
+  // One axis over every level (collapsed (d)) unless a matrix, reduction axes and kind are given.
+  auto shape_with = [](const std::vector<int>& cards, ParallelismMatrix x = {}, const std::vector<int>& reduce = {0},
+                       HierarchyKind kind = HierarchyKind::ReductionAxes) {
     std::vector<std::string> names;
     for (std::size_t j = 0; j < cards.size(); ++j) names.push_back(fmt::format("l{}", j));
-    return make_shape(cards, names, ParallelismMatrix{cards}, {0}, HierarchyKind::ReductionAxes);
+    if (x.empty()) x = {cards};
+    return make_shape(cards, names, x, reduce, kind);
   };
   auto shape_of = [&](int depth, bool equal = false) {
     std::vector<int> cards(depth, 3);
@@ -957,11 +960,6 @@ TEST_CASE("shape_theorem_basis: which programs' validity on every instance is pr
   // proved only when its devices are numbered in its levels' order (M4^sigma is not computed); at depth 3 every
   // order is (M3^sigma). Two axes reduced on a=b=c=d=2: levels (axis 0: a, b; axis 1: c, d) are in the numbering's
   // order (level-major, axis-minor); (axis 0: b, c; axis 1: a, d) are not.
-  auto uncollapsed = [](const std::vector<int>& cards, const ParallelismMatrix& x) {
-    std::vector<std::string> names;
-    for (std::size_t j = 0; j < cards.size(); ++j) names.push_back(fmt::format("l{}", j));
-    return make_shape(cards, names, x, {0, 1}, HierarchyKind::ReductionUncollapsed);
-  };
   struct Numbered {
     std::vector<int> cards;
     ParallelismMatrix x;
@@ -970,7 +968,7 @@ TEST_CASE("shape_theorem_basis: which programs' validity on every instance is pr
   for (const auto& u : std::vector<Numbered>{{{2, 2, 2, 2}, {{2, 2, 1, 1}, {1, 1, 2, 2}}, true},
                                              {{2, 2, 2, 2}, {{1, 2, 2, 1}, {2, 1, 1, 2}}, false},
                                              {{2, 2, 2}, {{1, 2, 2}, {2, 1, 1}}, true}}) {
-    const Shape s = uncollapsed(u.cards, u.x);
+    const Shape s = shape_with(u.cards, u.x, {0, 1}, HierarchyKind::ReductionUncollapsed);
     INFO("x = ", fmt::format("{}", u.x));
     REQUIRE(s.kind == HierarchyKind::ReductionUncollapsed);
     const SynthResult r = programs_all(s);
@@ -1540,6 +1538,13 @@ TEST_CASE("Lemma 6: barrier, frozen and locked states; every depth-3 exit target
 // Lemma 6 at depth 5 (on request: test_shape_graph -tc="*Lemma 6 at depth 5*" --no-skip; the two
 // depth-5 smallest instances, 112k and 183k states): P4-P7 preserved on every reachable state and
 // every distinct exit target covered by P1', P2c, P4 or P7.
+namespace {
+// An exit's target is dead on every instance if it has P1', P2c, P4 or P7 (Lemmas 5 and 6, docs/shape.md §3.2).
+bool exit_target_covered(const SynthesisHierarchy& h, const StateSet& s) {
+  return p_zero_row(s) || p_row_cube(h, s) || p_barrier(h, s) || p_sealed(h, s);
+}
+}  // namespace
+
 TEST_CASE("Lemma 6 at depth 5 (default setting)" * doctest::skip()) {
   for (const bool leaf : {false, true}) {
     const Graph& S = graph(smallest(5, leaf), MasterCollectives::AllReduceOnly);
@@ -1558,7 +1563,7 @@ TEST_CASE("Lemma 6 at depth 5 (default setting)" * doctest::skip()) {
       const int tgt = S.succ[i][t];
       if (!targets.insert(tgt).second) continue;
       const StateSet& st = S.states[tgt];
-      covered += p_zero_row(st) || p_row_cube(S.h, st) || p_barrier(S.h, st) || p_sealed(S.h, st);
+      covered += exit_target_covered(S.h, st);
     }
     MESSAGE(fmt::format("{}", smallest(5, leaf)), ": ", S.states.size(), " states, ", ex.size(), " exits, ",
             targets.size(), " distinct targets, ", covered, " covered");
@@ -1608,7 +1613,7 @@ Region gp_region(std::vector<int> cards) {
         if (seen.count(kx)) continue;  // a state inside G' already reached
         if (!in_gp(nx)) {              // an exit: its target is never expanded
           ++R.exits;
-          R.covered += p_zero_row(nx) || p_row_cube(h, nx) || p_barrier(h, nx) || p_sealed(h, nx);
+          R.covered += exit_target_covered(h, nx);
           targets.insert(KeyHash{}(kx));
           continue;
         }
