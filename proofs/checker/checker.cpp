@@ -1395,7 +1395,7 @@ std::string expected_basis(const BasisFacts& f, bool stays_g1) {
   const int d = f.depth;
   const bool by_default = f.default_setting || f.master_allreduce_only;
   // Theorem 4 (docs/shape.md §3.5 at depth 3, every numbering; §3.6 at depth 4, with or without a trivial leaf,
-  // devices numbered in level order): the instances whose cardinalities >= 2 are equal.
+  // devices numbered in level order or its reverse): the instances whose cardinalities >= 2 are equal.
   const bool equal3 =
       !f.default_setting && (d == 3 || (d == 4 && (f.level_order || f.reverse_order))) &&
       std::all_of(f.nontrivial.begin(), f.nontrivial.end(), [&](long long v) { return v == f.nontrivial[0]; });
