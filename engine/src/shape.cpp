@@ -248,19 +248,25 @@ ShapeBasis shape_theorem_basis(const Shape& s, const SynthResult& r, const Progr
   // whose trivial levels are inner have the groupings of one of them.
   // §3.5 "Device numbering": the system numbers devices level-major, axis-minor; an uncollapsed (d) hierarchy's
   // levels are axis-major, so its devices can be numbered in another order of its levels. Theorem 4 covers every
-  // order at depth 3 (M3^sigma) but only the level order at depth 4 (M4^sigma is not computed).
-  bool level_order = true;
+  // order at depth 3 (M3^sigma); at depth 4 the level order and its reverse (§3.6 "Device numbering at depth 4":
+  // renaming the levels maps the reverse onto the level order with instructions of [n n n n 1], and the two
+  // smallest instances have the same programs), not the other 22 orders (M4^sigma is not computed).
+  bool level_order = true, reverse_order = s.kind == HierarchyKind::ReductionUncollapsed;
   if (s.kind == HierarchyKind::ReductionUncollapsed) {
     std::pair<int, int> prev{-1, -1};  // (system level, axis) of the previous non-trivial level
+    bool first = true;
     for (const auto& l : s.levels) {
       if (l.card < 2) continue;
       const std::pair<int, int> at{l.parts.front().second, l.parts.front().first};
       level_order = level_order && prev < at;
+      reverse_order = reverse_order && (first || at < prev);
       prev = at;
+      first = false;
     }
   }
+  reverse_order = reverse_order && !level_order;
   const bool equal3 = !default_setting && depth > kMaxProvedAllDepth && depth <= kMaxProvedAllEqualDepth &&
-                      (depth == 3 || level_order) &&
+                      (depth == 3 || level_order || reverse_order) &&
                       std::all_of(nontrivial.begin(), nontrivial.end(), [&](auto c) { return c == nontrivial[0]; });
   const bool all_proved = !default_setting && depth <= kMaxProvedAllDepth;
   const bool stays_g1 = !as_default && !all_proved && master_step && r.hierarchy.num_local() <= kMaxG1ReplayDevices &&
@@ -302,9 +308,10 @@ ShapeBasis shape_theorem_basis(const Shape& s, const SynthResult& r, const Progr
                 fmt::join(nontrivial, " "))
           : fmt::format(
                 "proved (section 3.6, Theorem 4 at depth 4: --master-collectives all on the instances whose four "
-                "cardinalities >= 2 are equal, the tuple model M4; this instance: {}; its finite part runs on "
+                "cardinalities >= 2 are equal, the tuple model M4; this instance: {}{}; its finite part runs on "
                 "request, not in CI)",
-                fmt::join(nontrivial, " "));
+                fmt::join(nontrivial, " "),
+                reverse_order ? ", devices numbered in reverse level order (Device numbering at depth 4)" : "");
   const std::string valid_all =
       all_proved && master_step ? "valid on every instance of the shape: " + all_text
       : stays_g1 ? "valid on every instance of the shape: proved (section 3.3, Lemmas 3' and 2(b)': every state of "

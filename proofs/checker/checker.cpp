@@ -1387,14 +1387,17 @@ struct BasisFacts {
   // The devices are numbered in the (d) levels' order (docs/shape.md §3.5 "Device numbering"): always for a
   // collapsed (d); for an uncollapsed one iff its non-trivial levels, (axis i, system level j), ascend in (j, i).
   bool level_order = true;
+  // ... or in the reverse order: their non-trivial levels descend in (j, i) (docs/shape.md §3.6 "Device
+  // numbering at depth 4"); both proved at depth 4, the other orders not.
+  bool reverse_order = false;
 };
 std::string expected_basis(const BasisFacts& f, bool stays_g1) {
   const int d = f.depth;
   const bool by_default = f.default_setting || f.master_allreduce_only;
   // Theorem 4 (docs/shape.md §3.5 at depth 3, every numbering; §3.6 at depth 4, with or without a trivial leaf,
-  // devices numbered in level order): the instances whose cardinalities >= 2 are equal.
+  // devices numbered in level order or its reverse): the instances whose cardinalities >= 2 are equal.
   const bool equal3 =
-      !f.default_setting && (d == 3 || (d == 4 && f.level_order)) &&
+      !f.default_setting && (d == 3 || (d == 4 && (f.level_order || f.reverse_order))) &&
       std::all_of(f.nontrivial.begin(), f.nontrivial.end(), [&](long long v) { return v == f.nontrivial[0]; });
   const bool all_depth2 = !f.default_setting && d <= 2;
   const bool valid_shape = !f.master_step || (by_default && d <= kMaxDefaultDepth) || stays_g1 || all_depth2;
@@ -1415,7 +1418,8 @@ std::string expected_basis(const BasisFacts& f, bool stays_g1) {
     equal_text =
         "proved (section 3.6, Theorem 4 at depth 4: --master-collectives all on the instances whose four "
         "cardinalities >= 2 are equal, the tuple model M4; this instance: " +
-        cards + "; its finite part runs on request, not in CI)";
+        cards + (f.reverse_order ? ", devices numbered in reverse level order (Device numbering at depth 4)" : "") +
+        "; its finite part runs on request, not in CI)";
   // A claim with Master steps (groupings) in it: proved by §3.2 in the default setting, by §3.3's
   // reduction to it when every Master step is an AllReduce, else checked.
   auto masterful = [&](const std::string& claim, bool proved, const std::string& proof, const std::string& unproved,
@@ -1566,6 +1570,7 @@ std::string check_shape(const json& c, const Claims& cl) {
   {
     BasisFacts f;
     std::pair<int, int> prev{-1, -1};  // (system level, axis) of the previous non-trivial (d) level
+    bool descending = kind == "d-uncollapsed";
     for (std::size_t l = 0; l < cards.size(); ++l)
       if (cards[l] >= 2) {
         ++f.depth;
@@ -1573,9 +1578,11 @@ std::string check_shape(const json& c, const Claims& cl) {
         if (kind == "d-uncollapsed") {
           const std::pair<int, int> at{parts[l][0].second, parts[l][0].first};
           f.level_order = f.level_order && prev < at;
+          descending = descending && (f.depth == 1 || at < prev);
           prev = at;
         }
       }
+    f.reverse_order = descending && !f.level_order;
     f.default_setting = str(field(inst, "master_collectives"), "instance.master_collectives") == "allreduce";
     for (const auto& st : field(field(inst, "program"), "steps"))
       if (str(field(st, "form"), "instance step form") == "Master") {

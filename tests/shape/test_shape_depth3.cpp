@@ -11,6 +11,9 @@
 //     on a reachable state without P4, and its product with M3 on [2 2 2] is a bijection with the same
 //     valid instructions, P4 and goal on every pair — n = 2..4 here, n = 5 on request (15 s, 1.4 GB);
 //     cardinalities >= 5 behave like 5 by Lemma W3.
+// (3) Device numbering (§3.2 and §3.6 "Device numbering at depth 4"): which numbering orders Theorem 4 covers
+//     at depth 4, and the smallest instances numbered in every order of the levels against level order (both
+//     settings), and real uncollapsed (d) placements numbered out of level order against the smallest instance.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 #include <fmt/core.h>
@@ -19,7 +22,9 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <string>
@@ -1060,4 +1065,286 @@ TEST_CASE("uncollapsed (d) numbered out of level order: the engine agrees with t
     CHECK(w.mismatches == 0);
     CHECK(w.live_pairs > 10);
   }
+}
+
+// docs/shape.md §3.6 "Device numbering at depth 4". An instance [n n n n] ([n n n n 1]) whose devices are
+// numbered with the non-trivial levels in the order of significance `sig` (sig[0] most significant), as an
+// uncollapsed (d) hierarchy may number them, is the instance numbered in level order with level sig[i]
+// renamed to i: the groups (members agree outside V; Master: the group of the devices that are 0 outside V),
+// the roots (x[V:=0]) and each group's member order (device number) are the same device sets, and a
+// device's number is the same. So the engine's graph on it, instruction (collective, V, Master) for
+// instruction, is the level-order instance's graph under the instructions (collective, pos(V), Master),
+// pos(V) = {i : sig[i] in V}. Theorem 4 (§3.6, finite part computed with the instruction set of
+// [n n n n 1]) covers those sequences iff every renamed triple is an instruction of [n n n n 1].
+namespace {
+// The smallest instance `cards` (root first) with its devices renumbered: the number of a device is the
+// mixed radix of its coordinates on the non-trivial levels in the order sig.
+SynthesisHierarchy numbered(const std::vector<int>& cards, const std::vector<int>& sig) {
+  const SynthesisHierarchy h = make_plain_hierarchy(cards);
+  const std::vector<int> lv = nontrivial(h);
+  SynthesisHierarchy r = h;
+  for (int x = 0; x < h.num_local(); ++x) {
+    int num = 0;
+    for (int i : sig) num = num * h.cards[lv[i]] + h.coords[x][lv[i]];
+    r.coords[num] = h.coords[x];
+  }
+  return r;
+}
+// An instance's instructions as (collective, V over the non-trivial levels, Master) triples, V renamed
+// by pos (pos[l]: the new index of level l).
+std::set<std::tuple<int, unsigned, int>> renamed_triples(const SynthesisHierarchy& h, const std::vector<int>& pos) {
+  const std::vector<int> lv = nontrivial(h);
+  std::vector<std::vector<int>> co;
+  for (int x = 0; x < h.num_local(); ++x) {
+    std::vector<int> c;
+    for (int l : lv) c.push_back(h.coords[x][l]);
+    co.push_back(c);
+  }
+  std::set<std::tuple<int, unsigned, int>> out;
+  for (const auto& in : instructions(h, MasterCollectives::All)) {
+    const auto [v, m] = shape_test::level_pattern(in, co);
+    unsigned w = 0;
+    for (std::size_t l = 0; l < lv.size(); ++l)
+      if ((v >> l) & 1u) w |= 1u << pos[l];
+    out.emplace(static_cast<int>(in.collective), w, m);
+  }
+  return out;
+}
+std::vector<int> positions(const std::vector<int>& sig) {
+  std::vector<int> pos(sig.size());
+  for (std::size_t i = 0; i < sig.size(); ++i) pos[static_cast<std::size_t>(sig[i])] = static_cast<int>(i);
+  return pos;
+}
+}  // namespace
+
+// Which numbering orders Theorem 4 covers through the renaming: the instructions' level sets are the
+// intervals of the level order (Master ones without the last level unless there is a trivial leaf), so
+// renamed they stay instructions of [n n n n 1] exactly for the level order and its reverse, on both forms.
+TEST_CASE("depth 4: the numbering orders whose renamed instructions are instructions of [n n n n 1]") {
+  for (int n = 2; n <= 3; ++n) {
+    const std::vector<int> plain{1, n, n, n, n}, leaf{1, n, n, n, n, 1};
+    const auto leaf_set = renamed_triples(make_plain_hierarchy(leaf), {0, 1, 2, 3});
+    for (const auto& cards : {plain, leaf}) {
+      const auto own = renamed_triples(make_plain_hierarchy(cards), {0, 1, 2, 3});
+      std::vector<int> sig{0, 1, 2, 3};
+      int covered = 0, same = 0;
+      do {
+        const auto r = renamed_triples(make_plain_hierarchy(cards), positions(sig));
+        const bool sub = std::includes(leaf_set.begin(), leaf_set.end(), r.begin(), r.end());
+        const bool interval_preserving = sig == std::vector<int>{0, 1, 2, 3} || sig == std::vector<int>{3, 2, 1, 0};
+        CAPTURE(sig);
+        CHECK(sub == interval_preserving);
+        covered += sub;
+        same += r == own;
+      } while (std::next_permutation(sig.begin(), sig.end()));
+      CHECK(covered == 2);
+      CHECK(same == (cards.size() == leaf.size() ? 2 : 1));  // without the leaf the reverse is a proper subset
+    }
+  }
+}
+
+// The shape's smallest instance numbered in the order sig against the one in level order (what the shape path
+// synthesizes on): the product of the engine's complete graphs from the initial pair. Every order has the same
+// programs (goal-reaching sequences: walk_programs finds no mismatch); not every sequence is valid on both
+// (walk_pairs' mismatches, e.g. 105 for the reverse order: steps valid on one side only, always into a dead
+// state). CI: the reverse order on [2 2 2 2] (1 s); on request every order, both forms (2.5 min, 1.5 GB;
+// P2V_NUMBERING_SIGS=3210,0213 picks orders, sig[0] most significant; P2V_NUMBERING_FORMS=0 / 1 picks
+// [2 2 2 2] / [2 2 2 2 1]). Last run: all 23 orders, both forms, 0 program mismatches (38,349 and 198,514
+// states per graph).
+namespace {
+// Program mismatches of the product of A and B: a pair reached by a common sequence whose liveness
+// differs, or a step valid on one side only whose successor there is live. None means the goal-reaching
+// sequences of A and B are the same (along such a sequence every state is live, so by induction every
+// step is valid on both sides and the pairs are live on both). `witness`: a shortest such sequence.
+struct ProgramWalk {
+  int mismatches = 0;
+  std::string witness;
+};
+ProgramWalk walk_programs(const Graph& A, const Graph& B) {
+  std::vector<std::pair<int, int>> queue{{0, 0}};
+  std::vector<std::pair<int, int>> parent{{-1, -1}};  // (pair index, instruction)
+  std::map<std::pair<int, int>, int> seen{{{0, 0}, 0}};
+  ProgramWalk p;
+  auto path = [&](int q, int last) {
+    std::vector<std::string> names;
+    if (last >= 0) names.push_back(instruction_name(A.h, A.ins[static_cast<std::size_t>(last)]));
+    for (; parent[static_cast<std::size_t>(q)].first >= 0; q = parent[static_cast<std::size_t>(q)].first)
+      names.push_back(
+          instruction_name(A.h, A.ins[static_cast<std::size_t>(parent[static_cast<std::size_t>(q)].second)]));
+    std::reverse(names.begin(), names.end());
+    return fmt::format("{}", fmt::join(names, " ; "));
+  };
+  auto miss = [&](int q, int last) {
+    if (p.mismatches++ == 0) p.witness = path(q, last);
+  };
+  for (std::size_t q = 0; q < queue.size(); ++q) {
+    const auto [x, y] = queue[q];
+    if (A.live[x] != B.live[y]) miss(static_cast<int>(q), -1);
+    for (std::size_t t = 0; t < A.ins.size(); ++t) {
+      const int nx = A.succ[x][t], ny = B.succ[y][t];
+      if ((nx >= 0) != (ny >= 0) && ((nx >= 0 && A.live[nx]) || (ny >= 0 && B.live[ny])))
+        miss(static_cast<int>(q), static_cast<int>(t));
+      if (nx >= 0 && ny >= 0 && seen.emplace(std::pair{nx, ny}, static_cast<int>(queue.size())).second) {
+        queue.emplace_back(nx, ny);
+        parent.emplace_back(static_cast<int>(q), static_cast<int>(t));
+      }
+    }
+  }
+  return p;
+}
+struct NumberingRun {
+  int orders = 0, any_mismatches = 0, program_mismatches = 0;
+};
+// The smallest instance of depth `depth` (form `leaf`) numbered in each order of `sigs` against level order,
+// under setting mc.
+NumberingRun numbering_products(int depth, const std::vector<std::vector<int>>& sigs, const std::vector<int>& forms,
+                                MasterCollectives mc) {
+  NumberingRun run;
+  for (int leaf : forms) {
+    std::vector<int> small(static_cast<std::size_t>(depth) + 1, 2);
+    small[0] = 1;
+    if (leaf) small.push_back(1);
+    const auto t0 = std::chrono::steady_clock::now();
+    const Graph B = explore(small, mc);
+    MESSAGE(fmt::format("{} ({}) in level order: {} states", small, to_string(mc), B.states.size()));
+    for (const auto& sig : sigs) {
+      const std::string where = fmt::format("{} ({}) numbered {}", small, to_string(mc), sig);
+      CAPTURE(where);
+      const Graph A = explore(numbered(small, sig), mc);
+      const PairWalk w = walk_pairs(A, B);
+      const ProgramWalk p = walk_programs(A, B);
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      MESSAGE(
+          fmt::format("{}: {} states, {} pairs ({} live), {} mismatches on any sequence, {} on programs "
+                      "(first: {}); {:.0f} s so far",
+                      where, A.states.size(), w.pairs, w.live_pairs, w.mismatches, p.mismatches, p.witness, s));
+      CHECK(p.mismatches == 0);
+      CHECK(w.goals == 1);
+      ++run.orders;
+      run.any_mismatches += w.mismatches;
+      run.program_mismatches += p.mismatches;
+    }
+  }
+  return run;
+}
+// Every order of d levels but the level order, or those P2V_NUMBERING_SIGS lists ("3210,0213").
+std::vector<std::vector<int>> numbering_orders(int d) {
+  std::vector<std::vector<int>> sigs;
+  if (const char* e = std::getenv("P2V_NUMBERING_SIGS")) {
+    std::vector<int> s;
+    for (const char* p = e;; ++p) {
+      if (*p >= '0' && *p < '0' + d) s.push_back(*p - '0');
+      if (*p == ',' || *p == 0) {
+        if (static_cast<int>(s.size()) == d) sigs.push_back(s);
+        s.clear();
+      }
+      if (*p == 0) break;
+    }
+    return sigs;
+  }
+  std::vector<int> sig(static_cast<std::size_t>(d));
+  for (int i = 0; i < d; ++i) sig[static_cast<std::size_t>(i)] = i;
+  while (std::next_permutation(sig.begin(), sig.end())) sigs.push_back(sig);
+  return sigs;
+}
+std::vector<int> numbering_forms() {
+  if (const char* e = std::getenv("P2V_NUMBERING_FORMS")) return {*e == '1' ? 1 : 0};
+  return {0, 1};
+}
+}  // namespace
+
+TEST_CASE("depth 4: the smallest instance numbered in reverse level order agrees with level order") {
+  const NumberingRun r = numbering_products(4, {{3, 2, 1, 0}}, {0}, MasterCollectives::All);
+  CHECK(r.any_mismatches == 105);  // the numbering is visible on dead prefixes
+}
+
+TEST_CASE("depth 4: the smallest instance numbered in every order agrees with level order (on request)" *
+          doctest::skip()) {
+  numbering_products(4, numbering_orders(4), numbering_forms(), MasterCollectives::All);
+}
+
+// docs/shape.md §3.2 "Device numbering": the default setting's proof reads rows only through Lemma 1's blocks,
+// so it holds for every numbering; corroborated here: at depths 2-4, both forms, every order of the levels,
+// the smallest instance numbered in it has the same programs as in level order (CI, about 4 s); depth 5 on
+// request (P2V_NUMBERING_SIGS / _FORMS pick orders and forms; last run: all 119 orders, both forms, 0 program
+// mismatches, 8 and 13 min, 2.9 and 4.7 GB).
+TEST_CASE("default setting: the smallest instances numbered in every order agree with level order (depths 2-4)") {
+  int orders = 0, any = 0;
+  for (int d = 2; d <= 4; ++d) {
+    std::vector<std::vector<int>> sigs;
+    std::vector<int> sig(static_cast<std::size_t>(d));
+    for (int i = 0; i < d; ++i) sig[static_cast<std::size_t>(i)] = i;
+    while (std::next_permutation(sig.begin(), sig.end())) sigs.push_back(sig);
+    const NumberingRun r = numbering_products(d, sigs, {0, 1}, MasterCollectives::AllReduceOnly);
+    orders += r.orders;
+    any += r.any_mismatches;
+  }
+  CHECK(orders == 2 * (1 + 5 + 23));
+  MESSAGE(fmt::format("{} orders, {} steps valid on one side only (dead prefixes)", orders, any));
+}
+
+TEST_CASE("default setting: the smallest instances numbered in every order, depth 5 (on request)" * doctest::skip()) {
+  const char* e = std::getenv("P2V_NUMBERING_DEPTH");
+  const int d = e ? std::atoi(e) : 5;
+  numbering_products(d, numbering_orders(d), numbering_forms(), MasterCollectives::AllReduceOnly);
+}
+
+// The same on real uncollapsed (d) placements numbered out of level order (engine::make_hierarchy) against the
+// shape's smallest instance (level order): the six placements of the test above in the default setting (every
+// sequence), and two depth-4 placements with four reduction axes, one numbered in reverse level order (with a
+// trivial leaf) and one in another order, in the default setting and the second also under `all` (programs;
+// dead prefixes differ there, as on the smallest instances).
+TEST_CASE("uncollapsed (d) numbered out of level order: default setting and depth 4, against the smallest instance") {
+  struct Case {
+    std::vector<int> levels, axes;
+    ParallelismMatrix x;
+  };
+  const std::vector<Case> cases{
+      {{3, 2}, {2, 3}, {{1, 2}, {3, 1}}},
+      {{2, 3}, {3, 2}, {{1, 3}, {2, 1}}},
+      {{3, 4}, {4, 3}, {{1, 4}, {3, 1}}},
+      {{2, 2, 2}, {4, 2}, {{1, 2, 2}, {2, 1, 1}}},
+      {{3, 3, 3}, {9, 3}, {{1, 3, 3}, {3, 1, 1}}},
+      {{3, 3, 3}, {3, 3, 3}, {{1, 1, 3}, {1, 3, 1}, {3, 1, 1}}},
+      {{2, 2, 2, 2}, {2, 2, 2, 2}, {{1, 1, 1, 2}, {1, 1, 2, 1}, {1, 2, 1, 1}, {2, 1, 1, 1}}},
+      {{2, 2, 2, 2}, {2, 2, 2, 2}, {{2, 1, 1, 1}, {1, 1, 2, 1}, {1, 2, 1, 1}, {1, 1, 1, 2}}},
+  };
+  int runs = 0;
+  for (const auto& c : cases)
+    for (const auto mc : {MasterCollectives::AllReduceOnly, MasterCollectives::All}) {
+      if (c.levels.size() < 4 && mc == MasterCollectives::All) continue;  // the test above
+      const std::vector<std::string> names{"p", "q", "r", "s"};
+      const std::vector<std::string> used(names.begin(), names.begin() + static_cast<long>(c.levels.size()));
+      std::vector<int> reduce(c.x.size());
+      for (std::size_t i = 0; i < reduce.size(); ++i) reduce[i] = static_cast<int>(i);
+      const Placement pl(c.levels, c.axes, c.x, reduce);
+      const SynthesisHierarchy hc = make_hierarchy(pl, used, HierarchyKind::ReductionUncollapsed);
+      const SynthesisHierarchy hs =
+          canonical_hierarchy(make_shape(c.levels, used, c.x, reduce, HierarchyKind::ReductionUncollapsed));
+      const std::string where =
+          fmt::format("{} on {} ({}): (d) {}", format_matrix(c.x), c.levels, to_string(mc), hc.cards);
+      CAPTURE(where);
+      // With a trivial leaf under `all` the graphs have 198,514 states each (12 s, 1.5 GB): covered on the smallest
+      // instances by the on-request test above ("numbered in every order"; the last run: 704 / 0 mismatches here).
+      if (mc == MasterCollectives::All && hc.cards.back() == 1) continue;
+      int out_of_order = 0;
+      for (int d = 0; d < hc.num_local(); ++d) {
+        int num = 0;
+        for (int l = 0; l < hc.num_levels(); ++l) num = num * hc.cards[l] + hc.coords[d][l];
+        out_of_order += num != d;
+      }
+      CHECK(out_of_order > 0);
+      const Graph A = explore(hc, mc), B = explore(hs, mc);
+      const PairWalk w = walk_pairs(A, B);
+      const ProgramWalk p = walk_programs(A, B);
+      MESSAGE(
+          fmt::format("{}: {} states against {}, {} pairs ({} live), {} mismatches on any sequence, {} on "
+                      "programs",
+                      where, A.states.size(), B.states.size(), w.pairs, w.live_pairs, w.mismatches, p.mismatches));
+      CHECK(p.mismatches == 0);
+      if (c.levels.size() < 4) CHECK(w.mismatches == 0);
+      CHECK(w.live_pairs > 10);
+      ++runs;
+    }
+  CHECK(runs == 9);
 }

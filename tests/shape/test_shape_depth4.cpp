@@ -386,3 +386,112 @@ TEST_CASE("depth 3, equal cardinalities: the type model computes one graph for e
     CHECK(G5.states.size() == (leaf ? 2787u : 842u));
   }
 }
+
+// docs/shape.md §3.6 "Device numbering at depth 4": what the 22 orders other than the level order and its
+// reverse still need, M4^sig's finite part (on request; not yet run to the end for any order). For each order
+// sig (P2V_NUMBERING_SIGS=1023,0213; default the 22), form (P2V_NUMBERING_FORMS=0 / 1) and n (P2V_DEPTH4_N): the
+// type model with the level sets renamed (M4^sig, as at depth 3 above) never aborts from a state without P4, and
+// its goal-reaching sequences are those of M4 on the smallest instance in level order (the product of the two
+// graphs has no pair whose liveness differs and no step valid on one side only into a live state; the strict
+// walk's count — P4 or validity differing anywhere — is printed too).
+namespace {
+std::vector<char> live_states(const TGraph& G) {
+  std::vector<char> live(G.states.size(), 0);
+  if (G.goal >= 0) live[static_cast<std::size_t>(G.goal)] = 1;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (std::size_t i = 0; i < G.states.size(); ++i)
+      if (!live[i])
+        for (int j : G.succ[i])
+          if (j >= 0 && live[static_cast<std::size_t>(j)]) {
+            live[i] = 1;
+            changed = true;
+            break;
+          }
+  }
+  return live;
+}
+}  // namespace
+
+TEST_CASE("depth 4, equal cardinalities: devices numbered in another order, M4^sig's finite part (on request)" *
+          doctest::skip()) {
+  std::vector<std::vector<int>> sigs;
+  if (const char* e = std::getenv("P2V_NUMBERING_SIGS")) {
+    std::vector<int> s;
+    for (const char* p = e;; ++p) {
+      if (*p >= '0' && *p <= '3') s.push_back(*p - '0');
+      if (*p == ',' || *p == 0) {
+        if (s.size() == 4) sigs.push_back(s);
+        s.clear();
+      }
+      if (*p == 0) break;
+    }
+  } else {
+    std::vector<int> sig{0, 1, 2, 3};
+    while (std::next_permutation(sig.begin(), sig.end()))
+      if (sig != std::vector<int>{3, 2, 1, 0}) sigs.push_back(sig);
+  }
+  std::vector<int> forms{0, 1};
+  if (const char* e = std::getenv("P2V_NUMBERING_FORMS")) forms = {*e == '1' ? 1 : 0};
+  for (int leaf : forms) {
+    std::vector<int> small{1, 2, 2, 2, 2};
+    if (leaf) small.push_back(1);
+    const InstD I2 = make_inst(small);
+    const TypeModel T2(I2.d, I2.n, I2.tins);
+    const TGraph G2 = shape_types::explore(T2, true, true);
+    const std::vector<char> live2 = live_states(G2);
+    REQUIRE(G2.goal >= 0);
+    for (int n : depth4_ns()) {
+      std::vector<int> cards(5, n);
+      cards[0] = 1;
+      if (leaf) cards.push_back(1);
+      const InstD I = make_inst(cards);
+      shape_test::require_same_instructions(I, I2);
+      for (const auto& sig : sigs) {
+        const auto t0 = std::chrono::steady_clock::now();
+        std::vector<int> pos(4);
+        for (int i = 0; i < 4; ++i) pos[static_cast<std::size_t>(sig[static_cast<std::size_t>(i)])] = i;
+        std::vector<shape_types::Ins> renamed;
+        for (const auto& in : I.tins) {
+          unsigned v = 0;
+          for (int l = 0; l < 4; ++l)
+            if ((in.V >> l) & 1u) v |= 1u << pos[static_cast<std::size_t>(l)];
+          renamed.push_back({in.col, v, in.master});
+        }
+        const TypeModel T(I.d, I.n, renamed);
+        const TGraph G = shape_types::explore(T, true, true);
+        const std::string where = fmt::format("{} sig {}", cards, sig);
+        CAPTURE(where);
+        CHECK(G.aborts_without_p4 == 0);
+        REQUIRE(G.goal >= 0);
+        const std::vector<char> live = live_states(G);
+        const auto strict =
+            shape_test::product_walk(G, G2, I.ins.size(), [&](int x, int y) { return G.p4[x] != G2.p4[y]; });
+        int program_mismatches = 0;
+        {
+          std::vector<std::pair<int, int>> queue{{0, 0}};
+          std::map<std::pair<int, int>, int> seen{{{0, 0}, 0}};
+          for (std::size_t q = 0; q < queue.size(); ++q) {
+            const auto [x, y] = queue[q];
+            program_mismatches += live[static_cast<std::size_t>(x)] != live2[static_cast<std::size_t>(y)];
+            for (std::size_t t = 0; t < I.ins.size(); ++t) {
+              const int nx = G.succ[static_cast<std::size_t>(x)][t], ny = G2.succ[static_cast<std::size_t>(y)][t];
+              if ((nx >= 0) != (ny >= 0) &&
+                  ((nx >= 0 && live[static_cast<std::size_t>(nx)]) || (ny >= 0 && live2[static_cast<std::size_t>(ny)])))
+                ++program_mismatches;
+              if (nx >= 0 && ny >= 0 && seen.emplace(std::pair{nx, ny}, static_cast<int>(queue.size())).second)
+                queue.emplace_back(nx, ny);
+            }
+          }
+        }
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        MESSAGE(
+            fmt::format("{}: M4^sig {} states ({} with P4), {} aborts without P4; strict walk {} pairs, {} "
+                        "mismatches; {} program mismatches; {:.0f} s",
+                        where, G.states.size(), G.with_p4(), G.aborts_without_p4, strict.pairs, strict.mismatches,
+                        program_mismatches, s));
+        CHECK(program_mismatches == 0);
+      }
+    }
+  }
+}

@@ -956,19 +956,26 @@ TEST_CASE("shape_theorem_basis: which programs' validity on every instance is pr
       CHECK(b.text.find("section 3.6") == std::string::npos);
     }
   }
-  // docs/shape.md §3.5 "Device numbering": an uncollapsed (d) hierarchy of depth 4 with equal cardinalities is
-  // proved only when its devices are numbered in its levels' order (M4^sigma is not computed); at depth 3 every
-  // order is (M3^sigma). Two axes reduced on a=b=c=d=2: levels (axis 0: a, b; axis 1: c, d) are in the numbering's
-  // order (level-major, axis-minor); (axis 0: b, c; axis 1: a, d) are not.
+  // docs/shape.md §3.5 "Device numbering" and §3.6 "Device numbering at depth 4": an uncollapsed (d) hierarchy of
+  // depth 4 with equal cardinalities is proved only when its devices are numbered in its levels' order or the
+  // reverse (M4^sigma is not computed for the other 22 orders); at depth 3 every order is (M3^sigma). Two axes
+  // reduced on a=b=c=d=2: levels (axis 0: a, b; axis 1: c, d) are in the numbering's order (level-major,
+  // axis-minor); (axis 0: b, c; axis 1: a, d) are not. Four axes, axis i on level 3 - i: the (d) levels (0, d),
+  // (1, c), (2, b), (3, a) are numbered in reverse order; axis 0 on a, 1 on c, 2 on b, 3 on d: neither.
   struct Numbered {
     std::vector<int> cards;
     ParallelismMatrix x;
     bool proved;
   };
-  for (const auto& u : std::vector<Numbered>{{{2, 2, 2, 2}, {{2, 2, 1, 1}, {1, 1, 2, 2}}, true},
-                                             {{2, 2, 2, 2}, {{1, 2, 2, 1}, {2, 1, 1, 2}}, false},
-                                             {{2, 2, 2}, {{1, 2, 2}, {2, 1, 1}}, true}}) {
-    const Shape s = shape_with(u.cards, u.x, {0, 1}, HierarchyKind::ReductionUncollapsed);
+  for (const auto& u :
+       std::vector<Numbered>{{{2, 2, 2, 2}, {{2, 2, 1, 1}, {1, 1, 2, 2}}, true},
+                             {{2, 2, 2, 2}, {{1, 2, 2, 1}, {2, 1, 1, 2}}, false},
+                             {{2, 2, 2}, {{1, 2, 2}, {2, 1, 1}}, true},
+                             {{2, 2, 2, 2}, {{1, 1, 1, 2}, {1, 1, 2, 1}, {1, 2, 1, 1}, {2, 1, 1, 1}}, true},
+                             {{2, 2, 2, 2}, {{2, 1, 1, 1}, {1, 1, 2, 1}, {1, 2, 1, 1}, {1, 1, 1, 2}}, false}}) {
+    std::vector<int> axes(u.x.size());
+    for (std::size_t i = 0; i < axes.size(); ++i) axes[i] = static_cast<int>(i);
+    const Shape s = shape_with(u.cards, u.x, axes, HierarchyKind::ReductionUncollapsed);
     INFO("x = ", fmt::format("{}", u.x));
     REQUIRE(s.kind == HierarchyKind::ReductionUncollapsed);
     const SynthResult r = programs_all(s);
@@ -976,7 +983,12 @@ TEST_CASE("shape_theorem_basis: which programs' validity on every instance is pr
     bool any_master_grouping = false;
     for (const auto& in : r.instructions) any_master_grouping |= in.grouping.form == FormKind::Master;
     REQUIRE(any_master_grouping);
-    for (const auto& p : r.programs) CHECK(shape_theorem_basis(s, r, p, ALL).complete_proved == u.proved);
+    const bool reverse = u.x.size() == 4 && u.proved;
+    for (const auto& p : r.programs) {
+      const ShapeBasis b = shape_theorem_basis(s, r, p, ALL);
+      CHECK(b.complete_proved == u.proved);
+      CHECK((b.text.find("reverse level order") != std::string::npos) == reverse);
+    }
   }
 }
 

@@ -87,7 +87,8 @@ SynthResult synthesize_shape(const Shape& s, const SynthOptions& opt);
 // otherwise by Lemma 2(a), checked. `text` says so.
 // With --master-collectives all at depth <= kMaxProvedAllDepth both are proved for every program (docs/shape.md
 // §3.4). At depth 3 to kMaxProvedAllEqualDepth, when the cardinalities >= 2 of `s` are all equal (and, at depth 4,
-// the devices are numbered in the levels' order: §3.5 "Device numbering", an uncollapsed (d) may not be), both flags
+// the devices are numbered in the levels' order or its reverse: §3.5 "Device numbering", §3.6 "Device numbering at
+// depth 4", an uncollapsed (d) may be in neither), both flags
 // are set for `s`'s own instance (and every instance with equal cardinalities, §3.5, §3.6) — not for the shape's
 // unequal instances, so `text` then states the instance's claims ("on this instance: proved") and the
 // shape-wide ones separately; the flags decide the exact fallback for this instance only. With
