@@ -145,6 +145,11 @@ void append_csv(const std::string& path, const runtime::Jobs& pr, const runtime:
 // One row per program (its total): what `p2v simulate --measured-programs` reads.
 void append_program_csv(const std::string& path, const runtime::Jobs& pr, const runtime::Job& job,
                         const runtime::RunReport& rep, const RunArgs& a, int ranks, const char* backend) {
+  // A run interrupted between its two appends is in this file and not in --csv; --resume runs it
+  // again and must not record it here twice.
+  if (a.resume && programs_csv_holds(path, run_key(pr.system.name, ranks, backend, a.dtype, a.iters,
+                                                   engine::format_matrix(job.matrix), job.notation, rep.bytes)))
+    return;
   std::ostringstream out;
   out << csv_quote(job.notation) << ',' << fmt::format("{:.9g}", rep.total.t.median) << ','
       << csv_quote(engine::format_matrix(job.matrix)) << ','
@@ -204,8 +209,9 @@ void print_report(const RunArgs& a, const runtime::Jobs& pr, const runtime::Job&
   }
   fmt::print("  communicator splits: {} (one per step with new groups, cached across steps and programs)\n",
              be.splits());
-  if (!a.csv.empty()) append_csv(a.csv, pr, job, rep, a, size, be.name());
+  // --csv-programs first: --resume counts a run as done once --csv holds it (run_resume.hpp).
   if (!a.csv_programs.empty()) append_program_csv(a.csv_programs, pr, job, rep, a, size, be.name());
+  if (!a.csv.empty()) append_csv(a.csv, pr, job, rep, a, size, be.name());
 }
 
 // A measured (or, with --resume, recorded) program total at one size, for the sweep summary.
@@ -374,8 +380,8 @@ struct RunPass {
     }
     if (rank == 0) {
       if (a.json) {
-        if (!a.csv.empty()) append_csv(a.csv, pr, job, rep, a, size, be.name());
         if (!a.csv_programs.empty()) append_program_csv(a.csv_programs, pr, job, rep, a, size, be.name());
+        if (!a.csv.empty()) append_csv(a.csv, pr, job, rep, a, size, be.name());
       } else {
         print_report(a, pr, job, rep, opt, be, size);
       }

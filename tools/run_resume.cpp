@@ -83,6 +83,10 @@ std::map<std::string, DoneRun> from_programs_csv(const std::string& path) {
 
 }  // namespace
 
+bool programs_csv_holds(const std::string& csv_programs, const std::string& key) {
+  return from_programs_csv(csv_programs).count(key) > 0;
+}
+
 std::map<std::string, DoneRun> completed_runs(const std::string& csv, const std::string& csv_programs) {
   if (csv.empty()) return from_programs_csv(csv_programs);
   auto a = from_steps_csv(csv);

@@ -23,4 +23,9 @@ struct DoneRun {
 // for a file that cannot be read or a line that does not parse.
 std::map<std::string, DoneRun> completed_runs(const std::string& csv, const std::string& csv_programs);
 
+// Whether `csv_programs` (missing: empty) already holds the run `key`. p2v run appends a run to
+// --csv-programs before --csv, so a run interrupted between the two is in --csv-programs only: not
+// done, run again by --resume, which then appends it to --csv alone (no row twice in either file).
+bool programs_csv_holds(const std::string& csv_programs, const std::string& key);
+
 }  // namespace p2v::tools

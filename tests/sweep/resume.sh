@@ -68,7 +68,15 @@ ls "$T" | grep -q '\.tmp' && bad "a temporary file was left behind"
 diff <(keys "$T/full.csv") <(keys "$T/sig.csv") || bad "signal + --resume: the --csv rows differ from the uninterrupted run's"
 diff <(prog_keys "$T/full-p.csv") <(prog_keys "$T/sig-p.csv") || bad "signal + --resume: the --csv-programs rows differ"
 
-# 4. usage errors
+# 4. a run recorded in --csv-programs but not in --csv (interrupted between its two appends): --resume
+#    runs it again and records it in --csv alone, so neither file holds a run twice
+"$P2V" "${RUN[@]}" --iters 2 --csv "$T/half.csv" --csv-programs "$T/half-p.csv" --limit 1 >/dev/null || bad "--limit 1 run"
+head -n 1 "$T/half.csv" >"$T/half.csv.new" && mv "$T/half.csv.new" "$T/half.csv"  # drop the run from --csv only
+"$P2V" "${RUN[@]}" --iters 2 --csv "$T/half.csv" --csv-programs "$T/half-p.csv" --resume >"$T/half.out" || bad "--resume after a lost --csv append"
+diff <(keys "$T/full.csv") <(keys "$T/half.csv") >/dev/null || bad "lost --csv append + --resume: the --csv rows differ"
+diff <(prog_keys "$T/full-p.csv") <(prog_keys "$T/half-p.csv") || bad "lost --csv append + --resume: the --csv-programs rows differ (a run twice?)"
+
+# 5. usage errors
 "$P2V" "${RUN[@]}" --resume >/dev/null 2>"$T/err" && bad "--resume without a CSV accepted"
 grep -q 'p2v: error: --resume reads what is done from --csv or --csv-programs' "$T/err" || bad "--resume without a CSV: $(cat "$T/err")"
 [ $fail = 0 ] && say "ok: uninterrupted, --limit + --resume and signal + --resume give the same runs"
