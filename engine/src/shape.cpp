@@ -253,15 +253,13 @@ ShapeBasis shape_theorem_basis(const Shape& s, const SynthResult& r, const Progr
   // smallest instances have the same programs), not the other 22 orders (M4^sigma is not computed).
   bool level_order = true, reverse_order = s.kind == HierarchyKind::ReductionUncollapsed;
   if (s.kind == HierarchyKind::ReductionUncollapsed) {
-    std::pair<int, int> prev{-1, -1};  // (system level, axis) of the previous non-trivial level
-    bool first = true;
+    std::pair<int, int> prev{-1, -1};  // (system level, axis) of the previous non-trivial level; none yet: -1
     for (const auto& l : s.levels) {
       if (l.card < 2) continue;
       const std::pair<int, int> at{l.parts.front().second, l.parts.front().first};
       level_order = level_order && prev < at;
-      reverse_order = reverse_order && (first || at < prev);
+      reverse_order = reverse_order && (prev.first < 0 || at < prev);
       prev = at;
-      first = false;
     }
   }
   reverse_order = reverse_order && !level_order;

@@ -1030,6 +1030,35 @@ TEST_CASE("depth 3, equal cardinalities: the type model is M3, n = 5 (on request
 // cardinalities, depth 3 with equal ones, two and three reduction axes whose (d) order is not the system's),
 // the engine's complete graph agrees with the shape's smallest instance's on every common sequence (validity,
 // liveness, goal), although their states differ (the product is not a bijection).
+namespace {
+
+// Placement `x` of `axes` on `levels` (named p, q, r, s), reducing every axis: its uncollapsed (d) hierarchy and
+// its shape's smallest instance.
+std::pair<SynthesisHierarchy, SynthesisHierarchy> uncollapsed_and_smallest(const std::vector<int>& levels,
+                                                                           const std::vector<int>& axes,
+                                                                           const ParallelismMatrix& x) {
+  const std::vector<std::string> names{"p", "q", "r", "s"};
+  const std::vector<std::string> used(names.begin(), names.begin() + static_cast<long>(levels.size()));
+  std::vector<int> reduce(x.size());
+  for (std::size_t i = 0; i < reduce.size(); ++i) reduce[i] = static_cast<int>(i);
+  const Placement pl(levels, axes, x, reduce);
+  return {make_hierarchy(pl, used, HierarchyKind::ReductionUncollapsed),
+          canonical_hierarchy(make_shape(levels, used, x, reduce, HierarchyKind::ReductionUncollapsed))};
+}
+
+// The devices whose number is not the mixed radix of their (d) coordinates.
+int devices_out_of_level_order(const SynthesisHierarchy& h) {
+  int out = 0;
+  for (int d = 0; d < h.num_local(); ++d) {
+    int num = 0;
+    for (int l = 0; l < h.num_levels(); ++l) num = num * h.cards[l] + h.coords[d][l];
+    out += num != d;
+  }
+  return out;
+}
+
+}  // namespace
+
 TEST_CASE("uncollapsed (d) numbered out of level order: the engine agrees with the shape's smallest instance") {
   struct Case {
     std::vector<int> levels, axes;
@@ -1041,23 +1070,10 @@ TEST_CASE("uncollapsed (d) numbered out of level order: the engine agrees with t
       {{3, 3, 3}, {9, 3}, {{1, 3, 3}, {3, 1, 1}}}, {{3, 3, 3}, {3, 3, 3}, {{1, 1, 3}, {1, 3, 1}, {3, 1, 1}}},
   };
   for (const auto& c : cases) {
-    const std::vector<std::string> names{"p", "q", "r"};
-    const std::vector<std::string> used(names.begin(), names.begin() + static_cast<long>(c.levels.size()));
-    std::vector<int> reduce(c.x.size());
-    for (std::size_t i = 0; i < reduce.size(); ++i) reduce[i] = static_cast<int>(i);
-    const Placement pl(c.levels, c.axes, c.x, reduce);
-    const SynthesisHierarchy hc = make_hierarchy(pl, used, HierarchyKind::ReductionUncollapsed);
-    const SynthesisHierarchy hs =
-        canonical_hierarchy(make_shape(c.levels, used, c.x, reduce, HierarchyKind::ReductionUncollapsed));
+    const auto [hc, hs] = uncollapsed_and_smallest(c.levels, c.axes, c.x);
     const std::string where = fmt::format("{} on {}: (d) {}", format_matrix(c.x), c.levels, hc.cards);
     CAPTURE(where);
-    int out_of_order = 0;  // devices whose number is not the mixed radix of their (d) coordinates
-    for (int d = 0; d < hc.num_local(); ++d) {
-      int num = 0;
-      for (int l = 0; l < hc.num_levels(); ++l) num = num * hc.cards[l] + hc.coords[d][l];
-      out_of_order += num != d;
-    }
-    CHECK(out_of_order > 0);
+    CHECK(devices_out_of_level_order(hc) > 0);
     const Graph A = explore(hc, MasterCollectives::All), B = explore(hs, MasterCollectives::All);
     const PairWalk w = walk_pairs(A, B);
     MESSAGE(fmt::format("{}: {} states against {}, {} pairs ({} live), {} mismatches", where, A.states.size(),
@@ -1313,27 +1329,14 @@ TEST_CASE("uncollapsed (d) numbered out of level order: default setting and dept
   for (const auto& c : cases)
     for (const auto mc : {MasterCollectives::AllReduceOnly, MasterCollectives::All}) {
       if (c.levels.size() < 4 && mc == MasterCollectives::All) continue;  // the test above
-      const std::vector<std::string> names{"p", "q", "r", "s"};
-      const std::vector<std::string> used(names.begin(), names.begin() + static_cast<long>(c.levels.size()));
-      std::vector<int> reduce(c.x.size());
-      for (std::size_t i = 0; i < reduce.size(); ++i) reduce[i] = static_cast<int>(i);
-      const Placement pl(c.levels, c.axes, c.x, reduce);
-      const SynthesisHierarchy hc = make_hierarchy(pl, used, HierarchyKind::ReductionUncollapsed);
-      const SynthesisHierarchy hs =
-          canonical_hierarchy(make_shape(c.levels, used, c.x, reduce, HierarchyKind::ReductionUncollapsed));
+      const auto [hc, hs] = uncollapsed_and_smallest(c.levels, c.axes, c.x);
       const std::string where =
           fmt::format("{} on {} ({}): (d) {}", format_matrix(c.x), c.levels, to_string(mc), hc.cards);
       CAPTURE(where);
       // With a trivial leaf under `all` the graphs have 198,514 states each (12 s, 1.5 GB): covered on the smallest
       // instances by the on-request test above ("numbered in every order"; the last run: 704 / 0 mismatches here).
       if (mc == MasterCollectives::All && hc.cards.back() == 1) continue;
-      int out_of_order = 0;
-      for (int d = 0; d < hc.num_local(); ++d) {
-        int num = 0;
-        for (int l = 0; l < hc.num_levels(); ++l) num = num * hc.cards[l] + hc.coords[d][l];
-        out_of_order += num != d;
-      }
-      CHECK(out_of_order > 0);
+      CHECK(devices_out_of_level_order(hc) > 0);
       const Graph A = explore(hc, mc), B = explore(hs, mc);
       const PairWalk w = walk_pairs(A, B);
       const ProgramWalk p = walk_programs(A, B);
