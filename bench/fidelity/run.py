@@ -10,8 +10,8 @@ for every point, and without the points of the data rule (out-of-place and in-pl
 size more than 2x apart, docs/simulator.md §6.1), which are still printed, marked '!'.
 
 --cv adds cross-validation: (a) per log, calibrate on every other size and predict the rest;
-(b) per cluster shape with logs of several collectives, calibrate on one collective and predict
-the others. --svg writes the log-log scatter (predicted vs measured, one colour per system,
+(b) per cluster (logs of one source and one shape) with logs of several collectives, calibrate on
+one collective and predict the others. --svg writes the log-log scatter (predicted vs measured, one colour per system,
 y = x with 1.25x and 2x bands). --fast only checks that p2v reads every data file (CTest).
 
 Only the Python standard library is used.
@@ -58,6 +58,14 @@ def read_meta(path):
         raise SystemExit(f"fidelity: {path}: no Rank lines and no '# nodes:' / '# gpus-per-node:' lines")
     meta["n_nodes"], meta["n_gpus"] = nodes, gpus
     return meta
+
+
+def cluster_of(meta, path):
+    """The cluster a log was measured on, as far as the suite knows it: its source (the first word of
+    its '# source:' line: the log file, page or comment it was copied from); a log without one is its
+    own cluster."""
+    words = meta.get("source", "").split()
+    return words[0] if words else path
 
 
 def p2v_json(p2v, args):
@@ -422,11 +430,14 @@ def main():
             for sysname in sorted({os.path.basename(os.path.dirname(p["origin"])) for p in half}):
                 sub = [p for p in half if os.path.basename(os.path.dirname(p["origin"])) == sysname]
                 cv_rows += [r for r in summary(sub, f"{sysname} half sizes (cv)") if r["regime"] != "all"]
-            # One collective -> the others, same system kind and shape.
+            # One collective -> the others of the same cluster: logs of one source (the first word of
+            # their '# source:' line, the log file or page they were copied from) and one shape. Logs
+            # of one preset from different sources are different clusters (the A3 Mega all-reduce and
+            # all-gather logs), whose disagreement a calibration cannot and should not absorb.
             groups = {}
             for path in files:
                 m = metas[path]
-                key = (os.path.dirname(path), m["n_nodes"], m["n_gpus"])
+                key = (os.path.dirname(path), cluster_of(m, path), m["n_nodes"], m["n_gpus"])
                 groups.setdefault(key, []).append(path)
             other = []
             for key, paths in sorted(groups.items()):
@@ -449,7 +460,7 @@ def main():
                 if mark_inconsistent(other):
                     cv_rows += summary([p for p in other if not p["inconsistent"]], "other collective (cv), data rule")
             else:
-                print("cross-validation across collectives: no cluster shape has logs of two collectives")
+                print("cross-validation across collectives: no cluster (source and shape) has logs of two collectives")
         print("cross-validation: predicted / measured on points not used to calibrate")
         print_summary(cv_rows)
 

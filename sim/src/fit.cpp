@@ -86,7 +86,7 @@ std::vector<FitKnob> system_knobs(const System& s) {
   const json j = engine::system_json(s);
   if (!s.nccl.is_null()) {
     const auto np = nccl_params(s);
-    ks.push_back({"/nccl/launch_us", np.effective_launch_us(), 0, false});
+    ks.push_back({"/nccl/launch_us", np.effective_launch_us(), 0, false, kLaunchPriorScale});
     ks.push_back({"/nccl/fill_stage", np.effective_fill_stage(), 0, false});
     for (const auto& l : s.levels) {
       if (l.cardinality <= 1 || !l.interconnect) continue;
@@ -186,12 +186,15 @@ SystemFit fit_system(const System& s, const std::vector<FitPoint>& ps, Algorithm
   // Nelder-Mead over u = ln(x) of the free knobs, restarted from the best vertex, on the data's
   // mean squared log error plus the prior's pull towards the starting values (fit.hpp).
   const std::size_t n = free.size();
-  std::vector<double> u_prior(n);
-  for (std::size_t i = 0; i < n; ++i) u_prior[i] = std::log(x0[free[i]]);
+  std::vector<double> u_prior(n), w_prior(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    u_prior[i] = std::log(x0[free[i]]);
+    w_prior[i] = fit.knobs[free[i]].prior_scale;
+  }
   auto penalised = [&](const std::vector<double>& u, const std::vector<double>& x) {
     const double e = objective(x);
     double p = 0;
-    for (std::size_t i = 0; i < n; ++i) p += (u[i] - u_prior[i]) * (u[i] - u_prior[i]);
+    for (std::size_t i = 0; i < n; ++i) p += w_prior[i] * (u[i] - u_prior[i]) * (u[i] - u_prior[i]);
     return e * e + prior_weight * p;
   };
   std::vector<double> best = x0;
