@@ -168,14 +168,26 @@ SystemFit fit_system(const System& s, const std::vector<FitPoint>& ps, Algorithm
       written[k] = 0;
     }
   }
-  // With an NCCL section the model's own knobs are fitted; the interconnects' only when no NCCL
-  // knob changes any prediction (a model not reading the section).
+  // With an NCCL section the model's own knobs are fitted, and the network's own latency, which
+  // NCCL adds to every network hop (graph->latencyInter: a network level's interconnect latency_us,
+  // e.g. the EFA plugin's 75 us) where the system gives one; the interconnects' other knobs only
+  // when no NCCL knob changes any prediction (a model not reading the section).
   const bool nccl_used =
       std::any_of(free.begin(), free.end(), [&](std::size_t k) { return fit.knobs[k].name.rfind("/nccl/", 0) == 0; });
+  auto network_latency = [&](std::size_t k) {
+    const auto& name = fit.knobs[k].name;
+    const std::string tail = "/interconnect/latency_us";
+    if (name.rfind("/levels/", 0) != 0 || name.size() < tail.size() ||
+        name.compare(name.size() - tail.size(), tail.size(), tail) != 0)
+      return false;
+    const auto i = static_cast<std::size_t>(std::stoul(name.substr(8)));
+    const auto& l = s.levels.at(i);
+    return l.interconnect && l.interconnect->latency_us > 0 && hw_class_of(l.interconnect->kind) == HwClass::Net;
+  };
   if (nccl_used) {
     std::vector<std::size_t> keep;
     for (const auto k : free)
-      if (fit.knobs[k].name.rfind("/nccl/", 0) == 0)
+      if (fit.knobs[k].name.rfind("/nccl/", 0) == 0 || network_latency(k))
         keep.push_back(k);
       else
         fit.knobs[k].constrained = false;

@@ -279,3 +279,38 @@ TEST_CASE("fit: a per-call cost fitted on one collective carries over to the clu
   CHECK(even_fit.rms_log_after < 0.15);
   CHECK(worst(even_fit) > std::log(1.25));
 }
+
+TEST_CASE("fit: the network's own latency (the EFA plugin's 75 us on p5) is a knob of the NCCL fit") {
+  // NCCL adds the network's latency (graph->latencyInter, the network level's latency_us) to every
+  // network hop. A p5 cluster whose network hop costs 20 us, not the preset's 75: the fit on its
+  // all-reduce finds it, and a small all-reduce is predicted within 10% (the hop latencies alone
+  // cannot go below 0 to make up 55 us per hop).
+  const auto base = preset_system(2, 8, "p5");
+  const std::string knob = "/levels/0/interconnect/latency_us";
+  json tj = engine::system_json(base);
+  const double preset_latency = value(tj, knob);
+  REQUIRE(preset_latency > 50.0);
+  tj[json::json_pointer(knob)] = 20.0;
+  const auto truth = engine::system_from_json(tj, "truth");
+  const auto ps = synthetic(truth, engine::Collective::AllReduce, 16, 2);
+  const auto fit = fit_system(base, ps, Algorithm::Auto);
+  bool found = false;
+  for (const auto& k : fit.knobs)
+    if (k.name == knob) {
+      found = true;
+      CHECK(k.constrained);
+      MESSAGE("network latency fitted to ", k.after, " us (truth 20, preset ", k.before, ")");
+      CHECK(k.after < 40.0);
+    }
+  CHECK(found);
+  CHECK(fit.rms_log_after < 0.1);
+  std::vector<FitPoint> small{{"small", 0, engine::Collective::AllReduce, 16, 2, 1024, 1.0}};
+  small[0].measured_s = predict_points(truth, small, Algorithm::Auto).front().predicted_s;
+  const double got =
+      predict_points(engine::system_from_json(fit.system, "fitted"), small, Algorithm::Auto).front().predicted_s;
+  CHECK(std::fabs(std::log(got / small[0].measured_s)) < std::log(1.1));
+  // A network level without a latency (dgx-h100: 0) has no such knob to fit.
+  const auto h = fit_system(preset_system(2, 8, "dgx-h100"), ps, Algorithm::Auto, {}, 200);
+  for (const auto& k : h.knobs)
+    if (k.name == knob) CHECK_FALSE(k.constrained);
+}
