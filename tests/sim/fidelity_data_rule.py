@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""The fidelity suite's data rule (bench/fidelity/run.py glitches, docs/simulator.md §6.1) on a
+made-up nccl-tests table: a size whose out-of-place and in-place times are more than 2x apart, and
+one whose out-of-place time is more than 2x the next size's, are left out; nothing else is."""
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "fidelity"))
+import run  # noqa: E402
+
+ROWS = [  # size, out-of-place us, in-place us
+    (1024, 30.0, 30.5),
+    (2048, 70.0, 31.0),   # 2.26x apart: left out
+    (4096, 31.0, 31.2),
+    (8192, 80.0, 60.0),   # 1.33x apart, but 2.35x the next size's out-of-place time: left out
+    (16384, 34.0, 34.5),
+    (32768, 60.0, 40.0),  # 1.5x apart, 1.58x the next size's: kept
+    (65536, 38.0, 38.0),
+    (131072, 39.0, 80.0),  # in-place 2.05x out-of-place: left out
+]
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "log.txt")
+        lines = ["# nThread 1 nGpus 1 minBytes 1024 maxBytes 131072 step: 2(factor)",
+                 "#       size         count      type   redop    root     time   algbw   busbw #wrong"
+                 "     time   algbw   busbw #wrong",
+                 "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)"
+                 "            (us)  (GB/s)  (GB/s)"]
+        expected = set()
+        for size, oop, ip in ROWS:
+            lines.append(f"{size:>12} {size // 4:>13}     float     sum      -1 {oop:8.2f}    0.00    0.00      0"
+                         f" {ip:8.2f}    0.00    0.00      0")
+            if size in (2048, 8192, 131072):
+                expected.add(len(lines))  # 1-based line number
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+        got = run.glitches(path)
+        if got != expected:
+            print(f"FAIL: data rule left out lines {sorted(got)}, expected {sorted(expected)}")
+            return 1
+        points = [{"origin": path, "line": ln} for ln in sorted(run.oop_ip_times(path))]
+        marked = run.mark_inconsistent(points)
+        if {p["line"] for p in marked} != expected or len(points) != len(ROWS):
+            print("FAIL: mark_inconsistent disagrees with glitches")
+            return 1
+    print(f"data rule: {len(expected)} of {len(ROWS)} rows left out, as expected")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
