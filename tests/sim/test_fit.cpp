@@ -244,7 +244,7 @@ TEST_CASE("fit: a per-call cost fitted on one collective carries over to the clu
   const auto truth = engine::system_from_json(tj, "truth");
   auto points = [&](engine::Collective c) {
     std::vector<FitPoint> ps;
-    for (double b = 32.0 * 1024 * 1024; b <= 16.0 * 1024 * 1024 * 1024; b *= 2)
+    for (double b = 32.0 * 1024 * 1024; b <= 8.0 * 1024 * 1024 * 1024; b *= 4)
       ps.push_back({"synthetic", 0, c, 80, 10, b, 1.0});
     const auto pr = predict_points(truth, ps, Algorithm::Auto);
     for (std::size_t i = 0; i < ps.size(); ++i) ps[i].measured_s = pr[i].predicted_s;
