@@ -238,6 +238,31 @@ def spread(points, metas):
     return rows
 
 
+def ceiling(points, metas, factor=1.25):
+    """The most any uncalibrated model could reach: per (preset, nodes, GPUs per node, collective,
+    size) one prediction, the one within `factor` of as many of that size's measured times as
+    possible (a log measured alone is always matched). Returns {regime: (points matched, points)}."""
+    groups = {}
+    for p in points:
+        m = metas[p["origin"]]
+        key = (os.path.dirname(p["origin"]), m["n_nodes"], m["n_gpus"], p["collective"], p["bytes"])
+        groups.setdefault(key, []).append(p["measured_s"])
+    out = {}
+    for name, sel in REGIMES:
+        hit = total = 0
+        for key, ms in groups.items():
+            if not sel(key[4]):
+                continue
+            total += len(ms)
+            # an optimal prediction can be moved to a window edge, measured x factor or / factor
+            cands = [x * f for x in ms for f in (1 / factor, factor)]
+            hit += max(sum(1 for x in ms if x / factor <= c * (1 + 1e-9) and c <= x * factor * (1 + 1e-9))
+                       for c in cands)
+        if total:
+            out[name] = (hit, total)
+    return out
+
+
 def print_summary(rows):
     print(f"  {'set':<26} {'regime':<11} {'n':>4} {'median':>7} {'<=1.25x':>8} {'<=2x':>6} {'worst':>8}  worst at")
     for s in rows:
@@ -420,6 +445,10 @@ def main():
         for r in sp:
             print(f"  {r['group']:<32} {r['logs']:>4} {r['regime']:<11} {r['sizes']:>5} {r['median']:>7.2f} "
                   f"{r['worst']:>6.2f} {r['apart']:>5.0f}%")
+    ceil = ceiling(allpts, metas)
+    print("ceiling: the share within 1.25x that one prediction per (preset, shape, collective, size) could reach "
+          "at best, given how the logs of one kind disagree: " +
+          ", ".join(f"{name} {100.0 * h / t:.0f}% ({h}/{t})" for name, (h, t) in ceil.items()))
 
     cv_rows = []
     if a.cv:

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The fidelity suite's data rule (bench/fidelity/run.py glitches, docs/simulator.md §6.1) on a
 made-up nccl-tests table: a size whose out-of-place and in-place times are more than 2x apart, and
-one whose out-of-place time is more than 2x the next size's, are left out; nothing else is."""
+one whose out-of-place time is more than 2x the next size's, are left out; nothing else is. And the
+suite's ceiling (run.ceiling, §6) on made-up measurements of one kind."""
 import os
 import sys
 import tempfile
@@ -47,6 +48,19 @@ def main():
             print("FAIL: mark_inconsistent disagrees with glitches")
             return 1
     print(f"data rule: {len(expected)} of {len(ROWS)} rows left out, as expected")
+    # The ceiling (run.ceiling): logs of one kind 1.5x apart can both be within 1.25x of one
+    # prediction (1.5 <= 1.25^2), 2x apart cannot; a third log at 1.1x joins the first pair.
+    metas = {o: {"n_nodes": 2, "n_gpus": 8} for o in ("d/a", "d/b", "d/c")}
+    def pts(times):
+        return [{"origin": o, "collective": "AllReduce", "bytes": 1024.0, "measured_s": t} for o, t in times]
+    cases = [([("d/a", 1.0), ("d/b", 1.5)], (2, 2)), ([("d/a", 1.0), ("d/b", 2.0)], (1, 2)),
+             ([("d/a", 1.0), ("d/b", 1.5), ("d/c", 1.1)], (3, 3)), ([("d/a", 1.0), ("d/b", 2.0), ("d/c", 2.2)], (2, 3))]
+    for times, want in cases:
+        got = run.ceiling(pts(times), metas)["<= 1 MiB"]
+        if got != want:
+            print(f"FAIL: ceiling of {times}: {got}, expected {want}")
+            return 1
+    print("ceiling: as expected on 4 made-up cases")
     return 0
 
 
