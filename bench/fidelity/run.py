@@ -212,18 +212,23 @@ def summary(points, title):
     return out
 
 
-def spread(points, metas):
-    """Clusters of one kind measured apart: for every (preset, nodes, GPUs per node, collective) with
-    logs of two or more clusters, per size measured by several of them, max/min of their times.
-    One prediction can be within 1.25x of all of them only if max/min <= 1.25^2; a size above that
-    has a log outside 1.25x of *any* uncalibrated prediction (the suite's floor). Returns rows."""
+def by_kind(points, metas):
+    """{(preset, nodes, GPUs per node, collective): {size: {log: measured seconds}}}."""
     groups = {}
     for p in points:
         m = metas[p["origin"]]
         key = (os.path.basename(os.path.dirname(p["origin"])), m["n_nodes"], m["n_gpus"], p["collective"])
         groups.setdefault(key, {}).setdefault(p["bytes"], {})[p["origin"]] = p["measured_s"]
+    return groups
+
+
+def spread(points, metas):
+    """Clusters of one kind measured apart: for every (preset, nodes, GPUs per node, collective) with
+    logs of two or more clusters, per size measured by several of them, max/min of their times.
+    One prediction can be within 1.25x of all of them only if max/min <= 1.25^2; a size above that
+    has a log outside 1.25x of *any* uncalibrated prediction (the suite's floor). Returns rows."""
     rows = []
-    for key, by_size in sorted(groups.items()):
+    for key, by_size in sorted(by_kind(points, metas).items()):
         logs = {o for v in by_size.values() for o in v}
         if len(logs) < 2:
             continue
@@ -242,16 +247,12 @@ def ceiling(points, metas, factor=1.25):
     """The most any uncalibrated model could reach: per (preset, nodes, GPUs per node, collective,
     size) one prediction, the one within `factor` of as many of that size's measured times as
     possible (a log measured alone is always matched). Returns {regime: (points matched, points)}."""
-    groups = {}
-    for p in points:
-        m = metas[p["origin"]]
-        key = (os.path.dirname(p["origin"]), m["n_nodes"], m["n_gpus"], p["collective"], p["bytes"])
-        groups.setdefault(key, []).append(p["measured_s"])
+    sizes = [(b, list(logs.values())) for by_size in by_kind(points, metas).values() for b, logs in by_size.items()]
     out = {}
     for name, sel in REGIMES:
         hit = total = 0
-        for key, ms in groups.items():
-            if not sel(key[4]):
+        for b, ms in sizes:
+            if not sel(b):
                 continue
             total += len(ms)
             # an optimal prediction can be moved to a window edge, measured x factor or / factor

@@ -86,15 +86,15 @@ std::vector<FitKnob> system_knobs(const System& s) {
   const json j = engine::system_json(s);
   if (!s.nccl.is_null()) {
     const auto np = nccl_params(s);
-    ks.push_back({"/nccl/launch_us", np.effective_launch_us(), 0, false, kLaunchPriorScale});
-    ks.push_back({"/nccl/fill_stage", np.effective_fill_stage(), 0, false});
+    ks.push_back({"/nccl/launch_us", np.effective_launch_us(), 0, false, kLaunchPriorScale, true});
+    ks.push_back({"/nccl/fill_stage", np.effective_fill_stage(), 0, false, 1.0, true});
     for (const auto& l : s.levels) {
       if (l.cardinality <= 1 || !l.interconnect) continue;
       const auto* lp = np.level(l.name);
       const auto hw = lp && lp->hw ? *lp->hw : hw_class_of(l.interconnect->kind);
       const std::string base = "/nccl/levels/" + l.name;
       ks.push_back({base + "/bus_bw_GBps", lp && lp->bus_bw_gbps > 0 ? lp->bus_bw_gbps : l.interconnect->bandwidth_gbps,
-                    0, false});
+                    0, false, 1.0, true});
       // NCCL's ring hwLat row of the level's class (tuning.cc) as the starting point.
       static constexpr double ring_lat[3][kNumProtocols] = {{0.6, 1.9, 3.4}, {1.0, 2.5, 5.7}, {2.7, 4.0, 14.0}};
       const char* names[kNumProtocols] = {"ll", "ll128", "simple"};
@@ -102,7 +102,7 @@ std::vector<FitKnob> system_knobs(const System& s) {
         double v = ring_lat[static_cast<int>(hw)][pr];
         if (lp && lp->hop_latency_us[static_cast<std::size_t>(pr)] >= 0)
           v = lp->hop_latency_us[static_cast<std::size_t>(pr)];
-        ks.push_back({base + "/hop_latency_us/" + names[pr], v, 0, false});
+        ks.push_back({base + "/hop_latency_us/" + names[pr], v, 0, false, 1.0, true});
       }
     }
   }
@@ -112,7 +112,11 @@ std::vector<FitKnob> system_knobs(const System& s) {
       if (l.cardinality <= 1 || !l.interconnect) continue;
       const std::string base = fmt::format("/levels/{}/interconnect", i);
       ks.push_back({base + "/bandwidth_GBps", l.interconnect->bandwidth_gbps, 0, false});
-      ks.push_back({base + "/latency_us", std::max(l.interconnect->latency_us, 1e-3), 0, false});
+      // NCCL adds a network level's own latency to every network hop (graph->latencyInter, e.g. the
+      // EFA plugin's 75 us): with an "nccl" section it is fitted with that model's knobs, where given.
+      const bool latency_inter =
+          !s.nccl.is_null() && l.interconnect->latency_us > 0 && hw_class_of(l.interconnect->kind) == HwClass::Net;
+      ks.push_back({base + "/latency_us", std::max(l.interconnect->latency_us, 1e-3), 0, false, 1.0, latency_inter});
     }
     ks.push_back(
         {"/topology/step_overhead_us", std::max(value_at(j, "/topology/step_overhead_us", 0.0), 1.0), 0, false});
@@ -168,26 +172,14 @@ SystemFit fit_system(const System& s, const std::vector<FitPoint>& ps, Algorithm
       written[k] = 0;
     }
   }
-  // With an NCCL section the model's own knobs are fitted, and the network's own latency, which
-  // NCCL adds to every network hop (graph->latencyInter: a network level's interconnect latency_us,
-  // e.g. the EFA plugin's 75 us) where the system gives one; the interconnects' other knobs only
-  // when no NCCL knob changes any prediction (a model not reading the section).
+  // With an NCCL section the knobs the NCCL model reads are fitted (FitKnob::nccl); the interconnects'
+  // others only when no "nccl" knob changes any prediction (a model not reading the section).
   const bool nccl_used =
       std::any_of(free.begin(), free.end(), [&](std::size_t k) { return fit.knobs[k].name.rfind("/nccl/", 0) == 0; });
-  auto network_latency = [&](std::size_t k) {
-    const auto& name = fit.knobs[k].name;
-    const std::string tail = "/interconnect/latency_us";
-    if (name.rfind("/levels/", 0) != 0 || name.size() < tail.size() ||
-        name.compare(name.size() - tail.size(), tail.size(), tail) != 0)
-      return false;
-    const auto i = static_cast<std::size_t>(std::stoul(name.substr(8)));
-    const auto& l = s.levels.at(i);
-    return l.interconnect && l.interconnect->latency_us > 0 && hw_class_of(l.interconnect->kind) == HwClass::Net;
-  };
   if (nccl_used) {
     std::vector<std::size_t> keep;
     for (const auto k : free)
-      if (fit.knobs[k].name.rfind("/nccl/", 0) == 0 || network_latency(k))
+      if (fit.knobs[k].nccl)
         keep.push_back(k);
       else
         fit.knobs[k].constrained = false;

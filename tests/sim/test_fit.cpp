@@ -27,9 +27,11 @@ engine::System preset_system(int nodes, int gpus, const std::string& preset) {
   return s;
 }
 
-std::vector<FitPoint> synthetic(const engine::System& truth, engine::Collective c, int ranks, int nodes) {
+// Points the model predicts on `truth`, sizes from `from` to `to` bytes in steps of x4.
+std::vector<FitPoint> synthetic(const engine::System& truth, engine::Collective c, int ranks, int nodes,
+                                double from = 1024, double to = 4.0 * 1024 * 1024 * 1024) {
   std::vector<FitPoint> ps;
-  for (double b = 1024; b <= 4.0 * 1024 * 1024 * 1024; b *= 4) ps.push_back({"synthetic", 0, c, ranks, nodes, b, 1.0});
+  for (double b = from; b <= to; b *= 4) ps.push_back({"synthetic", 0, c, ranks, nodes, b, 1.0});
   const auto pr = predict_points(truth, ps, Algorithm::Auto);
   for (std::size_t i = 0; i < ps.size(); ++i) ps[i].measured_s = pr[i].predicted_s;
   return ps;
@@ -242,15 +244,9 @@ TEST_CASE("fit: a per-call cost fitted on one collective carries over to the clu
   const double launch = nccl_params(base).effective_launch_us();
   tj[json::json_pointer("/nccl/launch_us")] = launch + 400.0;
   const auto truth = engine::system_from_json(tj, "truth");
-  auto points = [&](engine::Collective c) {
-    std::vector<FitPoint> ps;
-    for (double b = 32.0 * 1024 * 1024; b <= 8.0 * 1024 * 1024 * 1024; b *= 4)
-      ps.push_back({"synthetic", 0, c, 80, 10, b, 1.0});
-    const auto pr = predict_points(truth, ps, Algorithm::Auto);
-    for (std::size_t i = 0; i < ps.size(); ++i) ps[i].measured_s = pr[i].predicted_s;
-    return ps;
-  };
-  const auto ag = points(engine::Collective::AllGather), ar = points(engine::Collective::AllReduce);
+  const double MiB = 1024.0 * 1024, GiB = 1024 * MiB;
+  const auto ag = synthetic(truth, engine::Collective::AllGather, 80, 10, 32 * MiB, 8 * GiB);
+  const auto ar = synthetic(truth, engine::Collective::AllReduce, 80, 10, 32 * MiB, 8 * GiB);
   auto worst = [&](const SystemFit& f) {
     double w = 0;
     const auto pr = predict_points(engine::system_from_json(f.system, "fitted"), ar, Algorithm::Auto);

@@ -67,6 +67,10 @@ struct FitKnob {
   double before = 0, after = 0;
   bool constrained = false;  // some point's prediction depends on it
   double prior_scale = 1.0;  // the prior's weight on this knob, relative to the fit's prior_weight
+  // Read by the NCCL model: the "nccl" section's knobs, and a network level's interconnect latency_us
+  // where the system gives one (NCCL's latencyInter, added to every network hop). With an "nccl"
+  // section only these are fitted; the interconnects' others only when no "nccl" knob matters.
+  bool nccl = false;
 };
 // The per-call overhead (`/nccl/launch_us`) has a prior kLaunchPriorScale times as heavy as the
 // other knobs', i.e. a log-normal 10x as wide: its start (kDefaultLaunchUs, 4 us) is an assumption,
