@@ -91,19 +91,17 @@ std::vector<FitKnob> system_knobs(const System& s) {
     for (const auto& l : s.levels) {
       if (l.cardinality <= 1 || !l.interconnect) continue;
       const auto* lp = np.level(l.name);
-      const auto hw = lp && lp->hw ? *lp->hw : hw_class_of(l.interconnect->kind);
       const std::string base = "/nccl/levels/" + l.name;
       ks.push_back({base + "/bus_bw_GBps", lp && lp->bus_bw_gbps > 0 ? lp->bus_bw_gbps : l.interconnect->bandwidth_gbps,
                     0, false, 1.0, true});
-      // NCCL's ring hwLat row of the level's class (tuning.cc) as the starting point.
-      static constexpr double ring_lat[3][kNumProtocols] = {{0.6, 1.9, 3.4}, {1.0, 2.5, 5.7}, {2.7, 4.0, 14.0}};
+      // Per protocol a factor on the level's hop latencies (NCCL's hwLat of every algorithm, or the
+      // level's hop_latency_us): fitting a factor keeps NCCL's per-algorithm table, so the fit starts
+      // from exactly the system's predictions. (An absolute latency as the knob replaced the table by
+      // one number for every algorithm: the tree's, NVLS's and the ring's network hops alike.)
       const char* names[kNumProtocols] = {"ll", "ll128", "simple"};
-      for (int pr = 0; pr < kNumProtocols; ++pr) {
-        double v = ring_lat[static_cast<int>(hw)][pr];
-        if (lp && lp->hop_latency_us[static_cast<std::size_t>(pr)] >= 0)
-          v = lp->hop_latency_us[static_cast<std::size_t>(pr)];
-        ks.push_back({base + "/hop_latency_us/" + names[pr], v, 0, false, 1.0, true});
-      }
+      for (int pr = 0; pr < kNumProtocols; ++pr)
+        ks.push_back({base + "/hop_latency_scale/" + names[pr],
+                      lp ? lp->hop_latency_scale[static_cast<std::size_t>(pr)] : 1.0, 0, false, 1.0, true});
     }
   }
   {

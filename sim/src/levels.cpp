@@ -188,7 +188,8 @@ int apply_preset(System& s, const Preset& p) {
       NcclLevelParams x = p.nccl.levels[k];
       x.level = lv.name;
       if (x.nics > 0 || x.nic_gbps > 0 || x.hw || x.bus_bw_gbps > 0 ||
-          std::any_of(x.hop_latency_us.begin(), x.hop_latency_us.end(), [](double d) { return d >= 0; }))
+          std::any_of(x.hop_latency_us.begin(), x.hop_latency_us.end(), [](double d) { return d >= 0; }) ||
+          std::any_of(x.hop_latency_scale.begin(), x.hop_latency_scale.end(), [](double d) { return d != 1.0; }))
         np.levels.push_back(std::move(x));
     }
     ++n;

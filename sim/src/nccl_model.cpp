@@ -262,9 +262,10 @@ double ring_steps(Collective c, int n) {
 }
 
 double hw_lat(const Tables& tb, const NcclLevelParams* lv, HwClass hw, int r, int proto) {
-  if (lv && lv->hop_latency_us[static_cast<std::size_t>(proto)] >= 0)
-    return lv->hop_latency_us[static_cast<std::size_t>(proto)];
-  return tb.hw[static_cast<int>(hw)][r][proto];
+  const auto i = static_cast<std::size_t>(proto);
+  if (!lv) return tb.hw[static_cast<int>(hw)][r][proto];
+  return (lv->hop_latency_us[i] >= 0 ? lv->hop_latency_us[i] : tb.hw[static_cast<int>(hw)][r][proto]) *
+         lv->hop_latency_scale[i];
 }
 
 std::string lower(std::string s) {
@@ -521,6 +522,13 @@ NcclParams nccl_params_from_json(const nlohmann::json& j, const System& s) {
           if (const auto e = h.optional(names[i])) l.hop_latency_us[static_cast<std::size_t>(i)] = non_neg(*e);
         h.finish();
       }
+      if (const auto v = x.optional("hop_latency_scale")) {
+        json_read::Object h(*v);
+        const char* names[kNumProtocols] = {"ll", "ll128", "simple"};
+        for (int i = 0; i < kNumProtocols; ++i)
+          if (const auto e = h.optional(names[i])) l.hop_latency_scale[static_cast<std::size_t>(i)] = non_neg(*e);
+        h.finish();
+      }
       if (const auto v = x.optional("nics")) {
         l.nics = v->int32();
         if (l.nics < 1) v->fail("must be at least 1");
@@ -576,6 +584,11 @@ nlohmann::json nccl_json(const NcclParams& p) {
         if (l.hop_latency_us[static_cast<std::size_t>(i)] >= 0)
           h[names[i]] = l.hop_latency_us[static_cast<std::size_t>(i)];
       if (!h.empty()) x["hop_latency_us"] = h;
+      nlohmann::json f = nlohmann::json::object();
+      for (int i = 0; i < kNumProtocols; ++i)
+        if (l.hop_latency_scale[static_cast<std::size_t>(i)] != 1.0)
+          f[names[i]] = l.hop_latency_scale[static_cast<std::size_t>(i)];
+      if (!f.empty()) x["hop_latency_scale"] = f;
       if (l.nics > 0) x["nics"] = l.nics;
       if (l.nic_gbps > 0) x["nic_GBps"] = l.nic_gbps;
       lv[l.level] = x;

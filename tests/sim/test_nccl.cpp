@@ -570,15 +570,21 @@ TEST_CASE("nccl section: strict reader") {
   bad(R"({"levels": {"rack": {}}})", "not a level");
   bad(R"({"levels": {"node": {"hop_latency_us": {"ll": 1, "ll256": 2}}}})", "ll256");
   bad(R"({"levels": {"node": {"bus_bw_gbps": 0}}})", "positive");
+  bad(R"({"levels": {"node": {"hop_latency_scale": {"simpel": 2}}}})", "simpel");
+  bad(R"({"levels": {"node": {"hop_latency_scale": {"ll": -1}}}})", "non-negative");
   bad(R"({"nvls_efficiency": 1.5})", "(0, 1]");
   s.nccl = nlohmann::json::parse(
       R"({"arch": "hopper", "channels": 24, "launch_us": 6, "nvls": true, "sharp": true,
-          "levels": {"node": {"hw": "net", "bus_bw_gbps": 350, "hop_latency_us": {"ll": 5, "simple": 20}, "nics": 8}}})");
+          "levels": {"node": {"hw": "net", "bus_bw_gbps": 350, "hop_latency_us": {"ll": 5, "simple": 20},
+                           "hop_latency_scale": {"ll128": 1.5}, "nics": 8}}})");
   const NcclParams p = nccl_params(s);
   CHECK(p.effective_channels() == 24);
   CHECK(p.sharp);
   CHECK(p.level("node")->hop_latency_us[0] == doctest::Approx(5));
   CHECK(p.level("node")->hop_latency_us[1] < 0);
+  CHECK(p.level("node")->hop_latency_scale[1] == doctest::Approx(1.5));
+  CHECK(p.level("node")->hop_latency_scale[0] == 1.0);
+  CHECK(nccl_json(p)["levels"]["node"]["hop_latency_scale"] == nlohmann::json::parse(R"({"ll128": 1.5})"));
   CHECK(nccl_json(p)["levels"]["node"]["bus_bw_GBps"] == 350);
   // The engine's system reader refuses a non-object section and accepts the field.
   CHECK_THROWS_AS(parse_system_json(R"({"levels": [{"name": "gpu", "cardinality": 2}], "nccl": 3})", "t"), p2v::Error);

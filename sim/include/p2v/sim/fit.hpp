@@ -8,7 +8,8 @@
 // input), the out-of-place time.
 //
 // The fit works on the system file itself: its knobs are numbers of the system's JSON (the
-// "nccl" section's launch_us and per-level bus_bw_gbps / hop_latency_us per protocol; when no
+// "nccl" section's launch_us, fill_stage and per-level bus_bw_GBps / hop_latency_scale per protocol
+// (a factor on NCCL's per-algorithm hop latencies, so the fit starts from the system itself); when no
 // point's prediction depends on any of them - no "nccl" section, or a model that does not read it -
 // the levels' interconnect bandwidth_gbps / latency_us and the topology section's
 // step_overhead_us). Knobs no point's prediction depends on are left alone and reported as

@@ -58,8 +58,11 @@ struct NcclLevelParams {
                               // GB/s; 0: the interconnect's bandwidth_gbps
   std::array<double, kNumProtocols> hop_latency_us{-1, -1, -1};  // LL, LL128, Simple; < 0: NCCL's
                                                                  // hwLat for the class and algorithm
-  int nics = 0;                                                  // informative: NICs per instance (0 = not stated)
-  double nic_gbps = 0.0;                                         // informative: per-NIC line rate, GB/s
+  // Per protocol, a factor on the level's hop latency (NCCL's per-algorithm hwLat, or hop_latency_us
+  // where set): what `p2v calibrate` fits, so a fitted file keeps NCCL's per-algorithm table.
+  std::array<double, kNumProtocols> hop_latency_scale{1, 1, 1};
+  int nics = 0;           // informative: NICs per instance (0 = not stated)
+  double nic_gbps = 0.0;  // informative: per-NIC line rate, GB/s
 };
 
 // NCCL versions whose tuning constants this model holds (docs/simulator.md §2, "NCCL version"),
