@@ -98,9 +98,8 @@ std::vector<FitKnob> system_knobs(const System& s) {
       // level's hop_latency_us): fitting a factor keeps NCCL's per-algorithm table, so the fit starts
       // from exactly the system's predictions. (An absolute latency as the knob replaced the table by
       // one number for every algorithm: the tree's, NVLS's and the ring's network hops alike.)
-      const char* names[kNumProtocols] = {"ll", "ll128", "simple"};
       for (int pr = 0; pr < kNumProtocols; ++pr)
-        ks.push_back({base + "/hop_latency_scale/" + names[pr],
+        ks.push_back({base + "/hop_latency_scale/" + kProtocolKeys[pr],
                       lp ? lp->hop_latency_scale[static_cast<std::size_t>(pr)] : 1.0, 0, false, 1.0, true});
     }
   }

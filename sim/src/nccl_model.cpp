@@ -515,20 +515,17 @@ NcclParams nccl_params_from_json(const nlohmann::json& j, const System& s) {
         l.bus_bw_gbps = non_neg(*v);
         if (l.bus_bw_gbps <= 0) v->fail("must be positive");
       }
-      if (const auto v = x.optional("hop_latency_us")) {
-        json_read::Object h(*v);
-        const char* names[kNumProtocols] = {"ll", "ll128", "simple"};
-        for (int i = 0; i < kNumProtocols; ++i)
-          if (const auto e = h.optional(names[i])) l.hop_latency_us[static_cast<std::size_t>(i)] = non_neg(*e);
-        h.finish();
-      }
-      if (const auto v = x.optional("hop_latency_scale")) {
-        json_read::Object h(*v);
-        const char* names[kNumProtocols] = {"ll", "ll128", "simple"};
-        for (int i = 0; i < kNumProtocols; ++i)
-          if (const auto e = h.optional(names[i])) l.hop_latency_scale[static_cast<std::size_t>(i)] = non_neg(*e);
-        h.finish();
-      }
+      // {"ll", "ll128", "simple"} objects: each given protocol's non-negative number.
+      auto per_protocol = [&](const char* key, std::array<double, kNumProtocols>& out) {
+        if (const auto v = x.optional(key)) {
+          json_read::Object h(*v);
+          for (int i = 0; i < kNumProtocols; ++i)
+            if (const auto e = h.optional(kProtocolKeys[i])) out[static_cast<std::size_t>(i)] = non_neg(*e);
+          h.finish();
+        }
+      };
+      per_protocol("hop_latency_us", l.hop_latency_us);
+      per_protocol("hop_latency_scale", l.hop_latency_scale);
       if (const auto v = x.optional("nics")) {
         l.nics = v->int32();
         if (l.nics < 1) v->fail("must be at least 1");
@@ -561,9 +558,8 @@ nlohmann::json nccl_json(const NcclParams& p) {
   if (p.tuner_fastest) j["tuner"] = "fastest";
   if (p.protocols != 7) {
     nlohmann::json a = nlohmann::json::array();
-    const char* names[kNumProtocols] = {"ll", "ll128", "simple"};
     for (int i = 0; i < kNumProtocols; ++i)
-      if (p.protocols & (1 << i)) a.push_back(names[i]);
+      if (p.protocols & (1 << i)) a.push_back(kProtocolKeys[i]);
     j["protocols"] = a;
   }
   if (p.algorithms != 31) {
@@ -578,17 +574,15 @@ nlohmann::json nccl_json(const NcclParams& p) {
       nlohmann::json x = nlohmann::json::object();
       if (l.hw) x["hw"] = to_string(*l.hw);
       if (l.bus_bw_gbps > 0) x["bus_bw_GBps"] = l.bus_bw_gbps;
-      const char* names[kNumProtocols] = {"ll", "ll128", "simple"};
-      nlohmann::json h = nlohmann::json::object();
-      for (int i = 0; i < kNumProtocols; ++i)
-        if (l.hop_latency_us[static_cast<std::size_t>(i)] >= 0)
-          h[names[i]] = l.hop_latency_us[static_cast<std::size_t>(i)];
-      if (!h.empty()) x["hop_latency_us"] = h;
-      nlohmann::json f = nlohmann::json::object();
-      for (int i = 0; i < kNumProtocols; ++i)
-        if (l.hop_latency_scale[static_cast<std::size_t>(i)] != 1.0)
-          f[names[i]] = l.hop_latency_scale[static_cast<std::size_t>(i)];
-      if (!f.empty()) x["hop_latency_scale"] = f;
+      // A per-protocol object of the values that differ from the default (absent when none does).
+      auto per_protocol = [&](const char* key, const std::array<double, kNumProtocols>& v, auto is_default) {
+        nlohmann::json h = nlohmann::json::object();
+        for (int i = 0; i < kNumProtocols; ++i)
+          if (!is_default(v[static_cast<std::size_t>(i)])) h[kProtocolKeys[i]] = v[static_cast<std::size_t>(i)];
+        if (!h.empty()) x[key] = h;
+      };
+      per_protocol("hop_latency_us", l.hop_latency_us, [](double d) { return d < 0; });
+      per_protocol("hop_latency_scale", l.hop_latency_scale, [](double d) { return d == 1.0; });
       if (l.nics > 0) x["nics"] = l.nics;
       if (l.nic_gbps > 0) x["nic_GBps"] = l.nic_gbps;
       lv[l.level] = x;

@@ -34,6 +34,8 @@ enum class Algorithm;  // cost.hpp: Ring, Tree, Auto, Nvls, NvlsTree, CollNet
 // NCCL's protocols (src/include/nccl_common.h: NCCL_PROTO_LL, _LL128, _SIMPLE).
 enum class Protocol { LL = 0, LL128 = 1, Simple = 2, Auto = 3 };
 inline constexpr int kNumProtocols = 3;
+// The protocols' keys in a system file's per-protocol objects and lists, by Protocol index.
+inline constexpr const char* kProtocolKeys[kNumProtocols] = {"ll", "ll128", "simple"};
 const char* to_string(Protocol p);              // "LL", "LL128", "Simple", "auto"
 Protocol parse_protocol(const std::string& s);  // ll, ll128, simple, auto (any case); throws p2v::Error
 
