@@ -13,6 +13,7 @@
 #include "p2v/sim/fit.hpp"
 #include "p2v/sim/nccl_model.hpp"
 #include "p2v/sim/nccl_tests.hpp"
+#include "p2v/sim/preset_devices.hpp"
 #include "p2v/sim/report.hpp"
 
 namespace p2v::tools {
@@ -79,15 +80,64 @@ sim::NcclTestsOptions tests_options(const CalArgs& a, const engine::System& s) {
   return opt;
 }
 
-std::vector<sim::FitPoint> log_points(const CalArgs& a, const engine::System& s) {
+std::vector<sim::FitPoint> log_points(const CalArgs& a, const engine::System& s, std::vector<std::string>& notes) {
   const auto opt = tests_options(a, s);
   std::vector<sim::FitPoint> ps;
   for (const auto& path : a.logs) {
     const auto log = sim::load_nccl_tests(path, opt);
+    notes.insert(notes.end(), log.notes.begin(), log.notes.end());
     const auto p = sim::fit_points(log, s);
     ps.insert(ps.end(), p.begin(), p.end());
   }
   return ps;
+}
+
+// --nccl-tests without --system: the shape the logs ran on, as an inline system "node=N,gpu=G" for
+// --preset. The ranks are what the log says (sim/nccl_tests.hpp); the nodes are its hosts (Rank lines
+// or NCCL INFO's nNodes), else the ranks over the preset's GPUs per node. Every log must give the same
+// shape (one system is calibrated). Returns the system text and a line saying where it came from.
+std::pair<std::string, std::string> shape_from_logs(const CalArgs& a) {
+  const auto& pr = sim::find_preset(a.preset);
+  const int node_gpus = sim::preset_device(pr).node_devices;
+  auto opt = tests_options(a, load_system("", a.preset));
+  opt.ranks = 0;  // the log's own
+  std::string shape, why, first;
+  for (const auto& path : a.logs) {
+    const auto log = sim::load_nccl_tests(path, opt);
+    if (log.ranks <= 0)
+      throw Error(
+          fmt::format("{}: the log does not say how many ranks ran (no complete Rank lines, no NCCL INFO nRanks, and "
+                      "its sizes and bandwidths do not tell); give the shape with --system node=N,gpu=G",
+                      path));
+    int nodes = log.nodes, gpus = 0;
+    std::string how;
+    if (nodes > 0) {
+      if (log.ranks % nodes != 0)
+        throw Error(fmt::format("{}: {} ranks on {} nodes; give the shape with --system", path, log.ranks, nodes));
+      gpus = log.ranks / nodes;
+      how = fmt::format("{} ranks on {} host(s)", log.ranks, nodes);
+    } else {
+      if (log.ranks % node_gpus != 0 && log.ranks > node_gpus)
+        throw Error(
+            fmt::format("{}: {} ranks, not a whole number of {}-GPU {} nodes, and the log names no hosts; give the "
+                        "shape with --system node=N,gpu=G",
+                        path, log.ranks, node_gpus, pr.name));
+      nodes = std::max(1, log.ranks / node_gpus);
+      gpus = log.ranks / nodes;
+      how = fmt::format("{} ranks, {} GPUs per node as in preset {} (the log names no hosts)", log.ranks, node_gpus,
+                        pr.name);
+    }
+    const auto s = fmt::format("node={},gpu={}", nodes, gpus);
+    if (!shape.empty() && s != shape)
+      throw Error(fmt::format("{}: ran on {}, but {} on {}; calibrate one system at a time (or give --system)", path, s,
+                              first, shape));
+    if (shape.empty()) {
+      shape = s;
+      first = path;
+      why = fmt::format("system {} from {}: {}", s, path, how);
+    }
+  }
+  return {shape, why};
 }
 
 // The NCCL version whose tuning constants predict the logs (docs/simulator.md §5.1): --nccl-version, else
@@ -159,19 +209,28 @@ void print_points(const std::vector<sim::PointPrediction>& pr) {
   }
 }
 
-int run_nccl_tests(const CalArgs& a) {
+int run_nccl_tests(const CalArgs& in) {
+  CalArgs a = in;
+  std::vector<std::string> notes;
+  if (a.system.empty() && !a.preset.empty()) {
+    auto [shape, why] = shape_from_logs(a);
+    a.system = shape;
+    notes.push_back(std::move(why));
+  }
   auto sys = load_system(a.system, a.preset);
-  const auto note = fill_interconnects(sys, a.preset);
+  if (const auto note = fill_interconnects(sys, a.preset); !note.empty()) notes.push_back(note);
   const auto algo = sim::parse_algorithm(a.algo.empty() ? "auto" : a.algo);
   apply_nccl_version(a, sys);
-  const auto ps = log_points(a, sys);
+  const auto ps = log_points(a, sys, notes);
+  auto notes_json = [&] { return nlohmann::json(notes); };
   if (a.predict_only) {
     const auto pr = sim::predict_points(sys, ps, algo);
     if (a.json) {
-      fmt::print("{}\n", nlohmann::json{{"system", sys.name}, {"points", points_json(pr)}}.dump(2));
+      fmt::print("{}\n",
+                 nlohmann::json{{"system", sys.name}, {"notes", notes_json()}, {"points", points_json(pr)}}.dump(2));
       return 0;
     }
-    if (!note.empty()) fmt::print("{}\n", note);
+    for (const auto& n : notes) fmt::print("{}\n", n);
     fmt::print("predicted vs measured ({} points, system {}, --algo {}):\n", pr.size(), sys.name, sim::to_string(algo));
     print_points(pr);
     return 0;
@@ -190,7 +249,8 @@ int run_nccl_tests(const CalArgs& a) {
     auto knobs = nlohmann::json::array();
     for (const auto& k : fit.knobs)
       knobs.push_back({{"knob", k.name}, {"before", k.before}, {"after", k.after}, {"constrained", k.constrained}});
-    nlohmann::json j{{"points", points_json(pr)},
+    nlohmann::json j{{"notes", notes_json()},
+                     {"points", points_json(pr)},
                      {"knobs", knobs},
                      {"rms_log_before", fit.rms_log_before},
                      {"rms_log_after", fit.rms_log_after},
@@ -201,7 +261,7 @@ int run_nccl_tests(const CalArgs& a) {
     fmt::print("{}\n", j.dump(2));
     return 0;
   }
-  if (!note.empty()) fmt::print("{}\n", note);
+  for (const auto& n : notes) fmt::print("{}\n", n);
   fmt::print("calibrated {} from {} nccl-tests point(s) ({} model evaluations)\n", sys.name, ps.size(),
              fit.evaluations);
   fmt::print("  {:<44} {:>12} {:>12}\n", "knob", "before", "after");

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "p2v/engine/error.hpp"
@@ -37,20 +38,45 @@ bool is_int(const std::string& s) {
   return true;
 }
 
-// Strips mpirun's --tag-output prefix "[1,0]<stdout>:"; sets `stderr_line` for <stderr> lines.
+// Strips the prefixes launchers put before a process's output, outermost first: kubectl logs
+// --prefix ("[pod/NAME/CONTAINER] "), mpirun --tag-output ("[1,0]<stdout>:"; sets `stderr_line` for
+// <stderr> lines) and srun -l's task label ("0: ", right-aligned: "  12: ").
 std::string strip_tag(const std::string& line, bool& stderr_line) {
   stderr_line = false;
-  if (line.empty() || line[0] != '[') return line;
-  const auto close = line.find(']');
-  if (close == std::string::npos) return line;
-  for (const char* tag : {"<stdout>:", "<stderr>:"}) {
-    const auto n = std::strlen(tag);
-    if (line.compare(close + 1, n, tag) == 0) {
-      stderr_line = tag[3] == 'e';
-      return line.substr(close + 1 + n);
-    }
+  std::string s = line;
+  if (s.rfind("[pod/", 0) == 0)
+    if (const auto close = s.find("] "); close != std::string::npos) s = s.substr(close + 2);
+  if (!s.empty() && s[0] == '[') {
+    const auto close = s.find(']');
+    if (close != std::string::npos)
+      for (const char* tag : {"<stdout>:", "<stderr>:"}) {
+        const auto n = std::strlen(tag);
+        if (s.compare(close + 1, n, tag) == 0) {
+          stderr_line = tag[3] == 'e';
+          s = s.substr(close + 1 + n);
+          break;
+        }
+      }
   }
-  return line;
+  // srun -l: optional blanks, a task number, ": " (a data row never has a colon after its size).
+  std::size_t i = s.find_first_not_of(' ');
+  if (i != std::string::npos && std::isdigit(static_cast<unsigned char>(s[i]))) {
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+    if (i + 1 < s.size() && s[i] == ':' && s[i + 1] == ' ')
+      s = s.substr(i + 2);
+    else if (i + 1 == s.size() && s[i] == ':')
+      s.clear();
+  }
+  return s;
+}
+
+// Half a unit in the last printed digit of a decimal number ("118.57" -> 0.005); 0 for a form
+// this does not know (exponent).
+double half_ulp(const std::string& s) {
+  if (s.find_first_of("eE") != std::string::npos) return 0;
+  const auto dot = s.find('.');
+  const int decimals = dot == std::string::npos ? 0 : static_cast<int>(s.size() - dot - 1);
+  return 0.5 * std::pow(10.0, -decimals);
 }
 
 // Finds a *_perf / *_perf_mpi test name as a word in `s`; "" when there is none.
@@ -79,6 +105,7 @@ double number(const std::string& s, const std::string& where, const char* what) 
 struct Columns {
   int size = -1, count = -1, type = -1, redop = -1, root = -1, time = -1, algbw = -1, busbw = -1;
   std::size_t width = 0;
+  bool timestamp = false;  // nccl-tests -T 1 (--report_timestamps): a last column "YYYY-mm-dd HH:MM:SS"
 };
 
 // A column-header line: "size count type redop root time algbw busbw #wrong time ..." (the words
@@ -107,9 +134,43 @@ std::optional<Columns> header_columns(const std::vector<std::string>& toks) {
       first(c.algbw);
     else if (t == "busbw")
       first(c.busbw);
+    else if (t == "timestamp")
+      c.timestamp = true;
   }
   if (c.size != 0 || c.count < 0 || c.type < 0 || c.time < 0 || c.algbw < 0 || c.busbw < 0) return std::nullopt;
   return c;
+}
+
+// More ranks than any log this reads could come from (an integer guard, not a limit of the model).
+constexpr double kMaxRanks = 1e7;
+
+// A rank count written in a log ("nRanks 16"); 0 when it is not a count this reads.
+int small_count(const std::string& s) {
+  if (!is_int(s) || s[0] == '-' || s[0] == '+' || s.size() > 8) return 0;
+  return std::stoi(s);
+}
+
+// The rank count the bus-bandwidth factor of an all-reduce gives (nccl-tests: busbw = algbw x 2 (n-1) / n):
+// per row, the n whose factor lies within the printed precision of busbw / algbw; the one n every
+// row allows, else 0 (not an all-reduce, no row precise enough, or rows that disagree).
+int ranks_from_bandwidths(const NcclTestsLog& log) {
+  if (log.collective != Collective::AllReduce) return 0;
+  double lo = 1, hi = 1e18;
+  bool any = false;
+  for (const auto& r : log.rows) {
+    const double ea = r.algbw_half_ulp, eb = r.busbw_half_ulp;
+    if (ea <= 0 || eb <= 0 || r.algbw_gbps <= 20 * ea) continue;  // too few digits to tell
+    const double fmin = std::max(0.0, r.busbw_gbps - eb) / (r.algbw_gbps + ea);
+    const double fmax = (r.busbw_gbps + eb) / (r.algbw_gbps - ea);
+    if (fmin >= 2) return 0;  // not an all-reduce's factor
+    lo = std::max(lo, 2 / (2 - fmin));
+    hi = std::min(hi, fmax >= 2 ? 1e18 : 2 / (2 - fmax));
+    any = true;
+  }
+  if (!any || lo > hi) return 0;
+  const double first = std::ceil(lo - 1e-9);
+  if (first > kMaxRanks) return 0;
+  return first <= hi + 1e-9 && first + 1 > hi + 1e-9 ? static_cast<int>(first) : 0;
 }
 
 }  // namespace
@@ -141,6 +202,8 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin
   int cols_line = 0;
   std::map<int, int> rank_line;  // rank -> line where listed
   std::map<int, std::string> rank_host, rank_dev;
+  bool rank_list_cut = false;            // a "..." line among the Rank lines (a pasted log's cut, or nccl-tests' own)
+  std::set<int> info_ranks, info_nodes;  // NCCL INFO "nRanks N" / "nranks N", "nNodes N"
   int test_line = 0;
   std::stringstream ss(text);
   std::string raw;
@@ -186,6 +249,22 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin
         continue;
       }
     }
+    // NCCL's INFO lines: the communicator's size ("comm 0x.. rank 0 nranks 16 ... Init COMPLETE";
+    // from v2.19 "ncclCommInitRank ... nRanks 16 nNodes 2 localRanks 8").
+    if (std::adjacent_find(toks.begin(), toks.end(), [](const std::string& a, const std::string& b) {
+          return a == "NCCL" && b == "INFO";
+        }) != toks.end()) {
+      for (std::size_t i = 0; i + 1 < toks.size(); ++i) {
+        if ((toks[i] == "nranks" || toks[i] == "nRanks") && small_count(toks[i + 1]) > 0)
+          info_ranks.insert(small_count(toks[i + 1]));
+        if (toks[i] == "nNodes" && small_count(toks[i + 1]) > 0) info_nodes.insert(small_count(toks[i + 1]));
+      }
+      continue;
+    }
+    if (toks.size() == 1 && toks[0] == "..." && !rank_line.empty() && !cols) {
+      rank_list_cut = true;
+      continue;
+    }
     // The test's name.
     if (const auto t = find_test(line); !t.empty()) {
       const bool marker = line.find("Collective test starting") != std::string::npos;
@@ -230,6 +309,12 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin
       continue;
     }
     // Column header.
+    if (toks.size() > 2 && toks[0] == "size" && toks[1] == "count" &&
+        std::find(toks.begin(), toks.end(), "cputime") != toks.end())
+      throw Error(
+          fmt::format("{}: the table reports CPU time (nccl-tests -C 1): the host's time to launch the calls, not the "
+                      "collective's; rerun without -C (p2v reads the GPU time nccl-tests prints by default)",
+                      where));
     if (auto c = header_columns(toks)) {
       if (cols && !log.rows.empty())
         throw Error(fmt::format("{}: a second result table (the first starts at line {}); give one table per log",
@@ -249,9 +334,11 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin
     if (static_cast<int>(toks.size()) < need)
       throw Error(fmt::format("{}: {} fields, the column header (line {}) needs at least {}", where, toks.size(),
                               cols_line, need));
-    if (toks.size() > c.width)
+    // The timestamp column's header is one word, its values two ("2025-01-01 12:00:00").
+    const std::size_t width = c.width + (c.timestamp ? 1 : 0);
+    if (toks.size() > width)
       throw Error(fmt::format("{}: {} fields, more than the {} of the column header (line {})", where, toks.size(),
-                              c.width, cols_line));
+                              width, cols_line));
     auto at = [&](int i) -> const std::string& { return toks[static_cast<std::size_t>(i)]; };
     NcclTestsRow row;
     row.line = ln;
@@ -271,6 +358,8 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin
     row.time_us = number(at(c.time), where, "time");
     row.algbw_gbps = number(at(c.algbw), where, "algbw");
     row.busbw_gbps = number(at(c.busbw), where, "busbw");
+    row.algbw_half_ulp = half_ulp(at(c.algbw));
+    row.busbw_half_ulp = half_ulp(at(c.busbw));
     if (row.bytes == 0) {  // nccl-tests -b 0: a call that moves nothing, no point to fit or predict
       ++log.zero_rows;
       continue;
@@ -287,26 +376,6 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin
                     "time, algbw, busbw and rows below it)",
                     origin));
 
-  // Ranks and hosts.
-  if (!rank_line.empty()) {
-    int expect = 0;
-    for (const auto& [r, l] : rank_line) {
-      if (r != expect)
-        throw Error(
-            fmt::format("{}:{}: rank {} listed but rank {} missing (ranks must be 0..n-1)", origin, l, r, expect));
-      ++expect;
-    }
-    log.ranks = static_cast<int>(rank_line.size());
-    for (const auto& [r, h] : rank_host)
-      if (std::find(log.hosts.begin(), log.hosts.end(), h) == log.hosts.end()) log.hosts.push_back(h);
-    log.nodes = static_cast<int>(log.hosts.size());
-    for (const auto& [r, d] : rank_dev) log.devices.push_back(d);
-    if (opt.ranks > 0 && opt.ranks != log.ranks)
-      throw Error(fmt::format("{}: the log lists {} ranks, {} expected", origin, log.ranks, opt.ranks));
-  } else {
-    log.ranks = opt.ranks;
-  }
-
   // The collective.
   std::optional<Collective> named;
   if (!log.test.empty()) {
@@ -317,18 +386,20 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin
                       "broadcast, reduce)",
                       origin, test_line, log.test));
   }
-  // What the table says, when it can tell: root >= 0 means broadcast/reduce, redop none a data movement.
+  // What the table says, when it can tell: root >= 0 means broadcast/reduce, redop none a data movement;
+  // a reduction whose count is size / (element x k), k > 1, is a reduce-scatter over k ranks.
   const auto& r0 = log.rows.front();
   const int elt = nccl_type_bytes(r0.type);
   std::optional<Collective> table;
+  const double per_rank = static_cast<double>(r0.count) * elt;
   if (r0.root >= 0) {
     table = (r0.redop == "none") ? Collective::Broadcast : Collective::Reduce;
   } else if (r0.redop == "none") {
     table = Collective::AllGather;
   } else if (!r0.redop.empty()) {
-    if (static_cast<double>(r0.count) * elt == r0.bytes)
+    if (per_rank == r0.bytes)
       table = Collective::AllReduce;
-    else if (log.ranks > 1 && static_cast<double>(r0.count) * elt * log.ranks == r0.bytes)
+    else if (per_rank > 0 && r0.bytes > per_rank && std::fmod(r0.bytes, per_rank) == 0)
       table = Collective::ReduceScatter;
   }
   if (opt.collective) {
@@ -347,6 +418,74 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin
   if (named && table && *named != *table && !(r0.redop.empty()))
     throw Error(fmt::format("{}:{}: the rows look like {} but the log runs {}", origin, r0.line,
                             engine::to_string(*table), log.test));
+
+  // Ranks and hosts. Sources, most direct first: the complete list of Rank lines; NCCL's INFO lines
+  // ("nRanks 16 nNodes 2", "nranks 16"); the sizes (all-gather and reduce-scatter: count = size /
+  // (element x ranks)); the bandwidths (all-reduce: busbw / algbw = 2 (n-1) / n). Every source the
+  // log has must agree: a disagreement means mixed output, which is an error.
+  const auto& first_rank_line = rank_line.empty() ? 0 : rank_line.begin()->second;
+  const bool listed_complete =
+      !rank_list_cut && !rank_line.empty() && rank_line.rbegin()->first + 1 == static_cast<int>(rank_line.size());
+  struct Source {
+    int ranks;
+    std::string what;
+  };
+  std::vector<Source> sources;
+  if (listed_complete) {
+    sources.push_back({static_cast<int>(rank_line.size()), "the log lists {} ranks"});
+    for (const auto& [r, h] : rank_host)
+      if (std::find(log.hosts.begin(), log.hosts.end(), h) == log.hosts.end()) log.hosts.push_back(h);
+    log.nodes = static_cast<int>(log.hosts.size());
+    for (const auto& [r, d] : rank_dev) log.devices.push_back(d);
+    std::map<std::string, int> per_host;
+    for (const auto& [r, h] : rank_host) ++per_host[h];
+    const int first = per_host.begin()->second;
+    log.ranks_per_node =
+        std::all_of(per_host.begin(), per_host.end(), [&](const auto& x) { return x.second == first; }) ? first : 0;
+  } else if (!rank_line.empty()) {
+    const int top = rank_line.rbegin()->first;
+    log.notes.push_back(fmt::format(
+        "{}:{}: the log lists {} of its ranks (up to rank {}; the list was cut, e.g. '...' in a pasted log): the "
+        "shape is not read from it",
+        origin, first_rank_line, rank_line.size(), top));
+  }
+  if (info_ranks.size() > 1 || info_nodes.size() > 1)
+    throw Error(
+        fmt::format("{}: NCCL INFO lines of communicators of different sizes or node counts; one run per log", origin));
+  if (info_ranks.size() == 1) sources.push_back({*info_ranks.begin(), "the log's NCCL INFO lines say {} ranks"});
+  if (!info_nodes.empty()) {
+    const int nn = *info_nodes.begin();
+    if (log.nodes > 0 && log.nodes != nn)
+      throw Error(
+          fmt::format("{}: the Rank lines name {} hosts, NCCL INFO lines say nNodes {}", origin, log.nodes, nn));
+    log.nodes = nn;
+  }
+  if ((log.collective == Collective::AllGather || log.collective == Collective::ReduceScatter) && per_rank > 0 &&
+      std::fmod(r0.bytes, per_rank) == 0 && r0.bytes / per_rank >= 1 && r0.bytes / per_rank <= kMaxRanks)
+    sources.push_back(
+        {static_cast<int>(r0.bytes / per_rank),
+         fmt::format("the log's sizes (line {}: count x element = size / ranks) give {{}} ranks", r0.line)});
+  if (const int n = ranks_from_bandwidths(log); n > 0)
+    sources.push_back({n, "the log's busbw/algbw ratios (2 (n-1) / n) give {} ranks"});
+  auto said = [](const Source& x) { return fmt::format(fmt::runtime(x.what), x.ranks); };
+  for (const auto& src : sources)
+    if (src.ranks != sources.front().ranks)
+      throw Error(fmt::format("{}: {}, but {}; one run per log", origin, said(sources.front()), said(src)));
+  if (!sources.empty()) {
+    log.ranks = sources.front().ranks;
+    if (opt.ranks > 0 && opt.ranks != log.ranks)
+      throw Error(fmt::format("{}: {}, {} expected", origin, said(sources.front()), opt.ranks));
+  } else {
+    log.ranks = opt.ranks;
+  }
+  if (!listed_complete && !rank_line.empty() && log.ranks > 0 && rank_line.rbegin()->first >= log.ranks)
+    throw Error(fmt::format("{}:{}: rank {} listed, but the run has {} ranks", origin, rank_line.rbegin()->second,
+                            rank_line.rbegin()->first, log.ranks));
+  if (log.nodes > 0 && log.ranks > 0 && log.ranks_per_node == 0 && log.ranks % log.nodes == 0 && !listed_complete)
+    log.ranks_per_node = log.ranks / log.nodes;
+  if (log.nodes > 0 && log.ranks > 0 && log.ranks % log.nodes != 0)
+    throw Error(
+        fmt::format("{}: {} ranks on {} nodes: not the same number on every node", origin, log.ranks, log.nodes));
   return log;
 }
 

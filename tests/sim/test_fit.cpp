@@ -138,6 +138,38 @@ TEST_CASE("p2v calibrate --nccl-tests: predict-only, fit, and the fitted file us
   CHECK(r.code == 2);
 }
 
+TEST_CASE("p2v calibrate --nccl-tests without --system: the shape the log ran on") {
+  const std::string data = std::string(P2V_SOURCE_DIR) + "/bench/fidelity/data/";
+  // 32 Rank lines on 4 hosts: node=4,gpu=8, the same predictions as with --system node=4,gpu=8.
+  const std::string log = data + "dgx-h100/allreduce_4n32g.txt";
+  auto inferred = simtest::run("calibrate --preset dgx-h100 --nccl-tests " + log + " --predict-only --json");
+  auto given =
+      simtest::run("calibrate --system node=4,gpu=8 --preset dgx-h100 --nccl-tests " + log + " --predict-only --json");
+  REQUIRE(inferred.code == 0);
+  REQUIRE(given.code == 0);
+  const auto ji = json::parse(inferred.out), jg = json::parse(given.out);
+  CHECK(ji.at("notes").at(0).get<std::string>().find("system node=4,gpu=8 from") == 0);
+  REQUIRE(ji.at("points").size() == jg.at("points").size());
+  for (std::size_t i = 0; i < jg["points"].size(); ++i)
+    CHECK(ji["points"][i]["predicted_s"].get<double>() == jg["points"][i]["predicted_s"].get<double>());
+  // No hosts in the log (srun -l labels, no Rank lines): ranks from the bandwidths, GPUs per node from the preset.
+  auto r =
+      simtest::run("calibrate --preset p5 --nccl-tests " + data + "p5/allreduce_2n16g_awsome_raw.md --predict-only");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("system node=2,gpu=8 from") != std::string::npos);
+  CHECK(r.out.find("8 GPUs per node as in preset p5") != std::string::npos);
+  // A log that does not say its size, and logs of two shapes, name what to give.
+  r = simtest::run("calibrate --preset dgx-a100 --nccl-tests " + data +
+                   "dgx-a100/allreduce_16n128g_coreweave_raw.md --predict-only");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("does not say how many ranks ran") != std::string::npos);
+  CHECK(r.out.find("--system node=N,gpu=G") != std::string::npos);
+  r = simtest::run("calibrate --preset dgx-h100 --nccl-tests " + log + " " + data +
+                   "dgx-h100/allreduce_2n16g_xe9680.txt --predict-only");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("ran on node=2,gpu=8, but") != std::string::npos);
+}
+
 TEST_CASE("p2v calibrate --nccl-tests: the NCCL version the log prints, or --nccl-version") {
   const std::string log = std::string(P2V_SOURCE_DIR) + "/bench/fidelity/data/dgx-h100/allreduce_2n16g_xe9680.txt";
   const std::string cmd =

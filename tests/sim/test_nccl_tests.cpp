@@ -166,8 +166,9 @@ TEST_CASE("nccl-tests: strict errors name the file and line") {
   // A rank twice (two unrelated jobs' output mixed), a gap in the ranks.
   CHECK(error_of("#  Rank  0 Group  0 Pid  1 on hostA device  0 [0x0f] X\n" + std::string(kHeader) + ok)
             .find("log.txt:5: rank 0 is listed twice (first at line 1)") == 0);
-  CHECK(error_of("#  Rank  3 Group  0 Pid  1 on hostC device  0 [0x0f] X\n" + std::string(kHeader) + ok)
-            .find("rank 3 listed but rank 2 missing") != std::string::npos);
+  // A gap in the Rank lines is a cut list (a note, no shape from it), but a listed rank beyond the run's is an error.
+  CHECK(error_of("#  Rank  3 Group  0 Pid  1 on hostC device  0 [0x0f] X\n" + std::string(kHeader) + ok, with_ranks(2))
+            .find("log.txt:1: rank 3 listed, but the run has 2 ranks") == 0);
   CHECK(error_of("#  Rank  0 Group  0 Pid  1 device  0\n" + ok).find("log.txt:1: rank line without") == 0);
   // Two tables in one log.
   CHECK(error_of(std::string(kHeader) + ok +
@@ -177,6 +178,11 @@ TEST_CASE("nccl-tests: strict errors name the file and line") {
             .find("log.txt:8: a second result table (the first starts at line 6)") == 0);
   // Ranks given by the caller must match the log.
   CHECK(error_of(std::string(kHeader) + ok, with_ranks(8)) == "log.txt: the log lists 2 ranks, 8 expected");
+  // The table of nccl-tests -C 1 (CPU time) is refused, not read as GPU time.
+  CHECK(error_of("#       size         count      type   redop    root  cputime   algbw   busbw #wrong  cputime   algbw"
+                 "   busbw #wrong\n" +
+                 ok)
+            .find("log.txt:1: the table reports CPU time (nccl-tests -C 1)") == 0);
   // A collective asked for that the log contradicts.
   CHECK(error_of("# Collective test starting: all_reduce_perf\n" + std::string(kHeader) + ok,
                  with_collective(Collective::AllGather))
@@ -219,4 +225,109 @@ TEST_CASE("nccl-tests: the NCCL version a log prints") {
   CHECK(error_of(std::string("NCCL version 2.21.5+cuda12.4\nNCCL version 2.21.5+cuda12.4\n") + kHeader + row).empty());
   CHECK(error_of(std::string("NCCL version 2.21.5+cuda12.4\nNCCL version 2.26.2+cuda12.8\n") + kHeader + row)
             .find("log.txt:2: NCCL version 2.26.2+cuda12.8 after 2.21.5+cuda12.4") != std::string::npos);
+}
+
+TEST_CASE("nccl-tests: launcher prefixes (srun -l, kubectl --prefix) are stripped") {
+  // The verbatim README log with srun -l's "0: " on every line reads as the suite's copy without it.
+  const auto raw = load_nccl_tests(data("p5/allreduce_2n16g_awsome_raw.md"));
+  const auto txt = load_nccl_tests(data("p5/allreduce_2n16g_awsome.txt"));
+  REQUIRE(raw.rows.size() == txt.rows.size());
+  REQUIRE(raw.rows.size() == 32);
+  for (std::size_t i = 0; i < raw.rows.size(); ++i) {
+    CHECK(raw.rows[i].bytes == txt.rows[i].bytes);
+    CHECK(raw.rows[i].time_us == txt.rows[i].time_us);
+  }
+  // Right-aligned task labels, kubectl's pod prefix, and both with mpirun's tag.
+  const std::string text =
+      " 1: #  Rank  0 Group  0 Pid  1 on hostA device  0 [0x0f] GPU\n"
+      "[pod/nccl-launcher-x/mpi] [1,1]<stdout>:#  Rank  1 Group  0 Pid  2 on hostB device  0 [0x0f] GPU\n"
+      "12: #       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw"
+      "   busbw #wrong\n"
+      "12:           64            16     float     sum      -1    10.00    0.01    0.01      0    10.00    0.01"
+      "    0.01      0\n";
+  const auto log = parse_nccl_tests(text, "log.txt");
+  CHECK(log.ranks == 2);
+  CHECK(log.nodes == 2);
+  REQUIRE(log.rows.size() == 1);
+  CHECK(log.rows[0].time_us == 10.0);
+}
+
+TEST_CASE("nccl-tests: the ranks from NCCL INFO lines, the sizes or the bandwidths when the Rank lines are missing") {
+  // All-reduce without Rank lines: busbw / algbw = 2 (n-1) / n within the printed digits.
+  CHECK(load_nccl_tests(data("p5/allreduce_2n16g_awsome.txt")).ranks == 16);
+  CHECK(load_nccl_tests(data("p4d/allreduce_3n_issue527.txt")).ranks == 24);
+  CHECK(load_nccl_tests(data("p5/allreduce_1n8g.txt")).ranks == 8);
+  // All-gather: count = size / (element x ranks).
+  const auto ag = load_nccl_tests(data("a3-mega/allgather_2n16g_dstack.txt"));
+  CHECK(ag.ranks == 16);
+  CHECK(ag.nodes == 0);
+  // Every source a log has agrees on the suite's logs that list their ranks.
+  for (const char* f : {"dgx-h100/allreduce_2n16g_xe9680.txt", "dgx-h100/allreduce_8n64g.txt",
+                        "dgx-h100/allgather_10n80g_xxrjun.txt", "dgx-h100/reducescatter_10n80g_xxrjun.txt"}) {
+    CAPTURE(f);
+    const auto log = load_nccl_tests(data(f));
+    CHECK(log.ranks > 0);
+    CHECK(log.ranks_per_node == 8);
+  }
+  // NCCL INFO: "nRanks 16 nNodes 2" (v2.19 on) and "nranks 16" (Init COMPLETE).
+  const std::string row16 =
+      "  1048576   262144  float  sum  -1  100.0  10.49  19.66  0  100.0  10.49  19.66  0\n";  // 1.875 = 30/16
+  const std::string head =
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
+      "#wrong\n";
+  auto log = parse_nccl_tests(
+      "h:1:1 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0\n" + head +
+          row16,
+      "log.txt");
+  CHECK(log.ranks == 16);
+  CHECK(log.nodes == 2);
+  CHECK(log.ranks_per_node == 8);
+  // Sources that disagree (mixed output) are an error naming both.
+  CHECK(error_of("h:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 8 cudaDev 0 busId 1000 - Init COMPLETE\n" + head + row16)
+            .find("NCCL INFO lines say 8 ranks, but the log's busbw/algbw ratios (2 (n-1) / n) give 16 ranks") !=
+        std::string::npos);
+  CHECK(error_of(std::string(kHeader) + row16).find("the log lists 2 ranks, but") != std::string::npos);
+  // Rows too coarse to tell leave the count to the caller.
+  const std::string coarse = "   64   16  float  sum  -1  10.0  0.01  0.01  0  10.0  0.01  0.01  0\n";
+  CHECK(parse_nccl_tests(head + coarse, "log.txt").ranks == 0);
+  CHECK(parse_nccl_tests(head + coarse, "log.txt", with_ranks(32)).ranks == 32);
+}
+
+TEST_CASE("nccl-tests: a cut Rank list is noted, not read as the run's shape") {
+  // The README printed ranks 0-4 of 128 and "..." (CoreWeave); OCI's doc printed 4 of 16 ranks.
+  const auto cw = load_nccl_tests(data("dgx-a100/allreduce_16n128g_coreweave_raw.md"));
+  CHECK(cw.ranks == 0);  // 128 ranks: busbw/algbw at two decimals does not single out n
+  CHECK(cw.nodes == 0);
+  REQUIRE(cw.notes.size() == 1);
+  CHECK(cw.notes[0].find("lists 5 of its ranks") != std::string::npos);
+  CHECK(load_nccl_tests(data("dgx-a100/allreduce_16n128g_coreweave_raw.md"), with_ranks(128)).ranks == 128);
+  const auto b4 = load_nccl_tests(data("dgx-a100/allreduce_2n16g_oci_b4_raw.md"));
+  CHECK(b4.ranks == 16);  // from the bandwidths
+  CHECK(b4.nodes == 0);
+  REQUIRE(b4.notes.size() == 1);
+  CHECK(b4.notes[0].find("lists 4 of its ranks (up to rank 15") != std::string::npos);
+}
+
+TEST_CASE("nccl-tests: the timestamp column (-T 1) and per-iteration columns") {
+  // nccl-tests 2.19's header and row forms (src/util.cu writeResultHeader / writeBenchmarkLineBody).
+  const std::string ts =
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
+      "#wrong           timestamp\n"
+      "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)"
+      "         %Y-%m-%d %H:%M:%S\n"
+      "     1048576        262144     float     sum      -1    100.0   10.49   19.66      0    101.0   10.38   19.46"
+      "      0 2026-11-27 07:40:01\n";
+  auto log = parse_nccl_tests(ts, "log.txt");
+  REQUIRE(log.rows.size() == 1);
+  CHECK(log.rows[0].time_us == 100.0);
+  CHECK(log.ranks == 16);
+  const std::string iter =
+      "#       size         count      type   redop    root     time   algbw   busbw  #wrong    i_min    i_max    "
+      "i_p99    i_cv%     time   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%\n"
+      "     1048576        262144     float     sum      -1    100.0   10.49   19.66       0     98.0    104.0    "
+      "103.0     1.20    101.0   10.38   19.46       0     99.0    105.0    104.0     1.30\n";
+  log = parse_nccl_tests(iter, "log.txt");
+  REQUIRE(log.rows.size() == 1);
+  CHECK(log.rows[0].time_us == 100.0);
+  CHECK(log.rows[0].busbw_gbps == doctest::Approx(19.66));
 }

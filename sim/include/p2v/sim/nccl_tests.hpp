@@ -8,16 +8,22 @@
 //   *_perf binary (also *_perf_mpi); without either, the table decides (redop none and root -1:
 //   all_gather; root >= 0: broadcast / reduce; sum with count = size / element: all_reduce,
 //   count = size / (element x ranks): reduce_scatter);
-// - the ranks and hosts: "#  Rank  3 Group  0 Pid 123 on HOST device  3 [0x..] NAME" lines (also
-//   the older form without "Group"); nodes = distinct hosts;
+// - the ranks, from the first source the log has, all of which must agree: the complete list of
+//   "#  Rank  3 Group  0 Pid 123 on HOST device  3 [0x..] NAME" lines (also the older form without
+//   "Group"; nodes = distinct hosts); NCCL INFO's "nRanks N" / "nranks N" (and "nNodes N"); for
+//   all-gather / reduce-scatter the sizes (count = size / (element x ranks)); for all-reduce the
+//   bandwidths (busbw / algbw = 2 (n-1) / n within the printed digits). A Rank list with gaps or a
+//   "..." line is cut: noted in `notes`, not used;
 // - the column header ("size count type redop root time algbw busbw #wrong time ...", "root"
-//   absent and "error" for "#wrong" in old versions) and the rows below it; the out-of-place
-//   columns (the first time / algbw / busbw) are kept.
+//   absent and "error" for "#wrong" in old versions; per-iteration and timestamp columns of
+//   nccl-tests 2.19) and the rows below it; the out-of-place columns (the first time / algbw /
+//   busbw) are kept. A "cputime" table (-C 1) is refused.
 // Rows of size 0 (nccl-tests -b 0) move no data and are skipped (counted in zero_rows).
-// Lines may carry mpirun's --tag-output prefix ("[1,0]<stdout>:"; <stderr> lines are skipped) and
-// may lack the leading '#'. Other lines (NCCL INFO, warnings, shell prompts) are ignored. A row
-// that does not match the header, a second result table, a rank listed twice, or no rows at all is
-// an error "<origin>:<line>: ...".
+// Lines may carry kubectl's "[pod/NAME/CONTAINER] ", mpirun's --tag-output ("[1,0]<stdout>:";
+// <stderr> lines are skipped) and srun -l's "0: " prefixes, and may lack the leading '#'. Other
+// lines (NCCL INFO, warnings, shell prompts) are ignored. A row that does not match the header, a
+// second result table, a rank listed twice, rank counts that disagree, or no rows at all is an
+// error "<origin>:<line>: ...".
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -34,6 +40,7 @@ struct NcclTestsRow {
   int root = -1;       // -1 when the column is absent
   double time_us = 0;  // out-of-place
   double algbw_gbps = 0, busbw_gbps = 0;
+  double algbw_half_ulp = 0, busbw_half_ulp = 0;  // half a unit of the last digit printed (0: exponent form)
   int line = 0;
 };
 
@@ -41,8 +48,9 @@ struct NcclTestsLog {
   std::string origin;
   std::string test;  // "all_reduce_perf" ... ("" when the log does not name it)
   engine::Collective collective = engine::Collective::AllReduce;
-  int ranks = 0;                     // from the rank lines, else from NcclTestsOptions::ranks
-  int nodes = 0;                     // distinct hosts (0: the log names none)
+  int ranks = 0;           // what the log says (see parse_nccl_tests), else NcclTestsOptions::ranks (0: unknown)
+  int nodes = 0;           // distinct hosts of the Rank lines, or NCCL INFO's nNodes (0: the log does not say)
+  int ranks_per_node = 0;  // ranks on each host when every host has as many (0: unknown)
   std::vector<std::string> hosts;    // in order of first appearance
   std::vector<std::string> devices;  // GPU name per rank, as printed (may be empty)
   int nthread = 0, ngpus = 0;        // from the "nThread 1 nGpus 8 ..." line (0: absent)
@@ -51,7 +59,8 @@ struct NcclTestsLog {
   std::string nccl_version;
   int nccl_version_line = 0;
   std::vector<NcclTestsRow> rows;
-  int zero_rows = 0;  // rows of size 0, skipped
+  int zero_rows = 0;               // rows of size 0, skipped
+  std::vector<std::string> notes;  // what the reader could not use and why ("<origin>:<line>: ...")
 };
 
 struct NcclTestsOptions {
