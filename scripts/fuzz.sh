@@ -6,7 +6,7 @@
 # synth, reshard and rules), and runs RUNS inputs per reader. Fails on any crash, sanitizer
 # report, hang (-timeout), out-of-memory or exception other than p2v::Error.
 #
-#   scripts/fuzz.sh                 # CI: RUNS=1500 per reader (11 readers: 16,500 inputs)
+#   scripts/fuzz.sh                 # CI: RUNS=1500 per reader (14 readers with the SMT ones: 21,000 inputs)
 #   RUNS=100000 scripts/fuzz.sh     # longer (bench/fuzz/run.sh runs for a duration instead)
 #   MAX_TIME=60 scripts/fuzz.sh     # libFuzzer: at most 60 s per reader
 #   FUZZ_SMT=OFF scripts/fuzz.sh    # without the rule-certificate reader (no solver libraries)
@@ -35,14 +35,18 @@ LIBFUZZER=$(sed -n 's/^P2V_HAVE_LIBFUZZER:INTERNAL=//p' "$BUILD/CMakeCache.txt")
 # Seed corpora: one directory per reader.
 SEEDS=$BUILD/seeds
 rm -rf "$SEEDS" && mkdir -p "$SEEDS"
-for r in system model suite synth_file simulate_report reports measurements program_measurements certificate \
-  reshard_certificate rule_certificate rewrite_certificate manifest; do
+for r in system model suite synth_file simulate_report reports measurements program_measurements nccl_tests \
+  certificate reshard_certificate rule_certificate rewrite_certificate manifest; do
   mkdir -p "$SEEDS/$r"
   if [ -d tests/fuzz/seeds/$r ]; then cp tests/fuzz/seeds/$r/* "$SEEDS/$r/"; fi
 done
 cp examples/systems/*.json "$SEEDS/system/"
 cp examples/models/*.json "$SEEDS/model/"
 cp examples/suites/*.json "$SEEDS/suite/"
+for f in bench/fidelity/data/*/*.txt bench/fidelity/data/*/*_raw.md; do  # system_name: names repeat across systems
+  d=${f%/*}
+  cp "$f" "$SEEDS/nccl_tests/${d##*/}_${f##*/}"
+done
 if [ -x "$P2V" ]; then
   gen() {  # gen OUT ARGS...: one seed written by p2v (a failing command only warns)
     local out=$1

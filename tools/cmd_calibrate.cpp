@@ -67,25 +67,35 @@ void print_table(const CalArgs& a, const CalResult& r) {
     fmt::print("wrote {}\n", a.output);
 }
 
-// --nccl-tests: the points of every log on the system.
-sim::NcclTestsOptions tests_options(const CalArgs& a, const engine::System& s) {
+// --nccl-tests: the logs, each read once. --collective names nccl-tests' tests (all_reduce,
+// all_gather_perf, ...) or p2v's collectives (AllReduce, ...).
+std::vector<sim::NcclTestsLog> load_logs(const CalArgs& a) {
   sim::NcclTestsOptions opt;
-  opt.ranks = sim::system_devices(s);
   if (!a.collective.empty()) {
-    // nccl-tests' names (all_reduce, all_gather_perf, ...) or p2v's (AllReduce, ...).
     const auto t = a.collective.ends_with("_perf") ? a.collective : a.collective + "_perf";
     const auto c = sim::collective_of_test(t);
     opt.collective = c ? *c : engine::parse_collective(a.collective);
   }
-  return opt;
+  std::vector<sim::NcclTestsLog> logs;
+  for (const auto& path : a.logs) logs.push_back(sim::load_nccl_tests(path, opt));
+  return logs;
 }
 
-std::vector<sim::FitPoint> log_points(const CalArgs& a, const engine::System& s, std::vector<std::string>& notes) {
-  const auto opt = tests_options(a, s);
+// The points of every log on the system: a log that does not say its rank count ran on all the
+// system's devices; one that does must have as many.
+std::vector<sim::FitPoint> log_points(const std::vector<sim::NcclTestsLog>& logs, const engine::System& s,
+                                      std::vector<std::string>& notes) {
+  const int nd = sim::system_devices(s);
   std::vector<sim::FitPoint> ps;
-  for (const auto& path : a.logs) {
-    const auto log = sim::load_nccl_tests(path, opt);
+  for (auto log : logs) {
     notes.insert(notes.end(), log.notes.begin(), log.notes.end());
+    if (log.ranks <= 0) {
+      if (log.top_rank >= nd)
+        throw Error(fmt::format("{}:{}: rank {} listed, but the system has {} devices", log.origin, log.top_rank_line,
+                                log.top_rank, nd));
+      log.ranks = nd;
+    }
+    if (log.ranks != nd) throw Error(fmt::format("{}: {}, {} expected", log.origin, log.ranks_said, nd));
     const auto p = sim::fit_points(log, s);
     ps.insert(ps.end(), p.begin(), p.end());
   }
@@ -96,45 +106,44 @@ std::vector<sim::FitPoint> log_points(const CalArgs& a, const engine::System& s,
 // --preset. The ranks are what the log says (sim/nccl_tests.hpp); the nodes are its hosts (Rank lines
 // or NCCL INFO's nNodes), else the ranks over the preset's GPUs per node. Every log must give the same
 // shape (one system is calibrated). Returns the system text and a line saying where it came from.
-std::pair<std::string, std::string> shape_from_logs(const CalArgs& a) {
-  const auto& pr = sim::find_preset(a.preset);
+std::pair<std::string, std::string> shape_from_logs(const std::vector<sim::NcclTestsLog>& logs,
+                                                    const std::string& preset) {
+  const auto& pr = sim::find_preset(preset);
   const int node_gpus = sim::preset_device(pr).node_devices;
-  auto opt = tests_options(a, load_system("", a.preset));
-  opt.ranks = 0;  // the log's own
   std::string shape, why, first;
-  for (const auto& path : a.logs) {
-    const auto log = sim::load_nccl_tests(path, opt);
+  for (const auto& log : logs) {
     if (log.ranks <= 0)
       throw Error(
           fmt::format("{}: the log does not say how many ranks ran (no complete Rank lines, no NCCL INFO nRanks, and "
                       "its sizes and bandwidths do not tell); give the shape with --system node=N,gpu=G",
-                      path));
+                      log.origin));
     int nodes = log.nodes, gpus = 0;
     std::string how;
     if (nodes > 0) {
-      if (log.ranks % nodes != 0)
-        throw Error(fmt::format("{}: {} ranks on {} nodes; give the shape with --system", path, log.ranks, nodes));
-      gpus = log.ranks / nodes;
-      how = fmt::format("{} ranks on {} host(s)", log.ranks, nodes);
+      if (log.ranks_per_node <= 0)
+        throw Error(fmt::format("{}: {} ranks on {} hosts, not as many on each; give the shape with --system",
+                                log.origin, log.ranks, nodes));
+      gpus = log.ranks_per_node;
+      how = fmt::format("{}, {} on each of {} host(s)", log.ranks_said, gpus, nodes);
     } else {
       if (log.ranks % node_gpus != 0 && log.ranks > node_gpus)
         throw Error(
             fmt::format("{}: {} ranks, not a whole number of {}-GPU {} nodes, and the log names no hosts; give the "
                         "shape with --system node=N,gpu=G",
-                        path, log.ranks, node_gpus, pr.name));
+                        log.origin, log.ranks, node_gpus, pr.name));
       nodes = std::max(1, log.ranks / node_gpus);
       gpus = log.ranks / nodes;
-      how = fmt::format("{} ranks, {} GPUs per node as in preset {} (the log names no hosts)", log.ranks, node_gpus,
+      how = fmt::format("{}; {} GPUs per node as in preset {} (the log names no hosts)", log.ranks_said, node_gpus,
                         pr.name);
     }
     const auto s = fmt::format("node={},gpu={}", nodes, gpus);
     if (!shape.empty() && s != shape)
-      throw Error(fmt::format("{}: ran on {}, but {} on {}; calibrate one system at a time (or give --system)", path, s,
-                              first, shape));
+      throw Error(fmt::format("{}: ran on {}, but {} on {}; calibrate one system at a time (or give --system)",
+                              log.origin, s, first, shape));
     if (shape.empty()) {
       shape = s;
-      first = path;
-      why = fmt::format("system {} from {}: {}", s, path, how);
+      first = log.origin;
+      why = fmt::format("system {} from {}: {}", s, log.origin, how);
     }
   }
   return {shape, why};
@@ -143,16 +152,15 @@ std::pair<std::string, std::string> shape_from_logs(const CalArgs& a) {
 // The NCCL version whose tuning constants predict the logs (docs/simulator.md §5.1): --nccl-version, else
 // the version the logs print (all must agree), else the system's "nccl" section (or the model's
 // default). Written into the system's "nccl" section, so a calibrated system file keeps it.
-void apply_nccl_version(const CalArgs& a, engine::System& s) {
+void apply_nccl_version(const CalArgs& a, const std::vector<sim::NcclTestsLog>& logs, engine::System& s) {
   std::string text, from;
   if (!a.nccl_version.empty()) {
     text = a.nccl_version;
     from = "--nccl-version";
   } else {
-    for (const auto& path : a.logs) {
-      const auto log = sim::load_nccl_tests(path, tests_options(a, s));
+    for (const auto& log : logs) {
       if (log.nccl_version.empty()) continue;
-      const std::string where = fmt::format("{}:{}", path, log.nccl_version_line);
+      const std::string where = fmt::format("{}:{}", log.origin, log.nccl_version_line);
       if (!text.empty() && sim::parse_nccl_version(text, from) != sim::parse_nccl_version(log.nccl_version, where))
         throw Error(
             fmt::format("{}: NCCL version {}, but {} says {}: give logs of one NCCL version (or "
@@ -212,16 +220,17 @@ void print_points(const std::vector<sim::PointPrediction>& pr) {
 int run_nccl_tests(const CalArgs& in) {
   CalArgs a = in;
   std::vector<std::string> notes;
+  const auto logs = load_logs(a);
   if (a.system.empty() && !a.preset.empty()) {
-    auto [shape, why] = shape_from_logs(a);
+    auto [shape, why] = shape_from_logs(logs, a.preset);
     a.system = shape;
     notes.push_back(std::move(why));
   }
   auto sys = load_system(a.system, a.preset);
   if (const auto note = fill_interconnects(sys, a.preset); !note.empty()) notes.push_back(note);
   const auto algo = sim::parse_algorithm(a.algo.empty() ? "auto" : a.algo);
-  apply_nccl_version(a, sys);
-  const auto ps = log_points(a, sys, notes);
+  apply_nccl_version(a, logs, sys);
+  const auto ps = log_points(logs, sys, notes);
   auto notes_json = [&] { return nlohmann::json(notes); };
   if (a.predict_only) {
     const auto pr = sim::predict_points(sys, ps, algo);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -44,28 +45,35 @@ bool is_int(const std::string& s) {
 std::string strip_tag(const std::string& line, bool& stderr_line) {
   stderr_line = false;
   std::string s = line;
-  if (s.rfind("[pod/", 0) == 0)
-    if (const auto close = s.find("] "); close != std::string::npos) s = s.substr(close + 2);
-  if (!s.empty() && s[0] == '[') {
-    const auto close = s.find(']');
-    if (close != std::string::npos)
-      for (const char* tag : {"<stdout>:", "<stderr>:"}) {
-        const auto n = std::strlen(tag);
-        if (s.compare(close + 1, n, tag) == 0) {
-          stderr_line = tag[3] == 'e';
-          s = s.substr(close + 1 + n);
-          break;
-        }
+  for (bool again = true; again;) {  // nested launchers (srun running mpirun, ...): until nothing is left to strip
+    again = false;
+    if (s.rfind("[pod/", 0) == 0)
+      if (const auto close = s.find("] "); close != std::string::npos) {
+        s = s.substr(close + 2);
+        again = true;
       }
-  }
-  // srun -l: optional blanks, a task number, ": " (a data row never has a colon after its size).
-  std::size_t i = s.find_first_not_of(' ');
-  if (i != std::string::npos && std::isdigit(static_cast<unsigned char>(s[i]))) {
-    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
-    if (i + 1 < s.size() && s[i] == ':' && s[i + 1] == ' ')
-      s = s.substr(i + 2);
-    else if (i + 1 == s.size() && s[i] == ':')
-      s.clear();
+    if (!s.empty() && s[0] == '[')
+      if (const auto close = s.find(']'); close != std::string::npos)
+        for (const char* tag : {"<stdout>:", "<stderr>:"}) {
+          const auto n = std::strlen(tag);
+          if (s.compare(close + 1, n, tag) == 0) {
+            stderr_line = stderr_line || std::strcmp(tag, "<stderr>:") == 0;
+            s = s.substr(close + 1 + n);
+            again = true;
+            break;
+          }
+        }
+    // srun -l: optional blanks, a task number, ": " (a data row never has a colon after its size).
+    std::size_t i = s.find_first_not_of(' ');
+    if (i != std::string::npos && std::isdigit(static_cast<unsigned char>(s[i]))) {
+      while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+      if (i + 1 < s.size() && s[i] == ':' && s[i + 1] == ' ') {
+        s = s.substr(i + 2);
+        again = true;
+      } else if (i + 1 == s.size() && s[i] == ':') {
+        s.clear();
+      }
+    }
   }
   return s;
 }
@@ -144,10 +152,23 @@ std::optional<Columns> header_columns(const std::vector<std::string>& toks) {
 // More ranks than any log this reads could come from (an integer guard, not a limit of the model).
 constexpr double kMaxRanks = 1e7;
 
-// A rank count written in a log ("nRanks 16"); 0 when it is not a count this reads.
+// A whole number as a log writes it; p2v::Error "<where>: <what> 'text' ..." when it is not one or does
+// not fit in T.
+template <typename T>
+T whole(const std::string& s, const std::string& where, const char* what) {
+  T v{};
+  const char* b = s.data() + (!s.empty() && s[0] == '+' ? 1 : 0);
+  const auto [end, ec] = std::from_chars(b, s.data() + s.size(), v);
+  if (ec == std::errc::result_out_of_range) throw Error(fmt::format("{}: {} '{}' is out of range", where, what, s));
+  if (ec != std::errc() || end != s.data() + s.size())
+    throw Error(fmt::format("{}: {} '{}' is not a whole number", where, what, s));
+  return v;
+}
+
+// A rank or node count written in an NCCL INFO line ("nRanks 16"); 0 when it is not a count this reads.
 int small_count(const std::string& s) {
   if (!is_int(s) || s[0] == '-' || s[0] == '+' || s.size() > 8) return 0;
-  return std::stoi(s);
+  return whole<int>(s, "", "");
 }
 
 // The rank count the bus-bandwidth factor of an all-reduce gives (nccl-tests: busbw = algbw x 2 (n-1) / n):
@@ -202,8 +223,13 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin
   int cols_line = 0;
   std::map<int, int> rank_line;  // rank -> line where listed
   std::map<int, std::string> rank_host, rank_dev;
-  bool rank_list_cut = false;            // a "..." line among the Rank lines (a pasted log's cut, or nccl-tests' own)
+  // A cut Rank list: a Rank line nccl-tests itself ended in "..." (its 2 KiB per-process buffer), or a
+  // "..." line after a Rank line (a pasted log's elision) followed by more Rank lines. A "..." line
+  // after the last Rank line may elide other text: `ellipsis_after_ranks`, decided after reading.
+  bool rank_list_cut = false, ellipsis_after_ranks = false, prev_rank = false;
   std::set<int> info_ranks, info_nodes;  // NCCL INFO "nRanks N" / "nranks N", "nNodes N"
+  bool mnnvl = false;                    // NCCL INFO "MNNVL 1": nNodes counts NVLink domains, not hosts
+  std::set<int> groups;                  // the Rank lines' Group values (NCCL_TESTS_SPLIT runs several)
   int test_line = 0;
   std::stringstream ss(text);
   std::string raw;
@@ -234,7 +260,7 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin
           v = toks[i + 2];
       for (const auto& w : toks)
         if (w.rfind("nccl-library=", 0) == 0 && w.size() > 13 && is_int(w.substr(13))) {
-          const int code = std::stoi(w.substr(13));
+          const int code = whole<int>(w.substr(13), where, "nccl-library");
           v = fmt::format("{}.{}.{}", code / 10000, code / 100 % 100, code % 100);
         }
       if (!v.empty()) {
@@ -258,11 +284,14 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin
         if ((toks[i] == "nranks" || toks[i] == "nRanks") && small_count(toks[i + 1]) > 0)
           info_ranks.insert(small_count(toks[i + 1]));
         if (toks[i] == "nNodes" && small_count(toks[i + 1]) > 0) info_nodes.insert(small_count(toks[i + 1]));
+        if (toks[i] == "MNNVL" && toks[i + 1] != "0") mnnvl = true;
       }
       continue;
     }
-    if (toks.size() == 1 && toks[0] == "..." && !rank_line.empty() && !cols) {
-      rank_list_cut = true;
+    const bool was_rank = prev_rank;
+    prev_rank = false;
+    if (toks.size() == 1 && toks[0] == "...") {
+      if (was_rank && !cols) ellipsis_after_ranks = true;
       continue;
     }
     // The test's name.
@@ -280,18 +309,26 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin
     // "nThread 1 nGpus 8 minBytes ..."
     if (toks[0] == "nThread") {
       for (std::size_t i = 0; i + 1 < toks.size(); ++i) {
-        if (toks[i] == "nThread" && is_int(toks[i + 1])) log.nthread = std::stoi(toks[i + 1]);
-        if (toks[i] == "nGpus" && is_int(toks[i + 1])) log.ngpus = std::stoi(toks[i + 1]);
+        if (toks[i] == "nThread" && is_int(toks[i + 1])) log.nthread = whole<int>(toks[i + 1], where, "nThread");
+        if (toks[i] == "nGpus" && is_int(toks[i + 1])) log.ngpus = whole<int>(toks[i + 1], where, "nGpus");
       }
       continue;
     }
     // "Rank  3 Group  0 Pid 123 on HOST device  3 [0x..] NAME" (older: no Group)
     if (toks[0] == "Rank" && toks.size() >= 2 && is_int(toks[1])) {
+      if (ellipsis_after_ranks) rank_list_cut = true;  // Rank lines go on after a "...": the list was cut
+      if (toks.back().size() >= 3 && toks.back().compare(toks.back().size() - 3, 3, "...") == 0) {
+        rank_list_cut = true;  // nccl-tests' own cut: the line is incomplete
+        continue;
+      }
+      prev_rank = true;
+      for (std::size_t i = 1; i + 1 < toks.size(); ++i)
+        if (toks[i] == "Group" && is_int(toks[i + 1])) groups.insert(whole<int>(toks[i + 1], where, "group"));
       const auto on = std::find(toks.begin(), toks.end(), "on");
       const auto dev = std::find(toks.begin(), toks.end(), "device");
       if (on == toks.end() || on + 1 == toks.end() || dev == toks.end() || dev < on)
         throw Error(fmt::format("{}: rank line without 'on HOST device N'", where));
-      const int r = std::stoi(toks[1]);
+      const int r = whole<int>(toks[1], where, "rank");
       if (r < 0) throw Error(fmt::format("{}: negative rank {}", where, r));
       if (const auto it = rank_line.find(r); it != rank_line.end())
         throw Error(
@@ -347,13 +384,13 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin
     row.bytes = number(at(c.size), where, "size");
     if (!is_int(at(c.count)) || at(c.count)[0] == '-')
       throw Error(fmt::format("{}: count '{}' is not an element count", where, at(c.count)));
-    row.count = std::stoll(at(c.count));
+    row.count = whole<std::int64_t>(at(c.count), where, "count");
     row.type = at(c.type);
     if (nccl_type_bytes(row.type) == 0) throw Error(fmt::format("{}: unknown data type '{}'", where, row.type));
     if (c.redop >= 0) row.redop = at(c.redop);
     if (c.root >= 0) {
       if (!is_int(at(c.root))) throw Error(fmt::format("{}: root '{}' is not a rank", where, at(c.root)));
-      row.root = std::stoi(at(c.root));
+      row.root = whole<int>(at(c.root), where, "root");
     }
     row.time_us = number(at(c.time), where, "time");
     row.algbw_gbps = number(at(c.algbw), where, "algbw");
@@ -423,16 +460,42 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin
   // ("nRanks 16 nNodes 2", "nranks 16"); the sizes (all-gather and reduce-scatter: count = size /
   // (element x ranks)); the bandwidths (all-reduce: busbw / algbw = 2 (n-1) / n). Every source the
   // log has must agree: a disagreement means mixed output, which is an error.
-  const auto& first_rank_line = rank_line.empty() ? 0 : rank_line.begin()->second;
-  const bool listed_complete =
-      !rank_list_cut && !rank_line.empty() && rank_line.rbegin()->first + 1 == static_cast<int>(rank_line.size());
+  if (groups.size() > 1)
+    throw Error(fmt::format(
+        "{}:{}: the Rank lines name {} groups (NCCL_TESTS_SPLIT / _SPLIT_MASK: several communicators at once); p2v "
+        "reads runs of one communicator of all the ranks",
+        origin, rank_line.begin()->second, groups.size()));
+  if (info_ranks.size() > 1 || info_nodes.size() > 1) {
+    // INFO lines of several communicator sizes (an application's communicators around the test): none
+    // is the test's for sure.
+    log.notes.push_back(
+        fmt::format("{}: NCCL INFO lines name communicators of {} sizes and {} node counts: not used for the shape",
+                    origin, info_ranks.size(), info_nodes.size()));
+    info_ranks.clear();
+    info_nodes.clear();
+  }
   struct Source {
     int ranks;
     std::string what;
   };
+  std::vector<Source> others;  // every source but the Rank lines
+  if (info_ranks.size() == 1) others.push_back({*info_ranks.begin(), "the log's NCCL INFO lines say {} ranks"});
+  if ((log.collective == Collective::AllGather || log.collective == Collective::ReduceScatter) && per_rank > 0 &&
+      std::fmod(r0.bytes, per_rank) == 0 && r0.bytes / per_rank >= 1 && r0.bytes / per_rank <= kMaxRanks)
+    others.push_back(
+        {static_cast<int>(r0.bytes / per_rank),
+         fmt::format("the log's sizes (line {}: count x element = size / ranks) give {{}} ranks", r0.line)});
+  if (const int n = ranks_from_bandwidths(log); n > 0)
+    others.push_back({n, "the log's busbw/algbw ratios (2 (n-1) / n) give {} ranks"});
+  // The Rank lines are the run's whole list when they are 0..n-1 and not cut; a "..." line after the
+  // last of them counts as a cut unless another source gives exactly n.
+  const int listed = static_cast<int>(rank_line.size());
+  const bool contiguous = !rank_line.empty() && rank_line.rbegin()->first == listed - 1;
+  const bool others_say_listed = !others.empty() && others.front().ranks == listed;
+  const bool listed_complete = contiguous && !rank_list_cut && (!ellipsis_after_ranks || others_say_listed);
   std::vector<Source> sources;
   if (listed_complete) {
-    sources.push_back({static_cast<int>(rank_line.size()), "the log lists {} ranks"});
+    sources.push_back({listed, "the log lists {} ranks"});
     for (const auto& [r, h] : rank_host)
       if (std::find(log.hosts.begin(), log.hosts.end(), h) == log.hosts.end()) log.hosts.push_back(h);
     log.nodes = static_cast<int>(log.hosts.size());
@@ -443,36 +506,35 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin
     log.ranks_per_node =
         std::all_of(per_host.begin(), per_host.end(), [&](const auto& x) { return x.second == first; }) ? first : 0;
   } else if (!rank_line.empty()) {
-    const int top = rank_line.rbegin()->first;
-    log.notes.push_back(fmt::format(
-        "{}:{}: the log lists {} of its ranks (up to rank {}; the list was cut, e.g. '...' in a pasted log): the "
-        "shape is not read from it",
-        origin, first_rank_line, rank_line.size(), top));
+    log.notes.push_back(
+        fmt::format("{}:{}: the log lists {} of its ranks (up to rank {}; the list was cut: a '...' among or after "
+                    "the Rank lines, or gaps): the shape is not read from it",
+                    origin, rank_line.begin()->second, listed, rank_line.rbegin()->first));
   }
-  if (info_ranks.size() > 1 || info_nodes.size() > 1)
-    throw Error(
-        fmt::format("{}: NCCL INFO lines of communicators of different sizes or node counts; one run per log", origin));
-  if (info_ranks.size() == 1) sources.push_back({*info_ranks.begin(), "the log's NCCL INFO lines say {} ranks"});
+  sources.insert(sources.end(), others.begin(), others.end());
+  if (!rank_line.empty()) {
+    log.top_rank = rank_line.rbegin()->first;
+    log.top_rank_line = rank_line.rbegin()->second;
+  }
   if (!info_nodes.empty()) {
     const int nn = *info_nodes.begin();
-    if (log.nodes > 0 && log.nodes != nn)
-      throw Error(
-          fmt::format("{}: the Rank lines name {} hosts, NCCL INFO lines say nNodes {}", origin, log.nodes, nn));
-    log.nodes = nn;
+    if (mnnvl)
+      log.notes.push_back(fmt::format(
+          "{}: NCCL INFO says MNNVL: its nNodes {} counts NVLink domains, not hosts; not used", origin, nn));
+    else if (log.nodes > 0 && log.nodes != nn)
+      log.notes.push_back(fmt::format("{}: the Rank lines name {} hosts, NCCL INFO says nNodes {}: the hosts are used",
+                                      origin, log.nodes, nn));
+    else
+      log.nodes = nn;
   }
-  if ((log.collective == Collective::AllGather || log.collective == Collective::ReduceScatter) && per_rank > 0 &&
-      std::fmod(r0.bytes, per_rank) == 0 && r0.bytes / per_rank >= 1 && r0.bytes / per_rank <= kMaxRanks)
-    sources.push_back(
-        {static_cast<int>(r0.bytes / per_rank),
-         fmt::format("the log's sizes (line {}: count x element = size / ranks) give {{}} ranks", r0.line)});
-  if (const int n = ranks_from_bandwidths(log); n > 0)
-    sources.push_back({n, "the log's busbw/algbw ratios (2 (n-1) / n) give {} ranks"});
   auto said = [](const Source& x) { return fmt::format(fmt::runtime(x.what), x.ranks); };
   for (const auto& src : sources)
     if (src.ranks != sources.front().ranks)
-      throw Error(fmt::format("{}: {}, but {}; one run per log", origin, said(sources.front()), said(src)));
+      throw Error(fmt::format("{}: {}, but {}; one run per log (or a Rank list cut without a '...')", origin,
+                              said(sources.front()), said(src)));
   if (!sources.empty()) {
     log.ranks = sources.front().ranks;
+    log.ranks_said = said(sources.front());
     if (opt.ranks > 0 && opt.ranks != log.ranks)
       throw Error(fmt::format("{}: {}, {} expected", origin, said(sources.front()), opt.ranks));
   } else {
@@ -481,11 +543,12 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin
   if (!listed_complete && !rank_line.empty() && log.ranks > 0 && rank_line.rbegin()->first >= log.ranks)
     throw Error(fmt::format("{}:{}: rank {} listed, but the run has {} ranks", origin, rank_line.rbegin()->second,
                             rank_line.rbegin()->first, log.ranks));
-  if (log.nodes > 0 && log.ranks > 0 && log.ranks_per_node == 0 && log.ranks % log.nodes == 0 && !listed_complete)
+  if (log.nodes > 0 && log.ranks > 0 && !listed_complete) {
+    if (log.ranks % log.nodes != 0)
+      throw Error(
+          fmt::format("{}: {} ranks on {} nodes: not the same number on every node", origin, log.ranks, log.nodes));
     log.ranks_per_node = log.ranks / log.nodes;
-  if (log.nodes > 0 && log.ranks > 0 && log.ranks % log.nodes != 0)
-    throw Error(
-        fmt::format("{}: {} ranks on {} nodes: not the same number on every node", origin, log.ranks, log.nodes));
+  }
   return log;
 }
 

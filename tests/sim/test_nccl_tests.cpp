@@ -2,7 +2,11 @@
 // the strict errors on malformed input.
 #include <doctest/doctest.h>
 
+#include <fmt/core.h>
+
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "p2v/engine/error.hpp"
 #include "p2v/sim/nccl_tests.hpp"
@@ -33,6 +37,11 @@ std::string error_of(const std::string& text, const NcclTestsOptions& opt = {}) 
   }
   return "";
 }
+
+// nccl-tests' column header line.
+const char* kColumns =
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
+    "#wrong\n";
 
 const char* kHeader =
     "# nThread 1 nGpus 1 minBytes 8 maxBytes 64 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1\n"
@@ -262,19 +271,21 @@ TEST_CASE("nccl-tests: the ranks from NCCL INFO lines, the sizes or the bandwidt
   CHECK(ag.ranks == 16);
   CHECK(ag.nodes == 0);
   // Every source a log has agrees on the suite's logs that list their ranks.
-  for (const char* f : {"dgx-h100/allreduce_2n16g_xe9680.txt", "dgx-h100/allreduce_8n64g.txt",
-                        "dgx-h100/allgather_10n80g_xxrjun.txt", "dgx-h100/reducescatter_10n80g_xxrjun.txt"}) {
+  for (const auto& [f, n] :
+       std::vector<std::pair<const char*, int>>{{"dgx-h100/allreduce_2n16g_xe9680.txt", 16},
+                                                {"dgx-h100/allreduce_8n64g.txt", 64},
+                                                {"dgx-h100/allgather_10n80g_xxrjun.txt", 80},
+                                                {"dgx-h100/reducescatter_10n80g_xxrjun.txt", 80}}) {
     CAPTURE(f);
     const auto log = load_nccl_tests(data(f));
-    CHECK(log.ranks > 0);
+    CHECK(log.ranks == n);
+    CHECK(log.ranks_said == fmt::format("the log lists {} ranks", n));
     CHECK(log.ranks_per_node == 8);
   }
   // NCCL INFO: "nRanks 16 nNodes 2" (v2.19 on) and "nranks 16" (Init COMPLETE).
   const std::string row16 =
       "  1048576   262144  float  sum  -1  100.0  10.49  19.66  0  100.0  10.49  19.66  0\n";  // 1.875 = 30/16
-  const std::string head =
-      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
-      "#wrong\n";
+  const std::string head = kColumns;
   auto log = parse_nccl_tests(
       "h:1:1 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0\n" + head +
           row16,
@@ -287,10 +298,76 @@ TEST_CASE("nccl-tests: the ranks from NCCL INFO lines, the sizes or the bandwidt
             .find("NCCL INFO lines say 8 ranks, but the log's busbw/algbw ratios (2 (n-1) / n) give 16 ranks") !=
         std::string::npos);
   CHECK(error_of(std::string(kHeader) + row16).find("the log lists 2 ranks, but") != std::string::npos);
+  // INFO lines of communicators of several sizes are noted and not used; the bandwidths still tell.
+  log = parse_nccl_tests(
+      "h:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 16 cudaDev 0 - Init COMPLETE\n"
+      "h:1:1 [0] NCCL INFO comm 0x2 rank 0 nranks 2 cudaDev 0 - Init COMPLETE\n" +
+          head + row16,
+      "log.txt");
+  CHECK(log.ranks == 16);
+  REQUIRE(log.notes.size() == 1);
+  CHECK(log.notes[0].find("communicators of 2 sizes") != std::string::npos);
   // Rows too coarse to tell leave the count to the caller.
   const std::string coarse = "   64   16  float  sum  -1  10.0  0.01  0.01  0  10.0  0.01  0.01  0\n";
   CHECK(parse_nccl_tests(head + coarse, "log.txt").ranks == 0);
   CHECK(parse_nccl_tests(head + coarse, "log.txt", with_ranks(32)).ranks == 32);
+}
+
+TEST_CASE("nccl-tests: '...' lines, nccl-tests' own cut Rank line, split groups, MNNVL") {
+  const std::string head = kColumns;
+  const std::string row2 = "  1048576   262144  float  sum  -1  100.0  10.49  10.49  0  100.0  10.49  10.49  0\n";
+  const std::string ranks =
+      "#  Rank  0 Group  0 Pid  1 on hostA device  0 [0x0f] GPU\n"
+      "#  Rank  1 Group  0 Pid  2 on hostB device  0 [0x0f] GPU\n";
+  // A '...' after the whole list (eliding INFO lines) while the bandwidths give the listed count: complete.
+  auto log = parse_nccl_tests(ranks + "...\n" + head + row2, "log.txt");
+  CHECK(log.ranks == 2);
+  CHECK(log.nodes == 2);
+  CHECK(log.notes.empty());
+  // Rank lines after a '...': cut, whatever the count.
+  log = parse_nccl_tests(
+      "#  Rank  0 Group  0 Pid  1 on hostA device  0 [0x0f] GPU\n...\n"
+      "#  Rank  1 Group  0 Pid  2 on hostB device  0 [0x0f] GPU\n" +
+          head + row2,
+      "log.txt");
+  CHECK(log.nodes == 0);
+  REQUIRE(log.notes.size() == 1);
+  // nccl-tests' own cut (src/util.cu: "..." over the end of a process's 2 KiB of Rank lines).
+  log = parse_nccl_tests(ranks + "#  Rank  2 Group  0 Pid  3 on hostB dev...\n" + head + row2, "log.txt");
+  CHECK(log.ranks == 2);  // the bandwidths
+  CHECK(log.nodes == 0);
+  REQUIRE(log.notes.size() == 1);
+  CHECK(log.notes[0].find("the list was cut") != std::string::npos);
+  // NCCL_TESTS_SPLIT: Rank lines of two groups are several communicators at once.
+  CHECK(error_of("#  Rank  0 Group  0 Pid  1 on hostA device  0 [0x0f] GPU\n"
+                 "#  Rank  1 Group  1 Pid  2 on hostA device  1 [0x0f] GPU\n" +
+                 head + row2)
+            .find("log.txt:1: the Rank lines name 2 groups (NCCL_TESTS_SPLIT") == 0);
+  // nNodes under MNNVL counts NVLink domains: not used; against the hosts, the hosts win.
+  log = parse_nccl_tests(
+      "h:1:1 [0] NCCL INFO comm 0x1 rank 0 nRanks 2 nNodes 1 localRanks 2 localRank 0 MNNVL 1\n" + head + row2,
+      "log.txt");
+  CHECK(log.nodes == 0);
+  CHECK(log.ranks == 2);
+  log = parse_nccl_tests(
+      "h:1:1 [0] NCCL INFO comm 0x1 rank 0 nRanks 2 nNodes 1 localRanks 2 localRank 0 MNNVL 0\n" + ranks + head + row2,
+      "log.txt");
+  CHECK(log.nodes == 2);
+  REQUIRE(log.notes.size() == 1);
+  CHECK(log.notes[0].find("the Rank lines name 2 hosts, NCCL INFO says nNodes 1") != std::string::npos);
+  // srun -l running mpirun --tag-output: both prefixes go, <stderr> lines are skipped.
+  log = parse_nccl_tests("0: [1,0]<stdout>:" + head + "0: [1,0]<stderr>:  64 16 float sum -1 1 1 1 0 1 1 1 0\n" +
+                             "0: [1,0]<stdout>:" + row2,
+                         "log.txt");
+  REQUIRE(log.rows.size() == 1);
+  CHECK(log.rows[0].bytes == 1048576);
+  // Integers out of range are p2v errors naming the line, not library exceptions.
+  CHECK(error_of("#  Rank  99999999999 Group  0 Pid  1 on hostA device  0 [0x0f] GPU\n" + head + row2) ==
+        "log.txt:1: rank '99999999999' is out of range");
+  CHECK(error_of("#  Rank  2147483647 Group  0 Pid  1 on hostA device  0 [0x0f] GPU\n" + head + row2, with_ranks(2))
+            .find("rank 2147483647 listed, but the run has 2 ranks") != std::string::npos);
+  CHECK(error_of(head + "  1048576  99999999999999999999  float  sum  -1  100.0  10.49  10.49  0  100.0  10.49  "
+                        "10.49  0\n") == "log.txt:2: count '99999999999999999999' is out of range");
 }
 
 TEST_CASE("nccl-tests: a cut Rank list is noted, not read as the run's shape") {

@@ -12,8 +12,12 @@
 //   "#  Rank  3 Group  0 Pid 123 on HOST device  3 [0x..] NAME" lines (also the older form without
 //   "Group"; nodes = distinct hosts); NCCL INFO's "nRanks N" / "nranks N" (and "nNodes N"); for
 //   all-gather / reduce-scatter the sizes (count = size / (element x ranks)); for all-reduce the
-//   bandwidths (busbw / algbw = 2 (n-1) / n within the printed digits). A Rank list with gaps or a
-//   "..." line is cut: noted in `notes`, not used;
+//   bandwidths (busbw / algbw = 2 (n-1) / n within the printed digits). A Rank list with gaps, a
+//   Rank line nccl-tests ended in "..." (its per-process buffer), or a "..." line followed by more
+//   Rank lines is cut: noted in `notes`, not used; a "..." line after the last Rank line counts as a
+//   cut unless another source gives the listed count. NCCL INFO's nNodes is the node count where the
+//   log lists no hosts (not under MNNVL, where it counts NVLink domains). Rank lines of several
+//   groups (NCCL_TESTS_SPLIT) are an error: several communicators at once;
 // - the column header ("size count type redop root time algbw busbw #wrong time ...", "root"
 //   absent and "error" for "#wrong" in old versions; per-iteration and timestamp columns of
 //   nccl-tests 2.19) and the rows below it; the out-of-place columns (the first time / algbw /
@@ -51,6 +55,9 @@ struct NcclTestsLog {
   int ranks = 0;           // what the log says (see parse_nccl_tests), else NcclTestsOptions::ranks (0: unknown)
   int nodes = 0;           // distinct hosts of the Rank lines, or NCCL INFO's nNodes (0: the log does not say)
   int ranks_per_node = 0;  // ranks on each host when every host has as many (0: unknown)
+  std::string ranks_said;  // where `ranks` comes from, e.g. "the log lists 16 ranks" ("" when from the caller)
+  int top_rank = -1;       // the highest rank a Rank line names (-1: none); below `ranks` when that is known
+  int top_rank_line = 0;
   std::vector<std::string> hosts;    // in order of first appearance
   std::vector<std::string> devices;  // GPU name per rank, as printed (may be empty)
   int nthread = 0, ngpus = 0;        // from the "nThread 1 nGpus 8 ..." line (0: absent)
