@@ -96,7 +96,7 @@ const std::vector<Preset>& presets() {
       np.protocols = 1 << static_cast<int>(Protocol::Simple);
       np.algorithms = 1 | 2;  // ring, tree
       np.buffsize = 8388608;
-      np.tuner_fastest = true;
+      np.tuner = NcclTuner::Fastest;
       v.push_back(
           {"a3-mega",
            "Google Cloud A3 Mega (a3-megagpu-8g): 8 x H100-SXM5 on NVSwitch (NVLink 4); 8 x 200 Gb/s "
@@ -121,15 +121,21 @@ const std::vector<Preset>& presets() {
                  "https://aws.amazon.com/ec2/instance-types/p4/ (p4d.24xlarge: 8x A100 40GB, 600 GB/s NVSwitch, "
                  "400 Gbps EFA, 4x 100 Gbps); 45 GB/s: EFA at 90% of line rate (assumption); EFA latency 75 us: "
                  "github.com/aws/aws-ofi-nccl src/platform-aws.c @ v1.7.3-aws"});
-    v.push_back({"p5",
-                 "AWS p5.48xlarge: 8 x H100-SXM5 on NVSwitch (NVLink 4, NVLS); 32 x 100 Gb/s EFA per node (400 GB/s)",
-                 {{LinkKind::Switch, 370, 0}, {LinkKind::Nic, 360, kEfaPluginLatencyUs}},
-                 // AMD CPUs (3rd generation AMD EPYC, the instance page): NCCL's AMD rows (tuning.cc).
-                 nccl_of(Arch::Hopper, true, {{}, nic_level(32, 12.5)}, 0, true),
-                 {},
-                 "https://aws.amazon.com/ec2/instance-types/p5/ (p5.48xlarge: 8x H100 80GB, 900 GB/s NVSwitch, "
-                 "3200 Gbps EFAv2, 32x 100 Gbps, 3rd Gen AMD EPYC); 360 GB/s: EFA at 90% of line rate (assumption); "
-                 "EFA latency 75 us: github.com/aws/aws-ofi-nccl src/platform-aws.c @ v1.7.3-aws"});
+    {
+      // AMD CPUs (3rd generation AMD EPYC, the instance page): NCCL's AMD rows (tuning.cc). NCCL's own
+      // pick: AWS's tuner plugin (on by default from aws-ofi-nccl v1.16.0, 2025-06) is a system-file
+      // choice, "tuner": "aws-ofi-p5" (docs/simulator.md §2: with its picks, the 75 us latency below
+      // over-prices the rings of the HyperPod logs on 4-32 nodes).
+      NcclParams np = nccl_of(Arch::Hopper, true, {{}, nic_level(32, 12.5)}, 0, true);
+      v.push_back({"p5",
+                   "AWS p5.48xlarge: 8 x H100-SXM5 on NVSwitch (NVLink 4, NVLS); 32 x 100 Gb/s EFA per node (400 GB/s)",
+                   {{LinkKind::Switch, 370, 0}, {LinkKind::Nic, 360, kEfaPluginLatencyUs}},
+                   np,
+                   {},
+                   "https://aws.amazon.com/ec2/instance-types/p5/ (p5.48xlarge: 8x H100 80GB, 900 GB/s NVSwitch, "
+                   "3200 Gbps EFAv2, 32x 100 Gbps, 3rd Gen AMD EPYC); 360 GB/s: EFA at 90% of line rate (assumption); "
+                   "EFA latency 75 us: github.com/aws/aws-ofi-nccl src/platform-aws.c @ v1.7.3-aws"});
+    }
     v.push_back({"p2-a100",
                  "P2 paper's A100 nodes (docs/model.md §8): NVSwitch 270 GB/s; one NIC per node at 8 GB/s effective",
                  {{LinkKind::Switch, 270, 1}, {LinkKind::Nic, 8, 5}},

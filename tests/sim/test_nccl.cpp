@@ -823,7 +823,7 @@ TEST_CASE("nccl: the a3-mega preset runs Google's TCPXO NCCL profile") {
   CHECK(np.algorithms == 3);
   CHECK(np.buffsize == 8388608);
   CHECK(np.effective_version() == 22105);
-  CHECK(np.tuner_fastest);
+  CHECK(np.tuner == NcclTuner::Fastest);
   const CallShape c{Collective::AllReduce, 16, 2, 1e9};
   for (const auto& [a, p] : nccl_candidates(np, c, Algorithm::Auto, Protocol::Auto)) {
     CHECK(p == Protocol::Simple);
@@ -843,7 +843,7 @@ TEST_CASE("nccl: the a3-mega preset runs Google's TCPXO NCCL profile") {
   CHECK(k.algo == Algorithm::Tree);
   System no_tuner = s;
   no_tuner.nccl["tuner"] = "none";
-  CHECK_FALSE(nccl_params(no_tuner).tuner_fastest);
+  CHECK(nccl_params(no_tuner).tuner == NcclTuner::None);
   const auto kn = call(Simulator(no_tuner), Collective::AllReduce, 16, 1024);
   CHECK(kn.algo == Algorithm::Ring);
   CHECK(k.time_s < kn.time_s);
@@ -852,6 +852,59 @@ TEST_CASE("nccl: the a3-mega preset runs Google's TCPXO NCCL profile") {
   System bad = s;
   bad.nccl["tuner"] = "magic";
   CHECK_THROWS_WITH_AS(nccl_params(bad), doctest::Contains("fastest"), p2v::Error);
+}
+
+TEST_CASE("nccl: aws-ofi-nccl's p5 region tuner (\"tuner\": \"aws-ofi-p5\")") {
+  using R = std::vector<std::pair<Algorithm, Protocol>>;
+  auto ar = [](int ranks, int nodes, double bytes) {
+    return aws_ofi_p5_regions(CallShape{Collective::AllReduce, ranks, nodes, bytes});
+  };
+  const double MiB = 1 << 20, GiB = 1 << 30;
+  // 8 GPUs per node (aws-ofi-nccl v1.16.3, region_init_internal_p5_p5e): on 32 ranks the LL128 tree up to
+  // 36 MiB (vertex 37748736, 32), the LL128 ring above it, the Simple ring beyond the ring's edge from
+  // (1 GiB, 17) to (2 GiB, 64), i.e. ~1.32 GiB at 32 ranks.
+  CHECK(ar(32, 4, 32 * MiB) == R{{Algorithm::Tree, Protocol::LL128}});
+  CHECK(ar(32, 4, 64 * MiB) == R{{Algorithm::Ring, Protocol::LL128}});
+  CHECK(ar(32, 4, 1.25 * GiB) == R{{Algorithm::Ring, Protocol::LL128}});
+  CHECK(ar(32, 4, 2 * GiB) == R{{Algorithm::Ring, Protocol::Simple}});
+  // 64 ranks: the tree up to 112 MiB (vertex 117440512, 64).
+  CHECK(ar(64, 8, 100 * MiB) == R{{Algorithm::Tree, Protocol::LL128}});
+  CHECK(ar(64, 8, 128 * MiB) == R{{Algorithm::Ring, Protocol::LL128}});
+  // A vertex is on the edges of the regions that share it, in the plugin's order.
+  CHECK(ar(32, 4, 37748736).front() == std::pair{Algorithm::Tree, Protocol::LL128});
+  // One and two GPUs per node: their own regions (4 ranks on 4 nodes: the LL128 ring at 1 MiB, the Simple
+  // ring at 64 MiB; 8 ranks on 4 nodes: the LL128 tree at 512 KiB).
+  CHECK(ar(4, 4, 1 * MiB) == R{{Algorithm::Ring, Protocol::LL128}});
+  CHECK(ar(4, 4, 64 * MiB) == R{{Algorithm::Ring, Protocol::Simple}});
+  CHECK(ar(8, 4, 512 * 1024) == R{{Algorithm::Tree, Protocol::LL128}});
+  // None on two nodes or fewer (left to NCCL), for other collectives, or for 4 GPUs per node.
+  CHECK(ar(16, 2, 64 * MiB).empty());
+  CHECK(ar(16, 4, 64 * MiB).empty());
+  CHECK(aws_ofi_p5_regions(CallShape{Collective::AllGather, 32, 4, 64 * MiB}).empty());
+
+  // In the model: the tuner's pick where NCCL offers it, NCCL's own elsewhere; forced algorithms win.
+  System s = preset_system("node=4,gpu=8", "p5");
+  CHECK(nccl_params(s).tuner == NcclTuner::None);  // the preset: NCCL's own pick
+  const auto own = call(Simulator(s), Collective::AllReduce, 32, 64 * MiB);
+  CHECK(own.algo == Algorithm::Tree);
+  s.nccl["tuner"] = "aws-ofi-p5";
+  CHECK(nccl_params(s).tuner == NcclTuner::AwsOfiP5);
+  CHECK(nccl_json(nccl_params(s))["tuner"] == "aws-ofi-p5");
+  const Simulator tuned(s);
+  const auto t = call(tuned, Collective::AllReduce, 32, 64 * MiB);
+  CHECK(t.nccl_pick == Algorithm::Ring);
+  CHECK(t.nccl_proto == Protocol::LL128);
+  CHECK(call(tuned, Collective::AllReduce, 32, 64 * MiB, Algorithm::Tree).algo == Algorithm::Tree);
+  // Two nodes: NCCL's own pick, as without the tuner.
+  System s2 = preset_system("node=2,gpu=8", "p5");
+  const auto own2 = call(Simulator(s2), Collective::AllReduce, 16, 64 * MiB);
+  s2.nccl["tuner"] = "aws-ofi-p5";
+  const auto t2 = call(Simulator(s2), Collective::AllReduce, 16, 64 * MiB);
+  CHECK(t2.nccl_pick == own2.nccl_pick);
+  CHECK(t2.time_s == own2.time_s);
+  System bad = s;
+  bad.nccl["tuner"] = "aws";
+  CHECK_THROWS_WITH_AS(nccl_params(bad), doctest::Contains("aws-ofi-p5"), p2v::Error);
 }
 
 TEST_CASE("nccl: on 2 nodes NCCL's estimate credits the tree with up to twice the ring's network bandwidth") {

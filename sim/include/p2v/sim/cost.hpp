@@ -2,6 +2,7 @@
 // The simulator's cost model (docs/simulator.md; docs/model.md §8): every group's collective of a lowered step,
 // expanded into NCCL-like point-to-point transfers, routed over the topology graph; all groups of
 // a step run at once and share links. docs/simulator.md states the model and its assumptions.
+#include <algorithm>
 #include <limits>
 #include <string>
 #include <tuple>
@@ -46,9 +47,13 @@ NcclChoice choose(const NcclParams& np, const CallShape& c, Algorithm algo, Prot
   auto pick = [&](Algorithm al, Protocol pr) {
     std::pair<Algorithm, Protocol> best{Algorithm::Ring, Protocol::Simple};
     double best_t = std::numeric_limits<double>::infinity();
-    for (const auto& [a, p] : nccl_candidates(np, c, al, pr)) {
+    const auto cands = nccl_candidates(np, c, al, pr);
+    if (np.tuner == NcclTuner::AwsOfiP5 && al == Algorithm::Auto && pr == Protocol::Auto)
+      for (const auto& r : aws_ofi_p5_regions(c))  // the plugin's first region NCCL offers, else NCCL's own pick
+        if (std::find(cands.begin(), cands.end(), r) != cands.end()) return r;
+    for (const auto& [a, p] : cands) {
       double t = 0;
-      if (np.tuner_fastest) {  // a measured tuner plugin: the fastest candidate by this model's own time
+      if (np.tuner == NcclTuner::Fastest) {  // a measured tuner plugin: the fastest candidate by this model's own time
         t = latency_s(a, p, false) + bandwidth_time(np, c, a, p, FlowTime(flow_s(a)), false);
       } else {
         FlowTime f = FlowTime(flow_s(a)).scaled(nccl_estimate_factor(np, c, a));

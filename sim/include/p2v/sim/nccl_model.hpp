@@ -77,6 +77,8 @@ int parse_nccl_version(const std::string& text, const std::string& what);
 std::string nccl_version_string(int v);  // 22602 -> "2.26.2"
 
 // Per system ("nccl" section of a system file; presets carry one).
+enum class NcclTuner { None, Fastest, AwsOfiP5 };
+
 struct NcclParams {
   Arch arch = Arch::Ampere;
   // NCCL version whose tuning constants apply (latencies in the time and the pick; NCCL's bandwidth
@@ -102,10 +104,11 @@ struct NcclParams {
   int algorithms = 31;
   // NCCL_BUFFSIZE, bytes (the Simple buffer; a step is buffsize / 8); <= 0: NCCL's 4 MiB.
   double buffsize = 0.0;
-  // A tuner plugin (NCCL_TUNER_PLUGIN) tuned by measurement on the cluster, whose configuration is not
-  // known: it is taken to pick the candidate (within "protocols"/"algorithms") this model prices fastest,
-  // instead of NCCL's own estimate ("tuner": "fastest"; docs/simulator.md §2).
-  bool tuner_fastest = false;
+  // A tuner plugin (NCCL_TUNER_PLUGIN) in place of NCCL's own pick ("tuner"; docs/simulator.md §2):
+  // Fastest, one tuned by measurement on the cluster whose configuration is not known, taken to pick
+  // the candidate (within "protocols"/"algorithms") this model prices fastest ("fastest"); AwsOfiP5,
+  // aws-ofi-nccl's region tuner for p5/p5e (aws_ofi_p5_regions; "aws-ofi-p5").
+  NcclTuner tuner = NcclTuner::None;
   std::vector<NcclLevelParams> levels;
 
   const NcclLevelParams* level(const std::string& name) const;
@@ -173,6 +176,13 @@ bool available(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr
 // a forced algorithm/protocol where offered, else ring).
 std::vector<std::pair<Algorithm, Protocol>> nccl_candidates(const NcclParams& p, const CallShape& c, Algorithm algo,
                                                             Protocol proto);
+// aws-ofi-nccl's region tuner on p5/p5e (github.com/aws/aws-ofi-nccl v1.16.3, src/tuner/
+// nccl_ofi_regions.cpp): the (algorithm, protocol) of every region holding the AllReduce call
+// (bytes, ranks), in the plugin's order; the first that NCCL offers is used, none: NCCL's own pick.
+// Empty on two nodes or fewer (the plugin leaves them to NCCL), for other collectives (its p5 regions
+// for all-gather and reduce-scatter, one GPU per node, are not applied), and for GPUs per node other
+// than 8, 2 and 1 (no regions).
+std::vector<std::pair<Algorithm, Protocol>> aws_ofi_p5_regions(const CallShape& c);
 // NCCL's latency term, microseconds (tuning.cc latency formulas; ring AllReduce plateau factor of
 // ncclTopoGetAlgoTime included).
 // `nccl_estimate` = true gives NCCL's own estimate (the pick): before v2.23 NCCL's tree Simple latency
