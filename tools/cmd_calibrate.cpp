@@ -20,7 +20,7 @@ namespace p2v::tools {
 namespace {
 
 struct CalArgs {
-  std::string system, measurements, output, algo, preset, collective, nccl_version;
+  std::string system, measurements, output, algo, preset, collective, nccl_version, nccl_tuner;
   std::vector<std::string> logs;
   bool json = false, predict_only = false;
   double prior_weight = sim::kFitPriorWeight;
@@ -227,7 +227,8 @@ int run_nccl_tests(const CalArgs& in) {
     notes.push_back(std::move(why));
   }
   auto sys = load_system(a.system, a.preset);
-  if (const auto note = fill_interconnects(sys, a.preset); !note.empty()) notes.push_back(note);
+  if (const auto note = fill_interconnects(sys, a.preset, false, "", a.nccl_tuner); !note.empty())
+    notes.push_back(note);
   const auto algo = sim::parse_algorithm(a.algo.empty() ? "auto" : a.algo);
   apply_nccl_version(a, logs, sys);
   const auto ps = log_points(logs, sys, notes);
@@ -303,6 +304,7 @@ Registrar reg("calibrate", [](CLI::App& sub) -> std::function<int()> {
   sub.add_option("--nccl-version", a->nccl_version,
                  "with --nccl-tests: the NCCL version whose tuning constants apply (2.9 or later, e.g. 2.26.2; "
                  "default: the version the logs print, else the system's, else 2.30.7)");
+  add_nccl_tuner_option(sub, a->nccl_tuner);
   sub.add_option("--prior-weight", a->prior_weight,
                  "with --nccl-tests: weight of the system's own values as a prior, added to the mean squared log "
                  "error as W * sum (ln(knob/start))^2 (default 0.001; 0: plain least squares)")
@@ -317,6 +319,7 @@ Registrar reg("calibrate", [](CLI::App& sub) -> std::function<int()> {
     if (a->measurements.empty()) throw Error("calibrate: give --measurements CSV or --nccl-tests LOG...");
     if (a->predict_only) throw Error("calibrate: --predict-only goes with --nccl-tests");
     if (!a->nccl_version.empty()) throw Error("calibrate: --nccl-version goes with --nccl-tests");
+    if (!a->nccl_tuner.empty()) throw Error("calibrate: --nccl-tuner goes with --nccl-tests");
     if (a->prior_weight != sim::kFitPriorWeight) throw Error("calibrate: --prior-weight goes with --nccl-tests");
     const auto r = run(*a);
     if (a->json)

@@ -179,7 +179,8 @@ Registrar reg("explore", [](CLI::App& sub) -> std::function<int()> {
     const bool sweeping = sizes.size() > 1 || a->sweep.given();
     if (sweeping) a->cost.bytes.clear();
     Problem p = load_problem(a->problem);
-    if (const auto note = fill_interconnects(p.system, a->problem.preset, a->problem.sharp, a->problem.nccl_version);
+    if (const auto note = fill_interconnects(p.system, a->problem.preset, a->problem.sharp, a->problem.nccl_version,
+                                             a->problem.nccl_tuner);
         !note.empty() && !a->json)
       fmt::print("{}\n", note);
     std::vector<Reduction> reds;

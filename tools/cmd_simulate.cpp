@@ -154,7 +154,8 @@ struct Prepared {
 
 Prepared prepare(const SimArgs& a) {
   Problem p = load_problem(a.problem);
-  if (const auto note = fill_interconnects(p.system, a.problem.preset, a.problem.sharp, a.problem.nccl_version);
+  if (const auto note =
+          fill_interconnects(p.system, a.problem.preset, a.problem.sharp, a.problem.nccl_version, a.problem.nccl_tuner);
       !note.empty() && !a.json)
     fmt::print("{}\n", note);
   sim::SimulateOptions o;

@@ -99,7 +99,8 @@ StepCommand run(StepArgs& a) {
         c.problem, {"--program '" + a.program + "'", "is not a program of", [&](const engine::ParallelismMatrix& x) {
                       return program_fits(c.problem, x, a.program, engine::HierarchyKind::ReductionAxes);
                     }});
-  a.preset_note = fill_interconnects(c.problem.system, a.problem.preset, a.problem.sharp, a.problem.nccl_version);
+  a.preset_note = fill_interconnects(c.problem.system, a.problem.preset, a.problem.sharp, a.problem.nccl_version,
+                                     a.problem.nccl_tuner);
   c.opt.synth = a.search.options();
   c.opt.zero = a.mode == "zero";
   c.opt.program = a.program;

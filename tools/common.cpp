@@ -49,9 +49,11 @@ engine::System load_system(const std::string& system, const std::string& preset)
 void add_problem_options(CLI::App& sub, ProblemArgs& a, bool need_reduce, bool sharp) {
   a.need_reduce = need_reduce;
   add_system_options(sub, a.system, a.preset, sharp ? &a.sharp : nullptr);
-  if (sharp)
+  if (sharp) {
     sub.add_option("--nccl-version", a.nccl_version,
                    "NCCL version whose tuning constants apply, 2.9 or later (default: the system's, else 2.30.7)");
+    add_nccl_tuner_option(sub, a.nccl_tuner);
+  }
   sub.add_option("--axes", a.axes, "parallelism axis sizes, e.g. 4,16")->required();
   auto* r = sub.add_option("--reduce", a.reduce, "reduction axis indices (0-based), e.g. 0 or 0,2");
   if (need_reduce) r->required();
@@ -108,8 +110,17 @@ void add_preset_option(CLI::App& sub, std::string& preset, bool* sharp) {
                  "available");
 }
 
-std::string fill_interconnects(engine::System& s, const std::string& name, bool sharp,
-                               const std::string& nccl_version) {
+void add_nccl_tuner_option(CLI::App& sub, std::string& tuner) {
+  sub.add_option(
+         "--nccl-tuner", tuner,
+         "NCCL tuner plugin that picks the algorithm: none (NCCL's own pick), fastest (a plugin tuned on the "
+         "cluster: the model's fastest candidate), aws-ofi-p5 (aws-ofi-nccl's p5 regions, 3+ nodes) (default: the "
+         "system's, else none)")
+      ->check(CLI::IsMember({"none", "fastest", "aws-ofi-p5"}));
+}
+
+std::string fill_interconnects(engine::System& s, const std::string& name, bool sharp, const std::string& nccl_version,
+                               const std::string& nccl_tuner) {
   const auto& preset = sim::find_preset(name.empty() ? std::string(sim::kDefaultPreset) : name);
   const bool links = !s.has_topology() && sim::apply_preset(s, preset) > 0;
   // After the preset: apply_preset writes its "nccl" section only into a system without one.
@@ -117,6 +128,10 @@ std::string fill_interconnects(engine::System& s, const std::string& name, bool 
   if (!nccl_version.empty()) {
     if (s.nccl.is_null()) s.nccl = nlohmann::json::object();
     s.nccl["version"] = sim::nccl_version_string(sim::parse_nccl_version(nccl_version, "--nccl-version"));
+  }
+  if (!nccl_tuner.empty()) {
+    if (s.nccl.is_null()) s.nccl = nlohmann::json::object();
+    s.nccl["tuner"] = nccl_tuner;
   }
   // Device numbers: from the preset that gave the interconnects, or from one named explicitly.
   std::string device;

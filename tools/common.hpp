@@ -37,6 +37,7 @@ struct ProblemArgs {
   std::string preset;        // --preset NAME
   bool sharp = false;        // --sharp (commands with the cost model)
   std::string nccl_version;  // --nccl-version (with --sharp: commands with the cost model)
+  std::string nccl_tuner;    // --nccl-tuner (likewise)
   bool need_reduce = true;
 };
 
@@ -87,10 +88,13 @@ void add_preset_option(CLI::App& sub, std::string& preset, bool* sharp = nullptr
 // Fills the interconnects a system leaves out (inline systems) from preset `name` (empty: the
 // default preset), and the device numbers (sim/preset_devices.hpp) when it fills interconnects or
 // `name` is given and the system has none; `sharp` turns SHARP on. Returns a line naming the
-// preset used, or "" when nothing was filled. A non-empty `nccl_version` sets the system's NCCL
+// preset used, or "" when nothing was filled. A non-empty `nccl_tuner` sets its tuner plugin; a
+// non-empty `nccl_version` sets the system's NCCL
 // version (docs/simulator.md §2, "NCCL version"; p2v::Error when it is not one p2v holds).
 std::string fill_interconnects(engine::System& s, const std::string& name, bool sharp = false,
-                               const std::string& nccl_version = "");
+                               const std::string& nccl_version = "", const std::string& nccl_tuner = "");
+// Adds --nccl-tuner (none, fastest, aws-ofi-p5: the system's "nccl" "tuner", docs/simulator.md §2).
+void add_nccl_tuner_option(CLI::App& sub, std::string& tuner);
 
 // The one element-type option: --dtype in any spelling of engine::parse_dtype (f32, float32,
 // float, ...); help lists them.

@@ -198,12 +198,7 @@ const std::vector<Region>& regions_2() {
           {257114112, 128}}},
         {Algorithm::NvlsTree,
          Protocol::Simple,
-         {nvlstree_simple,
-          {1073741824, 256},
-          {787480576, 128},
-          {1073741824, 128},
-          {1073741824, 40},
-          {kMaxSize, 32}}}};
+         {nvlstree_simple, {1073741824, 256}, {787480576, 128}, {1073741824, 128}, {1073741824, 40}, {kMaxSize, 32}}}};
   }();
   return r;
 }
@@ -213,9 +208,7 @@ const std::vector<Region>& regions_1() {
     const Point tree_ll128 = extend({9999360, 64}, {119477248, 128}, kCorner);
     const Point ring_ll128 = extend({4736000, 2}, {269484032, 128}, kCorner);
     return std::vector<Region>{
-        {Algorithm::Tree,
-         Protocol::LL128,
-         {{0, 16}, {2367488, 16}, {9999360, 64}, {119477248, 128}, tree_ll128}},
+        {Algorithm::Tree, Protocol::LL128, {{0, 16}, {2367488, 16}, {9999360, 64}, {119477248, 128}, tree_ll128}},
         {Algorithm::Ring,
          Protocol::LL128,
          {{0, 2},

@@ -905,6 +905,16 @@ TEST_CASE("nccl: aws-ofi-nccl's p5 region tuner (\"tuner\": \"aws-ofi-p5\")") {
   System bad = s;
   bad.nccl["tuner"] = "aws";
   CHECK_THROWS_WITH_AS(nccl_params(bad), doctest::Contains("aws-ofi-p5"), p2v::Error);
+  // --nccl-tuner sets it for a preset (simulate, explore, step; calibrate --nccl-tests).
+  const std::string cmd = "simulate --system node=4,gpu=8 --preset p5 --axes 32 --reduce 0 --bytes 64MiB --top 1";
+  const auto plain = simtest::run(cmd), with = simtest::run(cmd + " --nccl-tuner aws-ofi-p5");
+  REQUIRE(plain.code == 0);
+  REQUIRE(with.code == 0);
+  auto single = [](const std::string& out) { return out.substr(out.find("single AllReduce"), 40); };
+  CHECK(single(plain.out) != single(with.out));
+  const auto wrong = simtest::run(cmd + " --nccl-tuner aws");
+  CHECK(wrong.code != 0);
+  CHECK(wrong.out.find("--nccl-tuner") != std::string::npos);
 }
 
 TEST_CASE("nccl: on 2 nodes NCCL's estimate credits the tree with up to twice the ring's network bandwidth") {
