@@ -367,6 +367,15 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin
       continue;
     }
     const auto& c = *cols;
+    // A launcher's message between the rows that happens to start with a number (Open MPI's "8 more
+    // processes have sent help message ..."): a word where the count is, and not a data type where the
+    // type is. Skipped with a note; a row with a bad field still is an error.
+    if (static_cast<std::size_t>(c.count) < toks.size() && !is_int(toks[c.count]) &&
+        (static_cast<std::size_t>(c.type) >= toks.size() || nccl_type_bytes(toks[c.type]) == 0)) {
+      log.notes.push_back(fmt::format("{}: not a row of the table, skipped: '{}'", where,
+                                      line.size() > 80 ? line.substr(0, 77) + "..." : line));
+      continue;
+    }
     const int need = std::max({c.size, c.count, c.type, c.redop, c.root, c.time, c.algbw, c.busbw}) + 1;
     if (static_cast<int>(toks.size()) < need)
       throw Error(fmt::format("{}: {} fields, the column header (line {}) needs at least {}", where, toks.size(),

@@ -361,6 +361,14 @@ TEST_CASE("nccl-tests: '...' lines, nccl-tests' own cut Rank line, split groups,
                          "log.txt");
   REQUIRE(log.rows.size() == 1);
   CHECK(log.rows[0].bytes == 1048576);
+  // Open MPI's aggregated help message between the rows is skipped with a note; a row with a bad count is not.
+  log = parse_nccl_tests(head + "8 more processes have sent help message help-mtl-ofi.txt / OFI call fail\n" + row2,
+                         "log.txt");
+  REQUIRE(log.rows.size() == 1);
+  REQUIRE(log.notes.size() == 1);
+  CHECK(log.notes[0].find("log.txt:2: not a row of the table, skipped: '8 more processes") == 0);
+  CHECK(error_of(head + "  1048576   x  float  sum  -1  100.0  10.49  10.49  0  100.0  10.49  10.49  0\n") ==
+        "log.txt:2: count 'x' is not an element count");
   // Integers out of range are p2v errors naming the line, not library exceptions.
   CHECK(error_of("#  Rank  99999999999 Group  0 Pid  1 on hostA device  0 [0x0f] GPU\n" + head + row2) ==
         "log.txt:1: rank '99999999999' is out of range");

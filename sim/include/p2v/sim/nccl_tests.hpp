@@ -25,7 +25,9 @@
 // Rows of size 0 (nccl-tests -b 0) move no data and are skipped (counted in zero_rows).
 // Lines may carry kubectl's "[pod/NAME/CONTAINER] ", mpirun's --tag-output ("[1,0]<stdout>:";
 // <stderr> lines are skipped) and srun -l's "0: " prefixes, and may lack the leading '#'. Other
-// lines (NCCL INFO, warnings, shell prompts) are ignored. A row that does not match the header, a
+// lines (NCCL INFO, warnings, shell prompts) are ignored; a line among the rows that starts with a
+// number but has a word as its count and no data type (Open MPI's "8 more processes have sent help
+// message ...") is skipped with a note. A row that does not match the header, a
 // second result table, a rank listed twice, rank counts that disagree, or no rows at all is an
 // error "<origin>:<line>: ...".
 #include <cstdint>
