@@ -40,7 +40,7 @@ def read_meta(path):
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             line = TAG.sub("", line.rstrip("\n"))
-            m = re.match(r"#\s*(preset|nodes|gpus-per-node|collective|source|system|nccl-version|nccl-algo):\s*(.*)", line)
+            m = re.match(r"#\s*(preset|nodes|gpus-per-node|collective|source|system|nccl-version|nccl-algo|nccl-tuner):\s*(.*)", line)
             if m:
                 meta.setdefault(m.group(1), m.group(2).strip())
                 continue
@@ -87,6 +87,8 @@ def coll_args(meta):
         args += ["--nccl-version", meta["nccl-version"].split()[0]]
     if "nccl-algo" in meta:  # the run forced NCCL_ALGO (its source says so): predict that algorithm, not NCCL's pick
         args += ["--algo", meta["nccl-algo"].split()[0].lower()]
+    if "nccl-tuner" in meta:  # the run loaded a tuner plugin p2v models (its source says so): predict its pick
+        args += ["--nccl-tuner", meta["nccl-tuner"].split()[0]]
     return args
 
 
