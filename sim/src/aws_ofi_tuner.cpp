@@ -41,11 +41,12 @@ Point extend(Point a, Point b, Point z) {
   return y < z.y ? Point{z.x, y} : Point{(z.y - c) / m, z.y};
 }
 
-// Whether p lies on the segment a-b (to a relative rounding tolerance).
+// Whether p lies on the segment a-b: exactly (the regions' vertices and a call's bytes and ranks are
+// whole numbers; long double holds their cross products, up to ~1e17, exactly).
 bool on_segment(Point p, Point a, Point b) {
-  const double cross = (b.x - a.x) * (p.y - a.y) - (b.y - a.y) * (p.x - a.x);
-  const double scale = std::hypot(b.x - a.x, b.y - a.y) * std::max({std::fabs(p.x), std::fabs(p.y), 1.0});
-  if (std::fabs(cross) > 1e-12 * scale) return false;
+  const long double cross = (static_cast<long double>(b.x) - a.x) * (static_cast<long double>(p.y) - a.y) -
+                            (static_cast<long double>(b.y) - a.y) * (static_cast<long double>(p.x) - a.x);
+  if (cross != 0) return false;
   return p.x >= std::min(a.x, b.x) && p.x <= std::max(a.x, b.x) && p.y >= std::min(a.y, b.y) &&
          p.y <= std::max(a.y, b.y);
 }
@@ -227,8 +228,9 @@ const std::vector<Region>& regions_1() {
 
 }  // namespace
 
-std::vector<std::pair<Algorithm, Protocol>> aws_ofi_p5_regions(const CallShape& c) {
+std::vector<std::pair<Algorithm, Protocol>> aws_ofi_p5_regions(const CallShape& c, int nccl_version) {
   std::vector<std::pair<Algorithm, Protocol>> out;
+  if (nccl_version < 21900) return out;  // NCCL loads tuner plugins from v2.19 (NCCL_TUNER_PLUGIN)
   const int nodes = std::max(1, c.nodes);
   if (c.coll != engine::Collective::AllReduce || nodes <= 2 || c.ranks % nodes != 0) return out;
   const int ppn = c.ranks / nodes;

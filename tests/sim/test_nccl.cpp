@@ -857,16 +857,23 @@ TEST_CASE("nccl: the a3-mega preset runs Google's TCPXO NCCL profile") {
 TEST_CASE("nccl: aws-ofi-nccl's p5 region tuner (\"tuner\": \"aws-ofi-p5\")") {
   using R = std::vector<std::pair<Algorithm, Protocol>>;
   auto ar = [](int ranks, int nodes, double bytes) {
-    return aws_ofi_p5_regions(CallShape{Collective::AllReduce, ranks, nodes, bytes});
+    return aws_ofi_p5_regions(CallShape{Collective::AllReduce, ranks, nodes, bytes}, kNcclNewestVersion);
   };
   const double MiB = 1 << 20, GiB = 1 << 30;
   // 8 GPUs per node (aws-ofi-nccl v1.16.3, region_init_internal_p5_p5e): on 32 ranks the LL128 tree up to
-  // 36 MiB (vertex 37748736, 32), the LL128 ring above it, the Simple ring beyond the ring's edge from
-  // (1 GiB, 17) to (2 GiB, 64), i.e. ~1.32 GiB at 32 ranks.
+  // 36 MiB (vertex 37748736, 32), the LL128 ring above it up to its edge from (1 GiB, 17) to (2 GiB, 64),
+  // ~1.42 GB at 32 ranks; no region up to the Simple ring's vertex (1610612736, 32): NCCL's own pick there.
   CHECK(ar(32, 4, 32 * MiB) == R{{Algorithm::Tree, Protocol::LL128}});
   CHECK(ar(32, 4, 64 * MiB) == R{{Algorithm::Ring, Protocol::LL128}});
   CHECK(ar(32, 4, 1.25 * GiB) == R{{Algorithm::Ring, Protocol::LL128}});
+  CHECK(ar(32, 4, 1.45e9).empty());
   CHECK(ar(32, 4, 2 * GiB) == R{{Algorithm::Ring, Protocol::Simple}});
+  // Points on an edge count as inside, exactly: 2 GPUs per node, 40 ranks: 1 GiB is on the Simple ring's
+  // edge (1 GiB, 40)-(1 GiB, 128); 1 GiB + 1 MiB is beyond it, in the NVLS tree's region.
+  CHECK(ar(40, 20, 1073741824.0).front() == std::pair{Algorithm::Ring, Protocol::Simple});
+  CHECK(ar(40, 20, 1073741824.0 + MiB) == R{{Algorithm::NvlsTree, Protocol::Simple}});
+  // No tuner plugins before NCCL v2.19.
+  CHECK(aws_ofi_p5_regions(CallShape{Collective::AllReduce, 32, 4, 64 * MiB}, 21805).empty());
   // 64 ranks: the tree up to 112 MiB (vertex 117440512, 64).
   CHECK(ar(64, 8, 100 * MiB) == R{{Algorithm::Tree, Protocol::LL128}});
   CHECK(ar(64, 8, 128 * MiB) == R{{Algorithm::Ring, Protocol::LL128}});
@@ -880,7 +887,7 @@ TEST_CASE("nccl: aws-ofi-nccl's p5 region tuner (\"tuner\": \"aws-ofi-p5\")") {
   // None on two nodes or fewer (left to NCCL), for other collectives, or for 4 GPUs per node.
   CHECK(ar(16, 2, 64 * MiB).empty());
   CHECK(ar(16, 4, 64 * MiB).empty());
-  CHECK(aws_ofi_p5_regions(CallShape{Collective::AllGather, 32, 4, 64 * MiB}).empty());
+  CHECK(aws_ofi_p5_regions(CallShape{Collective::AllGather, 32, 4, 64 * MiB}, kNcclNewestVersion).empty());
 
   // In the model: the tuner's pick where NCCL offers it, NCCL's own elsewhere; forced algorithms win.
   System s = preset_system("node=4,gpu=8", "p5");

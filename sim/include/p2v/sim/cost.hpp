@@ -49,7 +49,8 @@ NcclChoice choose(const NcclParams& np, const CallShape& c, Algorithm algo, Prot
     double best_t = std::numeric_limits<double>::infinity();
     const auto cands = nccl_candidates(np, c, al, pr);
     if (np.tuner == NcclTuner::AwsOfiP5 && al == Algorithm::Auto && pr == Protocol::Auto)
-      for (const auto& r : aws_ofi_p5_regions(c))  // the plugin's first region NCCL offers, else NCCL's own pick
+      for (const auto& r : aws_ofi_p5_regions(
+               c, np.effective_version()))  // the plugin's first region NCCL offers, else NCCL's own pick
         if (std::find(cands.begin(), cands.end(), r) != cands.end()) return r;
     for (const auto& [a, p] : cands) {
       double t = 0;

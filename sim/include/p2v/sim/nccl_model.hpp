@@ -179,10 +179,10 @@ std::vector<std::pair<Algorithm, Protocol>> nccl_candidates(const NcclParams& p,
 // aws-ofi-nccl's region tuner on p5/p5e (github.com/aws/aws-ofi-nccl v1.16.3, src/tuner/
 // nccl_ofi_regions.cpp): the (algorithm, protocol) of every region holding the AllReduce call
 // (bytes, ranks), in the plugin's order; the first that NCCL offers is used, none: NCCL's own pick.
-// Empty on two nodes or fewer (the plugin leaves them to NCCL), for other collectives (its p5 regions
-// for all-gather and reduce-scatter, one GPU per node, are not applied), and for GPUs per node other
-// than 8, 2 and 1 (no regions).
-std::vector<std::pair<Algorithm, Protocol>> aws_ofi_p5_regions(const CallShape& c);
+// Empty before NCCL v2.19 (no tuner plugins), on two nodes or fewer (the plugin leaves them to NCCL),
+// for other collectives (its p5 regions for all-gather and reduce-scatter, one GPU per node, are not
+// applied), and for GPUs per node other than 8, 2 and 1 (no regions). Points on an edge are inside.
+std::vector<std::pair<Algorithm, Protocol>> aws_ofi_p5_regions(const CallShape& c, int nccl_version);
 // NCCL's latency term, microseconds (tuning.cc latency formulas; ring AllReduce plateau factor of
 // ncclTopoGetAlgoTime included).
 // `nccl_estimate` = true gives NCCL's own estimate (the pick): before v2.23 NCCL's tree Simple latency
