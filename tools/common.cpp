@@ -4,7 +4,9 @@
 #include <CLI/CLI.hpp>
 
 #include <fstream>
+#include <iterator>
 #include <sstream>
+#include <vector>
 
 #include <fmt/core.h>
 #include "p2v/engine/dtype.hpp"
@@ -116,7 +118,8 @@ void add_nccl_tuner_option(CLI::App& sub, std::string& tuner) {
          "NCCL tuner plugin that picks the algorithm: none (NCCL's own pick), fastest (a plugin tuned on the "
          "cluster: the model's fastest candidate), aws-ofi-p5 (aws-ofi-nccl's p5 regions, 3+ nodes) (default: the "
          "system's, else none)")
-      ->check(CLI::IsMember({"none", "fastest", "aws-ofi-p5"}));
+      ->check(
+          CLI::IsMember(std::vector<std::string>(std::begin(sim::kNcclTunerNames), std::end(sim::kNcclTunerNames))));
 }
 
 std::string fill_interconnects(engine::System& s, const std::string& name, bool sharp, const std::string& nccl_version,

@@ -458,17 +458,13 @@ NcclParams nccl_params_from_json(const nlohmann::json& j, const System& s) {
   }
   if (const auto v = o.optional("tuner")) {  // NCCL_TUNER_PLUGIN
     const auto t = v->string();
-    if (t == "fastest")
-      p.tuner = NcclTuner::Fastest;
-    else if (t == "aws-ofi-p5")
-      p.tuner = NcclTuner::AwsOfiP5;
-    else if (t == "none")
-      p.tuner = NcclTuner::None;
-    else
+    const auto it = std::find(std::begin(kNcclTunerNames), std::end(kNcclTunerNames), t);
+    if (it == std::end(kNcclTunerNames))
       v->fail(
           "expected \"fastest\" (a tuner plugin picking the fastest candidate), \"aws-ofi-p5\" (aws-ofi-nccl's "
           "p5 regions) or \"none\", got \"" +
           t + "\"");
+    p.tuner = static_cast<NcclTuner>(it - std::begin(kNcclTunerNames));
   }
   if (const auto v = o.optional("protocols")) {  // NCCL_PROTO
     p.protocols = 0;
@@ -562,8 +558,7 @@ nlohmann::json nccl_json(const NcclParams& p) {
   if (p.fill_stage >= 0) j["fill_stage"] = p.fill_stage;
   if (!p.ll128_net_fill) j["ll128_net_fill"] = false;  // on by default
   if (p.buffsize > 0) j["buffsize"] = p.buffsize;
-  if (p.tuner == NcclTuner::Fastest) j["tuner"] = "fastest";
-  if (p.tuner == NcclTuner::AwsOfiP5) j["tuner"] = "aws-ofi-p5";
+  if (p.tuner != NcclTuner::None) j["tuner"] = kNcclTunerNames[static_cast<int>(p.tuner)];
   if (p.protocols != 7) {
     nlohmann::json a = nlohmann::json::array();
     for (int i = 0; i < kNumProtocols; ++i)

@@ -281,9 +281,9 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin
           return a == "NCCL" && b == "INFO";
         }) != toks.end()) {
       for (std::size_t i = 0; i + 1 < toks.size(); ++i) {
-        if ((toks[i] == "nranks" || toks[i] == "nRanks") && small_count(toks[i + 1]) > 0)
-          info_ranks.insert(small_count(toks[i + 1]));
-        if (toks[i] == "nNodes" && small_count(toks[i + 1]) > 0) info_nodes.insert(small_count(toks[i + 1]));
+        const int n = small_count(toks[i + 1]);
+        if ((toks[i] == "nranks" || toks[i] == "nRanks") && n > 0) info_ranks.insert(n);
+        if (toks[i] == "nNodes" && n > 0) info_nodes.insert(n);
         if (toks[i] == "MNNVL" && toks[i + 1] != "0") mnnvl = true;
       }
       continue;
@@ -438,6 +438,8 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin
   const int elt = nccl_type_bytes(r0.type);
   std::optional<Collective> table;
   const double per_rank = static_cast<double>(r0.count) * elt;
+  // size / (count x element): 1 for all-reduce, the ranks for all-gather and reduce-scatter (0: not whole).
+  const double size_ranks = per_rank > 0 && std::fmod(r0.bytes, per_rank) == 0 ? r0.bytes / per_rank : 0;
   if (r0.root >= 0) {
     table = (r0.redop == "none") ? Collective::Broadcast : Collective::Reduce;
   } else if (r0.redop == "none") {
@@ -445,7 +447,7 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin
   } else if (!r0.redop.empty()) {
     if (per_rank == r0.bytes)
       table = Collective::AllReduce;
-    else if (per_rank > 0 && r0.bytes > per_rank && std::fmod(r0.bytes, per_rank) == 0)
+    else if (size_ranks > 1)
       table = Collective::ReduceScatter;
   }
   if (opt.collective) {
@@ -489,10 +491,10 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin
   };
   std::vector<Source> others;  // every source but the Rank lines
   if (info_ranks.size() == 1) others.push_back({*info_ranks.begin(), "the log's NCCL INFO lines say {} ranks"});
-  if ((log.collective == Collective::AllGather || log.collective == Collective::ReduceScatter) && per_rank > 0 &&
-      std::fmod(r0.bytes, per_rank) == 0 && r0.bytes / per_rank >= 1 && r0.bytes / per_rank <= kMaxRanks)
+  if ((log.collective == Collective::AllGather || log.collective == Collective::ReduceScatter) && size_ranks >= 1 &&
+      size_ranks <= kMaxRanks)
     others.push_back(
-        {static_cast<int>(r0.bytes / per_rank),
+        {static_cast<int>(size_ranks),
          fmt::format("the log's sizes (line {}: count x element = size / ranks) give {{}} ranks", r0.line)});
   if (const int n = ranks_from_bandwidths(log); n > 0)
     others.push_back({n, "the log's busbw/algbw ratios (2 (n-1) / n) give {} ranks"});

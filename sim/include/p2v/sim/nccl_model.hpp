@@ -78,6 +78,8 @@ std::string nccl_version_string(int v);  // 22602 -> "2.26.2"
 
 // Per system ("nccl" section of a system file; presets carry one).
 enum class NcclTuner { None, Fastest, AwsOfiP5 };
+// The tuners' names in a system file's "tuner" and on --nccl-tuner, by NcclTuner index.
+inline constexpr const char* kNcclTunerNames[] = {"none", "fastest", "aws-ofi-p5"};
 
 struct NcclParams {
   Arch arch = Arch::Ampere;
