@@ -442,6 +442,22 @@ TEST_CASE("nccl: no channel term at small sizes (a ring/LL call of 32 KiB on 8 H
         doctest::Approx(1e-6 / 0.92 / (120.0 / 128) / 0.8));
 }
 
+TEST_CASE("nccl: ring LL efficiency in the time: 0.5 from Hopper on, NCCL's pre-v2.21 1/4 (1/3) before") {
+  // A flow of 10 us, far below the LL caps: the time divides it by the architecture's factor.
+  const NcclParams h = nccl_params(preset_system("gpu=8", "dgx-h100"));
+  const NcclParams a = nccl_params(preset_system("gpu=8", "dgx-a100"));
+  const CallShape ar{Collective::AllReduce, 8, 1, 1048576.0}, ag{Collective::AllGather, 8, 1, 1048576.0};
+  CHECK(bandwidth_time(h, ar, Algorithm::Ring, Protocol::LL, 1e-5, false) == doctest::Approx(2e-5));
+  CHECK(bandwidth_time(a, ar, Algorithm::Ring, Protocol::LL, 1e-5, false) == doctest::Approx(4e-5));
+  CHECK(bandwidth_time(a, ag, Algorithm::Ring, Protocol::LL, 1e-5, false) == doctest::Approx(3e-5));
+  // Across nodes every collective takes 1/4 before Hopper.
+  const NcclParams a2 = nccl_params(preset_system("node=2,gpu=8", "dgx-a100"));
+  const CallShape ag2{Collective::AllGather, 16, 2, 1048576.0};
+  CHECK(bandwidth_time(a2, ag2, Algorithm::Ring, Protocol::LL, 1e-5, false) == doctest::Approx(4e-5));
+  // NCCL's estimate (the pick) keeps the version's factor: v2.30.7's 0.5 on the A100 too.
+  CHECK(bandwidth_time(a, ar, Algorithm::Ring, Protocol::LL, 1e-5, true) == doctest::Approx(2e-5));
+}
+
 TEST_CASE("nccl: contention between the groups of a step stays (8 GPUs behind the node's NICs)") {
   const Simulator sim(preset_system("node=2,gpu=8", "dgx-a100"));
   Groups eight, one{{0, 8}};
