@@ -13,6 +13,8 @@
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/write.hpp"
 #include "p2v/sim/cost.hpp"
+#include "p2v/sim/fidelity.hpp"
+#include "p2v/sim/fit.hpp"
 #include "p2v/sim/levels.hpp"
 #include "p2v/sim/preset_devices.hpp"
 #include "p2v/sim/report.hpp"
@@ -125,6 +127,16 @@ void add_nccl_tuner_option(CLI::App& sub, std::string& tuner) {
 std::string fill_interconnects(engine::System& s, const std::string& name, bool sharp, const std::string& nccl_version,
                                const std::string& nccl_tuner) {
   const auto& preset = sim::find_preset(name.empty() ? std::string(sim::kDefaultPreset) : name);
+  // A preset alone (load_system: one level, the preset's name and its "nccl" section as written):
+  // its numbers are the preset's, uncalibrated, as for an inline system it fills.
+  bool alone = false;
+  if (!name.empty() && s.name == preset.name && s.levels.size() == 1 && !s.has_topology()) {
+    engine::System fresh = s;
+    fresh.nccl = nullptr;
+    for (auto& l : fresh.levels) l.interconnect.reset();
+    sim::apply_preset(fresh, preset);
+    alone = fresh.nccl == s.nccl;
+  }
   const bool links = !s.has_topology() && sim::apply_preset(s, preset) > 0;
   // After the preset: apply_preset writes its "nccl" section only into a system without one.
   if (sharp) sim::set_sharp(s, true);
@@ -144,9 +156,13 @@ std::string fill_interconnects(engine::System& s, const std::string& name, bool 
     device = fmt::format("; device {} ({:g} TFLOP/s bf16 peak, efficiency {:g} assumed, {:g} GB)", d.name,
                          d.peak_tflops, d.efficiency, d.memory_gb);
   }
+  if (alone) return sim::accuracy_note(sim::published_accuracy(), preset.name, 1);
   if (!links && device.empty()) return "";
-  return fmt::format("{}: preset {} ({}){}{}", links ? "interconnects" : "device numbers", preset.name,
-                     preset.description, device, name.empty() ? "; choose another with --preset" : "");
+  std::string note = fmt::format("{}: preset {} ({}){}{}", links ? "interconnects" : "device numbers", preset.name,
+                                 preset.description, device, name.empty() ? "; choose another with --preset" : "");
+  // How far the preset's uncalibrated times held against published measurements (sim/fidelity.hpp).
+  if (links) note += "\n" + sim::accuracy_note(sim::published_accuracy(), preset.name, sim::system_nodes(s));
+  return note;
 }
 
 CLI::Option* add_dtype_option(CLI::App& sub, std::string& dtype, const std::string& what) {

@@ -1,0 +1,106 @@
+// The fidelity suite's accuracy numbers built into p2v (sim/fidelity.hpp, sim/data/fidelity.json):
+// the file's reader, the note commands print beside a preset's prediction, and its place in the CLI.
+// Whether the shipped numbers are the suite's own is CTest fidelity_accuracy (run.py regenerates them).
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "helpers.hpp"
+#include "p2v/engine/error.hpp"
+#include "p2v/sim/fidelity.hpp"
+
+using namespace p2v;
+using namespace p2v::sim;
+
+namespace {
+
+std::string file(const std::string& rows) {
+  return R"({"format": "p2v-fidelity/1", "points": 30, "logs": 2, "what": "test", "rows": [)" + rows + "]}";
+}
+
+const std::string kRow = R"({"preset": "dgx-h100", "scope": "several nodes", "regime": "1-64 MiB", "points": 20,
+  "logs": 2, "nodes": [2, 8], "median": 0.93, "within_1_25": 0.8, "within_2": 0.95, "min": 0.4, "max": 1.1})";
+
+}  // namespace
+
+TEST_CASE("fidelity: the accuracy file is read, and a wrong one is refused naming what is wrong") {
+  const auto a = parse_accuracy(file(kRow), "t.json");
+  REQUIRE(a.rows.size() == 1);
+  CHECK(a.points == 30);
+  CHECK(a.rows[0].multi_node);
+  CHECK(a.rows[0].nodes == std::vector<int>{2, 8});
+  CHECK(a.rows[0].within_1_25 == doctest::Approx(0.8));
+  auto refused = [](const std::string& text, const std::string& what) {
+    CAPTURE(text);
+    try {
+      (void)parse_accuracy(text, "t.json");
+      FAIL("accepted");
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      CHECK(m.find("t.json") != std::string::npos);
+      CHECK(m.find(what) != std::string::npos);
+    }
+  };
+  refused("{", "not a p2v-fidelity/1 file");
+  refused(R"({"format": "p2v-fidelity/2", "points": 1, "logs": 1, "rows": []})", "is not p2v-fidelity/1");
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string r = kRow;
+    r.replace(r.find(from), from.size(), to);
+    return file(r);
+  };
+  refused(with(R"("within_1_25": 0.8)", R"("within_1_25": 1.5)"), "is not a share");
+  refused(with(R"("scope": "several nodes")", R"("scope": "racks")"), "scope 'racks'");
+  refused(with(R"("regime": "1-64 MiB")", R"("regime": "huge")"), "unknown size regime 'huge'");
+  refused(with(R"("median": 0.93)", R"("median": 2.0)"), "is inconsistent");
+  refused(with(R"("points": 20,)", ""), "not a p2v-fidelity/1 file");
+}
+
+TEST_CASE("fidelity: the note gives the preset's share within 1.25x and median per regime, or says none checks it") {
+  const auto a = parse_accuracy(file(kRow), "t.json");
+  const auto note = accuracy_note(a, "dgx-h100", 4);
+  CHECK(note.find("preset dgx-h100 uncalibrated against 20 published nccl-tests points (2,8 nodes") !=
+        std::string::npos);
+  CHECK(note.find("1-64 MiB 80% within 1.25x (median 0.93, range 0.40-1.10)") != std::string::npos);
+  // One node is another scope: no row of it here.
+  CHECK(accuracy_note(a, "dgx-h100", 1).find("no published measurement") != std::string::npos);
+  CHECK(accuracy_rows(a, "dgx-h100", false).empty());
+  // Aliases resolve to the preset's name (a100 is p2-a100, not dgx-a100).
+  CHECK(accuracy_note(a, "a100", 2).find("preset p2-a100") != std::string::npos);
+  CHECK_THROWS_AS((void)accuracy_note(a, "no-such-preset", 2), Error);
+}
+
+TEST_CASE("fidelity: the built-in numbers cover the suite's five presets, one node and several") {
+  const auto& a = published_accuracy();
+  CHECK(a.points > 500);
+  for (const char* p : {"dgx-a100", "dgx-h100", "a3-mega", "p4d", "p5"}) {
+    CAPTURE(p);
+    CHECK(!accuracy_rows(a, p, true).empty());
+  }
+  for (const char* p : {"dgx-a100", "dgx-h100", "p5"}) {
+    CAPTURE(p);
+    CHECK(!accuracy_rows(a, p, false).empty());
+  }
+  CHECK(accuracy_rows(a, "h100", true).empty());
+  CHECK(accuracy_rows(a, "p2-v100", false).empty());
+}
+
+TEST_CASE("fidelity: commands print the accuracy line for a preset, not for a system file") {
+  const auto inline_sys = simtest::run("simulate --system node=2,gpu=8 --preset dgx-h100 --axes 16 --reduce 0 --top 1");
+  CHECK(inline_sys.code == 0);
+  CHECK(inline_sys.out.find("accuracy: preset dgx-h100 uncalibrated") != std::string::npos);
+  CHECK(inline_sys.out.find("nodes;") != std::string::npos);  // the multi-node numbers
+  const auto alone = simtest::run("simulate --preset p5 --axes 8 --reduce 0 --top 1");
+  CHECK(alone.code == 0);
+  CHECK(alone.out.find("accuracy: preset p5 uncalibrated") != std::string::npos);
+  CHECK(alone.out.find("(1 node;") != std::string::npos);
+  const auto unchecked = simtest::run("simulate --preset h100 --axes 8 --reduce 0 --top 1");
+  CHECK(unchecked.out.find("no published measurement in p2v's fidelity suite checks preset h100") !=
+        std::string::npos);
+  const auto file_sys = simtest::run("simulate --system " + std::string(P2V_SOURCE_DIR) +
+                                     "/examples/systems/a100-2node.json --axes 16,2 --reduce 0 --top 1");
+  CHECK(file_sys.code == 0);
+  CHECK(file_sys.out.find("accuracy:") == std::string::npos);
+  // --json output stays JSON only.
+  const auto js = simtest::run("simulate --preset p5 --axes 8 --reduce 0 --top 1 --json");
+  CHECK(js.out.find("accuracy:") == std::string::npos);
+}
