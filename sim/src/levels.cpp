@@ -111,16 +111,26 @@ const std::vector<Preset>& presets() {
            "network latency fitted to github.com/lessizzmore/create-a3mega-ztan-fork ztan-NCCL-test-result "
            "(8 B - 1 KiB)"});
     }
-    v.push_back({"p4d",
-                 "AWS p4d.24xlarge: 8 x A100-SXM4 40 GB on NVSwitch (NVLink 3, ~240 GB/s effective); 4 x 100 Gb/s EFA "
-                 "per node (50 GB/s)",
-                 {{LinkKind::Switch, 240, 0}, {LinkKind::Nic, 45, kEfaPluginLatencyUs}},
-                 // 24 channels: the same HGX A100 NVSwitch board as dgx-a100 (nccl-tests issue #100)
-                 nccl_of(Arch::Ampere, false, {{}, nic_level(4, 12.5)}, 24),
-                 {},
-                 "https://aws.amazon.com/ec2/instance-types/p4/ (p4d.24xlarge: 8x A100 40GB, 600 GB/s NVSwitch, "
-                 "400 Gbps EFA, 4x 100 Gbps); 45 GB/s: EFA at 90% of line rate (assumption); EFA latency 75 us: "
-                 "github.com/aws/aws-ofi-nccl src/platform-aws.c @ v1.7.3-aws"});
+    {
+      // 24 channels: the same HGX A100 NVSwitch board as dgx-a100 (nccl-tests issue #100).
+      // No LL128 across nodes ("ll128_net": false): the three published 2-node p4d/p4de logs (three
+      // sources, NCCL 2.9.9, 2.20.3 and 2.23.4; bench/fidelity/data/p4d) run 256 KiB-64 MiB at the times
+      // of NCCL's pick among LL and Simple (ring/LL, then tree/Simple), 1.5-2.7x slower than its LL128 tree.
+      // Why is not established (aws-ofi-nccl sets NCCL_PROTO=simple only without 128-byte ordering, which
+      // would also stop LL, and the logs' small sizes run LL): docs/simulator.md §2, presets.
+      NcclParams np = nccl_of(Arch::Ampere, false, {{}, nic_level(4, 12.5)}, 24);
+      np.ll128_net = false;
+      v.push_back({"p4d",
+                   "AWS p4d.24xlarge: 8 x A100-SXM4 40 GB on NVSwitch (NVLink 3, ~240 GB/s effective); 4 x 100 Gb/s "
+                   "EFA per node (50 GB/s); no LL128 across nodes (as the published p4d runs)",
+                   {{LinkKind::Switch, 240, 0}, {LinkKind::Nic, 45, kEfaPluginLatencyUs}},
+                   np,
+                   {},
+                   "https://aws.amazon.com/ec2/instance-types/p4/ (p4d.24xlarge: 8x A100 40GB, 600 GB/s NVSwitch, "
+                   "400 Gbps EFA, 4x 100 Gbps); 45 GB/s: EFA at 90% of line rate (assumption); EFA latency 75 us: "
+                   "github.com/aws/aws-ofi-nccl src/platform-aws.c @ v1.7.3-aws; no LL128 across nodes: the "
+                   "published 2-node p4d nccl-tests logs of bench/fidelity/data/p4d"});
+    }
     {
       // AMD CPUs (3rd generation AMD EPYC, the instance page): NCCL's AMD rows (tuning.cc). NCCL's own
       // pick: AWS's tuner plugin (on by default from aws-ofi-nccl v1.16.0, 2025-06) is a system-file

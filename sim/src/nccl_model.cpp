@@ -452,6 +452,7 @@ NcclParams nccl_params_from_json(const nlohmann::json& j, const System& s) {
   if (const auto v = o.optional("net_overhead_us")) p.net_overhead_us = non_neg(*v);
   if (const auto v = o.optional("fill_stage")) p.fill_stage = non_neg(*v);
   if (const auto v = o.optional("ll128_net_fill")) p.ll128_net_fill = v->boolean();
+  if (const auto v = o.optional("ll128_net")) p.ll128_net = v->boolean();
   if (const auto v = o.optional("buffsize")) {  // NCCL_BUFFSIZE
     p.buffsize = non_neg(*v);
     if (p.buffsize < 65536) v->fail("must be at least 65536 bytes");
@@ -557,6 +558,7 @@ nlohmann::json nccl_json(const NcclParams& p) {
   if (p.net_overhead_us >= 0) j["net_overhead_us"] = p.net_overhead_us;
   if (p.fill_stage >= 0) j["fill_stage"] = p.fill_stage;
   if (!p.ll128_net_fill) j["ll128_net_fill"] = false;  // on by default
+  if (!p.ll128_net) j["ll128_net"] = false;            // on by default
   if (p.buffsize > 0) j["buffsize"] = p.buffsize;
   if (p.tuner != NcclTuner::None) j["tuner"] = kNcclTunerNames[static_cast<int>(p.tuner)];
   if (p.protocols != 7) {
@@ -734,6 +736,8 @@ bool available(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr
   // Hopper and <= PATH_PXN from Hopper on, holds on the presets' NVSwitch nodes, where every GPU
   // shares a PCIe switch with a NIC; this model does not derive it: docs/simulator.md.)
   if (pr == Protocol::LL128 && c.intra_pci) return false;
+  // "ll128_net": false (the p4d preset): LL128 inside one node only.
+  if (pr == Protocol::LL128 && c.nodes > 1 && !p.ll128_net) return false;
   // before v2.15 LL128 is enabled only on Volta and Ampere (tuning.cc: compute capability 70 or 80)
   if (pr == Protocol::LL128 && p.arch >= Arch::Hopper && !tables(p).ll128_hopper) return false;
   const bool simple = pr == Protocol::Simple;

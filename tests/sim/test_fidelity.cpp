@@ -94,8 +94,7 @@ TEST_CASE("fidelity: commands print the accuracy line for a preset, not for a sy
   CHECK(alone.out.find("accuracy: preset p5 uncalibrated") != std::string::npos);
   CHECK(alone.out.find("(1 node;") != std::string::npos);
   const auto unchecked = simtest::run("simulate --preset h100 --axes 8 --reduce 0 --top 1");
-  CHECK(unchecked.out.find("no published measurement in p2v's fidelity suite checks preset h100") !=
-        std::string::npos);
+  CHECK(unchecked.out.find("no published measurement in p2v's fidelity suite checks preset h100") != std::string::npos);
   const auto file_sys = simtest::run("simulate --system " + std::string(P2V_SOURCE_DIR) +
                                      "/examples/systems/a100-2node.json --axes 16,2 --reduce 0 --top 1");
   CHECK(file_sys.code == 0);

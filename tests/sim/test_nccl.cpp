@@ -458,6 +458,32 @@ TEST_CASE("nccl: ring LL efficiency in the time: 0.5 from Hopper on, NCCL's pre-
   CHECK(bandwidth_time(a, ar, Algorithm::Ring, Protocol::LL, 1e-5, true) == doctest::Approx(2e-5));
 }
 
+TEST_CASE("nccl: \"ll128_net\": false offers LL128 inside a node only (the p4d preset)") {
+  const NcclParams p4d = nccl_params(preset_system("node=2,gpu=8", "p4d"));
+  CHECK_FALSE(p4d.ll128_net);
+  const CallShape across{Collective::AllReduce, 16, 2, 4194304.0}, inside{Collective::AllReduce, 8, 1, 4194304.0};
+  CHECK_FALSE(available(p4d, across, Algorithm::Tree, Protocol::LL128));
+  CHECK_FALSE(available(p4d, across, Algorithm::Ring, Protocol::LL128));
+  CHECK(available(p4d, across, Algorithm::Tree, Protocol::LL));
+  CHECK(available(p4d, across, Algorithm::Tree, Protocol::Simple));
+  CHECK(available(p4d, inside, Algorithm::Ring, Protocol::LL128));
+  // The same board as dgx-a100, whose network keeps LL128.
+  CHECK(available(nccl_params(preset_system("node=2,gpu=8", "dgx-a100")), across, Algorithm::Tree, Protocol::LL128));
+  // A 2-node p4d all-reduce of 4 MiB: NCCL's pick among LL and Simple, not an LL128 protocol.
+  const Simulator sim(preset_system("node=2,gpu=8", "p4d"));
+  Groups all{{}};
+  for (int i = 0; i < 16; ++i) all[0].push_back(i);
+  const auto st = sim.collective({Collective::AllReduce, all}, 4194304.0, Algorithm::Auto, false, Protocol::Auto);
+  CHECK(st.proto != Protocol::LL128);
+  CHECK(st.nccl_proto != Protocol::LL128);
+  // The system file's field: written only when off, read back.
+  auto s = preset_system("node=2,gpu=8", "p4d");
+  CHECK(nccl_json(nccl_params(s)).at("ll128_net") == false);
+  s.nccl["ll128_net"] = true;
+  CHECK(nccl_params(s).ll128_net);
+  CHECK_FALSE(nccl_json(nccl_params(s)).contains("ll128_net"));
+}
+
 TEST_CASE("nccl: contention between the groups of a step stays (8 GPUs behind the node's NICs)") {
   const Simulator sim(preset_system("node=2,gpu=8", "dgx-a100"));
   Groups eight, one{{0, 8}};

@@ -15,11 +15,11 @@ struct AccuracyRow {
   bool multi_node = false;
   std::string regime;  // "<= 1 MiB", "1-64 MiB", ">= 128 MiB" (bytes per GPU)
   int points = 0, logs = 0;
-  std::vector<int> nodes;        // the node counts of its logs
-  double median = 0;             // predicted / measured
-  double within_1_25 = 0;        // share of points within 1.25x (0..1)
-  double within_2 = 0;           // share within 2x
-  double min = 0, max = 0;       // extreme ratios
+  std::vector<int> nodes;   // the node counts of its logs
+  double median = 0;        // predicted / measured
+  double within_1_25 = 0;   // share of points within 1.25x (0..1)
+  double within_2 = 0;      // share within 2x
+  double min = 0, max = 0;  // extreme ratios
 };
 
 struct PublishedAccuracy {

@@ -100,6 +100,9 @@ struct NcclParams {
   // Multi-node LL128 trees as a chunk pipeline (NCCL's net proxy sends whole steps): on by
   // default; "ll128_net_fill": false turns it off (docs/simulator.md §2, "Pipeline fill").
   bool ll128_net_fill = true;
+  // LL128 offered for calls across nodes (NCCL's own rule, tuning.cc, is taken as met: §2). false:
+  // LL128 only inside one node, what the published p4d runs show (levels.cpp, the p4d preset).
+  bool ll128_net = true;
   // NCCL_PROTO: protocols NCCL may use, bit i = Protocol i (LL, LL128, Simple); 7 = all.
   int protocols = 7;
   // NCCL_ALGO: algorithms NCCL may use, bit i = Algorithm i (ring, tree, nvls, nvls-tree, collnet); 31 = all.
