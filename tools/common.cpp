@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -127,16 +128,15 @@ void add_nccl_tuner_option(CLI::App& sub, std::string& tuner) {
 std::string fill_interconnects(engine::System& s, const std::string& name, bool sharp, const std::string& nccl_version,
                                const std::string& nccl_tuner) {
   const auto& preset = sim::find_preset(name.empty() ? std::string(sim::kDefaultPreset) : name);
-  // A preset alone (load_system: one level, the preset's name and its "nccl" section as written):
-  // its numbers are the preset's, uncalibrated, as for an inline system it fills.
+  // The accuracy line (sim/fidelity.hpp) is for the preset's own numbers, uncalibrated: a preset
+  // alone (the whole system equal to what load_system builds from it), or an inline hierarchy the
+  // preset fills entirely (no interconnect, no "nccl" section and no topology of its own). A system
+  // file with numbers of its own, calibrated or edited, gets none.
   bool alone = false;
-  if (!name.empty() && s.name == preset.name && s.levels.size() == 1 && !s.has_topology()) {
-    engine::System fresh = s;
-    fresh.nccl = nullptr;
-    for (auto& l : fresh.levels) l.interconnect.reset();
-    sim::apply_preset(fresh, preset);
-    alone = fresh.nccl == s.nccl;
-  }
+  if (!name.empty() && s.name == preset.name && s.levels.size() == 1)
+    alone = engine::system_json(s) == engine::system_json(load_system("", preset.name));
+  const bool bare = s.nccl.is_null() && !s.has_topology() &&
+                    std::none_of(s.levels.begin(), s.levels.end(), [](const auto& l) { return l.interconnect; });
   const bool links = !s.has_topology() && sim::apply_preset(s, preset) > 0;
   // After the preset: apply_preset writes its "nccl" section only into a system without one.
   if (sharp) sim::set_sharp(s, true);
@@ -161,7 +161,7 @@ std::string fill_interconnects(engine::System& s, const std::string& name, bool 
   std::string note = fmt::format("{}: preset {} ({}){}{}", links ? "interconnects" : "device numbers", preset.name,
                                  preset.description, device, name.empty() ? "; choose another with --preset" : "");
   // How far the preset's uncalibrated times held against published measurements (sim/fidelity.hpp).
-  if (links) note += "\n" + sim::accuracy_note(sim::published_accuracy(), preset.name, sim::system_nodes(s));
+  if (links && bare) note += "\n" + sim::accuracy_note(sim::published_accuracy(), preset.name, sim::system_nodes(s));
   return note;
 }
 

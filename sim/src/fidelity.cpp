@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <tuple>
 
 #include "p2v/engine/error.hpp"
 #include "p2v/sim/levels.hpp"
@@ -16,53 +18,126 @@ namespace {
 
 constexpr const char* kRegimes[] = {"<= 1 MiB", "1-64 MiB", ">= 128 MiB"};
 
-double share(const nlohmann::json& r, const char* key, std::string_view origin) {
-  const double v = r.at(key).get<double>();
-  if (!(v >= 0 && v <= 1)) throw Error(fmt::format("{}: \"{}\" {} is not a share in [0, 1]", origin, key, v));
-  return v;
-}
+// Strict field access: the keys a row or the file may have, each of its type.
+struct Fields {
+  const nlohmann::json& j;
+  std::string_view origin, where;
+
+  const nlohmann::json& at(const char* key) const {
+    const auto it = j.find(key);
+    if (it == j.end()) throw Error(fmt::format("{}: {}: \"{}\" missing", origin, where, key));
+    return *it;
+  }
+  void only(std::initializer_list<const char*> keys) const {
+    for (const auto& [k, v] : j.items())
+      if (std::none_of(keys.begin(), keys.end(), [&](const char* x) { return k == x; }))
+        throw Error(fmt::format("{}: {}: unknown field \"{}\"", origin, where, k));
+  }
+  int count(const char* key, int min) const {
+    const auto& v = at(key);
+    if (!v.is_number_integer() || v.get<long long>() < min || v.get<long long>() > 1000000000)
+      throw Error(fmt::format("{}: {}: \"{}\" must be an integer of at least {}", origin, where, key, min));
+    return v.get<int>();
+  }
+  double number(const char* key) const {
+    const auto& v = at(key);
+    if (!v.is_number()) throw Error(fmt::format("{}: {}: \"{}\" must be a number", origin, where, key));
+    return v.get<double>();
+  }
+  double share(const char* key) const {
+    const double v = number(key);
+    if (!(v >= 0 && v <= 1))
+      throw Error(fmt::format("{}: {}: \"{}\" {} is not a share in [0, 1]", origin, where, key, v));
+    return v;
+  }
+  std::string text(const char* key) const {
+    const auto& v = at(key);
+    if (!v.is_string()) throw Error(fmt::format("{}: {}: \"{}\" must be a string", origin, where, key));
+    return v.get<std::string>();
+  }
+};
 
 }  // namespace
 
 PublishedAccuracy parse_accuracy(std::string_view json_text, std::string_view origin) {
   PublishedAccuracy a;
+  nlohmann::json j;
   try {
-    const auto j = nlohmann::json::parse(json_text);
-    if (j.at("format") != "p2v-fidelity/1")
-      throw Error(fmt::format("{}: format {} is not p2v-fidelity/1", origin, j.at("format").dump()));
-    a.points = j.at("points").get<int>();
-    a.logs = j.at("logs").get<int>();
-    for (const auto& r : j.at("rows")) {
-      AccuracyRow x;
-      x.preset = r.at("preset").get<std::string>();
-      const auto scope = r.at("scope").get<std::string>();
-      if (scope != "one node" && scope != "several nodes")
-        throw Error(fmt::format("{}: scope '{}' is neither 'one node' nor 'several nodes'", origin, scope));
-      x.multi_node = scope == "several nodes";
-      x.regime = r.at("regime").get<std::string>();
-      if (std::find(std::begin(kRegimes), std::end(kRegimes), x.regime) == std::end(kRegimes))
-        throw Error(fmt::format("{}: unknown size regime '{}'", origin, x.regime));
-      x.points = r.at("points").get<int>();
-      x.logs = r.at("logs").get<int>();
-      x.nodes = r.at("nodes").get<std::vector<int>>();
-      x.median = r.at("median").get<double>();
-      x.within_1_25 = share(r, "within_1_25", origin);
-      x.within_2 = share(r, "within_2", origin);
-      x.min = r.at("min").get<double>();
-      x.max = r.at("max").get<double>();
-      if (x.points < 1 || x.logs < 1 || x.logs > x.points || x.nodes.empty() || !(x.min > 0) ||
-          !(x.min <= x.median && x.median <= x.max) || x.within_1_25 > x.within_2)
-        throw Error(fmt::format("{}: row {} / {} / {} is inconsistent", origin, x.preset, scope, x.regime));
-      a.rows.push_back(std::move(x));
-    }
+    j = nlohmann::json::parse(json_text);
   } catch (const nlohmann::json::exception& e) {
     throw Error(fmt::format("{}: not a p2v-fidelity/1 file: {}", origin, e.what()));
   }
+  if (!j.is_object()) throw Error(fmt::format("{}: not a p2v-fidelity/1 file: not a JSON object", origin));
+  const Fields top{j, origin, "file"};
+  top.only({"format", "what", "points", "logs", "rows"});
+  if (top.text("format") != "p2v-fidelity/1")
+    throw Error(fmt::format("{}: format \"{}\" is not p2v-fidelity/1", origin, top.text("format")));
+  (void)top.text("what");
+  a.points = top.count("points", 1);
+  a.logs = top.count("logs", 1);
+  const auto& rows = top.at("rows");
+  if (!rows.is_array()) throw Error(fmt::format("{}: \"rows\" must be an array", origin));
+  std::set<std::tuple<std::string, bool, std::string>> seen;
+  int points = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const std::string where = fmt::format("rows[{}]", i);
+    if (!rows[i].is_object()) throw Error(fmt::format("{}: {}: not an object", origin, where));
+    const Fields f{rows[i], origin, where};
+    f.only({"preset", "scope", "regime", "points", "logs", "nodes", "median", "within_1_25", "within_2", "min", "max"});
+    AccuracyRow x;
+    x.preset = f.text("preset");
+    try {
+      if (find_preset(x.preset).name != x.preset) throw Error("an alias");
+    } catch (const Error&) {
+      throw Error(fmt::format("{}: {}: \"{}\" is not a preset's name", origin, where, x.preset));
+    }
+    const auto scope = f.text("scope");
+    if (scope != "one node" && scope != "several nodes")
+      throw Error(fmt::format("{}: {}: scope '{}' is neither 'one node' nor 'several nodes'", origin, where, scope));
+    x.multi_node = scope == "several nodes";
+    x.regime = f.text("regime");
+    if (std::find(std::begin(kRegimes), std::end(kRegimes), x.regime) == std::end(kRegimes))
+      throw Error(fmt::format("{}: {}: unknown size regime '{}'", origin, where, x.regime));
+    x.points = f.count("points", 1);
+    x.logs = f.count("logs", 1);
+    const auto& nodes = f.at("nodes");
+    if (!nodes.is_array() || nodes.empty())
+      throw Error(fmt::format("{}: {}: \"nodes\" must be a non-empty array", origin, where));
+    for (const auto& n : nodes) {
+      if (!n.is_number_integer() || n.get<long long>() < 1 || n.get<long long>() > 1000000000 ||
+          (n.get<long long>() > 1) != x.multi_node)
+        throw Error(fmt::format("{}: {}: node count {} does not fit scope '{}'", origin, where, n.dump(), scope));
+      x.nodes.push_back(n.get<int>());
+    }
+    x.median = f.number("median");
+    x.within_1_25 = f.share("within_1_25");
+    x.within_2 = f.share("within_2");
+    x.min = f.number("min");
+    x.max = f.number("max");
+    if (x.logs > x.points || !(x.min > 0) || !(x.min <= x.median && x.median <= x.max) || x.within_1_25 > x.within_2)
+      throw Error(fmt::format("{}: {} ({} / {} / {}) is inconsistent", origin, where, x.preset, scope, x.regime));
+    if (!seen.insert({x.preset, x.multi_node, x.regime}).second)
+      throw Error(fmt::format("{}: {}: a second row for {} / {} / {}", origin, where, x.preset, scope, x.regime));
+    points += x.points;
+    a.rows.push_back(std::move(x));
+  }
+  if (points != a.points)
+    throw Error(fmt::format("{}: the rows hold {} points, \"points\" says {}", origin, points, a.points));
   return a;
 }
 
 const PublishedAccuracy& published_accuracy() {
-  static const PublishedAccuracy a = parse_accuracy(kFidelityJson, "built-in sim/data/fidelity.json");
+  // A build whose built-in file is unreadable (CTest sim and fidelity_accuracy catch it) still runs:
+  // the note then says so instead of failing every command on a preset.
+  static const PublishedAccuracy a = [] {
+    try {
+      return parse_accuracy(kFidelityJson, "built-in sim/data/fidelity.json");
+    } catch (const Error& e) {
+      PublishedAccuracy none;
+      none.error = e.what();
+      return none;
+    }
+  }();
   return a;
 }
 
@@ -77,6 +152,7 @@ std::vector<AccuracyRow> accuracy_rows(const PublishedAccuracy& a, std::string_v
 
 std::string accuracy_note(const PublishedAccuracy& a, std::string_view preset, int nodes) {
   const std::string name = find_preset(std::string(preset)).name;
+  if (!a.error.empty()) return fmt::format("accuracy: not available ({})", a.error);
   const bool multi = nodes > 1;
   const char* scope = multi ? "several nodes" : "one node";
   const auto rows = accuracy_rows(a, name, multi);
@@ -88,11 +164,17 @@ std::string accuracy_note(const PublishedAccuracy& a, std::string_view preset, i
   std::string parts;
   int points = 0;
   std::vector<int> ns;
-  for (const auto& r : rows) {
-    parts += fmt::format("{}{} {:.0f}%{} (median {:.2f}, range {:.2f}-{:.2f})", parts.empty() ? "" : ", ", r.regime,
-                         100 * r.within_1_25, parts.empty() ? " within 1.25x" : "", r.median, r.min, r.max);
-    points += r.points;
-    ns.insert(ns.end(), r.nodes.begin(), r.nodes.end());
+  for (const char* regime : kRegimes) {
+    const auto r = std::find_if(rows.begin(), rows.end(), [&](const AccuracyRow& x) { return x.regime == regime; });
+    if (!parts.empty()) parts += ", ";
+    if (r == rows.end()) {
+      parts += fmt::format("{} unchecked (no point)", regime);
+      continue;
+    }
+    parts += fmt::format("{} {:.0f}% of {} within 1.25x (median {:.2f}, range {:.2f}-{:.2f})", regime,
+                         100 * r->within_1_25, r->points, r->median, r->min, r->max);
+    points += r->points;
+    ns.insert(ns.end(), r->nodes.begin(), r->nodes.end());
   }
   std::sort(ns.begin(), ns.end());
   ns.erase(std::unique(ns.begin(), ns.end()), ns.end());

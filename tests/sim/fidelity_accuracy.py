@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """CTest fidelity_accuracy: the accuracy numbers p2v ships (sim/data/fidelity.json, printed beside a
 preset's predictions) are what the fidelity suite gives with this build, and the check notices a
-file that is not: a copy with one row changed must fail, naming that row."""
+file that is not: a copy with one row's median changed and another row's extra field must fail,
+naming both."""
 import json
 import os
 import subprocess
@@ -21,13 +22,16 @@ with open(shipped, encoding="utf-8") as f:
     acc = json.load(f)
 row = acc["rows"][0]
 row["median"] = round(row["median"] + 0.01, 3)
+other = acc["rows"][1]
+other["mean"] = 1.0  # a field the suite does not write
 with tempfile.TemporaryDirectory() as tmp:
     changed = os.path.join(tmp, "fidelity.json")
     with open(changed, "w", encoding="utf-8") as f:
         json.dump(acc, f)
     bad = subprocess.run(run + ["--check-accuracy-json", changed], capture_output=True, text=True)
 name = f"{row['preset']} / {row['scope']} / {row['regime']}: median"
-if bad.returncode != 1 or name not in bad.stdout:
+extra = f"{other['preset']} / {other['scope']} / {other['regime']}: mean 1.0 -> (none)"
+if bad.returncode != 1 or name not in bad.stdout or extra not in bad.stdout:
     print(bad.stdout[-3000:], bad.stderr[-2000:])
-    sys.exit(f"fidelity_accuracy: a changed row ({name}) was not reported (exit {bad.returncode})")
+    sys.exit(f"fidelity_accuracy: the changed rows ({name}; {extra}) were not reported (exit {bad.returncode})")
 print(f"fidelity_accuracy: {shipped} matches the suite; a changed row is reported")

@@ -3,6 +3,9 @@
 // Whether the shipped numbers are the suite's own is CTest fidelity_accuracy (run.py regenerates them).
 #include <doctest/doctest.h>
 
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "helpers.hpp"
@@ -15,7 +18,7 @@ using namespace p2v::sim;
 namespace {
 
 std::string file(const std::string& rows) {
-  return R"({"format": "p2v-fidelity/1", "points": 30, "logs": 2, "what": "test", "rows": [)" + rows + "]}";
+  return R"({"format": "p2v-fidelity/1", "points": 20, "logs": 2, "what": "test", "rows": [)" + rows + "]}";
 }
 
 const std::string kRow = R"({"preset": "dgx-h100", "scope": "several nodes", "regime": "1-64 MiB", "points": 20,
@@ -26,7 +29,7 @@ const std::string kRow = R"({"preset": "dgx-h100", "scope": "several nodes", "re
 TEST_CASE("fidelity: the accuracy file is read, and a wrong one is refused naming what is wrong") {
   const auto a = parse_accuracy(file(kRow), "t.json");
   REQUIRE(a.rows.size() == 1);
-  CHECK(a.points == 30);
+  CHECK(a.points == 20);
   CHECK(a.rows[0].multi_node);
   CHECK(a.rows[0].nodes == std::vector<int>{2, 8});
   CHECK(a.rows[0].within_1_25 == doctest::Approx(0.8));
@@ -52,7 +55,18 @@ TEST_CASE("fidelity: the accuracy file is read, and a wrong one is refused namin
   refused(with(R"("scope": "several nodes")", R"("scope": "racks")"), "scope 'racks'");
   refused(with(R"("regime": "1-64 MiB")", R"("regime": "huge")"), "unknown size regime 'huge'");
   refused(with(R"("median": 0.93)", R"("median": 2.0)"), "is inconsistent");
-  refused(with(R"("points": 20,)", ""), "not a p2v-fidelity/1 file");
+  refused(with(R"("points": 20,)", ""), R"("points" missing)");
+  refused(with(R"("points": 20,)", R"("points": 20.5,)"), "must be an integer");
+  refused(with(R"("median": 0.93)", R"("median": "0.93")"), "must be a number");
+  refused(with(R"("max": 1.1)", R"("max": 1.1, "mean": 1.0)"), R"(unknown field "mean")");
+  refused(with(R"("preset": "dgx-h100")", R"("preset": "a100")"), "is not a preset's name");
+  refused(with(R"("nodes": [2, 8])", R"("nodes": [1, 8])"), "does not fit scope 'several nodes'");
+  refused(with(R"("nodes": [2, 8])", R"("nodes": [])"), "non-empty array");
+  refused(file(kRow + "," + kRow), "a second row for dgx-h100 / several nodes / 1-64 MiB");
+  refused(R"({"format": "p2v-fidelity/1", "points": 20, "logs": 2, "what": "t", "rows": {"a": 1}})",
+          R"("rows" must be an array)");
+  refused(R"({"format": "p2v-fidelity/1", "points": 21, "logs": 2, "what": "t", "rows": [)" + kRow + "]}",
+          "the rows hold 20 points");
 }
 
 TEST_CASE("fidelity: the note gives the preset's share within 1.25x and median per regime, or says none checks it") {
@@ -60,7 +74,10 @@ TEST_CASE("fidelity: the note gives the preset's share within 1.25x and median p
   const auto note = accuracy_note(a, "dgx-h100", 4);
   CHECK(note.find("preset dgx-h100 uncalibrated against 20 published nccl-tests points (2,8 nodes") !=
         std::string::npos);
-  CHECK(note.find("1-64 MiB 80% within 1.25x (median 0.93, range 0.40-1.10)") != std::string::npos);
+  CHECK(note.find("1-64 MiB 80% of 20 within 1.25x (median 0.93, range 0.40-1.10)") != std::string::npos);
+  // Regimes without points are named, not left out.
+  CHECK(note.find("<= 1 MiB unchecked (no point), 1-64 MiB") != std::string::npos);
+  CHECK(note.find(">= 128 MiB unchecked (no point)") != std::string::npos);
   // One node is another scope: no row of it here.
   CHECK(accuracy_note(a, "dgx-h100", 1).find("no published measurement") != std::string::npos);
   CHECK(accuracy_rows(a, "dgx-h100", false).empty());
@@ -71,6 +88,7 @@ TEST_CASE("fidelity: the note gives the preset's share within 1.25x and median p
 
 TEST_CASE("fidelity: the built-in numbers cover the suite's five presets, one node and several") {
   const auto& a = published_accuracy();
+  REQUIRE(a.error.empty());
   CHECK(a.points > 500);
   for (const char* p : {"dgx-a100", "dgx-h100", "a3-mega", "p4d", "p5"}) {
     CAPTURE(p);
@@ -99,6 +117,29 @@ TEST_CASE("fidelity: commands print the accuracy line for a preset, not for a sy
                                      "/examples/systems/a100-2node.json --axes 16,2 --reduce 0 --top 1");
   CHECK(file_sys.code == 0);
   CHECK(file_sys.out.find("accuracy:") == std::string::npos);
+  // A file written from a preset and then edited is the user's system: no accuracy line for it.
+  const auto edited = simtest::run("simulate --preset dgx-a100 --axes 8 --reduce 0 --top 1 --json");
+  REQUIRE(edited.code == 0);
+  auto j = nlohmann::json::parse(edited.out).at("system");
+  j["levels"][0]["interconnect"]["bandwidth_GBps"] = 100;
+  const std::string path = "test_fidelity_edited_system.json";
+  {
+    std::ofstream f(path);
+    f << j.dump();
+  }
+  const auto mine = simtest::run("simulate --system " + path + " --preset dgx-a100 --axes 8 --reduce 0 --top 1");
+  CHECK(mine.code == 0);
+  CHECK(mine.out.find("accuracy:") == std::string::npos);
+  j["levels"][0]["interconnect"]["bandwidth_GBps"] =
+      nlohmann::json::parse(edited.out).at("system").at("levels")[0].at("interconnect").at("bandwidth_GBps");
+  {
+    std::ofstream f(path);
+    f << j.dump();
+  }
+  // The same file unedited is the preset alone.
+  const auto same = simtest::run("simulate --system " + path + " --preset dgx-a100 --axes 8 --reduce 0 --top 1");
+  CHECK(same.out.find("accuracy: preset dgx-a100 uncalibrated") != std::string::npos);
+  std::remove(path.c_str());
   // --json output stays JSON only.
   const auto js = simtest::run("simulate --preset p5 --axes 8 --reduce 0 --top 1 --json");
   CHECK(js.out.find("accuracy:") == std::string::npos);

@@ -432,7 +432,8 @@ TEST_CASE("nccl: no channel term at small sizes (a ring/LL call of 32 KiB on 8 H
   const NcclParams np = nccl_params(preset_system("gpu=8", "dgx-h100"));
   const CallShape c{Collective::AllReduce, 8, 1, 32768.0};
   const double bus = 32768.0 * 14 / 8;
-  CHECK(bandwidth_time(np, c, Algorithm::Ring, Protocol::LL, 1e-8, false) == doctest::Approx(bus / 141e9));
+  CHECK(bandwidth_time(np, c, Algorithm::Ring, Protocol::LL, 1e-8, false) * 1e6 ==
+        doctest::Approx(bus / 141e9 * 1e6).epsilon(1e-9));
   CHECK(bandwidth_time(np, c, Algorithm::Ring, Protocol::LL, 1e-8, false) ==
         bandwidth_time(np, c, Algorithm::Ring, Protocol::LL, 1e-8, true));
   // LL128 tree at 16 KiB on 2 nodes: no channel term either; the tree correction factor (.8 at
@@ -443,19 +444,22 @@ TEST_CASE("nccl: no channel term at small sizes (a ring/LL call of 32 KiB on 8 H
 }
 
 TEST_CASE("nccl: ring LL efficiency in the time: 0.5 from Hopper on, NCCL's pre-v2.21 1/4 (1/3) before") {
-  // A flow of 10 us, far below the LL caps: the time divides it by the architecture's factor.
+  // A flow of 10 us at 64 KiB, far below the LL caps (bus bytes / 87.7 GB/s is ~1.3 us): the time is
+  // the flow divided by the architecture's factor. Compared in microseconds, to 1e-9 relative.
+  auto us = [](double s) { return s * 1e6; };
+  auto exactly = [](double x) { return doctest::Approx(x).epsilon(1e-9); };
   const NcclParams h = nccl_params(preset_system("gpu=8", "dgx-h100"));
   const NcclParams a = nccl_params(preset_system("gpu=8", "dgx-a100"));
-  const CallShape ar{Collective::AllReduce, 8, 1, 1048576.0}, ag{Collective::AllGather, 8, 1, 1048576.0};
-  CHECK(bandwidth_time(h, ar, Algorithm::Ring, Protocol::LL, 1e-5, false) == doctest::Approx(2e-5));
-  CHECK(bandwidth_time(a, ar, Algorithm::Ring, Protocol::LL, 1e-5, false) == doctest::Approx(4e-5));
-  CHECK(bandwidth_time(a, ag, Algorithm::Ring, Protocol::LL, 1e-5, false) == doctest::Approx(3e-5));
+  const CallShape ar{Collective::AllReduce, 8, 1, 65536.0}, ag{Collective::AllGather, 8, 1, 65536.0};
+  CHECK(us(bandwidth_time(h, ar, Algorithm::Ring, Protocol::LL, 1e-5, false)) == exactly(20));
+  CHECK(us(bandwidth_time(a, ar, Algorithm::Ring, Protocol::LL, 1e-5, false)) == exactly(40));
+  CHECK(us(bandwidth_time(a, ag, Algorithm::Ring, Protocol::LL, 1e-5, false)) == exactly(30));
   // Across nodes every collective takes 1/4 before Hopper.
   const NcclParams a2 = nccl_params(preset_system("node=2,gpu=8", "dgx-a100"));
-  const CallShape ag2{Collective::AllGather, 16, 2, 1048576.0};
-  CHECK(bandwidth_time(a2, ag2, Algorithm::Ring, Protocol::LL, 1e-5, false) == doctest::Approx(4e-5));
+  const CallShape ag2{Collective::AllGather, 16, 2, 65536.0};
+  CHECK(us(bandwidth_time(a2, ag2, Algorithm::Ring, Protocol::LL, 1e-5, false)) == exactly(40));
   // NCCL's estimate (the pick) keeps the version's factor: v2.30.7's 0.5 on the A100 too.
-  CHECK(bandwidth_time(a, ar, Algorithm::Ring, Protocol::LL, 1e-5, true) == doctest::Approx(2e-5));
+  CHECK(us(bandwidth_time(a, ar, Algorithm::Ring, Protocol::LL, 1e-5, true)) == exactly(20));
 }
 
 TEST_CASE("nccl: \"ll128_net\": false offers LL128 inside a node only (the p4d preset)") {
@@ -476,6 +480,13 @@ TEST_CASE("nccl: \"ll128_net\": false offers LL128 inside a node only (the p4d p
   const auto st = sim.collective({Collective::AllReduce, all}, 4194304.0, Algorithm::Auto, false, Protocol::Auto);
   CHECK(st.proto != Protocol::LL128);
   CHECK(st.nccl_proto != Protocol::LL128);
+  // Control: the same call with LL128 offered across nodes is NCCL's LL128 tree.
+  auto on = preset_system("node=2,gpu=8", "p4d");
+  on.nccl["ll128_net"] = true;
+  const auto st_on =
+      Simulator(on).collective({Collective::AllReduce, all}, 4194304.0, Algorithm::Auto, false, Protocol::Auto);
+  CHECK(st_on.nccl_proto == Protocol::LL128);
+  CHECK(st_on.time_s < st.time_s);
   // The system file's field: written only when off, read back.
   auto s = preset_system("node=2,gpu=8", "p4d");
   CHECK(nccl_json(nccl_params(s)).at("ll128_net") == false);

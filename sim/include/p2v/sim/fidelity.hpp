@@ -25,11 +25,13 @@ struct AccuracyRow {
 struct PublishedAccuracy {
   int points = 0, logs = 0;
   std::vector<AccuracyRow> rows;
+  std::string error;  // published_accuracy(): why the built-in file could not be read (empty: it was)
 };
 
-// Parses a p2v-fidelity/1 file; throws p2v::Error naming `origin` and what is wrong.
+// Parses a p2v-fidelity/1 file strictly (unknown fields, wrong types, inconsistent or repeated rows,
+// aliases for preset names are errors); throws p2v::Error naming `origin` and what is wrong.
 PublishedAccuracy parse_accuracy(std::string_view json_text, std::string_view origin);
-// The built-in numbers (parsed once).
+// The built-in numbers (parsed once; `error` set if they cannot be read).
 const PublishedAccuracy& published_accuracy();
 // The rows of one preset (by name or alias) for one node or several; empty if the suite has none.
 std::vector<AccuracyRow> accuracy_rows(const PublishedAccuracy& a, std::string_view preset, bool multi_node);
