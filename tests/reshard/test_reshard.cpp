@@ -22,6 +22,12 @@
 #include "p2v/sim/cost.hpp"
 #include "p2v/sim/p2p_cost.hpp"
 
+namespace {
+// Relative comparison: doctest::Approx's default scale makes its tolerance an absolute 1.2e-5 near
+// zero, which any two times in seconds at the microsecond scale pass.
+doctest::Approx rel_approx(double v) { return v == 0 ? doctest::Approx(v) : doctest::Approx(v).scale(0); }
+}  // namespace
+
 namespace rs = p2v::reshard;
 using p2v::Error;
 
@@ -594,24 +600,24 @@ TEST_CASE("sim prices point-to-point patterns with link sharing") {
   // A swap inside a node: one switch link per direction, 270 GB/s.
   auto c = p2v::sim::permute_cost(sim, {1, 0, 2, 3, 4, 5, 6, 7}, B);
   CHECK(c.sends == 2);
-  CHECK(c.bandwidth_s == doctest::Approx(B / 270e9));
-  CHECK(c.latency_s == doctest::Approx(topo.route_latency(0, 1) + launch));
+  CHECK(c.bandwidth_s == rel_approx(B / 270e9));
+  CHECK(c.latency_s == rel_approx(topo.route_latency(0, 1) + launch));
   CHECK(c.bottleneck_class == "gpu");
   // Every device swaps with its peer in the other node: the 4 devices of a node share its NIC.
   c = p2v::sim::permute_cost(sim, {4, 5, 6, 7, 0, 1, 2, 3}, B);
   CHECK(c.sends == 8);
-  CHECK(c.bandwidth_s == doctest::Approx(4 * B / 8e9));
+  CHECK(c.bandwidth_s == rel_approx(4 * B / 8e9));
   CHECK(c.bottleneck_class == "node");
   CHECK(c.latency_s > topo.route_latency(0, 1) + launch);  // crosses the network
   // All-to-all over all 8: each device sends B/8 to 7 peers, 4 of them in the other node, so a
   // node's uplink carries 4 devices x 4 peers x B/8 = 2B.
   c = p2v::sim::alltoall_cost(sim, {{0, 1, 2, 3, 4, 5, 6, 7}}, B);
   CHECK(c.sends == 56);
-  CHECK(c.bandwidth_s == doctest::Approx(2 * B / 8e9));
+  CHECK(c.bandwidth_s == rel_approx(2 * B / 8e9));
   // Two all-to-alls inside the nodes share no link with each other: per device 3 x B/4 out.
   c = p2v::sim::alltoall_cost(sim, {{0, 1, 2, 3}, {4, 5, 6, 7}}, B);
-  CHECK(c.bandwidth_s == doctest::Approx(3 * B / 4 / 270e9));
-  CHECK(c.time_s == doctest::Approx(c.latency_s + c.bandwidth_s));
+  CHECK(c.bandwidth_s == rel_approx(3 * B / 4 / 270e9));
+  CHECK(c.time_s == rel_approx(c.latency_s + c.bandwidth_s));
   // Nothing moves: free.
   CHECK(p2v::sim::permute_cost(sim, {0, 1, 2, 3, 4, 5, 6, 7}, B).time_s == 0.0);
   CHECK_THROWS_AS(p2v::sim::permute_cost(sim, {9, 1}, B), Error);
@@ -650,12 +656,12 @@ TEST_CASE("--cost topology: every step's time is sim's price of that collective 
           level = c.bottleneck_class;
         }
         ++seen[static_cast<int>(s.step.op)];
-        CHECK(s.time_s == doctest::Approx(want).epsilon(1e-12));
+        CHECK(s.time_s == rel_approx(want).epsilon(1e-12));
         CHECK(s.level == level);
         CHECK((s.step.op == rs::Op::DynSlice) == (s.time_s == 0.0));
         total += s.time_s;
       }
-      CHECK(prog->time_s == doctest::Approx(total));
+      CHECK(prog->time_s == rel_approx(total));
     }
     // The baseline is a program without relabelling (priced exactly in the search): never faster
     // when it fits the memory limit.

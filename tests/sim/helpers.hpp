@@ -7,9 +7,17 @@
 #include <string>
 #include <vector>
 
+#include <doctest/doctest.h>
+
 #include "p2v/engine/system.hpp"
 
 namespace simtest {
+
+// doctest::Approx compares within epsilon x (scale 1 + |value|): an absolute 1.2e-5 for values near
+// zero, so two times in seconds at the microsecond scale always compare equal. rel() compares
+// relative to the values (1.2e-5 of the larger, or .epsilon(e) of it); a zero expected value keeps
+// doctest's absolute tolerance.
+inline doctest::Approx rel(double v) { return v == 0 ? doctest::Approx(v) : doctest::Approx(v).scale(0); }
 
 inline std::string example(const std::string& name) {
   return std::string(P2V_SOURCE_DIR) + "/examples/systems/" + name;

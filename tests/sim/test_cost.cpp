@@ -23,8 +23,8 @@ TEST_CASE("topology: per-level tree of stars") {
   CHECK(t.route(0, 1).size() == 2);   // gpu -> switch -> gpu
   CHECK(t.route(0, 16).size() == 4);  // gpu -> switch -> net -> switch -> gpu
   CHECK(t.route(5, 5).empty());
-  CHECK(t.route_latency(0, 1) == doctest::Approx(1e-6));
-  CHECK(t.route_latency(0, 16) == doctest::Approx(6e-6));
+  CHECK(t.route_latency(0, 1) == simtest::rel(1e-6));
+  CHECK(t.route_latency(0, 16) == simtest::rel(6e-6));
   CHECK(t.node_of(17) == 1);
   CHECK(t.edge_name(t.route(0, 16)[1]) == "node0:switch->root:nic");
 }
@@ -86,30 +86,30 @@ TEST_CASE("cost: one ring in one switch: the alpha-beta limit of ring/Simple (ha
   // over 100 GB/s: the alpha-beta formula of docs/model.md §8 with alpha = 2 us, beta = 1/100 GB/s, plus
   // NCCL's fixed base latency.
   const double base = 8.4e-6;
-  CHECK(pc.time_s == doctest::Approx(base + 2 * 3 * 2e-6 + 2.0 * 3 / 4 * 1e9 / 100e9).epsilon(1e-12));
+  CHECK(pc.time_s == simtest::rel(base + 2 * 3 * 2e-6 + 2.0 * 3 / 4 * 1e9 / 100e9).epsilon(1e-12));
   REQUIRE(pc.steps.size() == 1);
   CHECK(pc.steps[0].algo == Algorithm::Ring);
   CHECK(pc.steps[0].proto == Protocol::Simple);
-  CHECK(pc.steps[0].bandwidth_s == doctest::Approx(1.5e9 / 100e9));
-  CHECK(pc.steps[0].bottleneck_bytes == doctest::Approx(1.5e9));
-  CHECK(pc.steps[0].busbw_gbps == doctest::Approx(1.5e9 / pc.time_s / 1e9).epsilon(1e-9));
+  CHECK(pc.steps[0].bandwidth_s == simtest::rel(1.5e9 / 100e9));
+  CHECK(pc.steps[0].bottleneck_bytes == simtest::rel(1.5e9));
+  CHECK(pc.steps[0].busbw_gbps == simtest::rel(1.5e9 / pc.time_s / 1e9).epsilon(1e-9));
   // At this size auto picks the same (ring, Simple): the model reduces to alpha-beta there.
   CostOptions a;
   a.bytes = 1e9;
-  CHECK(sim.time(prog, a) == doctest::Approx(pc.time_s));
+  CHECK(sim.time(prog, a) == simtest::rel(pc.time_s));
   // ReduceScatter then AllGather: the AllReduce's bandwidth and hops, but two calls (two base latencies).
   const LoweredProgram rsag{{Collective::ReduceScatter, {{0, 1, 2, 3}}}, {Collective::AllGather, {{0, 1, 2, 3}}}};
-  CHECK(sim.time(rsag, o) == doctest::Approx(pc.time_s + base));
+  CHECK(sim.time(rsag, o) == simtest::rel(pc.time_s + base));
   // Reduce and Broadcast: pipelined chains, n bytes per hop, nsteps = p = 4 hops (tuning.cc).
   const LoweredProgram rb{{Collective::Reduce, {{0, 1, 2, 3}}}, {Collective::Broadcast, {{0, 1, 2, 3}}}};
-  CHECK(sim.time(rb, o) == doctest::Approx(2 * (1e9 / 100e9 + base + 4 * 2e-6)));
+  CHECK(sim.time(rb, o) == simtest::rel(2 * (1e9 / 100e9 + base + 4 * 2e-6)));
   // The launch overhead is paid per call.
   s.nccl["launch_us"] = 5;
-  CHECK(Simulator(s).time(rsag, o) == doctest::Approx(sim.time(rsag, o) + 2 * 5e-6));
+  CHECK(Simulator(s).time(rsag, o) == simtest::rel(sim.time(rsag, o) + 2 * 5e-6));
   // After ReduceScatter each device holds a quarter.
   std::vector<double> frac(4, 1.0);
   sim.step({Collective::ReduceScatter, {{0, 1, 2, 3}}}, 1e9, frac, Algorithm::Ring, false);
-  CHECK(frac[2] == doctest::Approx(0.25));
+  CHECK(frac[2] == simtest::rel(0.25));
 }
 
 TEST_CASE("cost: 16 parallel groups through one NIC (hand-computed)") {
@@ -126,16 +126,16 @@ TEST_CASE("cost: 16 parallel groups through one NIC (hand-computed)") {
   // Each node's NIC carries one flow of every group in every round: 16 * n/4 per round, 6 rounds,
   // 8 GB/s. Latency (NCCL, one rank per node): 6 network steps of the tree's Simple net latency
   // (14 us) + the network's 5 us twice (Simple flush), base 8.4 us, x 1.4 (multi-node ring plateau).
-  CHECK(pc.steps[0].bandwidth_s == doctest::Approx(6 * 16 * 0.25e9 / 8e9).epsilon(1e-12));
-  CHECK(pc.steps[0].latency_s == doctest::Approx((8.4 + 6 * (14 + 2 * 5)) * 1.4 * 1e-6));
+  CHECK(pc.steps[0].bandwidth_s == simtest::rel(6 * 16 * 0.25e9 / 8e9).epsilon(1e-12));
+  CHECK(pc.steps[0].latency_s == simtest::rel((8.4 + 6 * (14 + 2 * 5)) * 1.4 * 1e-6));
   CHECK(pc.steps[0].nodes == 4);
-  CHECK(pc.steps[0].bottleneck_bytes == doctest::Approx(24e9));
+  CHECK(pc.steps[0].bottleneck_bytes == simtest::rel(24e9));
   CHECK(sim.topology().edge_name(pc.steps[0].bottleneck_edge).find("root:nic") != std::string::npos);
   // One group alone is 16 times less bandwidth-bound.
   const auto one = sim.time({{Collective::AllReduce, {{0, 16, 32, 48}}}}, o);
-  CHECK(one == doctest::Approx(6 * 0.25e9 / 8e9 + pc.steps[0].latency_s));
+  CHECK(one == simtest::rel(6 * 0.25e9 / 8e9 + pc.steps[0].latency_s));
   // The default bytes: 2^29 x 4 nodes float32 = 8 GiB.
-  CHECK(default_bytes(s) == doctest::Approx(8.0 * 1024 * 1024 * 1024));
+  CHECK(default_bytes(s) == simtest::rel(8.0 * 1024 * 1024 * 1024));
 }
 
 TEST_CASE("cost: tree AllReduce and NCCL's pick") {
@@ -233,16 +233,16 @@ TEST_CASE("topology: a whole-system section (scope root) and a ring of 4") {
   o.algo = Algorithm::Ring;
   o.proto = Protocol::Simple;
   const auto ring = sim.simulate({{Collective::AllReduce, {{0, 1, 2, 3}}}}, o);
-  CHECK(ring.steps[0].bandwidth_s == doctest::Approx(6 * 0.25e9 / 100e9));
+  CHECK(ring.steps[0].bandwidth_s == simtest::rel(6 * 0.25e9 / 100e9));
   // {0,2} and {1,3} are not neighbours: over the 10 GB/s host links, both groups at once.
   // Each GPU's host link carries its own ring traffic only: 2 rounds x 0.5 GB each way.
   const auto far = sim.simulate({{Collective::AllReduce, {{0, 2}, {1, 3}}}}, o);
-  CHECK(far.steps[0].bandwidth_s == doctest::Approx(2 * 0.5e9 / 10e9));
+  CHECK(far.steps[0].bandwidth_s == simtest::rel(2 * 0.5e9 / 10e9));
   // NCCL's hop latency follows the route's hardware: NVLink neighbours (ring Simple 3.4 us per
   // hop) vs PCIe (5.7 us per hop), base 8.4 us, plus the launch overhead.
   const double launch = kDefaultLaunchUs * 1e-6;
-  CHECK(ring.steps[0].latency_s == doctest::Approx((8.4 + 6 * 3.4) * 1e-6 + launch));
-  CHECK(far.steps[0].latency_s == doctest::Approx((8.4 + 2 * 5.7) * 1e-6 + launch));
+  CHECK(ring.steps[0].latency_s == simtest::rel((8.4 + 6 * 3.4) * 1e-6 + launch));
+  CHECK(far.steps[0].latency_s == simtest::rel((8.4 + 2 * 5.7) * 1e-6 + launch));
   CHECK(sim.topology().classes() == std::vector<std::string>{"nvlink", "pcie"});
 }
 
@@ -267,8 +267,8 @@ TEST_CASE("topology: several NICs per node (uplink list) share the inter-node tr
   Simulator two(s);
   const double both = two.time(prog, o);
   // 4 groups x 2 rounds x n/2 through one 10 GB/s NIC, or 2 groups per NIC.
-  CHECK(one == doctest::Approx(4 * 2 * 0.5e9 / 10e9).epsilon(1e-3));
-  CHECK(both == doctest::Approx(2 * 2 * 0.5e9 / 10e9).epsilon(1e-3));
+  CHECK(one == simtest::rel(4 * 2 * 0.5e9 / 10e9).epsilon(1e-3));
+  CHECK(both == simtest::rel(2 * 2 * 0.5e9 / 10e9).epsilon(1e-3));
   s.topology = nlohmann::json::parse(R"({"scope":"node","uplink":["nic0","nope"],)" + verts + "," + links + "}");
   CHECK_THROWS_AS(Topology::build(s), p2v::Error);
 }
@@ -289,10 +289,10 @@ TEST_CASE("cost: tree AllReduce across 4 single-GPU nodes (hand-computed)") {
   // (NCCL): base 8.4 + 2 x log2(4) x (14 us tree Simple net hop + 2 x the network's 4 us), plus launch.
   // Pipeline fill (Simple): 2 + 2 log2(4) = 6 stages; 16 channels of 1e9/16 bytes in 512 KiB chunks
   // = 120 chunks per channel; fill = 5/120 of the bandwidth term.
-  CHECK(st.bottleneck_bytes == doctest::Approx(2e9));
+  CHECK(st.bottleneck_bytes == simtest::rel(2e9));
   CHECK(st.proto == Protocol::Simple);
-  CHECK(st.bandwidth_s == doctest::Approx(2e9 / 10e9 / 0.92 * (1 + 5.0 / 120)));
-  CHECK(st.latency_s == doctest::Approx((8.4 + 2 * 2 * (14 + 2 * 4)) * 1e-6 + kDefaultLaunchUs * 1e-6));
+  CHECK(st.bandwidth_s == simtest::rel(2e9 / 10e9 / 0.92 * (1 + 5.0 / 120)));
+  CHECK(st.latency_s == simtest::rel((8.4 + 2 * 2 * (14 + 2 * 4)) * 1e-6 + kDefaultLaunchUs * 1e-6));
   // The ring moves 2 x 3/4 n = 1.5 n per uplink, without the tree's efficiency loss: NCCL's pick.
   CHECK(st.nccl_pick == Algorithm::Ring);
 }

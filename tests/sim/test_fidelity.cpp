@@ -32,7 +32,7 @@ TEST_CASE("fidelity: the accuracy file is read, and a wrong one is refused namin
   CHECK(a.points == 20);
   CHECK(a.rows[0].multi_node);
   CHECK(a.rows[0].nodes == std::vector<int>{2, 8});
-  CHECK(a.rows[0].within_1_25 == doctest::Approx(0.8));
+  CHECK(a.rows[0].within_1_25 == simtest::rel(0.8));
   auto refused = [](const std::string& text, const std::string& what) {
     CAPTURE(text);
     try {

@@ -81,14 +81,14 @@ TEST_CASE("fit: recovers a perturbed network bandwidth from synthetic nccl-tests
     if (k.name == bw_knob) {
       before = k.before;
       CHECK(k.constrained);
-      CHECK(k.after == doctest::Approx(0.4 * k.before).epsilon(0.03));
+      CHECK(k.after == simtest::rel(0.4 * k.before).epsilon(0.03));
     }
   CHECK(before > 0);
-  CHECK(value(fit.system, bw_knob) == doctest::Approx(0.4 * before).epsilon(0.03));
+  CHECK(value(fit.system, bw_knob) == simtest::rel(0.4 * before).epsilon(0.03));
   // The fitted system file is a system p2v reads, and reproduces the points.
   const auto back = engine::system_from_json(fit.system, "fitted");
   for (const auto& p : predict_points(back, ps, Algorithm::Auto))
-    CHECK(p.predicted_s == doctest::Approx(p.point.measured_s).epsilon(0.03));
+    CHECK(p.predicted_s == simtest::rel(p.point.measured_s).epsilon(0.03));
 }
 
 TEST_CASE("fit: a log must match the system's shape") {
@@ -112,7 +112,7 @@ TEST_CASE("p2v calibrate --nccl-tests: predict-only, fit, and the fitted file us
   const auto j = json::parse(r.out);
   REQUIRE(j.at("points").size() == 31);
   CHECK(j["points"][21]["bytes"] == 16777216.0);
-  CHECK(j["points"][21]["measured_s"].get<double>() == doctest::Approx(977.6e-6));
+  CHECK(j["points"][21]["measured_s"].get<double>() == simtest::rel(977.6e-6));
   CHECK(j["points"][21]["predicted_s"].get<double>() > 0);
 
   const std::string out = "/tmp/p2v_test_fit_" + std::to_string(::getpid()) + ".json";
@@ -258,7 +258,7 @@ TEST_CASE("fit: the system's values are a prior; a log without small sizes leave
   REQUIRE(r.code == 0);
   const auto j = json::parse(r.out);
   CHECK(j.at("prior_weight").get<double>() == 0.0);
-  CHECK(j.at("rms_log_after").get<double>() == doctest::Approx(plain.rms_log_after).epsilon(1e-6));
+  CHECK(j.at("rms_log_after").get<double>() == simtest::rel(plain.rms_log_after).epsilon(1e-6));
   r = simtest::run("calibrate --system node=2,gpu=8 --preset a3-mega --measurements m.csv --prior-weight 0.5");
   CHECK(r.code == 2);
   CHECK(r.out.find("--prior-weight goes with --nccl-tests") != std::string::npos);
@@ -356,12 +356,12 @@ TEST_CASE("fit: the fit starts from the system it calibrates; a fitted file keep
   auto ps = synthetic(base, engine::Collective::AllReduce, 32, 4, 8, 64.0 * 1024 * 1024);
   for (auto& p : ps) p.measured_s *= 1.3;
   const auto held = fit_system(base, ps, Algorithm::Auto, {}, 4000, 1e9);
-  CHECK(held.rms_log_after == doctest::Approx(held.rms_log_before).epsilon(1e-9));
+  CHECK(held.rms_log_after == simtest::rel(held.rms_log_before).epsilon(1e-9));
   const auto fitted_sys = engine::system_from_json(held.system, "fitted");
   const auto a = predict_points(base, ps, Algorithm::Auto), b = predict_points(fitted_sys, ps, Algorithm::Auto);
   bool tree = false, nvls_tree = false;
   for (std::size_t i = 0; i < ps.size(); ++i) {
-    CHECK(b[i].predicted_s == doctest::Approx(a[i].predicted_s).epsilon(1e-9));
+    CHECK(b[i].predicted_s == simtest::rel(a[i].predicted_s).epsilon(1e-9));
     CHECK(b[i].algo == a[i].algo);
     tree = tree || a[i].algo == std::string("tree");
     nvls_tree = nvls_tree || a[i].algo == std::string("nvls-tree");

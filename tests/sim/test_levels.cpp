@@ -2,6 +2,8 @@
 // of every placement on systems both can price, for ring, tree and auto.
 #include <doctest/doctest.h>
 
+#include "helpers.hpp"
+
 #include <cmath>
 
 #include "p2v/engine/error.hpp"
@@ -41,14 +43,14 @@ void compare_models(System sys, const std::vector<int>& axes, const std::vector<
       const std::string algo_name = sim::to_string(algo);
       CAPTURE(algo_name);
       const double g0 = graph.time(sim::single_allreduce(p.reduction_groups()), o);
-      CHECK(levels.allreduce_time(s, o) == doctest::Approx(g0).epsilon(1e-9));
+      CHECK(levels.allreduce_time(s, o) == simtest::rel(g0).epsilon(1e-9));
       for (const auto& prog : r.programs) {
         CAPTURE(program_name(r, prog));
         std::vector<Collective> cs;
         for (int i : prog) cs.push_back(r.instructions[i].collective);
         const double lt = levels.simulate(s, cs, program_patterns(s, r, prog), o).time_s;
         const double gt = graph.time(lower_shape_program(s, r, prog), o);
-        CHECK(lt == doctest::Approx(gt).epsilon(1e-9));
+        CHECK(lt == simtest::rel(gt).epsilon(1e-9));
         ++programs;
       }
     }

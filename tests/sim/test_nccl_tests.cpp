@@ -2,6 +2,8 @@
 // the strict errors on malformed input.
 #include <doctest/doctest.h>
 
+#include "helpers.hpp"
+
 #include <fmt/core.h>
 
 #include <string>
@@ -72,14 +74,14 @@ TEST_CASE("nccl-tests: golden parse of a published 2-node H100 all_reduce_perf l
   CHECK(log.rows[0].type == "float");
   CHECK(log.rows[0].redop == "sum");
   CHECK(log.rows[0].root == -1);
-  CHECK(log.rows[0].time_us == doctest::Approx(68.52));  // out-of-place, not the in-place 24.70
+  CHECK(log.rows[0].time_us == simtest::rel(68.52));  // out-of-place, not the in-place 24.70
   CHECK(log.rows[20].bytes == 8388608);
-  CHECK(log.rows[20].time_us == doctest::Approx(132.6));
-  CHECK(log.rows[20].algbw_gbps == doctest::Approx(63.24));
-  CHECK(log.rows[20].busbw_gbps == doctest::Approx(118.57));
+  CHECK(log.rows[20].time_us == simtest::rel(132.6));
+  CHECK(log.rows[20].algbw_gbps == simtest::rel(63.24));
+  CHECK(log.rows[20].busbw_gbps == simtest::rel(118.57));
   CHECK(log.rows.back().bytes == 17179869184.0);
-  CHECK(log.rows.back().time_us == doctest::Approx(68652));
-  CHECK(log.rows.back().busbw_gbps == doctest::Approx(469.21));
+  CHECK(log.rows.back().time_us == simtest::rel(68652));
+  CHECK(log.rows.back().busbw_gbps == simtest::rel(469.21));
   CHECK(log.rows[0].line == 28);  // line numbers are the file's
 }
 
@@ -116,8 +118,8 @@ TEST_CASE("nccl-tests: mpirun tag prefixes, no rank lines, ranks from the caller
   CHECK(log.ranks == 8);
   CHECK(log.nodes == 0);  // the log names no host
   REQUIRE(log.rows.size() == 32);
-  CHECK(log.rows[0].time_us == doctest::Approx(12.90));
-  CHECK(log.rows[2].time_us == doctest::Approx(22.25));  // out-of-place (in-place: 13.34)
+  CHECK(log.rows[0].time_us == simtest::rel(12.90));
+  CHECK(log.rows[2].time_us == simtest::rel(22.25));  // out-of-place (in-place: 13.34)
 }
 
 TEST_CASE("nccl-tests: header lines without '#', all_gather sizes") {
@@ -127,7 +129,7 @@ TEST_CASE("nccl-tests: header lines without '#', all_gather sizes") {
   CHECK(log.rows[0].redop == "none");
   CHECK(log.rows[0].bytes == 8388608);
   CHECK(log.rows[0].count == 131072);
-  CHECK(log.rows[0].time_us == doctest::Approx(166.6));
+  CHECK(log.rows[0].time_us == simtest::rel(166.6));
 }
 
 TEST_CASE("nccl-tests: old column layout (no root, 'error' column)") {
@@ -135,8 +137,8 @@ TEST_CASE("nccl-tests: old column layout (no root, 'error' column)") {
   CHECK(log.collective == Collective::AllReduce);
   REQUIRE(log.rows.size() == 1);
   CHECK(log.rows[0].root == -1);
-  CHECK(log.rows[0].time_us == doctest::Approx(35215));
-  CHECK(log.rows[0].busbw_gbps == doctest::Approx(57.17));
+  CHECK(log.rows[0].time_us == simtest::rel(35215));
+  CHECK(log.rows[0].busbw_gbps == simtest::rel(57.17));
 }
 
 TEST_CASE("nccl-tests: the collective from the table when the log does not name its test") {
@@ -414,5 +416,5 @@ TEST_CASE("nccl-tests: the timestamp column (-T 1) and per-iteration columns") {
   log = parse_nccl_tests(iter, "log.txt");
   REQUIRE(log.rows.size() == 1);
   CHECK(log.rows[0].time_us == 100.0);
-  CHECK(log.rows[0].busbw_gbps == doctest::Approx(19.66));
+  CHECK(log.rows[0].busbw_gbps == simtest::rel(19.66));
 }

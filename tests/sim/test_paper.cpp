@@ -49,11 +49,11 @@ TEST_CASE("paper: a reduction axis inside one node is best served by one AllRedu
     const auto a100 = load_system_file(simtest::example("a100-4node.json"));
     auto r = rank(a100, {4, 16}, {{4, 1}, {1, 16}}, {1}, algo);
     REQUIRE(!r.programs.empty());
-    CHECK(r.best_s() == doctest::Approx(r.allreduce_s));
+    CHECK(r.best_s() == simtest::rel(r.allreduce_s));
     CHECK(r.programs.front().name == "AllReduce@(node,Inside)");
     const auto v100 = load_system_file(simtest::example("v100-4node.json"));
     auto q = rank(v100, {4, 8}, {{4, 1}, {1, 8}}, {1}, algo);
-    CHECK(q.best_s() == doctest::Approx(q.allreduce_s));
+    CHECK(q.best_s() == simtest::rel(q.allreduce_s));
     CHECK(q.programs.front().name == "AllReduce@(node,Inside)");
   }
 }
@@ -117,13 +117,13 @@ TEST_CASE("calibration recovers perturbed link parameters") {
   CHECK(cal.error_before > 0.1);
   CHECK(cal.error_after < cal.error_before / 2);
   auto [nic_bw, nic_lat] = sim.topology().class_params("node");
-  CHECK(nic_bw == doctest::Approx(6e9).epsilon(0.05));
+  CHECK(nic_bw == simtest::rel(6e9).epsilon(0.05));
   auto [sw_bw, sw_lat] = sim.topology().class_params("gpu");
-  CHECK(sw_bw == doctest::Approx(200e9).epsilon(0.05));
+  CHECK(sw_bw == simtest::rel(200e9).epsilon(0.05));
   // The calibrated system file round-trips through the parser with the new numbers.
   const auto text = calibrated_system_json(truth_sys, sim.topology(), "calibrated");
   const auto back = system_from_json(text, "calibrated");
-  CHECK(back.levels[0].interconnect->bandwidth_gbps == doctest::Approx(6).epsilon(0.05));
+  CHECK(back.levels[0].interconnect->bandwidth_gbps == simtest::rel(6).epsilon(0.05));
 }
 
 TEST_CASE("measurements CSV: errors name the line") {
@@ -229,7 +229,7 @@ TEST_CASE("measured programs: parse and rank accuracy") {
   CHECK(acc.predicted_rank_of_best == 1);
   CHECK(acc.best_measured == r.programs[0].name);
   CHECK(acc.spearman > 0.9);  // < 1 only because some predicted times tie
-  CHECK(acc.measured_s[2] == doctest::Approx(3.0));
+  CHECK(acc.measured_s[2] == simtest::rel(3.0));
   CHECK_THROWS_AS(parse_program_measurements("program\nfoo\n", "pm.csv"), p2v::Error);
   CHECK_THROWS_AS(parse_program_measurements("program,seconds\nfoo,abc\n", "pm.csv"), p2v::Error);
 }

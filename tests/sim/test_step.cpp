@@ -56,8 +56,8 @@ TEST_CASE("step: model files are strict") {
   CHECK_THROWS_WITH_AS(st::layer_costs(m, s, 2, 1, false), doctest::Contains("no device numbers"), p2v::Error);
   s.device = Device{"x", 10, 0.5, 0, {}, {}};
   const auto lc = st::layer_costs(m, s, 2, 1, false);
-  CHECK(lc[0].fwd_s == doctest::Approx(1e9 / 5e12));
-  CHECK(lc[0].bwd_s == doctest::Approx(2e9 / 5e12));
+  CHECK(lc[0].fwd_s == simtest::rel(1e9 / 5e12));
+  CHECK(lc[0].bwd_s == simtest::rel(2e9 / 5e12));
   CHECK(lc[0].grad_bytes == 40);
 }
 
@@ -88,13 +88,13 @@ TEST_CASE("step: the event simulation queues buckets behind each other and behin
   const double e0 = 5e-3 + c2;                // layer 2's gradients ready at 3 + 2 ms
   const double e1 = std::max(7e-3, e0) + c1;  // layer 1 ready at 7 ms
   const double e2 = std::max(9e-3, e1) + c1;
-  CHECK(r.buckets[0].end_s == doctest::Approx(e0));
-  CHECK(r.buckets[1].start_s == doctest::Approx(std::max(7e-3, e0)));
-  CHECK(r.step_s == doctest::Approx(std::max(9e-3, e2)));
-  CHECK(r.compute_s == doctest::Approx(9e-3));
-  CHECK(r.sync_s == doctest::Approx(c2 + 2 * c1));
-  CHECK(r.autosync_s == doctest::Approx(std::max(9e-3, c2 + 2 * c1)));
-  CHECK(r.exposed_comm_s == doctest::Approx(r.step_s - 9e-3));
+  CHECK(r.buckets[0].end_s == simtest::rel(e0));
+  CHECK(r.buckets[1].start_s == simtest::rel(std::max(7e-3, e0)));
+  CHECK(r.step_s == simtest::rel(std::max(9e-3, e2)));
+  CHECK(r.compute_s == simtest::rel(9e-3));
+  CHECK(r.sync_s == simtest::rel(c2 + 2 * c1));
+  CHECK(r.autosync_s == simtest::rel(std::max(9e-3, c2 + 2 * c1)));
+  CHECK(r.exposed_comm_s == simtest::rel(r.step_s - 9e-3));
 }
 
 TEST_CASE("step: ZeRO gathers parameters before the forward pass, one bucket ahead") {
@@ -103,16 +103,16 @@ TEST_CASE("step: ZeRO gathers parameters before the forward pass, one bucket ahe
   const double rs = costs.sync(0, 1e6), ag = costs.gather(0, 1e6);
   sim::CostOptions o;
   o.bytes = 1e6;
-  CHECK(rs + ag == doctest::Approx(fx.sim.time(fx.rs_ag, o)));
+  CHECK(rs + ag == simtest::rel(fx.sim.time(fx.rs_ag, o)));
   CHECK(rs > 0);
   CHECK(ag > 0);
   const auto lc = layers({1e-3, 1e-3}, {1e6, 1e6});
   const auto r = st::simulate_step(lc, st::ddp_buckets(lc, 1e6), {0, 0}, costs, 0);
   // Forward order: bucket 1 (layer 0) gathered first, then bucket 0 (layer 1) while layer 0 computes.
   CHECK(r.buckets[1].gather_start_s == 0);
-  CHECK(r.layer_fwd_start[0] == doctest::Approx(ag));
-  CHECK(r.buckets[0].gather_start_s == doctest::Approx(ag));
-  CHECK(r.layer_fwd_start[1] == doctest::Approx(std::max(ag + 1e-3, 2 * ag)));
+  CHECK(r.layer_fwd_start[0] == simtest::rel(ag));
+  CHECK(r.buckets[0].gather_start_s == simtest::rel(ag));
+  CHECK(r.layer_fwd_start[1] == simtest::rel(std::max(ag + 1e-3, 2 * ag)));
   CHECK(r.step_s >= r.compute_s);
   CHECK(r.step_s <= r.compute_s + r.sync_s + 1e-12);
 }
@@ -143,7 +143,7 @@ TEST_CASE("step: the DP over boundaries and programs matches brute force") {
       best = std::min(best, st::simulate_step(lc, b, progs, costs, 0).step_s);
     }
   }
-  CHECK(dp == doctest::Approx(best));
+  CHECK(dp == simtest::rel(best));
 }
 
 TEST_CASE("step: a per-flow cap limits a single flow, not the link") {
@@ -157,11 +157,11 @@ TEST_CASE("step: a per-flow cap limits a single flow, not the link") {
   // One cross-node ring flow per direction: it gets the cap (2 GB/s), not the link's 8 GB/s.
   const LoweredProgram one = sim::single_allreduce({{0, 2}});
   // (up to the fixed NCCL latency, ~55 us of 0.125 s)
-  CHECK(capped.time(one, o) == doctest::Approx(4 * free.time(one, o)).epsilon(1e-3));
+  CHECK(capped.time(one, o) == simtest::rel(4 * free.time(one, o)).epsilon(1e-3));
   // Two concurrent flows: each gets min(cap, share) = 2 GB/s, so two rings take as long as one.
   const LoweredProgram two = sim::single_allreduce({{0, 2}, {1, 3}});
-  CHECK(capped.time(two, o) == doctest::Approx(capped.time(one, o)));
-  CHECK(free.time(two, o) == doctest::Approx(2 * free.time(one, o)).epsilon(1e-3));
+  CHECK(capped.time(two, o) == simtest::rel(capped.time(one, o)));
+  CHECK(free.time(two, o) == simtest::rel(2 * free.time(one, o)).epsilon(1e-3));
   const auto g4 = load_system_file(simtest::example("g4dn-4node.json"));
   CHECK(g4.levels[0].interconnect->flow_bandwidth_gbps == 1.25);
   CHECK(system_to_json(g4).find("flow_bandwidth_GBps") != std::string::npos);
@@ -193,7 +193,7 @@ TEST_CASE("p2v step: bounds on every bundled model and preset, both modes") {
           const double step = (*x)["step_s"], comp = (*x)["compute_s"], sync = (*x)["sync_s"];
           CHECK(step >= std::max(comp, sync) * (1 - 1e-12));
           CHECK(step <= (comp + sync) * (1 + 1e-12));
-          CHECK((*x)["exposed_comm_s"].get<double>() == doctest::Approx(step - comp));
+          CHECK((*x)["exposed_comm_s"].get<double>() == simtest::rel(step - comp));
           CHECK((*x)["autosync_s"].get<double>() >= comp);
           CHECK(!(*x)["buckets"].empty());
         }
@@ -255,8 +255,8 @@ TEST_CASE("step: a measured step time fits the compute speed and recovers a know
   const auto want = st::layer_costs(m, truth, 2, 1, false, {}, &f0);
   CHECK(!f0.fitted);
   const double T = (3e11 * 3 + 1e11 + 5e11 + 2e11 * 3) / 37e12;  // by hand: forward + backward FLOPs / speed
-  CHECK(f0.step_s == doctest::Approx(T));
-  CHECK(f0.efficiency == doctest::Approx(0.37));
+  CHECK(f0.step_s == simtest::rel(T));
+  CHECK(f0.efficiency == simtest::rel(0.37));
 
   System assumed = truth;
   assumed.device->efficiency = 0.9;
@@ -265,39 +265,39 @@ TEST_CASE("step: a measured step time fits the compute speed and recovers a know
   st::ComputeFit f;
   const auto got = st::layer_costs(m, assumed, 2, 1, false, co, &f);
   CHECK(f.fitted);
-  CHECK(f.efficiency == doctest::Approx(0.37));
-  CHECK(f.flops_per_s == doctest::Approx(37e12));
-  CHECK(f.time_scale == doctest::Approx(0.9 / 0.37));
+  CHECK(f.efficiency == simtest::rel(0.37));
+  CHECK(f.flops_per_s == simtest::rel(37e12));
+  CHECK(f.time_scale == simtest::rel(0.9 / 0.37));
   REQUIRE(got.size() == want.size());
   for (std::size_t i = 0; i < got.size(); ++i) {
-    CHECK(got[i].fwd_s == doctest::Approx(want[i].fwd_s));
-    CHECK(got[i].bwd_s == doctest::Approx(want[i].bwd_s));  // the model's backward share is kept
+    CHECK(got[i].fwd_s == simtest::rel(want[i].fwd_s));
+    CHECK(got[i].bwd_s == simtest::rel(want[i].bwd_s));  // the model's backward share is kept
     CHECK(got[i].grad_bytes == want[i].grad_bytes);
   }
   // Without device numbers: the speed is fitted, no efficiency (no peak to relate it to).
   System bare = simtest::two_level(2, 1, 1, 10, 100, 1);
   const auto g2 = st::layer_costs(m, bare, 2, 1, false, co, &f);
-  CHECK(f.flops_per_s == doctest::Approx(37e12));
+  CHECK(f.flops_per_s == simtest::rel(37e12));
   CHECK(f.efficiency == 0);
-  CHECK(g2[1].bwd_s == doctest::Approx(want[1].bwd_s));
+  CHECK(g2[1].bwd_s == simtest::rel(want[1].bwd_s));
   // Model parallelism divides the fitted single-device times; a larger batch scales them.
   const auto g3 = st::layer_costs(m, assumed, 1, 2, false, co, &f);
-  CHECK(g3[0].fwd_s == doctest::Approx(want[0].fwd_s / 2));
+  CHECK(g3[0].fwd_s == simtest::rel(want[0].fwd_s / 2));
   co.batch = 8;
   co.measured_step_s = 2 * T;  // twice the batch at the same speed
   st::layer_costs(m, assumed, 2, 1, false, co, &f);
-  CHECK(f.efficiency == doctest::Approx(0.37));
+  CHECK(f.efficiency == simtest::rel(0.37));
   CHECK(f.batch == 8);
   co.measured_step_s = 0;
   const auto g4 = st::layer_costs(m, truth, 2, 1, false, co, &f);
-  CHECK(g4[2].bwd_s == doctest::Approx(2 * want[2].bwd_s));
+  CHECK(g4[2].bwd_s == simtest::rel(2 * want[2].bwd_s));
   // Measured seconds: the fit scales them.
   const auto ms = st::parse_model_json(R"({"layers":[{"params":1,"fwd_s":0.001},{"params":1,"fwd_s":0.003}]})", "t");
   st::ComputeOptions c2;
   c2.measured_step_s = 0.024;  // 2 x (0.001 + 0.003) x 3
   const auto g5 = st::layer_costs(ms, bare, 1, 1, false, c2, &f);
-  CHECK(f.time_scale == doctest::Approx(2));
-  CHECK(g5[1].bwd_s == doctest::Approx(0.012));
+  CHECK(f.time_scale == simtest::rel(2));
+  CHECK(g5[1].bwd_s == simtest::rel(0.012));
   // A model mixing FLOPs and seconds needs device numbers to be fitted.
   const auto mixed =
       st::parse_model_json(R"({"layers":[{"params":1,"fwd_s":0.001},{"params":1,"fwd_flops":1e9}]})", "t");
@@ -311,7 +311,7 @@ TEST_CASE("step: published throughputs are read strictly and give a step time") 
       R"({"id":"a","device":"A100","precision":"tf32","framework":"f","source":"s","batch":256,"gpus":8,"samples_per_s":8000})";
   const auto m = st::parse_model_json(head + entry + "]}", "t");
   REQUIRE(m.throughput.size() == 1);
-  CHECK(m.find_throughput("a").step_s() == doctest::Approx(256.0 / 1000));
+  CHECK(m.find_throughput("a").step_s() == simtest::rel(256.0 / 1000));
   CHECK_THROWS_WITH_AS(m.find_throughput("b"), doctest::Contains("it has a"), p2v::Error);
   auto bad = [&](const std::string& e) {
     try {
@@ -345,7 +345,7 @@ TEST_CASE("step: published throughputs are read strictly and give a step time") 
     }
   }
   const auto rn = st::load_model_file(model_path("resnet50.json"));
-  CHECK(rn.find_throughput("horovod-oci-a100-8gpu").step_s() == doctest::Approx(32 / 600.2));
+  CHECK(rn.find_throughput("horovod-oci-a100-8gpu").step_s() == simtest::rel(32 / 600.2));
 }
 
 TEST_CASE("step: exposed communication on a tiny model, by hand") {
@@ -366,14 +366,14 @@ TEST_CASE("step: exposed communication on a tiny model, by hand") {
     // backward and only the last bucket's sync is exposed: c. Otherwise bucket 1 queues behind it
     // on the one communication stream and the exposed time is (2 ms + b + 2c) - compute = 2c - b.
     const double exposed = c <= b ? c : 2 * c - b;
-    CHECK(r.compute_s == doctest::Approx(compute));
-    CHECK(r.exposed_comm_s == doctest::Approx(exposed));
-    CHECK(r.buckets[1].start_s == doctest::Approx(std::max(compute, 2e-3 + b + c)));  // never before its gradients
+    CHECK(r.compute_s == simtest::rel(compute));
+    CHECK(r.exposed_comm_s == simtest::rel(exposed));
+    CHECK(r.buckets[1].start_s == simtest::rel(std::max(compute, 2e-3 + b + c)));  // never before its gradients
   }
   // One bucket for everything: nothing overlaps, the whole sync is exposed.
   const auto lc = layers({1e-3, 1e-3}, {1e6, 1e6});
   const auto r = st::simulate_step(lc, {{0, 1}}, {0}, costs, 0);
-  CHECK(r.exposed_comm_s == doctest::Approx(costs.sync(0, 2e6)));
+  CHECK(r.exposed_comm_s == simtest::rel(costs.sync(0, 2e6)));
 }
 
 TEST_CASE("p2v step: --measured-step-ms and --throughput") {
@@ -385,20 +385,19 @@ TEST_CASE("p2v step: --measured-step-ms and --throughput") {
                         " --axes 32 --measured-step-ms 100");
   REQUIRE(r.code == 0);
   auto j = nlohmann::json::parse(r.out);
-  CHECK(j["compute"]["step_s"].get<double>() == doctest::Approx(0.1));
-  CHECK(j["compute"]["efficiency"].get<double>() == doctest::Approx(flops / (156e12 * 0.1)));
-  CHECK(j["compute_s"].get<double>() == doctest::Approx(0.1));  // data parallel only: one device's step
+  CHECK(j["compute"]["step_s"].get<double>() == simtest::rel(0.1));
+  CHECK(j["compute"]["efficiency"].get<double>() == simtest::rel(flops / (156e12 * 0.1)));
+  CHECK(j["compute_s"].get<double>() == simtest::rel(0.1));  // data parallel only: one device's step
   CHECK(j["step_s"].get<double>() >= 0.1);
   // Published numbers need no device numbers; the per-sample time is rescaled to --batch.
   r = simtest::run("step --json --no-choose --model " + rn +
                    " --system node=1,gpu=8 --preset a100 --axes 8 --throughput dle-a100-tf32-1gpu --batch 64");
   REQUIRE(r.code == 0);
   j = nlohmann::json::parse(r.out);
-  CHECK(j["compute"]["step_s"].get<double>() == doctest::Approx(64.0 / 938));
+  CHECK(j["compute"]["step_s"].get<double>() == simtest::rel(64.0 / 938));
   CHECK(j["compute"]["batch"] == 64);
   // The preset gives the device (A100, 312 TFLOP/s dense bf16): the fitted speed's efficiency is against it.
-  CHECK(j["compute"]["efficiency"].get<double>() ==
-        doctest::Approx(j["compute"]["flops_per_s"].get<double>() / 312e12));
+  CHECK(j["compute"]["efficiency"].get<double>() == simtest::rel(j["compute"]["flops_per_s"].get<double>() / 312e12));
   CHECK(j["compute"]["basis"].get<std::string>().find("DeepLearningExamples") != std::string::npos);
   r = simtest::run("step --model " + rn + " --system node=1,gpu=8 --preset a100 --axes 8 --throughput nope");
   CHECK(r.code == 2);
@@ -436,7 +435,7 @@ TEST_CASE("step: a step measured on one node is fitted with that node's exposed 
   o.measured_gpus = 4;
   const auto mats = enumerate_matrices(two.cardinalities(), ax8);
   auto run = st::plan_step(m, two, ax8, red, mats, o);
-  CHECK(run.compute.efficiency == doctest::Approx(0.37).epsilon(1e-6));
+  CHECK(run.compute.efficiency == simtest::rel(0.37).epsilon(1e-6));
   CHECK(run.compute_basis.find("measured on 4 devices") != std::string::npos);
   // Taken as one device's step, the exposed communication would count as compute: too slow.
   o.measured_gpus = 1;

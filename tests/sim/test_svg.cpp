@@ -37,8 +37,8 @@ int count(const std::string& s, const std::string& what) {
 TEST_CASE("svg: nice ticks and their labels") {
   const auto t = sim::nice_ticks(53.2e-3, 8);
   REQUIRE(t.size() == 6);  // 0, 10, ..., 50 ms
-  CHECK(t[1] == doctest::Approx(0.01));
-  CHECK(t.back() == doctest::Approx(0.05));
+  CHECK(t[1] == simtest::rel(0.01));
+  CHECK(t.back() == simtest::rel(0.05));
   CHECK(sim::tick_label(0.02, 0.0532) == "20 ms");
   CHECK(sim::tick_label(2.5e-6, 1e-5) == "2.5 us");
   CHECK(sim::tick_label(1.5, 2.0) == "1.5 s");
