@@ -29,9 +29,11 @@ struct Fields {
     return *it;
   }
   void only(std::initializer_list<const char*> keys) const {
-    for (const auto& [k, v] : j.items())
-      if (std::none_of(keys.begin(), keys.end(), [&](const char* x) { return k == x; }))
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      const std::string& k = it.key();
+      if (std::none_of(keys.begin(), keys.end(), [&k](const char* x) { return k == x; }))
         throw Error(fmt::format("{}: {}: unknown field \"{}\"", origin, where, k));
+    }
   }
   int count(const char* key, int min) const {
     const auto& v = at(key);
