@@ -89,13 +89,7 @@ std::vector<sim::FitPoint> log_points(const std::vector<sim::NcclTestsLog>& logs
   std::vector<sim::FitPoint> ps;
   for (auto log : logs) {
     notes.insert(notes.end(), log.notes.begin(), log.notes.end());
-    if (log.ranks <= 0) {
-      if (log.top_rank >= nd)
-        throw Error(fmt::format("{}:{}: rank {} listed, but the system has {} devices", log.origin, log.top_rank_line,
-                                log.top_rank, nd));
-      log.ranks = nd;
-    }
-    if (log.ranks != nd) throw Error(fmt::format("{}: {}, {} expected", log.origin, log.ranks_said, nd));
+    sim::expect_ranks(log, nd, fmt::format("the system has {} devices", nd));
     const auto p = sim::fit_points(log, s);
     ps.insert(ps.end(), p.begin(), p.end());
   }

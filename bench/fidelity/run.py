@@ -197,6 +197,16 @@ def write_subset(lines, drop, path):
     return kept
 
 
+def ratios(points):
+    """predicted / measured of every point, ascending."""
+    return sorted(p["predicted_s"] / p["measured_s"] for p in points)
+
+
+def within(r, factor):
+    """How many of the ratios `r` are within `factor` of 1 (both ways, edges included)."""
+    return sum(1 for x in r if 1 / factor <= x <= factor)
+
+
 def summary(points, title):
     """Per regime: n, median ratio, % within 1.25x, % within 2x, worst ratio (and where)."""
     out = []
@@ -204,11 +214,11 @@ def summary(points, title):
         ps = [p for p in points if sel(p["bytes"])]
         if not ps:
             continue
-        r = [p["predicted_s"] / p["measured_s"] for p in ps]
+        r = ratios(ps)
         worst = max(ps, key=lambda p: abs(math.log(p["predicted_s"] / p["measured_s"])))
         out.append({"title": title, "regime": name, "n": len(ps), "median": statistics.median(r),
-                    "in125": 100.0 * sum(1 for x in r if 1 / 1.25 <= x <= 1.25) / len(r),
-                    "in2": 100.0 * sum(1 for x in r if 0.5 <= x <= 2) / len(r),
+                    "in125": 100.0 * within(r, 1.25) / len(r),
+                    "in2": 100.0 * within(r, 2) / len(r),
                     "worst": worst["predicted_s"] / worst["measured_s"],
                     "worst_at": f"{os.path.relpath(worst['origin'], HERE)}:{worst['line']}"})
     return out
@@ -280,13 +290,13 @@ def accuracy(points, metas):
             sub = [p for p in ps if sel(p["bytes"])]
             if not sub:
                 continue
-            r = sorted(p["predicted_s"] / p["measured_s"] for p in sub)
+            r = ratios(sub)
             rows.append({"preset": preset, "scope": scope, "regime": name, "points": len(sub),
                          "logs": len({p["origin"] for p in sub}),
                          "nodes": sorted({metas[p["origin"]]["n_nodes"] for p in sub}),
                          "median": round(statistics.median(r), 3),
-                         "within_1_25": round(sum(1 for x in r if 1 / 1.25 <= x <= 1.25) / len(r), 3),
-                         "within_2": round(sum(1 for x in r if 0.5 <= x <= 2) / len(r), 3),
+                         "within_1_25": round(within(r, 1.25) / len(r), 3),
+                         "within_2": round(within(r, 2) / len(r), 3),
                          "min": round(r[0], 3), "max": round(r[-1], 3)})
     return {"format": "p2v-fidelity/1",
             "what": "p2v's uncalibrated predictions (the presets as shipped; per log the NCCL version, forced "

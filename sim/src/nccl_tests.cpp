@@ -546,11 +546,8 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin
   if (!sources.empty()) {
     log.ranks = sources.front().ranks;
     log.ranks_said = said(sources.front());
-    if (opt.ranks > 0 && opt.ranks != log.ranks)
-      throw Error(fmt::format("{}: {}, {} expected", origin, said(sources.front()), opt.ranks));
-  } else {
-    log.ranks = opt.ranks;
   }
+  if (opt.ranks > 0) expect_ranks(log, opt.ranks, fmt::format("the run has {} ranks", opt.ranks));
   if (!listed_complete && !rank_line.empty() && log.ranks > 0 && rank_line.rbegin()->first >= log.ranks)
     throw Error(fmt::format("{}:{}: rank {} listed, but the run has {} ranks", origin, rank_line.rbegin()->second,
                             rank_line.rbegin()->first, log.ranks));
@@ -561,6 +558,16 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin
     log.ranks_per_node = log.ranks / log.nodes;
   }
   return log;
+}
+
+void expect_ranks(NcclTestsLog& log, int ranks, const std::string& of) {
+  if (log.ranks > 0) {
+    if (log.ranks != ranks) throw Error(fmt::format("{}: {}, {} expected", log.origin, log.ranks_said, ranks));
+    return;
+  }
+  if (log.top_rank >= ranks)
+    throw Error(fmt::format("{}:{}: rank {} listed, but {}", log.origin, log.top_rank_line, log.top_rank, of));
+  log.ranks = ranks;
 }
 
 NcclTestsLog load_nccl_tests(const std::string& path, const NcclTestsOptions& opt) {

@@ -84,6 +84,11 @@ int nccl_type_bytes(const std::string& type);
 std::optional<engine::Collective> collective_of_test(const std::string& test);
 
 NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin, const NcclTestsOptions& opt = {});
+// Gives `log` the rank count it ran with: a log that says its count must say `ranks`; one that does
+// not takes `ranks`, unless a Rank line names a rank beyond it. `of` says where `ranks` comes from in
+// that error ("the run has 8 ranks", "the system has 8 devices"). Throws p2v::Error. parse_nccl_tests
+// applies it with NcclTestsOptions::ranks; `p2v calibrate` with its system's devices.
+void expect_ranks(NcclTestsLog& log, int ranks, const std::string& of);
 // Reads at most kMaxNcclTestsBytes (larger files are an error).
 inline constexpr std::size_t kMaxNcclTestsBytes = 64u << 20;
 NcclTestsLog load_nccl_tests(const std::string& path, const NcclTestsOptions& opt = {});
