@@ -303,14 +303,17 @@ GroupInfo group_info(const Topology& t, const NcclParams& np, const std::vector<
     } else {
       // The network's own latency: the largest over the group's node-crossing hops; the level
       // parameters: those of the first network link (the node's uplink).
-      double lat = 0;
+      double lat = 0, reported = 0;  // seconds, microseconds
       for (int e : r) {
         const auto& ed = t.edges()[static_cast<std::size_t>(e)];
         if (hw_class_of(ed.kind) != HwClass::Net) continue;
         lat += ed.latency;
-        if (!gi.lv.inter) gi.lv.inter = np.level(ed.cls);
+        const NcclLevelParams* lp = np.level(ed.cls);
+        reported += lp && lp->reported_latency_us >= 0 ? lp->reported_latency_us : ed.latency * 1e6;
+        if (!gi.lv.inter) gi.lv.inter = lp;
       }
       gi.lv.latency_inter_us = std::max(gi.lv.latency_inter_us, lat * 1e6);
+      gi.lv.reported_latency_inter_us = std::max(gi.lv.reported_latency_inter_us, reported);
     }
   }
   return gi;
@@ -384,6 +387,7 @@ StepCost Simulator::step(const LoweredStep& st, double n, std::vector<double>& f
             return x.shape.ranks == gi.shape.ranks && x.shape.nodes == gi.shape.nodes &&
                    x.shape.bytes == gi.shape.bytes && x.lv.intra_hw == gi.lv.intra_hw && x.lv.intra == gi.lv.intra &&
                    x.lv.inter == gi.lv.inter && x.lv.latency_inter_us == gi.lv.latency_inter_us &&
+                   x.lv.reported_latency_inter_us == gi.lv.reported_latency_inter_us &&
                    x.shape.intra_pci == gi.shape.intra_pci;
           }))
         infos.push_back(gi);

@@ -535,6 +535,7 @@ NcclParams nccl_params_from_json(const nlohmann::json& j, const System& s) {
         if (l.nics < 1) v->fail("must be at least 1");
       }
       if (const auto v = x.optional_renamed("nic_GBps", "nic_gbps")) l.nic_gbps = non_neg(*v);
+      if (const auto v = x.optional("reported_latency_us")) l.reported_latency_us = non_neg(*v);
       x.finish();
       p.levels.push_back(std::move(l));
     }
@@ -590,6 +591,7 @@ nlohmann::json nccl_json(const NcclParams& p) {
       per_protocol("hop_latency_scale", l.hop_latency_scale, [](double d) { return d == 1.0; });
       if (l.nics > 0) x["nics"] = l.nics;
       if (l.nic_gbps > 0) x["nic_GBps"] = l.nic_gbps;
+      if (l.reported_latency_us >= 0) x["reported_latency_us"] = l.reported_latency_us;
       lv[l.level] = x;
     }
     j["levels"] = lv;
@@ -783,8 +785,14 @@ double latency_us(const NcclParams& p, const CallShape& c, const GroupLevels& g,
       hw_lat(tb, g.intra, g.intra_hw, r, pi) * (nodes > 1 && pr == Protocol::LL ? tb.ll_multinode_intra : 1.0);
   // tuning.cc: with one rank per node the tree's network latency is used for every algorithm;
   // graph->latencyInter (the network's own latency) is added, twice for Simple (flush).
-  double inter = hw_lat(tb, g.inter, HwClass::Net, ppn == 1 && tb.ppn1_tree_net ? kTree : r, pi) + g.latency_inter_us;
-  if (pr == Protocol::Simple) inter += g.latency_inter_us;
+  // NCCL's estimate adds what the plugin reports; the time, the network's own latency.
+  const double li = nccl_estimate ? g.estimate_latency_inter_us() : g.latency_inter_us;
+  double inter = hw_lat(tb, g.inter, HwClass::Net, ppn == 1 && tb.ppn1_tree_net ? kTree : r, pi) + li;
+  if (pr == Protocol::Simple) inter += li;
+  // v2.18 priced the NVLS (tree) network hops with hwLat[NET] alone; the hop still crosses the
+  // network, so the time adds its latency in every version (docs/simulator.md §2: the 2-node p5 log
+  // run at v2.18.5, where NCCL picks the NVLS tree, measures 172-178 us at 8 B-8 KiB).
+  const bool nvls_inter = tb.nvls_latency_inter || !nccl_estimate;
   switch (a) {
     case Algorithm::Ring: {
       const double steps = ring_steps(c.coll, n);
@@ -795,8 +803,13 @@ double latency_us(const NcclParams& p, const CallShape& c, const GroupLevels& g,
         const NcclLevelParams* lv = nodes == 1 ? g.intra : g.inter;
         lat += steps * hw_lat(tb, lv, hw, pr == Protocol::Simple ? kTree : kRing, pi);
       } else {
+        // NCCL's estimate (v2.18 on): inter-node rings pay the host's net overhead per step (x3 for
+        // Simple). Not the time: the proxy posts those sends while the chain goes on, and what they
+        // cost beyond the chain is the proxy bound's (bandwidth_time). The forced ring of the 2-node
+        // p5 log (NCCL 2.22.3, AMD, 2 us) runs at 71 us where the floor would give 113 us
+        // (docs/simulator.md §2, "Proxy bound").
         double intra_eff = intra;
-        if (nodes > 1 && tb.net_overhead) {  // inter-node rings pay the host's net overhead per step (x3 for Simple)
+        if (nodes > 1 && tb.net_overhead && nccl_estimate) {
           double ovh = p.net_overhead_us >= 0 ? p.net_overhead_us : (p.amd_cpu ? 2.0 : 1.0);  // getNetOverhead
           if (pr == Protocol::Simple) ovh *= 3;
           intra_eff = std::max(intra_eff, ovh);
@@ -825,10 +838,10 @@ double latency_us(const NcclParams& p, const CallShape& c, const GroupLevels& g,
         lat += 2.0 * (std::min(1, ppn - 1) * intra + (ppn - 1) * tb.collnet_arity) + inter;
       break;
     case Algorithm::Nvls:
-      lat += intra + (nodes > 1 ? (tb.nvls_latency_inter ? inter : hw_lat(tb, g.inter, HwClass::Net, r, pi)) : 0.0);
+      lat += intra + (nodes > 1 ? (nvls_inter ? inter : hw_lat(tb, g.inter, HwClass::Net, r, pi)) : 0.0);
       break;
     case Algorithm::NvlsTree: {
-      const double hop = tb.nvls_latency_inter ? inter : hw_lat(tb, g.inter, HwClass::Net, r, pi);
+      const double hop = nvls_inter ? inter : hw_lat(tb, g.inter, HwClass::Net, r, pi);
       lat += intra + 2.0 * (tb.nvls_tree_linear ? nodes - 1 : log2i(nodes)) * hop;
       break;
     }

@@ -308,12 +308,12 @@ TEST_CASE("fit: a per-call cost fitted on one collective carries over to the clu
   CHECK(worst(even_fit) > std::log(1.25));
 }
 
-TEST_CASE("fit: the network's own latency (the EFA plugin's 75 us on p5) is a knob of the NCCL fit") {
+TEST_CASE("fit: the network's own latency (the EFA plugin's 75 us on p4d) is a knob of the NCCL fit") {
   // NCCL adds the network's latency (graph->latencyInter, the network level's latency_us) to every
-  // network hop. A p5 cluster whose network hop costs 20 us, not the preset's 75: the fit on its
+  // network hop. A p4d cluster whose network hop costs 20 us, not the preset's 75: the fit on its
   // all-reduce finds it, and a small all-reduce is predicted within 10% (the hop latencies alone
   // cannot go below 0 to make up 55 us per hop).
-  const auto base = preset_system(2, 8, "p5");
+  const auto base = preset_system(2, 8, "p4d");
   const std::string knob = "/levels/0/interconnect/latency_us";
   json tj = engine::system_json(base);
   const double preset_latency = value(tj, knob);

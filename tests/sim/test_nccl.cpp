@@ -547,16 +547,27 @@ TEST_CASE("presets: names, aliases, sources, the nccl section they write") {
 
 TEST_CASE("presets: AWS EFA levels carry the latency aws-ofi-nccl reports; p5 keeps LL/LL128") {
   // aws-ofi-nccl v1.7.3-aws reports ncclNetProperties_t::latency = 75 us on p4d and p5
-  // (src/platform-aws.c); the presets' EFA levels carry it.
-  for (const char* n : {"p4d", "p5"}) {
-    CAPTURE(n);
-    const auto& lv = find_preset(n).levels;
-    REQUIRE(lv.size() == 2);
-    CHECK(lv[0].latency_us == 0);
-    CHECK(lv[1].latency_us == simtest::rel(75));
-  }
+  // (src/platform-aws.c). p4d's EFA level costs that much per hop in the time too; p5's (EFAv2)
+  // costs 21 us (levels.cpp kP5EfaLatencyUs) and reports 75 us to NCCL's pick.
+  const auto& p4d = find_preset("p4d").levels;
+  REQUIRE(p4d.size() == 2);
+  CHECK(p4d[0].latency_us == 0);
+  CHECK(p4d[1].latency_us == simtest::rel(75));
+  const auto& p5l = find_preset("p5").levels;
+  REQUIRE(p5l.size() == 2);
+  CHECK(p5l[1].latency_us == simtest::rel(21));
   System s = preset_system("node=2,gpu=8", "p5");
-  System z = s;  // the same nodes with a plugin that reports no latency
+  const NcclParams np5 = nccl_params(s);
+  const auto efa = std::find_if(np5.levels.begin(), np5.levels.end(),
+                                [](const NcclLevelParams& l) { return l.reported_latency_us >= 0; });
+  REQUIRE(efa != np5.levels.end());
+  CHECK(efa->reported_latency_us == simtest::rel(75));
+  CHECK(nccl_json(np5)["levels"][efa->level]["reported_latency_us"] == 75);
+  CHECK(nccl_params_from_json(nccl_json(np5), s).level(efa->level)->reported_latency_us == simtest::rel(75));
+  System bad = s;
+  bad.nccl["levels"][efa->level]["reported_latency_us"] = -5;
+  CHECK_THROWS_WITH_AS(nccl_params(bad), doctest::Contains("reported_latency_us"), p2v::Error);
+  System z = s;  // the same nodes with a network of no latency
   for (auto& l : z.levels)
     if (l.interconnect && l.interconnect->kind == LinkKind::Nic) l.interconnect->latency_us = 0;
   const Simulator p5(s), p5z(z);
@@ -566,15 +577,31 @@ TEST_CASE("presets: AWS EFA levels carry the latency aws-ofi-nccl reports; p5 ke
   CHECK(small.proto == Protocol::LL);
   CHECK(small.algo == Algorithm::Tree);
   // NCCL's formula (tuning.cc): tree latency += 2 * log2(nodes) * interLat, interLat = hwLat[NET] +
-  // latencyInter, latencyInter once more for Simple (flush). 2 nodes: +150 us for LL, +300 us for Simple.
+  // latencyInter, latencyInter once more for Simple (flush). The time, 2 nodes at 21 us: +42 us for
+  // LL and LL128, +84 us for Simple.
   for (const Protocol q : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
     CAPTURE(static_cast<int>(q));
     const double d = call(p5, Collective::AllReduce, 16, 8, Algorithm::Tree, q).latency_s -
                      call(p5z, Collective::AllReduce, 16, 8, Algorithm::Tree, q).latency_s;
-    CHECK(d == simtest::rel((q == Protocol::Simple ? 300 : 150) * 1e-6));
+    CHECK(d == simtest::rel((q == Protocol::Simple ? 84 : 42) * 1e-6));
   }
-  // NVLS tree: from v2.19 its network hops are interLat too (2 log2(nodes) hops, Simple: +300 us);
-  // v2.18 prices them with hwLat[NET] alone (tuning.cc @ v2.18.5-1), so latencyInter leaves it unchanged.
+  // NCCL's estimate adds the reported 75 us where the time adds 21: the tree/LL estimate is 2 x 54 us
+  // above the time on 2 nodes (GroupLevels::reported_latency_inter_us).
+  const CallShape two{Collective::AllReduce, 16, 2, 8.0};
+  GroupLevels gl;
+  gl.latency_inter_us = 21;
+  gl.reported_latency_inter_us = 75;
+  NcclParams np;
+  np.arch = Arch::Hopper;
+  CHECK(latency_us(np, two, gl, Algorithm::Tree, Protocol::LL, true) -
+            latency_us(np, two, gl, Algorithm::Tree, Protocol::LL, false) ==
+        simtest::rel(108));
+  gl.reported_latency_inter_us = -1;  // not reported: the level's latency for both
+  CHECK(latency_us(np, two, gl, Algorithm::Tree, Protocol::LL, true) ==
+        simtest::rel(latency_us(np, two, gl, Algorithm::Tree, Protocol::LL, false)));
+  // NVLS tree: from v2.19 NCCL prices its network hops with interLat too (2 log2(nodes) hops, Simple:
+  // 2 x 2 x latencyInter); v2.18 with hwLat[NET] alone (tuning.cc @ v2.18.5-1). The time adds the
+  // network's latency in every version: the hop crosses the network all the same.
   auto nvls_tree_delta = [&](const char* version) {
     System a = s, b = z;
     a.nccl["version"] = version;
@@ -582,8 +609,39 @@ TEST_CASE("presets: AWS EFA levels carry the latency aws-ofi-nccl reports; p5 ke
     return call(Simulator(a), Collective::AllReduce, 16, 8, Algorithm::NvlsTree, Protocol::Simple).latency_s -
            call(Simulator(b), Collective::AllReduce, 16, 8, Algorithm::NvlsTree, Protocol::Simple).latency_s;
   };
-  CHECK(nvls_tree_delta("2.19.4") == simtest::rel(300e-6));
-  CHECK(nvls_tree_delta("2.18.5") == simtest::rel(0.0));
+  CHECK(nvls_tree_delta("2.19.4") == simtest::rel(84e-6));
+  CHECK(nvls_tree_delta("2.18.5") == simtest::rel(84e-6));
+  GroupLevels zero;
+  gl.reported_latency_inter_us = 75;
+  for (const char* v : {"2.18.5", "2.19.4"}) {
+    CAPTURE(v);
+    np.version = parse_nccl_version(v, "test");
+    const double est = latency_us(np, two, gl, Algorithm::NvlsTree, Protocol::Simple, true) -
+                       latency_us(np, two, zero, Algorithm::NvlsTree, Protocol::Simple, true);
+    CHECK(est == simtest::rel(np.version < 21900 ? 0.0 : 300.0));
+  }
+}
+
+TEST_CASE("nccl: the time leaves out NCCL's per-step host net overhead of inter-node rings") {
+  // tuning.cc (v2.18 on) floors every step of an inter-node ring at getNetOverhead (AMD 2 us, x3 for
+  // Simple); the time keeps the hop's own latency (the proxy's sends beyond the chain are the proxy
+  // bound's). 2 nodes x 8, ring/LL AllReduce: 30 steps, 2 across the network, 28 NVLink hops.
+  NcclParams np;
+  np.arch = Arch::Hopper;
+  np.amd_cpu = true;
+  const CallShape c{Collective::AllReduce, 16, 2, 32.0};
+  GroupLevels gl;
+  // NVLink's ring LL hop is 0.6 us (hwLat), so the estimate is 28 x (2 - 0.6) us above the time.
+  const double est = latency_us(np, c, gl, Algorithm::Ring, Protocol::LL, true);
+  const double time = latency_us(np, c, gl, Algorithm::Ring, Protocol::LL, false);
+  CHECK(est - time == simtest::rel(28 * 1.4));
+  np.net_overhead_us = 5;
+  CHECK(latency_us(np, c, gl, Algorithm::Ring, Protocol::LL, true) - est == simtest::rel(28 * 3.0));
+  CHECK(latency_us(np, c, gl, Algorithm::Ring, Protocol::LL, false) == simtest::rel(time));
+  // One node: no floor in either.
+  const CallShape one{Collective::AllReduce, 8, 1, 32.0};
+  CHECK(latency_us(np, one, gl, Algorithm::Ring, Protocol::LL, true) ==
+        simtest::rel(latency_us(np, one, gl, Algorithm::Ring, Protocol::LL, false)));
 }
 
 TEST_CASE("nccl: one thread launching several GPUs' kernels (nccl-tests -g N) pays the launches before the last") {

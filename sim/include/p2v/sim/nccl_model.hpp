@@ -63,6 +63,11 @@ struct NcclLevelParams {
   // Per protocol, a factor on the level's hop latency (NCCL's per-algorithm hwLat, or hop_latency_us
   // where set): what `p2v calibrate` fits, so a fitted file keeps NCCL's per-algorithm table.
   std::array<double, kNumProtocols> hop_latency_scale{1, 1, 1};
+  // A network level: the latency its network plugin reports to NCCL (ncclNetProperties_t::latency,
+  // NCCL's graph->latencyInter), us. NCCL's own estimate, so its pick, adds this one; the time adds
+  // the interconnect's latency_us, the hop's real cost. < 0: the interconnect's latency_us for both.
+  // (AWS's EFA plugin reports 75 us on p4d and p5 alike, a tuning value: docs/simulator.md §2.)
+  double reported_latency_us = -1.0;
   int nics = 0;           // informative: NICs per instance (0 = not stated)
   double nic_gbps = 0.0;  // informative: per-NIC line rate, GB/s
 };
@@ -153,6 +158,12 @@ struct GroupLevels {
   const NcclLevelParams* intra = nullptr;  // may be null
   const NcclLevelParams* inter = nullptr;  // may be null
   double latency_inter_us = 0.0;
+  // What the network plugins report as that latency (NcclLevelParams::reported_latency_us), used in
+  // NCCL's own estimate; < 0: latency_inter_us.
+  double reported_latency_inter_us = -1.0;
+  double estimate_latency_inter_us() const {
+    return reported_latency_inter_us >= 0 ? reported_latency_inter_us : latency_inter_us;
+  }
 };
 
 // One group's call: collective, ranks, nodes spanned (ranks per node = ranks / nodes), nccl-tests
