@@ -904,10 +904,13 @@ double bandwidth_time(const NcclParams& p, const CallShape& c, Algorithm a, Prot
         cap(2 * S, nch * kPerChTreeLL128[ai][ni] * 1e9);
       }
       // NCCL's static correction for trees at medium sizes: in its estimate always; in p2v's time
-      // only for LL/LL128 (for Simple the pipeline fill below models the same effect).
+      // for LL and LL128 (for Simple the pipeline fill below models the same effect). Across nodes
+      // the LL128 tree pays both the factor and its network fill: with the fill alone the suite's
+      // multi-node LL128 trees (IB, RoCE and EFA clusters, 256 KiB-64 MiB) came out 0.62-0.94,
+      // with both 0.68-1.08 but for one 4-node H100 cluster (docs/simulator.md §6, third session).
       const int ls = log2i(static_cast<long long>(S) >> 6);
-      const bool filled = pr == Protocol::Simple || (pr == Protocol::LL128 && p.ll128_net_fill && nodes > 1);
-      if (ls >= 0 && ls < 23 && (nccl_estimate || !filled)) t /= kTreeCorrection[static_cast<int>(pr)][ls];
+      if (ls >= 0 && ls < 23 && (nccl_estimate || pr != Protocol::Simple))
+        t /= kTreeCorrection[static_cast<int>(pr)][ls];
       break;
     }
     case Algorithm::Nvls:
