@@ -221,7 +221,8 @@ int run_nccl_tests(const CalArgs& in) {
     notes.push_back(std::move(why));
   }
   auto sys = load_system(a.system, a.preset);
-  if (const auto note = fill_interconnects(sys, a.preset, false, "", a.nccl_tuner); !note.empty())
+  nlohmann::json accuracy;  // the preset's uncalibrated accuracy, where the system is its own
+  if (const auto note = fill_interconnects(sys, a.preset, false, "", a.nccl_tuner, &accuracy); !note.empty())
     notes.push_back(note);
   const auto algo = sim::parse_algorithm(a.algo.empty() ? "auto" : a.algo);
   apply_nccl_version(a, logs, sys);
@@ -230,8 +231,9 @@ int run_nccl_tests(const CalArgs& in) {
   if (a.predict_only) {
     const auto pr = sim::predict_points(sys, ps, algo);
     if (a.json) {
-      fmt::print("{}\n",
-                 nlohmann::json{{"system", sys.name}, {"notes", notes_json()}, {"points", points_json(pr)}}.dump(2));
+      nlohmann::json j{{"system", sys.name}, {"notes", notes_json()}, {"points", points_json(pr)}};
+      if (!accuracy.is_null()) j["accuracy"] = accuracy;
+      fmt::print("{}\n", j.dump(2));
       return 0;
     }
     for (const auto& n : notes) fmt::print("{}\n", n);
@@ -262,6 +264,7 @@ int run_nccl_tests(const CalArgs& in) {
                      {"prior_weight", a.prior_weight},
                      {"system", out}};
     if (!a.output.empty()) j["output"] = a.output;
+    if (!accuracy.is_null()) j["accuracy"] = accuracy;
     fmt::print("{}\n", j.dump(2));
     return 0;
   }

@@ -179,8 +179,9 @@ Registrar reg("explore", [](CLI::App& sub) -> std::function<int()> {
     const bool sweeping = sizes.size() > 1 || a->sweep.given();
     if (sweeping) a->cost.bytes.clear();
     Problem p = load_problem(a->problem);
+    nlohmann::json accuracy;
     if (const auto note = fill_interconnects(p.system, a->problem.preset, a->problem.sharp, a->problem.nccl_version,
-                                             a->problem.nccl_tuner);
+                                             a->problem.nccl_tuner, &accuracy);
         !note.empty() && !a->json)
       fmt::print("{}\n", note);
     std::vector<Reduction> reds;
@@ -194,15 +195,17 @@ Registrar reg("explore", [](CLI::App& sub) -> std::function<int()> {
       std::vector<std::pair<std::vector<int>, double>> rs;
       for (const auto& r : reds) rs.emplace_back(r.axes, r.weight);
       return explore_sweep(p.system, p.axes, rs, p.matrices, programs, copt, a->cost.algo, sizes,
-                           {a->json, a->progress});
+                           {a->json, a->progress, accuracy});
     }
     sim::Simulator simulator(p.system);
     const Explored e = explore_placements(p, reds, programs, copt, simulator, a->progress.wanted());
     const std::size_t shown =
         a->top < 0 ? e.rows.size() : std::min<std::size_t>(e.rows.size(), static_cast<std::size_t>(a->top));
-    if (a->json)
-      fmt::print("{}\n", explore_json(p, *a, copt, reds, e, shown).dump(2));
-    else
+    if (a->json) {
+      nlohmann::json j = explore_json(p, *a, copt, reds, e, shown);
+      if (!accuracy.is_null()) j["accuracy"] = std::move(accuracy);
+      fmt::print("{}\n", j.dump(2));
+    } else
       print_explored(p, *a, copt, reds, e, shown, simulator.topology().num_devices());
     return 0;
   };

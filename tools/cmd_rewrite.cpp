@@ -182,7 +182,9 @@ Registrar reg("rewrite", [](CLI::App& sub) -> std::function<int()> {
       throw Error(fmt::format("--max-size {}: expected 1..{}", a->opt.max_size, engine::kMaxProgramSize));
     if (a->opt.prune < 1.0) throw Error(fmt::format("--prune {}: must be at least 1", a->opt.prune));
     Problem p = load_problem(a->problem);
-    if (const auto note = fill_interconnects(p.system, a->problem.preset); !note.empty() && !a->json)
+    nlohmann::json accuracy;
+    if (const auto note = fill_interconnects(p.system, a->problem.preset, false, "", "", &accuracy);
+        !note.empty() && !a->json)
       fmt::print("{}\n", note);
     const sim::Simulator simulator(p.system);
     const auto copt = a->cost.options(p.system);
@@ -208,9 +210,10 @@ Registrar reg("rewrite", [](CLI::App& sub) -> std::function<int()> {
       if (!a->no_certify && !a->certificate.empty())
         write_file(p.matrices.size() > 1 ? fmt::format("{}.{}", a->certificate, done) : a->certificate,
                    encodings::to_json(c.cert).dump(1) + "\n");
-      if (a->json)
+      if (a->json) {
         out.push_back(to_json(*a, c));
-      else
+        if (!accuracy.is_null()) out.back()["accuracy"] = accuracy;
+      } else
         print_case(*a, c);
     }
     if (done == 0) throw Error("the program does not fit the system: " + first_error);

@@ -150,12 +150,14 @@ struct Prepared {
   Problem problem;
   sim::SimulateOptions options;
   std::set<std::string> given;
+  nlohmann::json accuracy;  // the preset's published accuracy for --json (null: none applies)
 };
 
 Prepared prepare(const SimArgs& a) {
   Problem p = load_problem(a.problem);
-  if (const auto note =
-          fill_interconnects(p.system, a.problem.preset, a.problem.sharp, a.problem.nccl_version, a.problem.nccl_tuner);
+  nlohmann::json accuracy;
+  if (const auto note = fill_interconnects(p.system, a.problem.preset, a.problem.sharp, a.problem.nccl_version,
+                                           a.problem.nccl_tuner, &accuracy);
       !note.empty() && !a.json)
     fmt::print("{}\n", note);
   sim::SimulateOptions o;
@@ -186,12 +188,13 @@ Prepared prepare(const SimArgs& a) {
   o.svg_topology = !a.svg_topology.empty();
   o.svg_ranking = !a.svg_ranking.empty();
   o.svg_program = a.svg_program;
-  return {std::move(p), std::move(o), given};
+  return {std::move(p), std::move(o), given, std::move(accuracy)};
 }
 
 // Loads the problem and ranks it; writes the pictures asked for.
-sim::SimulateRun run(const SimArgs& a) {
-  const auto [p, o, given] = prepare(a);
+sim::SimulateRun run(const SimArgs& a, nlohmann::json* accuracy = nullptr) {
+  const auto [p, o, given, acc] = prepare(a);
+  if (accuracy) *accuracy = acc;
   auto r = sim::simulate(p.system, p.axes, p.reduce, p.matrices, o);
   if (!given.empty()) keep_given(r.report, given, a.search.max_size);
   if (o.svg_topology && !r.topology_svg.empty()) write_file(a.svg_topology, r.topology_svg);
@@ -305,7 +308,8 @@ int sweep(SimArgs a, const std::vector<double>& sizes) {
   a.cost.bytes.clear();  // each size in turn, below
   const auto prep = prepare(a);
   const auto& p = prep.problem;
-  return simulate_sweep(p.system, p.axes, p.reduce, p.matrices, prep.options, sizes, {a.json, a.progress});
+  return simulate_sweep(p.system, p.axes, p.reduce, p.matrices, prep.options, sizes,
+                        {a.json, a.progress, prep.accuracy});
 }
 
 Registrar reg("simulate", [](CLI::App& sub) -> std::function<int()> {
@@ -316,10 +320,13 @@ Registrar reg("simulate", [](CLI::App& sub) -> std::function<int()> {
     a->top_given = top->count() > 0;
     if (const auto sizes = sweep_sizes(a->cost.bytes, a->sweep); sizes.size() > 1 || a->sweep.given())
       return sweep(*a, sizes);
-    const auto r = run(*a);
-    if (a->json)
-      fmt::print("{}\n", sim::to_json(r.report).dump(2));
-    else
+    nlohmann::json accuracy;
+    const auto r = run(*a, &accuracy);
+    if (a->json) {
+      nlohmann::json j = sim::to_json(r.report);
+      if (!accuracy.is_null()) j["accuracy"] = std::move(accuracy);
+      fmt::print("{}\n", j.dump(2));
+    } else
       print_table(*a, r.report);
     return 0;
   };

@@ -25,6 +25,7 @@ struct StepArgs {
   ProblemArgs problem;
   SearchArgs search;
   std::string model, program, mode = "ddp", algo = "auto", svg, preset_note;
+  nlohmann::json accuracy;  // the preset's published accuracy for --json (fill_interconnects; null: none)
   double bucket_mb = 25, measured_step_ms = 0;
   std::string throughput;
   int candidates = 8, units = 64, batch = 0, measured_gpus = 1;
@@ -100,7 +101,7 @@ StepCommand run(StepArgs& a) {
                       return program_fits(c.problem, x, a.program, engine::HierarchyKind::ReductionAxes);
                     }});
   a.preset_note = fill_interconnects(c.problem.system, a.problem.preset, a.problem.sharp, a.problem.nccl_version,
-                                     a.problem.nccl_tuner);
+                                     a.problem.nccl_tuner, &a.accuracy);
   c.opt.synth = a.search.options();
   c.opt.zero = a.mode == "zero";
   c.opt.program = a.program;
@@ -196,10 +197,12 @@ int sweep(StepArgs& a, bool bucket_mb_given) {
     a.bucket_mb = cap / 1e6;
     const auto c = run(a);
     info.several = c.run.placements.size() > 1;
-    if (info.head.is_null())
+    if (info.head.is_null()) {
       info.head = {{"model", c.model.name},  {"system", engine::system_json(c.problem.system)},
                    {"axes", c.problem.axes}, {"reduce", c.problem.reduce},
                    {"mode", a.mode},         {"algo", a.algo}};
+      if (!a.accuracy.is_null()) info.head["accuracy"] = a.accuracy;  // set by run (fill_interconnects)
+    }
     const auto& br = c.run.placements[c.run.best];
     const auto& rep = br.has_chosen ? br.chosen : br.fixed;
     StepSweepRow row;
@@ -232,7 +235,7 @@ int sweep(StepArgs& a, bool bucket_mb_given) {
                        : fmt::format("{} caps from {} to {}", caps.size(), engine::format_size(caps.front()),
                                      engine::format_size(caps.back())),
       a.program.empty() ? (a.mode == "zero" ? "ZeRO default" : "DDP default") : "--program");
-  return step_sweep(caps, one, info, {a.json, a.progress});
+  return step_sweep(caps, one, info, {a.json, a.progress, {}});  // accuracy: in info.head
 }
 
 Registrar reg("step", [](CLI::App& sub) -> std::function<int()> {
@@ -242,11 +245,12 @@ Registrar reg("step", [](CLI::App& sub) -> std::function<int()> {
   return [a, bucket_mb] {
     if (!a->buckets.empty()) return sweep(*a, bucket_mb->count() > 0);
     const auto c = run(*a);
-    if (a->json)
-      fmt::print("{}\n",
-                 st::to_json(st::make_report(c.model, c.problem.system, c.problem.axes, c.problem.reduce, c.opt, c.run))
-                     .dump(2));
-    else
+    if (a->json) {
+      nlohmann::json j =
+          st::to_json(st::make_report(c.model, c.problem.system, c.problem.axes, c.problem.reduce, c.opt, c.run));
+      if (!a->accuracy.is_null()) j["accuracy"] = a->accuracy;
+      fmt::print("{}\n", j.dump(2));
+    } else
       print_table(*a, c);
     return 0;
   };

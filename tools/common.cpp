@@ -126,7 +126,7 @@ void add_nccl_tuner_option(CLI::App& sub, std::string& tuner) {
 }
 
 std::string fill_interconnects(engine::System& s, const std::string& name, bool sharp, const std::string& nccl_version,
-                               const std::string& nccl_tuner) {
+                               const std::string& nccl_tuner, nlohmann::json* accuracy) {
   const auto& preset = sim::find_preset(name.empty() ? std::string(sim::kDefaultPreset) : name);
   // The accuracy line (sim/fidelity.hpp) is for the preset's own numbers, uncalibrated: a preset
   // alone (the whole system equal to what load_system builds from it), or an inline hierarchy the
@@ -156,12 +156,21 @@ std::string fill_interconnects(engine::System& s, const std::string& name, bool 
     device = fmt::format("; device {} ({:g} TFLOP/s bf16 peak, efficiency {:g} assumed, {:g} GB)", d.name,
                          d.peak_tflops, d.efficiency, d.memory_gb);
   }
-  if (alone) return sim::accuracy_note(sim::published_accuracy(), preset.name, 1);
+  if (alone) {
+    auto a = sim::accuracy_json(sim::published_accuracy(), preset.name, 1);
+    std::string line = a.at("note").get<std::string>();
+    if (accuracy) *accuracy = std::move(a);
+    return line;
+  }
   if (!links && device.empty()) return "";
   std::string note = fmt::format("{}: preset {} ({}){}{}", links ? "interconnects" : "device numbers", preset.name,
                                  preset.description, device, name.empty() ? "; choose another with --preset" : "");
   // How far the preset's uncalibrated times held against published measurements (sim/fidelity.hpp).
-  if (links && bare) note += "\n" + sim::accuracy_note(sim::published_accuracy(), preset.name, sim::system_nodes(s));
+  if (links && bare) {
+    auto a = sim::accuracy_json(sim::published_accuracy(), preset.name, sim::system_nodes(s));
+    note += "\n" + a.at("note").get<std::string>();
+    if (accuracy) *accuracy = std::move(a);
+  }
   return note;
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 // Options shared by the subcommands that take a placement problem.
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -91,8 +92,11 @@ void add_preset_option(CLI::App& sub, std::string& preset, bool* sharp = nullptr
 // preset used, or "" when nothing was filled. A non-empty `nccl_tuner` sets its tuner plugin; a
 // non-empty `nccl_version` sets the system's NCCL
 // version (docs/simulator.md §2, "NCCL version"; p2v::Error when it is not one p2v holds).
+// Where the line carries the preset's published accuracy (the preset's own system), `accuracy`
+// (if given) receives it as sim::accuracy_json for --json outputs; else it is left as it is.
 std::string fill_interconnects(engine::System& s, const std::string& name, bool sharp = false,
-                               const std::string& nccl_version = "", const std::string& nccl_tuner = "");
+                               const std::string& nccl_version = "", const std::string& nccl_tuner = "",
+                               nlohmann::json* accuracy = nullptr);
 // Adds --nccl-tuner (none, fastest, aws-ofi-p5: the system's "nccl" "tuner", docs/simulator.md §2).
 void add_nccl_tuner_option(CLI::App& sub, std::string& tuner);
 

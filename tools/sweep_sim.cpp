@@ -90,6 +90,7 @@ int simulate_sweep(const engine::System& system, const std::vector<int>& axes, c
                      {"busbw_factor", bus},
                      {"sizes", std::move(rows)},
                      {"crossover", crossover_json(points)}};
+    if (!out.accuracy.is_null()) j["accuracy"] = out.accuracy;
     fmt::print("{}\n", j.dump(2));
     return 0;
   }
@@ -172,14 +173,15 @@ int explore_sweep(const engine::System& system, const std::vector<int>& axes,
   if (out.json) {
     nlohmann::json reds = nlohmann::json::array();
     for (const auto& [red, w] : reductions) reds.push_back({{"reduce", red}, {"weight", w}});
-    const nlohmann::json j{{"format", "p2v-explore-sweep"},
-                           {"version", 1},
-                           {"system", engine::system_json(system)},
-                           {"axes", axes},
-                           {"algo", algo},
-                           {"reductions", std::move(reds)},
-                           {"sizes", std::move(rows)},
-                           {"crossover", crossover_json(points)}};
+    nlohmann::json j{{"format", "p2v-explore-sweep"},
+                     {"version", 1},
+                     {"system", engine::system_json(system)},
+                     {"axes", axes},
+                     {"algo", algo},
+                     {"reductions", std::move(reds)},
+                     {"sizes", std::move(rows)},
+                     {"crossover", crossover_json(points)}};
+    if (!out.accuracy.is_null()) j["accuracy"] = out.accuracy;
     fmt::print("{}\n", j.dump(2));
     return 0;
   }
@@ -225,6 +227,7 @@ int step_sweep(const std::vector<double>& caps, const std::function<StepSweepRow
     j["sizes"] = std::move(sizes);
     j["fastest_fixed_bucket_bytes"] = caps.empty() ? 0.0 : caps[fastest];
     j["crossover"] = crossover_json(points);
+    if (!out.accuracy.is_null()) j["accuracy"] = out.accuracy;
     fmt::print("{}\n", j.dump(2));
     return 0;
   }

@@ -16,6 +16,7 @@ namespace p2v::tools {
 struct SweepOutput {
   bool json = false;
   ProgressArgs progress;
+  nlohmann::json accuracy;  // the preset's published accuracy (fill_interconnects), written as "accuracy"; null: none
 };
 
 // `opt` is the single-size simulation; its cost.bytes is replaced by each size in turn.

@@ -152,40 +152,80 @@ std::vector<AccuracyRow> accuracy_rows(const PublishedAccuracy& a, std::string_v
   return out;
 }
 
-std::string accuracy_note(const PublishedAccuracy& a, std::string_view preset, int nodes) {
-  const std::string name = find_preset(std::string(preset)).name;
-  if (!a.error.empty()) return fmt::format("accuracy: not available ({})", a.error);
-  const bool multi = nodes > 1;
-  const char* scope = multi ? "several nodes" : "one node";
-  const auto rows = accuracy_rows(a, name, multi);
-  if (rows.empty())
+namespace {
+
+// The line of accuracy_note from the summary accuracy_json holds (regimes and node counts).
+std::string note_of(const nlohmann::json& j) {
+  const std::string name = j.at("preset").get<std::string>(), scope = j.at("scope").get<std::string>();
+  if (j.at("points").get<int>() == 0)
     return fmt::format(
         "accuracy: no published measurement in p2v's fidelity suite checks preset {} on {}: its times are the "
         "model's alone; calibrate on your cluster's nccl-tests logs (p2v calibrate --nccl-tests)",
         name, scope);
   std::string parts;
+  for (const auto& r : j.at("regimes")) {
+    if (!parts.empty()) parts += ", ";
+    const std::string regime = r.at("regime").get<std::string>();
+    if (r.at("points").get<int>() == 0)
+      parts += fmt::format("{} unchecked (no point)", regime);
+    else
+      parts += fmt::format("{} {:.0f}% of {} within 1.25x (median {:.2f}, range {:.2f}-{:.2f})", regime,
+                           100 * r.at("within_1_25").get<double>(), r.at("points").get<int>(),
+                           r.at("median").get<double>(), r.at("min").get<double>(), r.at("max").get<double>());
+  }
+  std::string span;
+  const auto ns = j.at("nodes").get<std::vector<int>>();
+  for (const int n : ns) span += fmt::format("{}{}", span.empty() ? "" : ",", n);
+  return fmt::format(
+      "accuracy: preset {} uncalibrated against {} published nccl-tests points ({} node{}; one collective over every "
+      "GPU), predicted/measured: {}; p2v calibrate --nccl-tests fits it to a cluster (docs/simulator.md §6)",
+      name, j.at("points").get<int>(), span, ns.size() == 1 && ns.front() == 1 ? "" : "s", parts);
+}
+
+}  // namespace
+
+nlohmann::json accuracy_json(const PublishedAccuracy& a, std::string_view preset, int nodes) {
+  const std::string name = find_preset(std::string(preset)).name;
+  const bool multi = nodes > 1;
+  nlohmann::json j{{"preset", name}, {"scope", multi ? "several nodes" : "one node"}};
+  if (!a.error.empty()) {
+    j["error"] = a.error;
+    j["note"] = fmt::format("accuracy: not available ({})", a.error);
+    return j;
+  }
+  const auto rows = accuracy_rows(a, name, multi);
+  nlohmann::json regimes = nlohmann::json::array();
   int points = 0;
   std::vector<int> ns;
   for (const char* regime : kRegimes) {
     const auto r = std::find_if(rows.begin(), rows.end(), [&](const AccuracyRow& x) { return x.regime == regime; });
-    if (!parts.empty()) parts += ", ";
     if (r == rows.end()) {
-      parts += fmt::format("{} unchecked (no point)", regime);
+      regimes.push_back({{"regime", regime}, {"points", 0}});
       continue;
     }
-    parts += fmt::format("{} {:.0f}% of {} within 1.25x (median {:.2f}, range {:.2f}-{:.2f})", regime,
-                         100 * r->within_1_25, r->points, r->median, r->min, r->max);
+    regimes.push_back({{"regime", regime},
+                       {"points", r->points},
+                       {"logs", r->logs},
+                       {"nodes", r->nodes},
+                       {"median", r->median},
+                       {"within_1_25", r->within_1_25},
+                       {"within_2", r->within_2},
+                       {"min", r->min},
+                       {"max", r->max}});
     points += r->points;
     ns.insert(ns.end(), r->nodes.begin(), r->nodes.end());
   }
   std::sort(ns.begin(), ns.end());
   ns.erase(std::unique(ns.begin(), ns.end()), ns.end());
-  std::string span;
-  for (const int n : ns) span += fmt::format("{}{}", span.empty() ? "" : ",", n);
-  return fmt::format(
-      "accuracy: preset {} uncalibrated against {} published nccl-tests points ({} node{}; one collective over every "
-      "GPU), predicted/measured: {}; p2v calibrate --nccl-tests fits it to a cluster (docs/simulator.md §6)",
-      name, points, span, ns.size() == 1 && ns.front() == 1 ? "" : "s", parts);
+  j["points"] = points;
+  j["nodes"] = ns;
+  j["regimes"] = regimes;
+  j["note"] = note_of(j);
+  return j;
+}
+
+std::string accuracy_note(const PublishedAccuracy& a, std::string_view preset, int nodes) {
+  return accuracy_json(a, preset, nodes).at("note").get<std::string>();
 }
 
 }  // namespace p2v::sim

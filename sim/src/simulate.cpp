@@ -406,6 +406,9 @@ SimulateReport simulate_report_from_json(const json& j, const std::string& origi
   o["results"].each([&](const At& m) { r.results.push_back(matrix_from_json(m, r.model)); });
   if (r.model == SimModel::Graph)
     if (const auto m = o.optional("measurements")) r.measurements = measurements_from_json(*m);
+  // What the command adds beside the report (tools: the preset's published accuracy, written from
+  // sim::accuracy_json); informative, not part of the report.
+  if (const auto acc = o.optional("accuracy")) acc->expect(acc->raw().is_object(), "an object");
   o.finish();
   return r;
 }

@@ -396,6 +396,8 @@ StepReport step_report_from_json(const json& j, const std::string& origin) {
     r.gain = o["gain"].number();
   }
   o["placements"].each([&](const At& p) { r.placements.push_back(placement_from_json(p)); });
+  // The preset's published accuracy `p2v step --json` adds (sim::accuracy_json): informative.
+  if (const auto acc = o.optional("accuracy")) acc->expect(acc->raw().is_object(), "an object");
   o.finish();
   return r;
 }

@@ -130,6 +130,10 @@ TEST_CASE("fidelity: commands print the accuracy line for a preset, not for a sy
   const auto mine = simtest::run("simulate --system " + path + " --preset dgx-a100 --axes 8 --reduce 0 --top 1");
   CHECK(mine.code == 0);
   CHECK(mine.out.find("accuracy:") == std::string::npos);
+  const auto mine_json =
+      simtest::run("simulate --system " + path + " --preset dgx-a100 --axes 8 --reduce 0 --top 1 --json");
+  REQUIRE(mine_json.code == 0);
+  CHECK_FALSE(nlohmann::json::parse(mine_json.out).contains("accuracy"));
   j["levels"][0]["interconnect"]["bandwidth_GBps"] =
       nlohmann::json::parse(edited.out).at("system").at("levels")[0].at("interconnect").at("bandwidth_GBps");
   {
@@ -140,7 +144,88 @@ TEST_CASE("fidelity: commands print the accuracy line for a preset, not for a sy
   const auto same = simtest::run("simulate --system " + path + " --preset dgx-a100 --axes 8 --reduce 0 --top 1");
   CHECK(same.out.find("accuracy: preset dgx-a100 uncalibrated") != std::string::npos);
   std::remove(path.c_str());
-  // --json output stays JSON only.
+  // --json output stays JSON only: the line is the "accuracy" object's "note".
   const auto js = simtest::run("simulate --preset p5 --axes 8 --reduce 0 --top 1 --json");
-  CHECK(js.out.find("accuracy:") == std::string::npos);
+  REQUIRE(js.code == 0);
+  const auto parsed = nlohmann::json::parse(js.out);
+  CHECK(parsed.at("accuracy").at("note").get<std::string>().rfind("accuracy: preset p5 uncalibrated", 0) == 0);
+}
+
+TEST_CASE("fidelity: accuracy_json holds the note's numbers per regime") {
+  const auto a = parse_accuracy(file(kRow), "t.json");
+  const auto j = accuracy_json(a, "dgx-h100", 4);
+  CHECK(j.at("preset") == "dgx-h100");
+  CHECK(j.at("scope") == "several nodes");
+  CHECK(j.at("points") == 20);
+  CHECK(j.at("nodes") == nlohmann::json::array({2, 8}));
+  REQUIRE(j.at("regimes").size() == 3);
+  CHECK(j.at("regimes")[0] == nlohmann::json{{"regime", "<= 1 MiB"}, {"points", 0}});
+  const auto& mid = j.at("regimes")[1];
+  CHECK(mid.at("regime") == "1-64 MiB");
+  CHECK(mid.at("points") == 20);
+  CHECK(mid.at("within_1_25").get<double>() == doctest::Approx(0.8));
+  CHECK(mid.at("median").get<double>() == doctest::Approx(0.93));
+  CHECK(j.at("note") == accuracy_note(a, "dgx-h100", 4));
+  // No row for the scope: no counts, and the note says so.
+  const auto one = accuracy_json(a, "dgx-h100", 1);
+  CHECK(one.at("points") == 0);
+  CHECK(one.at("note").get<std::string>().find("no published measurement") != std::string::npos);
+  // An unreadable built-in file: the error, no counts.
+  PublishedAccuracy broken;
+  broken.error = "t.json: bad";
+  const auto e = accuracy_json(broken, "p5", 2);
+  CHECK(e.at("error") == "t.json: bad");
+  CHECK_FALSE(e.contains("points"));
+}
+
+TEST_CASE("fidelity: --json outputs carry the accuracy object where the text prints the line") {
+  const std::string sys = " --system node=2,gpu=8 --preset dgx-h100";
+  const auto text = simtest::run("simulate" + sys + " --axes 16 --reduce 0 --top 1");
+  REQUIRE(text.code == 0);
+  const auto at = text.out.find("accuracy: ");
+  REQUIRE(at != std::string::npos);
+  const std::string line = text.out.substr(at, text.out.find('\n', at) - at);
+  auto accuracy_of = [](const std::string& args) {
+    const auto r = simtest::run(args);
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    return j.is_array() ? j.at(0).at("accuracy") : j.at("accuracy");
+  };
+  const std::string path = "test_fidelity_simulate.json";
+  const auto sim_json = simtest::run("simulate" + sys + " --axes 16 --reduce 0 --bytes 1MiB --json");
+  REQUIRE(sim_json.code == 0);
+  const auto acc = nlohmann::json::parse(sim_json.out).at("accuracy");
+  CHECK(acc.at("note") == line);
+  CHECK(acc.at("preset") == "dgx-h100");
+  CHECK(acc.at("scope") == "several nodes");
+  int sum = 0;
+  for (const auto& r : acc.at("regimes")) sum += r.at("points").get<int>();
+  CHECK(acc.at("points") == sum);
+  CHECK(sum > 0);
+  // The report stays readable by the strict reader (--program-file), the object beside it.
+  {
+    std::ofstream f(path);
+    f << sim_json.out;
+  }
+  CHECK(simtest::run("simulate" + sys + " --axes 16 --reduce 0 --bytes 1MiB --program-file " + path).code == 0);
+  {
+    auto bad = nlohmann::json::parse(sim_json.out);
+    bad["accuracy"] = 3;
+    std::ofstream f(path);
+    f << bad.dump();
+  }
+  const auto refused = simtest::run("simulate" + sys + " --axes 16 --reduce 0 --bytes 1MiB --program-file " + path);
+  CHECK(refused.code != 0);
+  CHECK(refused.out.find("accuracy") != std::string::npos);
+  std::remove(path.c_str());
+  // Sweeps, explore, step, rewrite and calibrate carry the same object.
+  CHECK(accuracy_of("simulate" + sys + " --axes 16 --reduce 0 --bytes 1KiB:1MiB:x32 --json") == acc);
+  CHECK(accuracy_of("explore" + sys + " --axes 16 --reduce 0 --json") == acc);
+  CHECK(accuracy_of("explore" + sys + " --axes 16 --reduce 0 --bytes 1KiB:1MiB:x32 --json") == acc);
+  const std::string model = " --model " + std::string(P2V_SOURCE_DIR) + "/examples/models/resnet50.json";
+  CHECK(accuracy_of("step" + model + sys + " --axes 16 --json") == acc);
+  CHECK(accuracy_of("step" + model + sys + " --axes 16 --buckets 1MiB:4MiB:x2 --json") == acc);
+  CHECK(accuracy_of("rewrite" + sys + " --axes 16 --reduce 0 --program AllReduce --no-certify --json") == acc);
+  CHECK(accuracy_of("calibrate" + sys + " --nccl-tests " + std::string(P2V_SOURCE_DIR) +
+                    "/bench/fidelity/data/dgx-h100/allreduce_2n16g_xe9680.txt --predict-only --json") == acc);
 }

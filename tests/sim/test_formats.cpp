@@ -281,6 +281,13 @@ TEST_CASE("formats: p2v step --json and p2v calibrate --json are read by the str
   CHECK(step.mode == "zero");
   CHECK(step.placements.size() > 1);
   CHECK(st::to_json(step) == json::parse(step_text));
+  // The "accuracy" object step --json adds on a preset's own system (informative) is read; it must
+  // be an object.
+  auto with_acc = json::parse(step_text);
+  with_acc["accuracy"] = {{"preset", "dgx-a100"}, {"points", 0}};
+  CHECK(st::step_report_from_json(with_acc, "t").mode == "zero");
+  with_acc["accuracy"] = 3;
+  CHECK_THROWS_WITH_AS(st::step_report_from_json(with_acc, "t"), doctest::Contains("accuracy"), p2v::Error);
 
   const std::string csv = "/tmp/p2v_test_formats_cal2.csv";
   {

@@ -4,6 +4,7 @@
 // built into p2v), per preset, one node or several, and size regime. Commands print them beside a
 // prediction on a preset (docs/simulator.md §6), so a user sees how far to trust the number before
 // calibrating. A CTest regenerates the file from the suite and fails if the shipped one differs.
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,11 @@ PublishedAccuracy parse_accuracy(std::string_view json_text, std::string_view or
 const PublishedAccuracy& published_accuracy();
 // The rows of one preset (by name or alias) for one node or several; empty if the suite has none.
 std::vector<AccuracyRow> accuracy_rows(const PublishedAccuracy& a, std::string_view preset, bool multi_node);
+// The same for `--json` outputs ("accuracy"): {"preset", "scope" ("one node" / "several nodes"),
+// "points", "nodes", "regimes": [{"regime", "points", and where points > 0 "logs", "nodes",
+// "median", "within_1_25", "within_2", "min", "max"}], "note": the line below}; with "error" (and
+// no counts) when the built-in file could not be read. docs/formats.md, "accuracy".
+nlohmann::json accuracy_json(const PublishedAccuracy& a, std::string_view preset, int nodes);
 // One line for a prediction on preset `preset` over `nodes` nodes: per regime the share within
 // 1.25x and the median, or that no published measurement checks it.
 std::string accuracy_note(const PublishedAccuracy& a, std::string_view preset, int nodes);
