@@ -232,7 +232,7 @@ int run_nccl_tests(const CalArgs& in) {
     const auto pr = sim::predict_points(sys, ps, algo);
     if (a.json) {
       nlohmann::json j{{"system", sys.name}, {"notes", notes_json()}, {"points", points_json(pr)}};
-      if (!accuracy.is_null()) j["accuracy"] = accuracy;
+      add_accuracy(j, accuracy);
       fmt::print("{}\n", j.dump(2));
       return 0;
     }
@@ -264,7 +264,7 @@ int run_nccl_tests(const CalArgs& in) {
                      {"prior_weight", a.prior_weight},
                      {"system", out}};
     if (!a.output.empty()) j["output"] = a.output;
-    if (!accuracy.is_null()) j["accuracy"] = accuracy;
+    add_accuracy(j, accuracy);
     fmt::print("{}\n", j.dump(2));
     return 0;
   }

@@ -203,7 +203,7 @@ Registrar reg("explore", [](CLI::App& sub) -> std::function<int()> {
         a->top < 0 ? e.rows.size() : std::min<std::size_t>(e.rows.size(), static_cast<std::size_t>(a->top));
     if (a->json) {
       nlohmann::json j = explore_json(p, *a, copt, reds, e, shown);
-      if (!accuracy.is_null()) j["accuracy"] = std::move(accuracy);
+      add_accuracy(j, accuracy);
       fmt::print("{}\n", j.dump(2));
     } else
       print_explored(p, *a, copt, reds, e, shown, simulator.topology().num_devices());

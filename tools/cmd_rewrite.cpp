@@ -212,7 +212,7 @@ Registrar reg("rewrite", [](CLI::App& sub) -> std::function<int()> {
                    encodings::to_json(c.cert).dump(1) + "\n");
       if (a->json) {
         out.push_back(to_json(*a, c));
-        if (!accuracy.is_null()) out.back()["accuracy"] = accuracy;
+        add_accuracy(out.back(), accuracy);
       } else
         print_case(*a, c);
     }

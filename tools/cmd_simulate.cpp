@@ -324,7 +324,7 @@ Registrar reg("simulate", [](CLI::App& sub) -> std::function<int()> {
     const auto r = run(*a, &accuracy);
     if (a->json) {
       nlohmann::json j = sim::to_json(r.report);
-      if (!accuracy.is_null()) j["accuracy"] = std::move(accuracy);
+      add_accuracy(j, accuracy);
       fmt::print("{}\n", j.dump(2));
     } else
       print_table(*a, r.report);

@@ -201,7 +201,7 @@ int sweep(StepArgs& a, bool bucket_mb_given) {
       info.head = {{"model", c.model.name},  {"system", engine::system_json(c.problem.system)},
                    {"axes", c.problem.axes}, {"reduce", c.problem.reduce},
                    {"mode", a.mode},         {"algo", a.algo}};
-      if (!a.accuracy.is_null()) info.head["accuracy"] = a.accuracy;  // set by run (fill_interconnects)
+      add_accuracy(info.head, a.accuracy);  // set by run (fill_interconnects)
     }
     const auto& br = c.run.placements[c.run.best];
     const auto& rep = br.has_chosen ? br.chosen : br.fixed;
@@ -248,7 +248,7 @@ Registrar reg("step", [](CLI::App& sub) -> std::function<int()> {
     if (a->json) {
       nlohmann::json j =
           st::to_json(st::make_report(c.model, c.problem.system, c.problem.axes, c.problem.reduce, c.opt, c.run));
-      if (!a->accuracy.is_null()) j["accuracy"] = a->accuracy;
+      add_accuracy(j, a->accuracy);
       fmt::print("{}\n", j.dump(2));
     } else
       print_table(*a, c);

@@ -174,6 +174,10 @@ std::string fill_interconnects(engine::System& s, const std::string& name, bool 
   return note;
 }
 
+void add_accuracy(nlohmann::json& out, const nlohmann::json& accuracy) {
+  if (!accuracy.is_null()) out["accuracy"] = accuracy;
+}
+
 CLI::Option* add_dtype_option(CLI::App& sub, std::string& dtype, const std::string& what) {
   return sub.add_option("--dtype", dtype, fmt::format("{}: {}", what, engine::dtype_spellings()));
 }

@@ -97,6 +97,8 @@ void add_preset_option(CLI::App& sub, std::string& preset, bool* sharp = nullptr
 std::string fill_interconnects(engine::System& s, const std::string& name, bool sharp = false,
                                const std::string& nccl_version = "", const std::string& nccl_tuner = "",
                                nlohmann::json* accuracy = nullptr);
+// Adds that accuracy to a --json output object as "accuracy" (nothing when it is null).
+void add_accuracy(nlohmann::json& out, const nlohmann::json& accuracy);
 // Adds --nccl-tuner (none, fastest, aws-ofi-p5: the system's "nccl" "tuner", docs/simulator.md §2).
 void add_nccl_tuner_option(CLI::App& sub, std::string& tuner);
 

@@ -1,6 +1,8 @@
 // Size sweeps of p2v simulate and p2v explore (docs/sweeps.md).
 #include "sweep_sim.hpp"
 
+#include "common.hpp"
+
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 
@@ -90,7 +92,7 @@ int simulate_sweep(const engine::System& system, const std::vector<int>& axes, c
                      {"busbw_factor", bus},
                      {"sizes", std::move(rows)},
                      {"crossover", crossover_json(points)}};
-    if (!out.accuracy.is_null()) j["accuracy"] = out.accuracy;
+    add_accuracy(j, out.accuracy);
     fmt::print("{}\n", j.dump(2));
     return 0;
   }
@@ -181,7 +183,7 @@ int explore_sweep(const engine::System& system, const std::vector<int>& axes,
                      {"reductions", std::move(reds)},
                      {"sizes", std::move(rows)},
                      {"crossover", crossover_json(points)}};
-    if (!out.accuracy.is_null()) j["accuracy"] = out.accuracy;
+    add_accuracy(j, out.accuracy);
     fmt::print("{}\n", j.dump(2));
     return 0;
   }
@@ -227,7 +229,6 @@ int step_sweep(const std::vector<double>& caps, const std::function<StepSweepRow
     j["sizes"] = std::move(sizes);
     j["fastest_fixed_bucket_bytes"] = caps.empty() ? 0.0 : caps[fastest];
     j["crossover"] = crossover_json(points);
-    if (!out.accuracy.is_null()) j["accuracy"] = out.accuracy;
     fmt::print("{}\n", j.dump(2));
     return 0;
   }

@@ -16,7 +16,9 @@ namespace p2v::tools {
 struct SweepOutput {
   bool json = false;
   ProgressArgs progress;
-  nlohmann::json accuracy;  // the preset's published accuracy (fill_interconnects), written as "accuracy"; null: none
+  // simulate/explore sweeps: the preset's published accuracy (fill_interconnects), written as
+  // "accuracy"; null: none. (step_sweep takes it in StepSweepInfo::head, filled by its first run.)
+  nlohmann::json accuracy;
 };
 
 // `opt` is the single-size simulation; its cost.bytes is replaced by each size in turn.

@@ -308,8 +308,10 @@ GroupInfo group_info(const Topology& t, const NcclParams& np, const std::vector<
         const auto& ed = t.edges()[static_cast<std::size_t>(e)];
         if (hw_class_of(ed.kind) != HwClass::Net) continue;
         lat += ed.latency;
+        // The edge's share of its level's per-path latency: a star's path crosses two half edges.
         const NcclLevelParams* lp = np.level(ed.cls);
-        reported += lp && lp->reported_latency_us >= 0 ? lp->reported_latency_us : ed.latency * 1e6;
+        reported += lp ? lp->estimate_latency_us(ed.latency / t.edge_path_scale(e) * 1e6) * t.edge_path_scale(e)
+                       : ed.latency * 1e6;
         if (!gi.lv.inter) gi.lv.inter = lp;
       }
       gi.lv.latency_inter_us = std::max(gi.lv.latency_inter_us, lat * 1e6);

@@ -20,8 +20,9 @@ namespace {
 // "p4d.24xlarge" and "p5/p5e"; before v1.7 every EFA device reported 150, src/nccl_ofi_net.c
 // @ v1.3.0-aws, a value chosen so NCCL's tuning model matches measured AllReduce latency). NCCL
 // takes it as graph->latencyInter (src/graph/search.cc) and adds it to each network hop of Ring
-// and Tree, twice for Simple (src/graph/tuning.cc @ v2.18.5-1 = 559b70f8); p2v's levels model does
-// the same with a network level's latency_us (nccl_model.cpp latency_us).
+// and Tree, twice for Simple (src/graph/tuning.cc @ v2.18.5-1 = 559b70f8). p2v's models (levels and
+// graph) add a network level's reported_latency_us to NCCL's estimate (the pick) where one is set,
+// else its latency_us, and its latency_us to the time (nccl_model.cpp latency_us).
 constexpr double kEfaPluginLatencyUs = 75.0;
 
 // The time's p5 EFA hop latency (EFAv2; the interconnect's latency_us), while NCCL's pick keeps the
@@ -143,8 +144,8 @@ const std::vector<Preset>& presets() {
     {
       // AMD CPUs (3rd generation AMD EPYC, the instance page): NCCL's AMD rows (tuning.cc). NCCL's own
       // pick: AWS's tuner plugin (on by default from aws-ofi-nccl v1.16.0, 2025-06) is a system-file
-      // choice, "tuner": "aws-ofi-p5" (docs/simulator.md §2: with its picks, the 75 us latency below
-      // over-prices the rings of the HyperPod logs on 4-32 nodes).
+      // choice, "tuner": "aws-ofi-p5" (docs/simulator.md §2: with its picks 29 of the 36 points of
+      // the HyperPod logs on 4-32 nodes are within 1.25x, 28 with NCCL's own).
       NcclLevelParams efa = nic_level(32, 12.5);
       efa.reported_latency_us = kEfaPluginLatencyUs;
       NcclParams np = nccl_of(Arch::Hopper, true, {{}, efa}, 0, true);
@@ -434,8 +435,7 @@ LevelStep LevelSimulator::step(const Shape& s, Collective c, const GroupPattern&
     if (cards_[l] > 1 && hw_[l] == HwClass::Net) {
       gl.latency_inter_us += links_[l].latency_us;
       const NcclLevelParams* lp = nccl_.level(names_[l]);
-      gl.reported_latency_inter_us +=
-          lp && lp->reported_latency_us >= 0 ? lp->reported_latency_us : links_[l].latency_us;
+      gl.reported_latency_inter_us += lp ? lp->estimate_latency_us(links_[l].latency_us) : links_[l].latency_us;
     }
   std::vector<std::pair<Algorithm, std::pair<FlowTime, int>>> flows;
   auto flow_of = [&](Algorithm a) {

@@ -791,7 +791,7 @@ double latency_us(const NcclParams& p, const CallShape& c, const GroupLevels& g,
   if (pr == Protocol::Simple) inter += li;
   // v2.18 priced the NVLS (tree) network hops with hwLat[NET] alone; the hop still crosses the
   // network, so the time adds its latency in every version (docs/simulator.md §2: the 2-node p5 log
-  // run at v2.18.5, where NCCL picks the NVLS tree, measures 172-178 us at 8 B-8 KiB).
+  // run at v2.18.5, where NCCL picks the NVLS tree, measures 172-202 us at 4 B-8 KiB).
   const bool nvls_inter = tb.nvls_latency_inter || !nccl_estimate;
   switch (a) {
     case Algorithm::Ring: {

@@ -165,7 +165,8 @@ TEST_CASE("fidelity: accuracy_json holds the note's numbers per regime") {
   CHECK(mid.at("points") == 20);
   CHECK(mid.at("within_1_25").get<double>() == doctest::Approx(0.8));
   CHECK(mid.at("median").get<double>() == doctest::Approx(0.93));
-  CHECK(j.at("note") == accuracy_note(a, "dgx-h100", 4));
+  CHECK(j.at("note").get<std::string>().find("1-64 MiB 80% of 20 within 1.25x (median 0.93, range 0.40-1.10)") !=
+        std::string::npos);
   // No row for the scope: no counts, and the note says so.
   const auto one = accuracy_json(a, "dgx-h100", 1);
   CHECK(one.at("points") == 0);

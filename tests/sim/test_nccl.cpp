@@ -626,6 +626,44 @@ TEST_CASE("presets: AWS EFA levels carry the latency aws-ofi-nccl reports; p5 ke
   }
 }
 
+TEST_CASE("nccl: the pick reads the reported network latency, the time the level's own (both models)") {
+  // p5: 21 us per hop in the time, 75 us reported. The same system with 75 us as the hop's own
+  // latency and nothing reported makes the same picks at every size (NCCL's estimate sees 75 us in
+  // both), and costs more. The graph model's star crosses two half-latency edges per hop, whose
+  // shares of the reported latency add up to one hop's.
+  for (const int nodes : {2, 4}) {
+    CAPTURE(nodes);
+    const System fast = preset_system("node=" + std::to_string(nodes) + ",gpu=8", "p5");
+    System slow = fast;
+    for (auto& l : slow.levels)
+      if (l.interconnect && l.interconnect->kind == LinkKind::Nic) {
+        REQUIRE(l.interconnect->latency_us == simtest::rel(21));
+        l.interconnect->latency_us = 75;
+        REQUIRE(slow.nccl["levels"][l.name]["reported_latency_us"] == 75);
+        slow.nccl["levels"][l.name].erase("reported_latency_us");
+      }
+    const Simulator a(fast), b(slow);
+    for (double bytes = 1024; bytes <= 1024.0 * 1024 * 1024; bytes *= 2) {
+      CAPTURE(bytes);
+      const auto x = call(a, Collective::AllReduce, 8 * nodes, bytes);
+      const auto y = call(b, Collective::AllReduce, 8 * nodes, bytes);
+      CHECK(x.nccl_pick == y.nccl_pick);
+      CHECK(x.nccl_proto == y.nccl_proto);
+      CHECK(x.time_s < y.time_s);
+    }
+    // The level model: the same system costs less with the cheaper hop.
+    const LevelSimulator la(fast), lb(slow);
+    const auto shape =
+        make_shape(fast.cardinalities(), fast.level_names(), {{nodes, 8}}, {0}, HierarchyKind::ReductionAxes);
+    CostOptions o;
+    for (double bytes = 1024; bytes <= 1024.0 * 1024 * 1024; bytes *= 4) {
+      CAPTURE(bytes);
+      o.bytes = bytes;
+      CHECK(la.allreduce_time(shape, o) < lb.allreduce_time(shape, o));
+    }
+  }
+}
+
 TEST_CASE("nccl: the time leaves out NCCL's per-step host net overhead of inter-node rings") {
   // tuning.cc (v2.18 on) floors every step of an inter-node ring at getNetOverhead (AMD 2 us, x3 for
   // Simple); the time keeps the hop's own latency (the proxy's sends beyond the chain are the proxy

@@ -68,6 +68,10 @@ struct NcclLevelParams {
   // the interconnect's latency_us, the hop's real cost. < 0: the interconnect's latency_us for both.
   // (AWS's EFA plugin reports 75 us on p4d and p5 alike, a tuning value: docs/simulator.md §2.)
   double reported_latency_us = -1.0;
+  // What NCCL's estimate adds for a hop whose real latency is `latency_us`.
+  double estimate_latency_us(double latency_us) const {
+    return reported_latency_us >= 0 ? reported_latency_us : latency_us;
+  }
   int nics = 0;           // informative: NICs per instance (0 = not stated)
   double nic_gbps = 0.0;  // informative: per-NIC line rate, GB/s
 };

@@ -69,6 +69,9 @@ class Topology {
   void set_class(const std::string& cls, double bandwidth, double latency_per_path);
   // Mean bandwidth and per-path latency of class `cls` (as set_class takes them).
   std::pair<double, double> class_params(const std::string& cls) const;
+  // The share of its class's per-path latency edge `e` carries (0.5 for each of a star's two
+  // half-latency edges, 1 for a topology section's links).
+  double edge_path_scale(int e) const { return edge_path_scale_[static_cast<std::size_t>(e)]; }
 
   // Human-readable summary: vertices, links, classes.
   std::string describe() const;
