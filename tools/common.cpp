@@ -156,21 +156,18 @@ std::string fill_interconnects(engine::System& s, const std::string& name, bool 
     device = fmt::format("; device {} ({:g} TFLOP/s bf16 peak, efficiency {:g} assumed, {:g} GB)", d.name,
                          d.peak_tflops, d.efficiency, d.memory_gb);
   }
-  if (alone) {
-    auto a = sim::accuracy_json(sim::published_accuracy(), preset.name, 1);
-    std::string line = a.at("note").get<std::string>();
+  // How far the preset's uncalibrated times held against published measurements (sim/fidelity.hpp).
+  std::string line;
+  if (alone || (links && bare)) {
+    auto a = sim::accuracy_json(sim::published_accuracy(), preset.name, alone ? 1 : sim::system_nodes(s));
+    line = a.at("note").get<std::string>();
     if (accuracy) *accuracy = std::move(a);
-    return line;
   }
+  if (alone) return line;
   if (!links && device.empty()) return "";
   std::string note = fmt::format("{}: preset {} ({}){}{}", links ? "interconnects" : "device numbers", preset.name,
                                  preset.description, device, name.empty() ? "; choose another with --preset" : "");
-  // How far the preset's uncalibrated times held against published measurements (sim/fidelity.hpp).
-  if (links && bare) {
-    auto a = sim::accuracy_json(sim::published_accuracy(), preset.name, sim::system_nodes(s));
-    note += "\n" + a.at("note").get<std::string>();
-    if (accuracy) *accuracy = std::move(a);
-  }
+  if (!line.empty()) note += "\n" + line;
   return note;
 }
 

@@ -873,18 +873,21 @@ double bandwidth_time(const NcclParams& p, const CallShape& c, Algorithm a, Prot
   switch (a) {
     case Algorithm::Ring:
       if (pr == Protocol::LL) {  // busBw = min(llMaxBw, busBw * .5)
-        if (nccl_estimate) {     // the version's factor and cap (tables())
+        // tuning.cc's factor is ring_ll for AllReduce, Reduce or across nodes, else ring_ll_other.
+        const bool quarter = c.coll == Collective::AllReduce || c.coll == Collective::Reduce || nodes > 1;
+        if (nccl_estimate) {  // the version's factor and cap (tables())
           const Tables& tb = tables(p);
-          const bool quarter = c.coll == Collective::AllReduce || c.coll == Collective::Reduce || nodes > 1;
           t /= quarter ? tb.ring_ll : tb.ring_ll_other;
           cap(ring_bus, nodes == 1 && p.arch == Arch::Hopper ? tb.hopper_ll_max1 * 1e9 : ll_max);
         } else {
           // The time: v2.21 raised the factor to .5 together with Hopper's llMaxBws row (87.7 -> 141 GB/s
           // in one node) and left the LL kernel as it was (src/device/prims_ll.h unchanged from v2.20.5-1
           // to v2.21.5-1): a re-tuning on Hopper. Volta and Ampere keep the factors of the tables tuned
-          // while they were NCCL's newest GPUs (1/4, else 1/3), Hopper on .5 (docs/simulator.md §2).
-          const bool quarter = c.coll == Collective::AllReduce || c.coll == Collective::Reduce || nodes > 1;
-          t /= p.arch >= Arch::Hopper ? 0.5 : quarter ? 0.25 : 1.0 / 3.0;
+          // while they were NCCL's newest GPUs (v2.20's: 1/4, else 1/3), Hopper on the newest's .5
+          // (docs/simulator.md §2).
+          static const Tables pre_hopper = make_tables(22005);
+          const Tables& tb = p.arch >= Arch::Hopper ? newest_tables() : pre_hopper;
+          t /= quarter ? tb.ring_ll : tb.ring_ll_other;
           cap(ring_bus, ll_max);
         }
       } else if (pr == Protocol::LL128) {  // min(busBw * .92, nCh * perChMaxRingLL128Bw)
