@@ -149,6 +149,15 @@ const std::vector<Preset>& presets() {
       NcclLevelParams efa = nic_level(32, 12.5);
       efa.reported_latency_us = kEfaPluginLatencyUs;
       NcclParams np = nccl_of(Arch::Hopper, true, {{}, efa}, 0, true);
+      // aws-ofi-nccl's p5/p5e environment (src/platform-aws.cpp @ v1.16.0 = f998c195, the release that
+      // made these per-platform defaults): NCCL_BUFFSIZE 8 MiB (also set by hand in AWS's p5 recipes of
+      // the awsome-distributed-training and HyperPod logs, bench/fidelity/data/p5), NCCL_NVLS_CHUNKSIZE
+      // and NCCL_NVLSTREE_MAX_CHUNKSIZE 512 KiB (set on every platform from v1.9.1-aws = ed1861ee,
+      // 2024-04: "NCCL v2.19.3 reduced the chunk size used when running NVLS Tree algorithm on greater
+      // than 4 nodes to 64KiB. This drastically impacted performance on AWS"), NCCL_NET_FORCE_FLUSH 0.
+      np.buffsize = 8388608;
+      np.nvls_chunk = 524288;
+      np.nvls_tree_max_chunk = 524288;
       v.push_back(
           {"p5",
            "AWS p5.48xlarge: 8 x H100-SXM5 on NVSwitch (NVLink 4, NVLS); 32 x 100 Gb/s EFA per node (400 GB/s)",
@@ -159,7 +168,9 @@ const std::vector<Preset>& presets() {
            "3200 Gbps EFAv2, 32x 100 Gbps, 3rd Gen AMD EPYC); 360 GB/s: EFA at 90% of line rate (assumption); "
            "EFA latency: 75 us as the plugin reports it to NCCL (github.com/aws/aws-ofi-nccl src/platform-aws.c "
            "@ v1.7.3-aws), 21 us per hop in the time (fitted to the 8 B - 1 KiB rows of the 2-node p5 log of "
-           "github.com/aws-samples/awsome-distributed-training @88c2e71b micro-benchmarks/nccl-tests/README.md)"});
+           "github.com/aws-samples/awsome-distributed-training @88c2e71b micro-benchmarks/nccl-tests/README.md); "
+           "NCCL_BUFFSIZE 8 MiB, NVLS and NVLS-tree chunks 512 KiB: aws-ofi-nccl's p5 environment "
+           "(src/platform-aws.cpp @ v1.16.0)"});
     }
     v.push_back({"p2-a100",
                  "P2 paper's A100 nodes (docs/model.md §8): NVSwitch 270 GB/s; one NIC per node at 8 GB/s effective",

@@ -457,6 +457,14 @@ NcclParams nccl_params_from_json(const nlohmann::json& j, const System& s) {
     p.buffsize = non_neg(*v);
     if (p.buffsize < 65536) v->fail("must be at least 65536 bytes");
   }
+  if (const auto v = o.optional("nvls_chunksize")) {  // NCCL_NVLS_CHUNKSIZE
+    p.nvls_chunk = non_neg(*v);
+    if (p.nvls_chunk < 16384) v->fail("must be at least 16384 bytes");
+  }
+  if (const auto v = o.optional("nvlstree_max_chunksize")) {  // NCCL_NVLSTREE_MAX_CHUNKSIZE
+    p.nvls_tree_max_chunk = non_neg(*v);
+    if (p.nvls_tree_max_chunk < 16384) v->fail("must be at least 16384 bytes");
+  }
   if (const auto v = o.optional("tuner")) {  // NCCL_TUNER_PLUGIN
     const auto t = v->string();
     const auto it = std::find(std::begin(kNcclTunerNames), std::end(kNcclTunerNames), t);
@@ -561,6 +569,8 @@ nlohmann::json nccl_json(const NcclParams& p) {
   if (!p.ll128_net_fill) j["ll128_net_fill"] = false;  // on by default
   if (!p.ll128_net) j["ll128_net"] = false;            // on by default
   if (p.buffsize > 0) j["buffsize"] = p.buffsize;
+  if (p.nvls_chunk > 0) j["nvls_chunksize"] = p.nvls_chunk;
+  if (p.nvls_tree_max_chunk > 0) j["nvlstree_max_chunksize"] = p.nvls_tree_max_chunk;
   if (p.tuner != NcclTuner::None) j["tuner"] = kNcclTunerNames[static_cast<int>(p.tuner)];
   if (p.protocols != 7) {
     nlohmann::json a = nlohmann::json::array();
@@ -1051,7 +1061,8 @@ PipelineShape pipeline_shape(const NcclParams& p, const CallShape& c, Algorithm 
   if (pr != Protocol::Simple) return ps;
   // init.cc DEFAULT_BUFFSIZE 4 MiB (NCCL_BUFFSIZE overrides) / NCCL_STEPS 8
   const double kSimpleStep = (p.buffsize > 0 ? p.buffsize : 4.0 * 1024 * 1024) / 8;
-  constexpr double kNvlsChunk = 128.0 * 1024;  // transport/nvls.cc NCCL_NVLS_CHUNKSIZE default
+  // transport/nvls.cc: NCCL_NVLS_CHUNKSIZE, 128 KiB by default ("nvls_chunksize")
+  const double nvls_chunk = p.nvls_chunk > 0 ? p.nvls_chunk : 128.0 * 1024;
   switch (a) {
     case Algorithm::Tree:
       // device/all_reduce.h runTreeSplit: reduce up the intra-node chain and the inter-node tree,
@@ -1072,14 +1083,14 @@ PipelineShape pipeline_shape(const NcclParams& p, const CallShape& c, Algorithm 
       // hop per tree level up and down, the multicast fed by it (scatter/gather copies overlap).
       ps.stages = a == Algorithm::Nvls ? 3 : 2 + 2 * log2i(nodes);
       ps.heads = ppn;
-      double chunk = kNvlsChunk;
+      double chunk = nvls_chunk;
       const double ops = ps.heads;  // concurrentOps = nChannels (1) x nvls.nHeads
       if (a == Algorithm::Nvls) {   // enqueue.cc calcCollChunking, NVLS branch
         if (per_channel < 64 * ops * chunk && chunk > 65536) chunk = 65536;
         if (per_channel < 8 * ops * chunk && chunk > 32768) chunk = 32768;
         if (per_channel < 2 * ops * chunk && chunk > 16384) chunk = 16384;
-      } else {  // NVLS tree branch; nvls.cc: tree max chunk 64 KiB from 4 nodes on (Hopper)
-        chunk = std::min(chunk, nodes >= 4 ? 65536.0 : chunk);
+      } else {  // NVLS tree branch: NCCL_NVLSTREE_MAX_CHUNKSIZE caps the chunk, by default 64 KiB from 4 nodes on
+        chunk = std::min(chunk, p.nvls_tree_max_chunk > 0 ? p.nvls_tree_max_chunk : nodes >= 4 ? 65536.0 : chunk);
         if (per_channel < 32 * ops * chunk && chunk > 262144) chunk = 262144;
         if (per_channel < 16 * ops * chunk && chunk > 131072) chunk = 131072;
         if (per_channel < 4 * ops * chunk && chunk > 65536) chunk = 65536;

@@ -832,6 +832,51 @@ TEST_CASE("nccl section: NCCL_PROTO, NCCL_ALGO and NCCL_BUFFSIZE restrict and si
   bad("buffsize", 1024, "65536");
 }
 
+TEST_CASE("nccl section: NCCL_NVLS_CHUNKSIZE and NCCL_NVLSTREE_MAX_CHUNKSIZE size the NVLS pipelines") {
+  System s = preset_system("node=4,gpu=8", "dgx-h100");
+  const NcclParams d = nccl_params(s);
+  const CallShape tree4{Collective::AllReduce, 32, 4, 8.0 * (1 << 30)};
+  const CallShape nvls1{Collective::AllReduce, 8, 1, 8.0 * (1 << 30)};
+  // NCCL's defaults (src/enqueue.cc calcCollChunking): the NVLS tree's chunk is capped at 64 KiB from
+  // 4 nodes on, one node's NVLS runs 128 KiB chunks at large sizes (8 GiB: no halving).
+  CHECK(pipeline_shape(d, tree4, Algorithm::NvlsTree, Protocol::Simple).chunk == 65536);
+  CHECK(pipeline_shape(d, nvls1, Algorithm::Nvls, Protocol::Simple).chunk == 131072);
+  s.nccl["nvls_chunksize"] = 524288;
+  s.nccl["nvlstree_max_chunksize"] = 524288;
+  const NcclParams p = nccl_params(s);
+  CHECK(p.nvls_chunk == 524288);
+  CHECK(p.nvls_tree_max_chunk == 524288);
+  CHECK(nccl_json(p)["nvls_chunksize"] == 524288);
+  CHECK(nccl_json(p)["nvlstree_max_chunksize"] == 524288);
+  CHECK_FALSE(nccl_json(d).contains("nvls_chunksize"));
+  const auto big = pipeline_shape(p, tree4, Algorithm::NvlsTree, Protocol::Simple);
+  CHECK(big.chunk == 524288);
+  CHECK(pipeline_shape(p, nvls1, Algorithm::Nvls, Protocol::Simple).chunk == 524288);
+  // The cap alone: the NVLS chunk stays NCCL's 128 KiB and bounds the tree's chunk.
+  System c = preset_system("node=4,gpu=8", "dgx-h100");
+  c.nccl["nvlstree_max_chunksize"] = 524288;
+  CHECK(pipeline_shape(nccl_params(c), tree4, Algorithm::NvlsTree, Protocol::Simple).chunk == 131072);
+  // calcCollChunking still halves the chunk while a channel's bytes hold few of them.
+  const CallShape mid{Collective::AllReduce, 32, 4, double(64 << 20)};
+  CHECK(pipeline_shape(p, mid, Algorithm::NvlsTree, Protocol::Simple).chunk < 524288);
+  // Larger chunks, fewer of them: a longer pipeline fill on 4 nodes, so a slower call.
+  const Simulator fast(preset_system("node=4,gpu=8", "dgx-h100")), slow(s);
+  CHECK(call(slow, Collective::AllReduce, 32, double(1 << 30), Algorithm::Nvls).time_s >
+        call(fast, Collective::AllReduce, 32, double(1 << 30), Algorithm::Nvls).time_s);
+  auto bad = [&](const char* key, nlohmann::json v, const char* what) {
+    System t = s;
+    t.nccl[key] = v;
+    CHECK_THROWS_WITH_AS(nccl_params(t), doctest::Contains(what), p2v::Error);
+  };
+  bad("nvls_chunksize", 4096, "16384");
+  bad("nvlstree_max_chunksize", -1, "nvlstree_max_chunksize");
+  // The p5 preset runs aws-ofi-nccl's p5 environment (src/platform-aws.cpp @ v1.16.0).
+  const NcclParams p5 = nccl_params(preset_system("node=2,gpu=8", "p5"));
+  CHECK(p5.buffsize == 8388608);
+  CHECK(p5.nvls_chunk == 524288);
+  CHECK(p5.nvls_tree_max_chunk == 524288);
+}
+
 TEST_CASE("nccl: LL128 only on NVLink-only intra-node paths (tuning.cc typeIntra <= PATH_NVB)") {
   const NcclParams np = nccl_params(preset_system("node=1,gpu=8", "dgx-a100"));
   CallShape c{Collective::AllReduce, 8, 1, double(4 << 20)};

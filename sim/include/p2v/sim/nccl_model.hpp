@@ -118,6 +118,12 @@ struct NcclParams {
   int algorithms = 31;
   // NCCL_BUFFSIZE, bytes (the Simple buffer; a step is buffsize / 8); <= 0: NCCL's 4 MiB.
   double buffsize = 0.0;
+  // NCCL_NVLS_CHUNKSIZE, bytes (the NVLS pipeline's chunk before calcCollChunking halves it);
+  // <= 0: NCCL's 128 KiB (src/transport/nvls.cc).
+  double nvls_chunk = 0.0;
+  // NCCL_NVLSTREE_MAX_CHUNKSIZE, bytes (the NVLS tree's chunk cap); <= 0: NCCL's default, 64 KiB
+  // from 4 nodes on, else the NVLS chunk (src/enqueue.cc calcCollChunking, v2.20.3 on).
+  double nvls_tree_max_chunk = 0.0;
   // A tuner plugin (NCCL_TUNER_PLUGIN) in place of NCCL's own pick ("tuner"; docs/simulator.md §2):
   // Fastest, one tuned by measurement on the cluster whose configuration is not known, taken to pick
   // the candidate (within "protocols"/"algorithms") this model prices fastest ("fastest"); AwsOfiP5,
