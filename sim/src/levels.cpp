@@ -130,6 +130,13 @@ const std::vector<Preset>& presets() {
       // would also stop LL, and the logs' small sizes run LL): docs/simulator.md §2, presets.
       NcclParams np = nccl_of(Arch::Ampere, false, {{}, nic_level(4, 12.5)}, 24);
       np.ll128_net = false;
+      // 8 channels across nodes: NCCL_DEBUG=INFO of the 2-node p4d log (bench/fidelity/data/p4d/
+      // allreduce_2n16g_efaeks.txt, NCCL 2.9.9) prints "8 coll channels" on all 16 ranks (one ring per
+      // EFA NIC of the node's 4, doubled); one node keeps the board's 24.
+      np.net_channels = 8;
+      // aws-ofi-nccl's p4d environment (src/platform-aws.cpp @ v1.16.0): NCCL_BUFFSIZE 8 MiB (the
+      // awsome p4de log's recipe sets it by hand too).
+      np.buffsize = 8388608;
       v.push_back({"p4d",
                    "AWS p4d.24xlarge: 8 x A100-SXM4 40 GB on NVSwitch (NVLink 3, ~240 GB/s effective); 4 x 100 Gb/s "
                    "EFA per node (50 GB/s); no LL128 across nodes (as the published p4d runs)",
@@ -139,7 +146,10 @@ const std::vector<Preset>& presets() {
                    "https://aws.amazon.com/ec2/instance-types/p4/ (p4d.24xlarge: 8x A100 40GB, 600 GB/s NVSwitch, "
                    "400 Gbps EFA, 4x 100 Gbps); 45 GB/s: EFA at 90% of line rate (assumption); EFA latency 75 us: "
                    "github.com/aws/aws-ofi-nccl src/platform-aws.c @ v1.7.3-aws; no LL128 across nodes: the "
-                   "published 2-node p4d nccl-tests logs of bench/fidelity/data/p4d"});
+                   "published 2-node p4d nccl-tests logs of bench/fidelity/data/p4d; 8 channels across nodes: "
+                   "the NCCL_DEBUG=INFO lines of the github.com/aws-samples/aws-efa-eks p4d log (\"8 coll "
+                   "channels\"); NCCL_BUFFSIZE 8 MiB: aws-ofi-nccl's p4d environment (src/platform-aws.cpp @ "
+                   "v1.16.0)"});
     }
     {
       // AMD CPUs (3rd generation AMD EPYC, the instance page): NCCL's AMD rows (tuning.cc). NCCL's own

@@ -364,6 +364,11 @@ const NcclLevelParams* NcclParams::level(const std::string& name) const {
   return nullptr;
 }
 int NcclParams::effective_channels() const { return channels > 0 ? channels : default_channels(arch); }
+int call_channels(const NcclParams& p, const CallShape& c) {
+  // NCCL's search builds a different graph across nodes, where every ring enters and leaves a node
+  // through a NIC (src/graph/search.cc), so the channel count can differ from one node's.
+  return c.nodes > 1 && p.net_channels > 0 ? p.net_channels : p.effective_channels();
+}
 double NcclParams::effective_launch_us() const { return launch_us >= 0 ? launch_us : kDefaultLaunchUs; }
 double NcclParams::effective_group_launch_us() const {
   return group_launch_us >= 0 ? group_launch_us : kDefaultGroupLaunchUs;
@@ -439,6 +444,10 @@ NcclParams nccl_params_from_json(const nlohmann::json& j, const System& s) {
   if (const auto c = o.optional("channels")) {
     p.channels = c->int32();
     if (p.channels < 1 || p.channels > 64) c->fail("must be between 1 and 64");
+  }
+  if (const auto c = o.optional("net_channels")) {
+    p.net_channels = c->int32();
+    if (p.net_channels < 1 || p.net_channels > 64) c->fail("must be between 1 and 64");
   }
   if (const auto v = o.optional("launch_us")) p.launch_us = non_neg(*v);
   if (const auto v = o.optional("group_launch_us")) p.group_launch_us = non_neg(*v);
@@ -558,6 +567,7 @@ nlohmann::json nccl_json(const NcclParams& p) {
   j["arch"] = to_string(p.arch);
   if (p.version > 0) j["version"] = nccl_version_string(p.version);
   if (p.channels > 0) j["channels"] = p.channels;
+  if (p.net_channels > 0) j["net_channels"] = p.net_channels;
   if (p.launch_us >= 0) j["launch_us"] = p.launch_us;
   if (p.group_launch_us >= 0) j["group_launch_us"] = p.group_launch_us;
   if (p.nvls) j["nvls"] = true;
@@ -655,7 +665,7 @@ int nccl_tree_max_degree(long long n) {
   return best;
 }
 
-int nccl_graph_channels(const NcclParams& p) {
+int nccl_graph_channels(const NcclParams& p, const CallShape& c) {
   // NVIDIA/nccl v2.30.7 src/init.cc: comm->nChannels = treeGraph->nChannels = ringGraph->nChannels (the
   // smaller); src/graph/connect.cc ncclTopoPostset then duplicates the channels, comm->nChannels =
   // min(MAXCHANNELS, 2 x nChannels), and ncclTopoTuneModel (called after it) caps the bus bandwidth
@@ -663,7 +673,7 @@ int nccl_graph_channels(const NcclParams& p) {
   // further doubling across nodes when the doubled count is under 16, connect.cc "4 compute channels
   // per search channel", can give the same count from a graph half as large, e.g. 16 from 4 or 8:
   // the model takes the larger.)
-  return std::max(1, p.effective_channels() / 2);
+  return std::max(1, call_channels(p, c) / 2);
 }
 
 int nvls_graph_channels(const CallShape& c) {
@@ -672,7 +682,7 @@ int nvls_graph_channels(const CallShape& c) {
 }
 
 int nccl_channels_used(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr) {
-  int nc = p.effective_channels();
+  int nc = call_channels(p, c);
   if (a != Algorithm::Ring && a != Algorithm::Tree) return nc;
   // src/include/device.h NCCL_{SIMPLE,LL}_MAX_NTHREADS 512, NCCL_LL128_MAX_NTHREADS 640; src/include/comm.h
   // NCCL_{LL,LL128}_THREAD_THRESHOLD 8, NCCL_SIMPLE_THREAD_THRESHOLD 64; tuning.cc: ring LL's x nRanks.
@@ -830,7 +840,7 @@ double latency_us(const NcclParams& p, const CallShape& c, const GroupLevels& g,
         // once a channel's per-rank share is at least 64 B; before v2.18 once nBytes >= nRanks / 16
         // x 64 KiB, x1.9 (v2.17: x1.5 from Hopper on).
         if (nodes > 1 && pr == Protocol::Simple && c.coll == Collective::AllReduce) {
-          if (tb.plateau == 2 && c.bytes / (p.effective_channels() * static_cast<double>(n)) >= 64)
+          if (tb.plateau == 2 && c.bytes / (call_channels(p, c) * static_cast<double>(n)) >= 64)
             lat *= p.arch == Arch::Volta ? 1.9 : 1.4;
           else if (tb.plateau < 2 && c.bytes >= n / 16.0 * 65536)
             lat *= tb.plateau == 1 && p.arch >= Arch::Hopper ? 1.5 : 1.9;
@@ -868,7 +878,7 @@ double bandwidth_time(const NcclParams& p, const CallShape& c, Algorithm a, Prot
   const int ai = static_cast<int>(p.arch), ni = node_index(nodes);
   // Channels the per-channel caps multiply: in NCCL's estimate the search graph's (nccl_graph_channels),
   // in the time the collective channels that run.
-  const double nch = nccl_estimate ? nccl_graph_channels(p) : p.effective_channels();
+  const double nch = nccl_estimate ? nccl_graph_channels(p, c) : call_channels(p, c);
   const double S = c.bytes;
   const int li = nodes == 1 ? ai : (p.amd_cpu ? 1 : 0);
   const double ll_max = kLlMaxBw[li][ni] * 1e9;
@@ -1021,7 +1031,7 @@ double nccl_estimate_factor(const NcclParams& p, const CallShape& c, Algorithm a
     case Algorithm::CollNet: {
       // tuning.cc: CollNet Direct AllReduce busBw / factor, factor = ppn / nChannels (GPU/NIC ratio)
       // less half its excess over 1.
-      double f = ppn / p.effective_channels();
+      double f = ppn / call_channels(p, c);
       f -= (f - 1) / 2;
       return f;
     }
@@ -1038,7 +1048,7 @@ PipelineShape pipeline_shape(const NcclParams& p, const CallShape& c, Algorithm 
   // terms already price. CollNet and multi-node NVLS: not modelled (stages = 1).
   if (c.coll != Collective::AllReduce || c.ranks < 2) return ps;
   const int nodes = std::max(1, c.nodes), ppn = std::max(1, c.ranks / nodes);
-  const double nch = p.effective_channels();
+  const double nch = call_channels(p, c);
   const double per_channel = c.bytes / nch;  // enqueue.cc: calcCollChunking(nChannels = 1, per-channel bytes)
   if (pr == Protocol::LL128 && a == Algorithm::Tree && nodes > 1 && p.ll128_net_fill) {
     // The net proxy posts an LL128 step to the NIC once the GPU has written all of it, and the

@@ -145,7 +145,7 @@ TEST_CASE("nccl: the A100 NVSwitch presets run 24 channels, and the per-channel 
   // 12 (connect.cc ncclTopoPostset doubles only comm->nChannels): 84e6 / 240e9 = 350 us.
   const NcclParams np = nccl_params(preset_system("gpu=8", "dgx-a100"));
   const CallShape c{Collective::AllReduce, 8, 1, 48e6};
-  CHECK(nccl_graph_channels(np) == 12);
+  CHECK(nccl_graph_channels(np, c) == 12);
   CHECK(bandwidth_time(np, c, Algorithm::Ring, Protocol::LL128, FlowTime(0.0), false) == simtest::rel(175e-6));
   CHECK(bandwidth_time(np, c, Algorithm::Ring, Protocol::LL128, FlowTime(0.0), true) == simtest::rel(350e-6));
   // The tree's caps alike (2 nodes, Ampere: perChMaxTreeBw 23.6, perChMaxTreeLL128Bw 20 GB/s per
@@ -830,6 +830,33 @@ TEST_CASE("nccl section: NCCL_PROTO, NCCL_ALGO and NCCL_BUFFSIZE restrict and si
   bad("algorithms", nlohmann::json::array({"tree"}), "ring");
   bad("algorithms", nlohmann::json::array({"ring", "pat"}), "pat");
   bad("buffsize", 1024, "65536");
+}
+
+TEST_CASE("nccl section: net_channels, the collective channels of a call across nodes") {
+  // p4d: 24 channels on one HGX A100 board, 8 across nodes (the p4d log's NCCL_DEBUG=INFO lines print
+  // "8 coll channels" on 2 nodes: one ring per EFA NIC of the node's 4, doubled).
+  System s = preset_system("node=2,gpu=8", "p4d");
+  const NcclParams p = nccl_params(s);
+  CHECK(p.effective_channels() == 24);
+  CHECK(p.net_channels == 8);
+  CHECK(nccl_json(p)["net_channels"] == 8);
+  const CallShape one{Collective::AllReduce, 8, 1, double(1 << 30)};
+  const CallShape two{Collective::AllReduce, 16, 2, double(1 << 30)};
+  CHECK(call_channels(p, one) == 24);
+  CHECK(call_channels(p, two) == 8);
+  CHECK(nccl_graph_channels(p, one) == 12);
+  CHECK(nccl_graph_channels(p, two) == 4);
+  // Fewer channels, more bytes per channel: 1 GiB / 8 channels in chunks of one 1 MiB step (p4d's
+  // 8 MiB NCCL_BUFFSIZE / 8 steps) is 128 chunks per channel (43 over 24 channels).
+  CHECK(pipeline_shape(p, two, Algorithm::Tree, Protocol::Simple).chunks == 128);
+  // Systems without it use "channels" everywhere.
+  const NcclParams h = nccl_params(preset_system("node=2,gpu=8", "dgx-h100"));
+  CHECK(h.net_channels == 0);
+  CHECK(call_channels(h, two) == h.effective_channels());
+  CHECK_FALSE(nccl_json(h).contains("net_channels"));
+  System bad = s;
+  bad.nccl["net_channels"] = 0;
+  CHECK_THROWS_WITH_AS(nccl_params(bad), doctest::Contains("net_channels"), p2v::Error);
 }
 
 TEST_CASE("nccl section: NCCL_NVLS_CHUNKSIZE and NCCL_NVLSTREE_MAX_CHUNKSIZE size the NVLS pipelines") {

@@ -116,6 +116,9 @@ struct NcclParams {
   int protocols = 7;
   // NCCL_ALGO: algorithms NCCL may use, bit i = Algorithm i (ring, tree, nvls, nvls-tree, collnet); 31 = all.
   int algorithms = 31;
+  // Collective channels of a call across nodes ("net_channels"; NCCL_DEBUG=INFO prints them as
+  // "N coll channels"); <= 0: the same as inside a node (channels).
+  int net_channels = 0;
   // NCCL_BUFFSIZE, bytes (the Simple buffer; a step is buffsize / 8); <= 0: NCCL's 4 MiB.
   double buffsize = 0.0;
   // NCCL_NVLS_CHUNKSIZE, bytes (the NVLS pipeline's chunk before calcCollChunking halves it);
@@ -244,10 +247,13 @@ double bandwidth_time(const NcclParams& p, const CallShape& c, Algorithm a, Prot
 // the NVLS tree (tuning.cc); NVLS and NVLS tree need at least 2.
 int nvls_graph_channels(const CallShape& c);
 
+// Collective channels a call runs on (ring/tree; NVLS has its own, nvls_graph_channels): the
+// system's "channels", across nodes its "net_channels" where set.
+int call_channels(const NcclParams& p, const CallShape& c);
 // Channels of NCCL's ring/tree search graph: half the collective channels (NCCL duplicates the
 // graph's channels, src/graph/connect.cc ncclTopoPostset). NCCL's estimate multiplies its
 // per-channel bandwidth caps (perChMaxRingLL128Bw, perChMaxTreeBw, perChMaxTreeLL128Bw) by these.
-int nccl_graph_channels(const NcclParams& p);
+int nccl_graph_channels(const NcclParams& p, const CallShape& c);
 
 // Where NCCL's tuner estimate of an algorithm's bandwidth term differs from this model's flows
 // (tuning.cc busBw formulas for NVLS and CollNet Direct): the factor that turns the model's flow
