@@ -3,6 +3,7 @@
 // (the system file's knobs, sim/fit.hpp); --predict-only prints predicted vs measured.
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -172,6 +173,35 @@ void apply_nccl_version(const CalArgs& a, const std::vector<sim::NcclTestsLog>& 
   s.nccl["version"] = sim::nccl_version_string(v);
 }
 
+// The collective channels the logs' NCCL_DEBUG=INFO lines print ("N coll channels"): a fact of the
+// run, like its NCCL version, so it replaces the system's: "channels" from one-node logs,
+// "net_channels" from logs across nodes. Logs of one kind that disagree are an error.
+void apply_log_channels(const std::vector<sim::NcclTestsLog>& logs, engine::System& s,
+                        std::vector<std::string>& notes) {
+  std::map<std::string, std::pair<int, std::string>> seen;  // key -> (channels, where)
+  for (const auto& log : logs) {
+    if (log.coll_channels <= 0) continue;
+    const std::string where = fmt::format("{}:{}", log.origin, log.coll_channels_line);
+    if (log.nodes <= 0) {
+      notes.push_back(fmt::format("{}: {} coll channels not used: the log does not say how many nodes it ran on", where,
+                                  log.coll_channels));
+      continue;
+    }
+    const std::string key = log.nodes > 1 ? "net_channels" : "channels";
+    const auto it = seen.find(key);
+    if (it != seen.end() && it->second.first != log.coll_channels)
+      throw Error(fmt::format("{}: {} coll channels, but {} says {} ({}): give logs of one configuration", where,
+                              log.coll_channels, it->second.second, it->second.first,
+                              log.nodes > 1 ? "across nodes" : "in one node"));
+    if (it != seen.end()) continue;
+    seen[key] = {log.coll_channels, where};
+    if (s.nccl.is_null()) s.nccl = nlohmann::json::object();
+    s.nccl[key] = log.coll_channels;
+    notes.push_back(fmt::format("{}: NCCL ran {} coll channels {} (system nccl.{} = {})", where, log.coll_channels,
+                                log.nodes > 1 ? "across nodes" : "in one node", key, log.coll_channels));
+  }
+}
+
 std::string size_text(double b) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;
@@ -226,6 +256,7 @@ int run_nccl_tests(const CalArgs& in) {
     notes.push_back(note);
   const auto algo = sim::parse_algorithm(a.algo.empty() ? "auto" : a.algo);
   apply_nccl_version(a, logs, sys);
+  apply_log_channels(logs, sys, notes);
   const auto ps = log_points(logs, sys, notes);
   auto notes_json = [&] { return nlohmann::json(notes); };
   if (a.predict_only) {

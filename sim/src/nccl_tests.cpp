@@ -283,6 +283,20 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin
       for (std::size_t i = 0; i + 1 < toks.size(); ++i) {
         const int n = small_count(toks[i + 1]);
         if ((toks[i] == "nranks" || toks[i] == "nRanks") && n > 0) info_ranks.insert(n);
+        // src/init.cc: "%d coll channels, %d collnet channels, %d nvls channels, %d p2p channels, ..."
+        // (earlier versions: "%d coll channels, %d p2p channels, ..."). Every rank prints it; one
+        // communicator per log, so the ranks agree.
+        if (i + 2 < toks.size() && toks[i + 1] == "coll" && toks[i + 2].rfind("channels", 0) == 0) {
+          const int c = small_count(toks[i]);
+          if (c <= 0 || c > 64) throw Error(fmt::format("{}: '{} coll channels': expected 1 to 64", where, toks[i]));
+          if (log.coll_channels > 0 && c != log.coll_channels)
+            throw Error(fmt::format("{}: {} coll channels after {} (line {}); one communicator per log", where, c,
+                                    log.coll_channels, log.coll_channels_line));
+          if (log.coll_channels == 0) {
+            log.coll_channels = c;
+            log.coll_channels_line = ln;
+          }
+        }
         if (toks[i] == "nNodes" && n > 0) info_nodes.insert(n);
         if (toks[i] == "MNNVL" && toks[i + 1] != "0") mnnvl = true;
       }

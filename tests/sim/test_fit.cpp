@@ -138,6 +138,34 @@ TEST_CASE("p2v calibrate --nccl-tests: predict-only, fit, and the fitted file us
   CHECK(r.code == 2);
 }
 
+TEST_CASE("p2v calibrate --nccl-tests: the channels a log's NCCL_DEBUG=INFO lines print replace the system's") {
+  const std::string data = std::string(P2V_SOURCE_DIR) + "/bench/fidelity/data/";
+  const std::string out = "/tmp/p2v_test_fit_ch_" + std::to_string(::getpid()) + ".json";
+  // The p4d EKS log (2 nodes) prints 8 coll channels: the fitted system carries net_channels 8 even
+  // where the starting system said 16 across nodes, and the channels of one node stay 24.
+  auto r = simtest::run("calibrate --system node=2,gpu=8 --preset p4d --nccl-tests " + data +
+                        "p4d/allreduce_2n16g_efaeks.txt --predict-only");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("NCCL ran 8 coll channels across nodes (system nccl.net_channels = 8)") != std::string::npos);
+  const std::string sys16 = "/tmp/p2v_test_fit_ch16_" + std::to_string(::getpid()) + ".json";
+  {
+    std::ofstream f(sys16);
+    f << R"({"name": "p4d16", "levels": [
+      {"name": "node", "cardinality": 2, "interconnect": {"kind": "nic", "bandwidth_GBps": 45, "latency_us": 75}},
+      {"name": "gpu", "cardinality": 8, "interconnect": {"kind": "switch", "bandwidth_GBps": 240, "latency_us": 0}}],
+      "nccl": {"arch": "ampere", "channels": 24, "net_channels": 16}})";
+  }
+  r = simtest::run("calibrate --system " + sys16 + " --nccl-tests " + data + "p4d/allreduce_2n16g_efaeks.txt -o " +
+                   out);
+  REQUIRE(r.code == 0);
+  std::ifstream in(out);
+  const auto fitted = json::parse(in);
+  CHECK(fitted["nccl"]["net_channels"] == 8);
+  CHECK(fitted["nccl"]["channels"] == 24);
+  std::remove(out.c_str());
+  std::remove(sys16.c_str());
+}
+
 TEST_CASE("p2v calibrate --nccl-tests without --system: the shape the log ran on") {
   const std::string data = std::string(P2V_SOURCE_DIR) + "/bench/fidelity/data/";
   // 32 Rank lines on 4 hosts: node=4,gpu=8, the same predictions as with --system node=4,gpu=8.

@@ -238,6 +238,31 @@ TEST_CASE("nccl-tests: the NCCL version a log prints") {
             .find("log.txt:2: NCCL version 2.26.2+cuda12.8 after 2.21.5+cuda12.4") != std::string::npos);
 }
 
+TEST_CASE("nccl-tests: the collective channels NCCL_DEBUG=INFO prints") {
+  // The p4d EKS log: every rank prints "NCCL INFO 8 coll channels, 8 p2p channels, 1 p2p channels per peer".
+  const auto eks = load_nccl_tests(data("p4d/allreduce_2n16g_efaeks.txt"));
+  CHECK(eks.coll_channels == 8);
+  CHECK(eks.coll_channels_line > 0);
+  CHECK(eks.nodes == 2);
+  CHECK(load_nccl_tests(data("dgx-a100/allreduce_1n8g_oci.txt")).coll_channels == 0);
+  const std::string row =
+      "           8             2     float     sum      -1    12.90    0.00    0.00      0    12.87"
+      "    0.00    0.00      0\n";
+  // v2.19 on: "N coll channels, N collnet channels, N nvls channels, ...".
+  auto log = parse_nccl_tests(
+      std::string("h:1:1 [0] NCCL INFO 32 coll channels, 32 collnet channels, 16 nvls channels, 32 p2p channels, "
+                  "32 p2p channels per peer\n") +
+          kHeader + row,
+      "log.txt");
+  CHECK(log.coll_channels == 32);
+  const std::string a = "h:1:1 [0] NCCL INFO 16 coll channels, 16 p2p channels, 2 p2p channels per peer\n";
+  const std::string b = "h:1:2 [1] NCCL INFO 24 coll channels, 24 p2p channels, 2 p2p channels per peer\n";
+  CHECK(error_of(a + a + kHeader + row).empty());
+  CHECK(error_of(a + b + kHeader + row).find("log.txt:2: 24 coll channels after 16 (line 1)") != std::string::npos);
+  CHECK(error_of("h:1:1 [0] NCCL INFO 0 coll channels, 0 p2p channels\n" + std::string(kHeader) + row)
+            .find("expected 1 to 64") != std::string::npos);
+}
+
 TEST_CASE("nccl-tests: launcher prefixes (srun -l, kubectl --prefix) are stripped") {
   // The verbatim README log with srun -l's "0: " on every line reads as the suite's copy without it.
   const auto raw = load_nccl_tests(data("p5/allreduce_2n16g_awsome_raw.md"));

@@ -67,6 +67,10 @@ struct NcclTestsLog {
   // "nccl-library=22602" as "2.26.2"); "" when the log does not say. Line where first stated.
   std::string nccl_version;
   int nccl_version_line = 0;
+  // Collective channels as NCCL_DEBUG=INFO prints them ("NCCL INFO 8 coll channels, ..."); 0 when
+  // the log does not say. Line where first stated.
+  int coll_channels = 0;
+  int coll_channels_line = 0;
   std::vector<NcclTestsRow> rows;
   int zero_rows = 0;               // rows of size 0, skipped
   std::vector<std::string> notes;  // what the reader could not use and why ("<origin>:<line>: ...")
