@@ -364,6 +364,13 @@ const NcclLevelParams* NcclParams::level(const std::string& name) const {
   return nullptr;
 }
 int NcclParams::effective_channels() const { return channels > 0 ? channels : default_channels(arch); }
+int nvls_channels(const NcclParams& p, const CallShape& c) {
+  // src/transport/nvls.cc (v2.27.7) NVLS_NCHANNELS_SM90 16; Blackwell 32 across nodes, 24 in one
+  // NVLink domain (NVLS_NCHANNELS_SM100, _SM100_NVL). "NCCL INFO ... N nvls channels" prints it.
+  if (p.arch >= Arch::Blackwell) return c.nodes > 1 ? 32 : 24;
+  return 16;
+}
+
 int call_channels(const NcclParams& p, const CallShape& c) {
   // NCCL's search builds a different graph across nodes, where every ring enters and leaves a node
   // through a NIC (src/graph/search.cc), so the channel count can differ from one node's.
@@ -467,11 +474,11 @@ NcclParams nccl_params_from_json(const nlohmann::json& j, const System& s) {
     if (p.buffsize < 65536) v->fail("must be at least 65536 bytes");
   }
   if (const auto v = o.optional("nvls_chunksize")) {  // NCCL_NVLS_CHUNKSIZE
-    p.nvls_chunk = non_neg(*v);
+    p.nvls_chunk = v->int32();
     if (p.nvls_chunk < 16384) v->fail("must be at least 16384 bytes");
   }
   if (const auto v = o.optional("nvlstree_max_chunksize")) {  // NCCL_NVLSTREE_MAX_CHUNKSIZE
-    p.nvls_tree_max_chunk = non_neg(*v);
+    p.nvls_tree_max_chunk = v->int32();
     if (p.nvls_tree_max_chunk < 16384) v->fail("must be at least 16384 bytes");
   }
   if (const auto v = o.optional("tuner")) {  // NCCL_TUNER_PLUGIN
@@ -579,8 +586,8 @@ nlohmann::json nccl_json(const NcclParams& p) {
   if (!p.ll128_net_fill) j["ll128_net_fill"] = false;  // on by default
   if (!p.ll128_net) j["ll128_net"] = false;            // on by default
   if (p.buffsize > 0) j["buffsize"] = p.buffsize;
-  if (p.nvls_chunk > 0) j["nvls_chunksize"] = p.nvls_chunk;
-  if (p.nvls_tree_max_chunk > 0) j["nvlstree_max_chunksize"] = p.nvls_tree_max_chunk;
+  if (p.nvls_chunk > 0) j["nvls_chunksize"] = static_cast<long long>(p.nvls_chunk);
+  if (p.nvls_tree_max_chunk > 0) j["nvlstree_max_chunksize"] = static_cast<long long>(p.nvls_tree_max_chunk);
   if (p.tuner != NcclTuner::None) j["tuner"] = kNcclTunerNames[static_cast<int>(p.tuner)];
   if (p.protocols != 7) {
     nlohmann::json a = nlohmann::json::array();
@@ -1048,7 +1055,9 @@ PipelineShape pipeline_shape(const NcclParams& p, const CallShape& c, Algorithm 
   // terms already price. CollNet and multi-node NVLS: not modelled (stages = 1).
   if (c.coll != Collective::AllReduce || c.ranks < 2) return ps;
   const int nodes = std::max(1, c.nodes), ppn = std::max(1, c.ranks / nodes);
-  const double nch = call_channels(p, c);
+  // NVLS and the NVLS tree run on NCCL's NVLS channels, the others on the collective channels.
+  const bool nvls = a == Algorithm::Nvls || a == Algorithm::NvlsTree;
+  const double nch = nvls ? nvls_channels(p, c) : call_channels(p, c);
   const double per_channel = c.bytes / nch;  // enqueue.cc: calcCollChunking(nChannels = 1, per-channel bytes)
   if (pr == Protocol::LL128 && a == Algorithm::Tree && nodes > 1 && p.ll128_net_fill) {
     // The net proxy posts an LL128 step to the NIC once the GPU has written all of it, and the
@@ -1093,7 +1102,9 @@ PipelineShape pipeline_shape(const NcclParams& p, const CallShape& c, Algorithm 
       // hop per tree level up and down, the multicast fed by it (scatter/gather copies overlap).
       ps.stages = a == Algorithm::Nvls ? 3 : 2 + 2 * log2i(nodes);
       ps.heads = ppn;
-      double chunk = nvls_chunk;
+      // v2.27.7 enqueue.cc calcCollChunking: NVLS starts from one Simple step capped by the NVLS
+      // chunk, the NVLS tree from the NVLS chunk.
+      double chunk = a == Algorithm::Nvls ? std::min(kSimpleStep, nvls_chunk) : nvls_chunk;
       const double ops = ps.heads;  // concurrentOps = nChannels (1) x nvls.nHeads
       if (a == Algorithm::Nvls) {   // enqueue.cc calcCollChunking, NVLS branch
         if (per_channel < 64 * ops * chunk && chunk > 65536) chunk = 65536;

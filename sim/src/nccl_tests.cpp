@@ -228,6 +228,7 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin
   // after the last Rank line may elide other text: `ellipsis_after_ranks`, decided after reading.
   bool rank_list_cut = false, ellipsis_after_ranks = false, prev_rank = false;
   std::set<int> info_ranks, info_nodes;  // NCCL INFO "nRanks N" / "nranks N", "nNodes N"
+  std::map<int, int> coll_channels;      // NCCL INFO "N coll channels" -> line where first printed
   bool mnnvl = false;                    // NCCL INFO "MNNVL 1": nNodes counts NVLink domains, not hosts
   std::set<int> groups;                  // the Rank lines' Group values (NCCL_TESTS_SPLIT runs several)
   int test_line = 0;
@@ -283,19 +284,13 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin
       for (std::size_t i = 0; i + 1 < toks.size(); ++i) {
         const int n = small_count(toks[i + 1]);
         if ((toks[i] == "nranks" || toks[i] == "nRanks") && n > 0) info_ranks.insert(n);
-        // src/init.cc: "%d coll channels, %d collnet channels, %d nvls channels, %d p2p channels, ..."
-        // (earlier versions: "%d coll channels, %d p2p channels, ..."). Every rank prints it; one
-        // communicator per log, so the ranks agree.
+        // NCCL's "%d coll channels, %d collnet channels, %d nvls channels, %d p2p channels, ..." (src/init.cc
+        // from v2.19; src/graph/paths.cc before: "%d coll channels, %d p2p channels, ..."): every rank prints
+        // it. Counts that disagree (several communicators) are dropped with a note after the loop.
         if (i + 2 < toks.size() && toks[i + 1] == "coll" && toks[i + 2].rfind("channels", 0) == 0) {
           const int c = small_count(toks[i]);
-          if (c <= 0 || c > 64) throw Error(fmt::format("{}: '{} coll channels': expected 1 to 64", where, toks[i]));
-          if (log.coll_channels > 0 && c != log.coll_channels)
-            throw Error(fmt::format("{}: {} coll channels after {} (line {}); one communicator per log", where, c,
-                                    log.coll_channels, log.coll_channels_line));
-          if (log.coll_channels == 0) {
-            log.coll_channels = c;
+          if (c > 0 && c <= 64 && coll_channels.emplace(c, ln).second && coll_channels.size() == 1)
             log.coll_channels_line = ln;
-          }
         }
         if (toks[i] == "nNodes" && n > 0) info_nodes.insert(n);
         if (toks[i] == "MNNVL" && toks[i + 1] != "0") mnnvl = true;
@@ -490,6 +485,16 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin
         "{}:{}: the Rank lines name {} groups (NCCL_TESTS_SPLIT / _SPLIT_MASK: several communicators at once); p2v "
         "reads runs of one communicator of all the ranks",
         origin, rank_line.begin()->second, groups.size()));
+  if (coll_channels.size() == 1 && info_ranks.size() <= 1) {
+    log.coll_channels = coll_channels.begin()->first;
+  } else if (!coll_channels.empty()) {
+    log.coll_channels_line = 0;
+    log.notes.push_back(fmt::format(
+        "{}: NCCL INFO lines print {} collective channel counts (first at lines {} and {}) or name communicators "
+        "of several sizes: channels not used",
+        origin, coll_channels.size(), coll_channels.begin()->second,
+        coll_channels.size() > 1 ? std::next(coll_channels.begin())->second : coll_channels.begin()->second));
+  }
   if (info_ranks.size() > 1 || info_nodes.size() > 1) {
     // INFO lines of several communicator sizes (an application's communicators around the test): none
     // is the test's for sure.

@@ -164,6 +164,36 @@ TEST_CASE("p2v calibrate --nccl-tests: the channels a log's NCCL_DEBUG=INFO line
   CHECK(fitted["nccl"]["channels"] == 24);
   std::remove(out.c_str());
   std::remove(sys16.c_str());
+
+  // Synthetic logs: 2 ranks on 2 hosts (net_channels) or on 1 host (channels); two logs across
+  // nodes that disagree are an error naming both.
+  auto log = [&](const std::string& name, const std::string& host_b, int channels) {
+    const std::string path = "/tmp/p2v_test_fit_" + name + "_" + std::to_string(::getpid()) + ".txt";
+    std::ofstream f(path);
+    f << "# nThread 1 nGpus 1 minBytes 8 maxBytes 16 step: 2(factor) warmup iters: 5 iters: 20\n#\n"
+      << "# Using devices\n#  Rank  0 Group  0 Pid  1 on hostA device  0 [0x0f] NVIDIA H100 80GB HBM3\n"
+      << "#  Rank  1 Group  0 Pid  2 on " << host_b << " device  1 [0x10] NVIDIA H100 80GB HBM3\n"
+      << "hostA:1:1 [0] NCCL INFO " << channels << " coll channels, " << channels << " p2p channels\n"
+      << "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   "
+         "busbw #wrong\n"
+      << "           8             2     float     sum      -1    20.00    0.00    0.00      0    20.00    0.00    "
+         "0.00      0\n"
+      << "          16             4     float     sum      -1    20.00    0.00    0.00      0    20.00    0.00    "
+         "0.00      0\n";
+    return path;
+  };
+  const auto two4 = log("two4", "hostB", 4), two6 = log("two6", "hostB", 6), one4 = log("one4", "hostA", 4);
+  r = simtest::run("calibrate --system node=2,gpu=1 --preset dgx-h100 --nccl-tests " + two4 + " --predict-only");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("NCCL ran 4 coll channels across nodes (system nccl.net_channels = 4)") != std::string::npos);
+  r = simtest::run("calibrate --system gpu=2 --preset dgx-h100 --nccl-tests " + one4 + " --predict-only");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("NCCL ran 4 coll channels in one node (system nccl.channels = 4)") != std::string::npos);
+  r = simtest::run("calibrate --system node=2,gpu=1 --preset dgx-h100 --nccl-tests " + two4 + " " + two6 +
+                   " --predict-only");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("6 coll channels, but " + two4) != std::string::npos);
+  for (const auto& p : {two4, two6, one4}) std::remove(p.c_str());
 }
 
 TEST_CASE("p2v calibrate --nccl-tests without --system: the shape the log ran on") {

@@ -876,6 +876,19 @@ TEST_CASE("nccl section: NCCL_NVLS_CHUNKSIZE and NCCL_NVLSTREE_MAX_CHUNKSIZE siz
   CHECK(nccl_json(p)["nvls_chunksize"] == 524288);
   CHECK(nccl_json(p)["nvlstree_max_chunksize"] == 524288);
   CHECK_FALSE(nccl_json(d).contains("nvls_chunksize"));
+  CHECK_FALSE(nccl_json(d).contains("nvlstree_max_chunksize"));
+  // NVLS runs on NCCL's NVLS channels (16 on Hopper), whatever the collective channels: 32 of those
+  // leave its pipeline as it was.
+  System ch = preset_system("node=4,gpu=8", "dgx-h100");
+  ch.nccl["channels"] = 32;
+  const CallShape mid4{Collective::AllReduce, 32, 4, double(64 << 20)};
+  CHECK(pipeline_shape(nccl_params(ch), mid4, Algorithm::NvlsTree, Protocol::Simple).chunks ==
+        pipeline_shape(d, mid4, Algorithm::NvlsTree, Protocol::Simple).chunks);
+  CHECK(nvls_channels(d, mid4) == 16);
+  // One node's NVLS starts from one Simple step (buffsize / 8) capped by the NVLS chunk.
+  System small = preset_system("node=1,gpu=8", "dgx-h100");
+  small.nccl["nvls_chunksize"] = 1 << 20;
+  CHECK(pipeline_shape(nccl_params(small), nvls1, Algorithm::Nvls, Protocol::Simple).chunk == 524288);
   const auto big = pipeline_shape(p, tree4, Algorithm::NvlsTree, Protocol::Simple);
   CHECK(big.chunk == 524288);
   CHECK(pipeline_shape(p, nvls1, Algorithm::Nvls, Protocol::Simple).chunk == 524288);

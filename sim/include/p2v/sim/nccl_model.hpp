@@ -250,6 +250,8 @@ int nvls_graph_channels(const CallShape& c);
 // Collective channels a call runs on (ring/tree; NVLS has its own, nvls_graph_channels): the
 // system's "channels", across nodes its "net_channels" where set.
 int call_channels(const NcclParams& p, const CallShape& c);
+// NCCL's NVLS channels (NVLS and the NVLS tree run on these, whatever the collective channels).
+int nvls_channels(const NcclParams& p, const CallShape& c);
 // Channels of NCCL's ring/tree search graph: half the collective channels (NCCL duplicates the
 // graph's channels, src/graph/connect.cc ncclTopoPostset). NCCL's estimate multiplies its
 // per-channel bandwidth caps (perChMaxRingLL128Bw, perChMaxTreeBw, perChMaxTreeLL128Bw) by these.
