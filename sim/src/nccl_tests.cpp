@@ -485,7 +485,14 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin
         "{}:{}: the Rank lines name {} groups (NCCL_TESTS_SPLIT / _SPLIT_MASK: several communicators at once); p2v "
         "reads runs of one communicator of all the ranks",
         origin, rank_line.begin()->second, groups.size()));
-  if (coll_channels.size() == 1 && info_ranks.size() <= 1) {
+  if (!coll_channels.empty() && mnnvl) {
+    // Hosts of one NVLink domain are one node to NCCL: its channels are not those of a call
+    // across this model's nodes.
+    log.coll_channels_line = 0;
+    log.notes.push_back(fmt::format(
+        "{}: NCCL INFO says MNNVL: its {} coll channels are those of an NVLink domain of several hosts; not used",
+        origin, coll_channels.begin()->first));
+  } else if (coll_channels.size() == 1 && info_ranks.size() <= 1) {
     log.coll_channels = coll_channels.begin()->first;
   } else if (!coll_channels.empty()) {
     log.coll_channels_line = 0;

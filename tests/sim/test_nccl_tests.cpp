@@ -1,6 +1,7 @@
 // nccl-tests log reader (sim/nccl_tests.hpp): golden parses of published logs in bench/fidelity/data and
 // the strict errors on malformed input.
 #include <doctest/doctest.h>
+#include <algorithm>
 
 #include "helpers.hpp"
 
@@ -265,6 +266,13 @@ TEST_CASE("nccl-tests: the collective channels NCCL_DEBUG=INFO prints") {
   CHECK(log.coll_channels == 0);
   REQUIRE(!log.notes.empty());
   CHECK(log.notes.back().find("2 collective channel counts (first at lines 1 and 2)") != std::string::npos);
+  // Multi-node NVLink (MNNVL): NCCL's node is the NVLink domain, so its channels are not used.
+  log = parse_nccl_tests(
+      "h:1:1 [0] NCCL INFO comm 0x1 rank 0 nRanks 2 nNodes 1 localRanks 2 localRank 0 MNNVL 1\n" + a + kHeader + row,
+      "log.txt");
+  CHECK(log.coll_channels == 0);
+  CHECK(std::any_of(log.notes.begin(), log.notes.end(),
+                    [](const std::string& n) { return n.find("MNNVL: its 16 coll channels") != std::string::npos; }));
   // A count out of range is not NCCL's: ignored.
   CHECK(
       parse_nccl_tests("h:1:1 [0] NCCL INFO 0 coll channels, 0 p2p channels\n" + std::string(kHeader) + row, "log.txt")
