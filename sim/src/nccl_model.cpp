@@ -746,12 +746,17 @@ ProxyOps proxy_ops(const NcclParams& p, const CallShape& c, Algorithm a, Protoco
   return r;
 }
 
+// The host's cost of one network operation, us: tuning.cc getNetOverhead (1 us on Intel, 2 on AMD;
+// "net_overhead_us" overrides), x3 for Simple as NCCL's ring latency counts it.
+static double host_net_overhead_us(const NcclParams& p, Protocol pr) {
+  const double o = p.net_overhead_us >= 0 ? p.net_overhead_us : (p.amd_cpu ? 2.0 : 1.0);
+  return pr == Protocol::Simple ? 3 * o : o;
+}
+
 double proxy_bound_s(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr) {
   const ProxyOps o = proxy_ops(p, c, a, pr);
   if (o.ops <= o.path) return 0.0;
-  double overhead = p.net_overhead_us >= 0 ? p.net_overhead_us : (p.amd_cpu ? 2.0 : 1.0);  // getNetOverhead
-  if (pr == Protocol::Simple) overhead *= 3;
-  return (o.ops - o.path) * overhead * 1e-6;
+  return (o.ops - o.path) * host_net_overhead_us(p, pr) * 1e-6;
 }
 
 bool available(const NcclParams& p, const CallShape& c, Algorithm a, Protocol pr) {
@@ -836,11 +841,7 @@ double latency_us(const NcclParams& p, const CallShape& c, const GroupLevels& g,
         // p5 log (NCCL 2.22.3, AMD, 2 us) runs at 71 us where the floor would give 113 us
         // (docs/simulator.md §2, "Proxy bound").
         double intra_eff = intra;
-        if (nodes > 1 && tb.net_overhead && nccl_estimate) {
-          double ovh = p.net_overhead_us >= 0 ? p.net_overhead_us : (p.amd_cpu ? 2.0 : 1.0);  // getNetOverhead
-          if (pr == Protocol::Simple) ovh *= 3;
-          intra_eff = std::max(intra_eff, ovh);
-        }
+        if (nodes > 1 && tb.net_overhead && nccl_estimate) intra_eff = std::max(intra_eff, host_net_overhead_us(p, pr));
         const double inter_steps = nodes == 1 ? 0.0 : (c.coll == Collective::AllReduce ? 2.0 : 1.0) * (nodes - 1);
         lat += (steps - inter_steps) * intra_eff + inter_steps * inter;
         // ncclTopoGetAlgoTime: multi-node ring Simple AllReduce plateau, x1.4 (x1.9 before Ampere)

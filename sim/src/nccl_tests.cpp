@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/units.hpp"
@@ -288,9 +289,7 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin
         // from v2.19; src/graph/paths.cc before: "%d coll channels, %d p2p channels, ..."): every rank prints
         // it. Counts that disagree (several communicators) are dropped with a note after the loop.
         if (i + 2 < toks.size() && toks[i + 1] == "coll" && toks[i + 2].rfind("channels", 0) == 0) {
-          const int c = small_count(toks[i]);
-          if (c > 0 && c <= 64 && coll_channels.emplace(c, ln).second && coll_channels.size() == 1)
-            log.coll_channels_line = ln;
+          if (const int c = small_count(toks[i]); c > 0 && c <= 64) coll_channels.emplace(c, ln);
         }
         if (toks[i] == "nNodes" && n > 0) info_nodes.insert(n);
         if (toks[i] == "MNNVL" && toks[i + 1] != "0") mnnvl = true;
@@ -488,14 +487,12 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin
   if (!coll_channels.empty() && mnnvl) {
     // Hosts of one NVLink domain are one node to NCCL: its channels are not those of a call
     // across this model's nodes.
-    log.coll_channels_line = 0;
     log.notes.push_back(fmt::format(
         "{}: NCCL INFO says MNNVL: its {} coll channels are those of an NVLink domain of several hosts; not used",
         origin, coll_channels.begin()->first));
   } else if (coll_channels.size() == 1 && info_ranks.size() <= 1) {
-    log.coll_channels = coll_channels.begin()->first;
+    std::tie(log.coll_channels, log.coll_channels_line) = *coll_channels.begin();
   } else if (!coll_channels.empty()) {
-    log.coll_channels_line = 0;
     log.notes.push_back(fmt::format(
         "{}: NCCL INFO lines print {} collective channel counts (first at lines {} and {}) or name communicators "
         "of several sizes: channels not used",
