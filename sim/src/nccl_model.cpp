@@ -884,9 +884,12 @@ double bandwidth_time(const NcclParams& p, const CallShape& c, Algorithm a, Prot
   const double flow_s = flow.s;
   const int n = c.ranks, nodes = std::max(1, c.nodes);
   const int ai = static_cast<int>(p.arch), ni = node_index(nodes);
-  // Channels the per-channel caps multiply: in NCCL's estimate the search graph's (nccl_graph_channels),
-  // in the time the collective channels that run.
-  const double nch = nccl_estimate ? nccl_graph_channels(p, c) : call_channels(p, c);
+  // Channels the per-channel caps multiply: the search graph's (nccl_graph_channels), half the collective
+  // channels that run, in the time as in NCCL's estimate. The caps (perChMax*Bws) are constants NVIDIA
+  // tuned inside that formula, which has always multiplied them by graphs[a]->nChannels while
+  // ncclTopoPostset ran twice as many channels, so graph channels x cap is the aggregate limit they
+  // were tuned to; the channels that run would double it (docs/simulator.md §2, §6 fifth session).
+  const double nch = nccl_graph_channels(p, c);
   const double S = c.bytes;
   const int li = nodes == 1 ? ai : (p.amd_cpu ? 1 : 0);
   const double ll_max = kLlMaxBw[li][ni] * 1e9;
