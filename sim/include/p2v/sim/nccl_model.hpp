@@ -254,7 +254,8 @@ int call_channels(const NcclParams& p, const CallShape& c);
 int nvls_channels(const NcclParams& p, const CallShape& c);
 // Channels of NCCL's ring/tree search graph: half the collective channels (NCCL duplicates the
 // graph's channels, src/graph/connect.cc ncclTopoPostset). NCCL's estimate multiplies its
-// per-channel bandwidth caps (perChMaxRingLL128Bw, perChMaxTreeBw, perChMaxTreeLL128Bw) by these.
+// per-channel bandwidth caps (perChMaxRingLL128Bw, perChMaxTreeBw, perChMaxTreeLL128Bw) by these,
+// and so does bandwidth_time's time (the caps were tuned in that formula).
 int nccl_graph_channels(const NcclParams& p, const CallShape& c);
 
 // Where NCCL's tuner estimate of an algorithm's bandwidth term differs from this model's flows
