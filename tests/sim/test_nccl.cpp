@@ -160,6 +160,12 @@ TEST_CASE("nccl: the A100 NVSwitch presets run 24 channels; the per-channel caps
         simtest::rel(96e6 / (12 * 23.6e9) / 0.7));
   CHECK(bandwidth_time(np, t, Algorithm::Tree, Protocol::LL128, FlowTime(0.0), true) ==
         simtest::rel(96e6 / (12 * 20e9) / 0.9));
+  // The time caps the tree with the same 12 channels (with the LL128 tree's network fill off, the
+  // time is the capped bandwidth term over the correction factor, as in the estimate).
+  NcclParams nofill = np;
+  nofill.ll128_net_fill = false;
+  CHECK(bandwidth_time(nofill, t, Algorithm::Tree, Protocol::LL128, FlowTime(0.0), false) ==
+        simtest::rel(96e6 / (12 * 20e9) / 0.9));
 }
 
 TEST_CASE("nccl: pipeline fill of store-and-forward algorithms follows NCCL's chunk sizes") {
