@@ -255,6 +255,20 @@ def spread(points, metas):
     return rows
 
 
+def by_algorithm(points, metas):
+    """Summary rows per (one node or several, algorithm/protocol the prediction ran): which of the
+    model's algorithm and protocol pairs the misses come from. The pair is the model's (NCCL's pick as
+    p2v predicts it, or the algorithm a log's source forced), not one the log reports."""
+    groups = {}
+    for p in points:
+        scope = "1 node" if metas[p["origin"]]["n_nodes"] == 1 else "nodes"
+        groups.setdefault(f"{scope} {p['algo']}/{p.get('proto', '?')}", []).append(p)
+    rows = []
+    for title, ps in sorted(groups.items()):
+        rows += [r for r in summary(ps, title) if r["regime"] != "all"]
+    return rows
+
+
 def ceiling(points, metas, factor=1.25):
     """The most any uncalibrated model could reach: per (preset, nodes, GPUs per node, collective,
     size) one prediction, the one within `factor` of as many of that size's measured times as
@@ -535,6 +549,9 @@ def main():
         for r in sp:
             print(f"  {r['group']:<32} {r['logs']:>4} {r['regime']:<11} {r['sizes']:>5} {r['median']:>7.2f} "
                   f"{r['worst']:>6.2f} {r['apart']:>5.0f}%")
+    print("by algorithm: predicted / measured, every point, per one node or several and the algorithm/protocol "
+          "the prediction ran (NCCL's pick as p2v predicts it, or a forced one)")
+    print_summary(by_algorithm(allpts, metas))
     ceil = ceiling(allpts, metas)
     print("ceiling: the share within 1.25x that one prediction per (preset, shape, collective, size) could reach "
           "at best, given how the logs of one kind disagree: " +

@@ -2,7 +2,8 @@
 """The fidelity suite's data rule (bench/fidelity/run.py glitches, docs/simulator.md §6.1) on a
 made-up nccl-tests table: a size whose out-of-place and in-place times are more than 2x apart, and
 one whose out-of-place time is more than 2x the next size's, are left out; nothing else is. And the
-suite's ceiling (run.ceiling, §6) on made-up measurements of one kind."""
+suite's ceiling (run.ceiling, §6) on made-up measurements of one kind, and its table by algorithm
+(run.by_algorithm) on made-up predictions."""
 import os
 import sys
 import tempfile
@@ -61,6 +62,21 @@ def main():
             print(f"FAIL: ceiling of {times}: {got}, expected {want}")
             return 1
     print("ceiling: as expected on 4 made-up cases")
+    # By algorithm (run.by_algorithm): points grouped by one node or several and the pair the
+    # prediction ran, per size regime; the "all" row left out.
+    metas = {"d/one": {"n_nodes": 1, "n_gpus": 8}, "d/two": {"n_nodes": 2, "n_gpus": 8}}
+    mk = [("d/one", 1024.0, 1.0, "ring", "LL"), ("d/one", 2048.0, 1.5, "ring", "LL"),
+          ("d/two", 1024.0, 1.1, "tree", "LL"), ("d/two", 2.0 ** 28, 0.4, "ring", "Simple"),
+          ("d/two", 2.0 ** 29, 1.0, "ring", "Simple")]
+    pts2 = [{"origin": o, "line": i, "bytes": b, "measured_s": 1.0, "predicted_s": r, "algo": a, "proto": pr}
+            for i, (o, b, r, a, pr) in enumerate(mk)]
+    rows = {(r["title"], r["regime"]): (r["n"], round(r["in125"])) for r in run.by_algorithm(pts2, metas)}
+    want = {("1 node ring/LL", "<= 1 MiB"): (2, 50), ("nodes tree/LL", "<= 1 MiB"): (1, 100),
+            ("nodes ring/Simple", ">= 128 MiB"): (2, 50)}
+    if rows != want:
+        print(f"FAIL: by_algorithm gave {rows}, expected {want}")
+        return 1
+    print("by algorithm: as expected on 5 made-up points")
     return 0
 
 
