@@ -68,7 +68,7 @@ void print_table(const CalArgs& a, const CalResult& r) {
     fmt::print("wrote {}\n", a.output);
 }
 
-// --nccl-tests: the logs, each read once. --collective names nccl-tests' tests (all_reduce,
+// --nccl-tests: the logs, each read once, a log per run of a file. --collective names nccl-tests' tests (all_reduce,
 // all_gather_perf, ...) or p2v's collectives (AllReduce, ...).
 std::vector<sim::NcclTestsLog> load_logs(const CalArgs& a) {
   sim::NcclTestsOptions opt;
@@ -78,7 +78,8 @@ std::vector<sim::NcclTestsLog> load_logs(const CalArgs& a) {
     opt.collective = c ? *c : engine::parse_collective(a.collective);
   }
   std::vector<sim::NcclTestsLog> logs;
-  for (const auto& path : a.logs) logs.push_back(sim::load_nccl_tests(path, opt));
+  for (const auto& path : a.logs)  // a file of several runs (tests) gives a log per run
+    for (auto& log : sim::load_nccl_tests_runs(path, opt)) logs.push_back(std::move(log));
   return logs;
 }
 
@@ -322,12 +323,15 @@ Registrar reg("calibrate", [](CLI::App& sub) -> std::function<int()> {
   auto* m = sub.add_option("--measurements", a->measurements,
                            "CSV with a header naming collective,groups,bytes,seconds (e.g. written by p2v run --csv), "
                            "or p2v run --json output (p2v-run/1: its step and baseline timings)");
-  auto* l = sub.add_option("--nccl-tests", a->logs,
-                           "nccl-tests outputs (all_reduce_perf, all_gather_perf, reduce_scatter_perf, broadcast_perf, "
-                           "reduce_perf) of the whole system: one group of all its devices");
+  auto* l =
+      sub.add_option("--nccl-tests", a->logs,
+                     "nccl-tests outputs (all_reduce_perf, all_gather_perf, reduce_scatter_perf, broadcast_perf, "
+                     "reduce_perf) of the whole system: one group of all its devices; a file of several runs is read "
+                     "run by run (runs of other tests, e.g. alltoall_perf, are left out with a note)");
   m->excludes(l);
   sub.add_option("--collective", a->collective,
-                 "with --nccl-tests: the collective, for logs that do not name their test (AllReduce, AllGather, ...)");
+                 "with --nccl-tests: the collective, for logs that do not name their test, or the runs of a file of "
+                 "several to read (AllReduce, AllGather, ...)");
   sub.add_flag("--predict-only", a->predict_only, "with --nccl-tests: print predicted vs measured, fit nothing");
   sub.add_option("--nccl-version", a->nccl_version,
                  "with --nccl-tests: the NCCL version whose tuning constants apply (2.9 or later, e.g. 2.26.2; "

@@ -137,7 +137,8 @@ std::string fill_interconnects(engine::System& s, const std::string& name, bool 
     alone = engine::system_json(s) == engine::system_json(load_system("", preset.name));
   const bool bare = s.nccl.is_null() && !s.has_topology() &&
                     std::none_of(s.levels.begin(), s.levels.end(), [](const auto& l) { return l.interconnect; });
-  const bool links = !s.has_topology() && sim::apply_preset(s, preset) > 0;
+  std::string partial;  // a system on part of each node: the NICs it has (sim/levels.hpp)
+  const bool links = !s.has_topology() && sim::apply_preset(s, preset, &partial) > 0;
   // After the preset: apply_preset writes its "nccl" section only into a system without one.
   if (sharp) sim::set_sharp(s, true);
   if (!nccl_version.empty()) {
@@ -158,7 +159,7 @@ std::string fill_interconnects(engine::System& s, const std::string& name, bool 
   }
   // How far the preset's uncalibrated times held against published measurements (sim/fidelity.hpp).
   std::string line;
-  if (alone || (links && bare)) {
+  if (alone || (links && bare && partial.empty())) {  // the suite measures whole nodes only
     auto a = sim::accuracy_json(sim::published_accuracy(), preset.name, alone ? 1 : sim::system_nodes(s));
     line = a.at("note").get<std::string>();
     if (accuracy) *accuracy = std::move(a);
@@ -167,6 +168,7 @@ std::string fill_interconnects(engine::System& s, const std::string& name, bool 
   if (!links && device.empty()) return "";
   std::string note = fmt::format("{}: preset {} ({}){}{}", links ? "interconnects" : "device numbers", preset.name,
                                  preset.description, device, name.empty() ? "; choose another with --preset" : "");
+  if (!partial.empty()) note += "; " + partial;
   if (!line.empty()) note += "\n" + line;
   return note;
 }

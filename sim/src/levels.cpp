@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "p2v/engine/error.hpp"
+#include "p2v/sim/preset_devices.hpp"
 
 namespace p2v::sim {
 
@@ -226,19 +227,39 @@ const Preset& find_preset(const std::string& name) {
       fmt::format("--preset '{}': unknown; presets are {} (old names: a100 = p2-a100, v100 = p2-v100)", name, names));
 }
 
-int apply_preset(System& s, const Preset& p) {
+int apply_preset(System& s, const Preset& p, std::string* note) {
   int n = 0;
   const int L = static_cast<int>(s.levels.size());
   NcclParams np = p.nccl;
   np.levels.clear();
+  // A system with fewer devices per node than the preset's node runs on part of each node. NCCL
+  // puts a GPU's rings and trees on the NICs next to it (its topology search prefers the NICs of the
+  // GPU's PCIe switch; PXN, which reaches another GPU's NIC over NVLink, needs that GPU in the
+  // communicator), so the node's network level gets the NICs of the GPUs in use: ceil(nics x
+  // devices / node devices), the GPUs taken as the node's first ones (e.g. 1 of a DGX H100's 8 NICs
+  // for one GPU per node, 4 of p5's 32, 1 of p4d's 4 for two). Measured: 10 DGX-class H100 nodes
+  // with 1, 2 and 4 GPUs each reach 48.7, 98.3 and 196.7 GB/s all_gather bus bandwidth, one
+  // 400 Gb/s NIC per GPU (xxrjun/nccl-tests-cluster, docs/simulator.md §2).
+  const int node_devices = preset_device(p).node_devices;
+  const int devices = L >= 2 ? s.levels.back().cardinality : node_devices;
   for (int l = L - 1, i = 0; l >= 0; --l, ++i) {
     auto& lv = s.levels[static_cast<std::size_t>(l)];
     if (lv.cardinality == 1 || lv.interconnect) continue;
     const auto k = std::min<std::size_t>(static_cast<std::size_t>(i), p.levels.size() - 1);
     lv.interconnect = p.levels[k];
+    const int nics = k < p.nccl.levels.size() ? p.nccl.levels[k].nics : 0;
+    int used = nics;
+    if (i == 1 && nics > 0 && devices < node_devices) {
+      used = std::max(1, (nics * devices + node_devices - 1) / node_devices);
+      lv.interconnect->bandwidth_gbps *= static_cast<double>(used) / nics;
+      if (note)
+        *note = fmt::format("{} of the node's {} GPUs in use: {} of its {} NICs, {:g} GB/s per {}", devices,
+                            node_devices, used, nics, lv.interconnect->bandwidth_gbps, lv.name);
+    }
     if (k < p.nccl.levels.size()) {
       NcclLevelParams x = p.nccl.levels[k];
       x.level = lv.name;
+      x.nics = used;
       if (x.nics > 0 || x.nic_gbps > 0 || x.hw || x.bus_bw_gbps > 0 || x.reported_latency_us >= 0 ||
           std::any_of(x.hop_latency_us.begin(), x.hop_latency_us.end(), [](double d) { return d >= 0; }) ||
           std::any_of(x.hop_latency_scale.begin(), x.hop_latency_scale.end(), [](double d) { return d != 1.0; }))

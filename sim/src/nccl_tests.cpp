@@ -583,6 +583,96 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin
   return log;
 }
 
+std::vector<NcclTestsLog> parse_nccl_tests_runs(const std::string& text, const std::string& origin,
+                                                const NcclTestsOptions& opt) {
+  // Where each run starts: a header line (nccl-tests' version line, the test marker, the "nThread"
+  // line) or a line naming a test (a command line) after rows of the run before it. A stretch
+  // without rows (lines after the last run's table) stays with the run before it.
+  // Lines are counted as parse_nccl_tests counts them.
+  struct Run {
+    std::size_t begin = 0;  // byte offset of its first line
+    int first_line = 1;
+    std::string marked, named;  // the test of its first marker line, of its first line naming one
+    bool rows = false;
+  };
+  std::vector<Run> runs(1);
+  bool table = false;
+  std::size_t pos = 0;
+  int ln = 0;
+  while (pos < text.size()) {
+    const auto nl = text.find('\n', pos);
+    const auto end = nl == std::string::npos ? text.size() : nl;
+    std::string raw = text.substr(pos, end - pos);
+    const std::size_t begin = pos;
+    pos = nl == std::string::npos ? text.size() : nl + 1;
+    ++ln;
+    if (!raw.empty() && raw.back() == '\r') raw.pop_back();
+    bool err_line = false;
+    const std::string line = strip_tag(raw, err_line);
+    if (err_line) continue;
+    auto toks = tokens(line);
+    if (!toks.empty() && toks[0] == "#")
+      toks.erase(toks.begin());
+    else if (!toks.empty() && toks[0].size() > 1 && toks[0][0] == '#' && toks[0] != "#wrong")
+      toks[0] = toks[0].substr(1);
+    if (toks.empty()) continue;
+    const bool marker = line.find("Collective test starting") != std::string::npos;
+    const std::string test = toks[0] == "Rank" ? "" : find_test(line);
+    // nccl-tests' closing line names the test it closes.
+    const bool closing = line.find("Collective test concluded") != std::string::npos;
+    const bool header = marker || (!test.empty() && !closing) || toks[0] == "nThread" ||
+                        (toks.size() > 1 && toks[0] == "nccl-tests" && toks[1] == "version");
+    if (header && runs.back().rows) {
+      runs.push_back(Run{begin, ln, "", "", false});
+      table = false;
+    }
+    auto& r = runs.back();
+    if (!test.empty() && marker && r.marked.empty()) r.marked = test;
+    if (!test.empty() && r.named.empty()) r.named = test;
+    if (header_columns(toks))
+      table = true;
+    else if (table && is_int(toks[0]))
+      r.rows = true;
+  }
+  // A stretch without rows after a run (its closing lines) belongs to that run.
+  for (std::size_t i = runs.size(); i-- > 1;)
+    if (!runs[i].rows) runs.erase(runs.begin() + static_cast<std::ptrdiff_t>(i));
+  if (runs.size() == 1) return {parse_nccl_tests(text, origin, opt)};
+
+  std::vector<NcclTestsLog> out;
+  std::vector<std::string> left_out;
+  std::string tests;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const auto& r = runs[i];
+    const std::string& test = r.marked.empty() ? r.named : r.marked;  // as parse_nccl_tests takes it
+    tests += (tests.empty() ? "" : ", ") + (test.empty() ? std::string("unnamed") : test);
+    const auto named = test.empty() ? std::nullopt : collective_of_test(test);
+    if (!test.empty() && !named) {
+      left_out.push_back(
+          fmt::format("{}:{}: the run of {} left out (not a test p2v models)", origin, r.first_line, test));
+      continue;
+    }
+    if (named && opt.collective && *named != *opt.collective) {
+      left_out.push_back(fmt::format("{}:{}: the run of {} left out ({} was asked)", origin, r.first_line, test,
+                                     engine::to_string(*opt.collective)));
+      continue;
+    }
+    // The run alone, after as many empty lines as came before it, so its errors and rows carry the
+    // file's line numbers.
+    const std::size_t end = i + 1 < runs.size() ? runs[i + 1].begin : text.size();
+    std::string part(static_cast<std::size_t>(r.first_line - 1), '\n');
+    part.append(text, r.begin, end - r.begin);
+    out.push_back(parse_nccl_tests(part, origin, opt));
+  }
+  if (out.empty())
+    throw Error(fmt::format("{}: none of its {} runs ({}) is {}", origin, runs.size(), tests,
+                            opt.collective ? fmt::format("a run of {}", engine::to_string(*opt.collective))
+                                           : std::string("of a test p2v models (all_reduce, all_gather, "
+                                                         "reduce_scatter, broadcast, reduce)")));
+  out.front().notes.insert(out.front().notes.begin(), left_out.begin(), left_out.end());
+  return out;
+}
+
 void expect_ranks(NcclTestsLog& log, int ranks, const std::string& of) {
   if (log.ranks > 0) {
     if (log.ranks != ranks) throw Error(fmt::format("{}: {}, {} expected", log.origin, log.ranks_said, ranks));
@@ -593,7 +683,10 @@ void expect_ranks(NcclTestsLog& log, int ranks, const std::string& of) {
   log.ranks = ranks;
 }
 
-NcclTestsLog load_nccl_tests(const std::string& path, const NcclTestsOptions& opt) {
+namespace {
+
+// The file's text, at most kMaxNcclTestsBytes.
+std::string read_log(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(fmt::format("nccl-tests log '{}': cannot open it ({})", path, std::strerror(errno)));
   std::string text;
@@ -604,7 +697,17 @@ NcclTestsLog load_nccl_tests(const std::string& path, const NcclTestsOptions& op
   if (text.size() > kMaxNcclTestsBytes)
     throw Error(fmt::format("nccl-tests log '{}': larger than {} MiB; cut it to the test's output", path,
                             kMaxNcclTestsBytes >> 20));
-  return parse_nccl_tests(text, path, opt);
+  return text;
+}
+
+}  // namespace
+
+NcclTestsLog load_nccl_tests(const std::string& path, const NcclTestsOptions& opt) {
+  return parse_nccl_tests(read_log(path), path, opt);
+}
+
+std::vector<NcclTestsLog> load_nccl_tests_runs(const std::string& path, const NcclTestsOptions& opt) {
+  return parse_nccl_tests_runs(read_log(path), path, opt);
 }
 
 }  // namespace p2v::sim

@@ -439,3 +439,35 @@ TEST_CASE("fit: the fit starts from the system it calibrates; a fitted file keep
   CHECK(scale_knob);
   MESSAGE("rms before ", fit.rms_log_before, ", after ", fit.rms_log_after);
 }
+
+TEST_CASE("p2v calibrate --nccl-tests: a file of several runs predicts as its runs given apart") {
+  const std::string data = std::string(P2V_SOURCE_DIR) + "/bench/fidelity/data/dgx-h100/";
+  const std::string ag = data + "allgather_10n80g_xxrjun.txt", rs = data + "reducescatter_10n80g_xxrjun.txt";
+  const std::string both = "/tmp/p2v_test_fit_runs_" + std::to_string(::getpid()) + ".txt";
+  {
+    std::ifstream a(ag), b(rs);
+    std::ofstream f(both);
+    f << a.rdbuf() << b.rdbuf();
+  }
+  const std::string sys = "calibrate --system node=10,gpu=8 --preset dgx-h100 --predict-only --json --nccl-tests ";
+  auto r = simtest::run(sys + both);
+  REQUIRE(r.code == 0);
+  auto apart = simtest::run(sys + ag + " " + rs);
+  REQUIRE(apart.code == 0);
+  const auto jb = json::parse(r.out), ja = json::parse(apart.out);
+  REQUIRE(jb.at("points").size() == 20);
+  REQUIRE(ja.at("points").size() == 20);
+  for (std::size_t i = 0; i < 20; ++i) {
+    CHECK(jb["points"][i]["collective"] == ja["points"][i]["collective"]);
+    CHECK(jb["points"][i]["predicted_s"].get<double>() == ja["points"][i]["predicted_s"].get<double>());
+    CHECK(jb["points"][i]["measured_s"].get<double>() == ja["points"][i]["measured_s"].get<double>());
+  }
+  CHECK(jb["points"][10]["collective"] == "ReduceScatter");
+  // --collective picks one run of the file.
+  r = simtest::run(sys + both + " --collective ReduceScatter");
+  REQUIRE(r.code == 0);
+  const auto jr = json::parse(r.out);
+  CHECK(jr.at("points").size() == 10);
+  CHECK(jr["points"][0]["collective"] == "ReduceScatter");
+  std::remove(both.c_str());
+}

@@ -101,3 +101,26 @@ TEST_CASE("presets fill inline systems; unknown presets and missing interconnect
   const double p = 131072;
   CHECK(t > 2 * (p - 1) / p * (1 << 30) / 400e9);
 }
+
+TEST_CASE("presets on part of each node: the node level gets the NICs of the GPUs in use") {
+  auto node_bw = [](const std::string& shape, const std::string& preset, std::string* note) {
+    System s = parse_system_arg(shape);
+    sim::apply_preset(s, sim::find_preset(preset), note);
+    return s.levels[0].interconnect->bandwidth_gbps;
+  };
+  std::string note;
+  const double whole = node_bw("node=2,gpu=8", "dgx-h100", &note);
+  CHECK(note.empty());
+  CHECK(node_bw("node=2,gpu=1", "dgx-h100", &note) == doctest::Approx(whole / 8));
+  CHECK(note == "1 of the node's 8 GPUs in use: 1 of its 8 NICs, 48 GB/s per node");
+  CHECK(node_bw("node=2,gpu=4", "dgx-h100", nullptr) == doctest::Approx(whole / 2));
+  // p5: 4 EFA NICs per GPU (32 for 8); p4d: one NIC for two GPUs (4 for 8), rounded up.
+  CHECK(node_bw("node=2,gpu=1", "p5", nullptr) == doctest::Approx(node_bw("node=2,gpu=8", "p5", nullptr) / 8));
+  CHECK(node_bw("node=2,gpu=1", "p4d", nullptr) == doctest::Approx(node_bw("node=2,gpu=8", "p4d", nullptr) / 4));
+  CHECK(node_bw("node=2,gpu=3", "p4d", nullptr) == doctest::Approx(node_bw("node=2,gpu=8", "p4d", nullptr) / 2));
+  // The "nccl" section records the NICs in use; a preset without a NIC count (h100) is not scaled.
+  System s = parse_system_arg("node=2,gpu=2");
+  sim::apply_preset(s, sim::find_preset("dgx-a100"));
+  CHECK(s.nccl.at("levels").at("node").at("nics") == 2);
+  CHECK(node_bw("node=2,gpu=1", "h100", nullptr) == node_bw("node=2,gpu=8", "h100", nullptr));
+}

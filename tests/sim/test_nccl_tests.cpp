@@ -459,3 +459,88 @@ TEST_CASE("nccl-tests: the timestamp column (-T 1) and per-iteration columns") {
   CHECK(log.rows[0].time_us == 100.0);
   CHECK(log.rows[0].busbw_gbps == simtest::rel(19.66));
 }
+
+TEST_CASE("nccl-tests: a file of several runs is read run by run") {
+  // Two ranks on two hosts; an all-reduce, an alltoall and an all-gather run, as a script running the
+  // tests one after another into one log prints them (nccl-tests 2.17: version line, marker, header).
+  auto run = [](const std::string& test, const std::string& rows) {
+    return "# nccl-tests version 2.17.8 nccl-headers=22902 nccl-library=22902\n# Collective test starting: " + test +
+           "\n" + kHeader + rows + "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 1.0\n#\n" +
+           "# Collective test concluded: " + test + "\n#\n";
+  };
+  const std::string ar =
+      "          64            16     float     sum      -1    10.0    0.01    0.01      0    10.0    0.01    0.01     "
+      " 0\n"
+      "         128            32     float     sum      -1    11.0    0.01    0.01      0    11.0    0.01    0.01     "
+      " 0\n";
+  const std::string ag =
+      "          64             8     float    none      -1    12.0    0.01    0.00      0    12.0    0.01    0.00     "
+      " 0\n";
+  const std::string text = run("all_reduce_perf", ar) + run("alltoall_perf", ag) + run("all_gather_perf", ag);
+  auto logs = parse_nccl_tests_runs(text, "log.txt");
+  REQUIRE(logs.size() == 2);
+  CHECK(logs[0].collective == Collective::AllReduce);
+  CHECK(logs[1].collective == Collective::AllGather);
+  REQUIRE(logs[0].rows.size() == 2);
+  REQUIRE(logs[1].rows.size() == 1);
+  CHECK(logs[0].rows[0].line == 9);  // the file's line numbers
+  CHECK(logs[1].rows[0].line == 38);
+  CHECK(logs[0].rows[1].time_us == 11.0);
+  CHECK(logs[1].rows[0].time_us == 12.0);
+  CHECK(logs[0].ranks == 2);
+  CHECK(logs[1].ranks == 2);
+  CHECK(logs[1].nccl_version == "2.29.2");
+  REQUIRE(!logs[0].notes.empty());
+  CHECK(logs[0].notes[0] == "log.txt:16: the run of alltoall_perf left out (not a test p2v models)");
+  // The collective asked for picks its run.
+  logs = parse_nccl_tests_runs(text, "log.txt", with_collective(Collective::AllGather));
+  REQUIRE(logs.size() == 1);
+  CHECK(logs[0].collective == Collective::AllGather);
+  CHECK(logs[0].rows[0].line == 38);
+  CHECK(logs[0].notes.at(0) == "log.txt:1: the run of all_reduce_perf left out (AllGather was asked)");
+  // None left: an error naming the runs.
+  try {
+    parse_nccl_tests_runs(run("alltoall_perf", ag) + run("sendrecv_perf", ag), "log.txt");
+    FAIL("no error");
+  } catch (const p2v::Error& e) {
+    CHECK(std::string(e.what()) ==
+          "log.txt: none of its 2 runs (alltoall_perf, sendrecv_perf) is of a test p2v models (all_reduce, "
+          "all_gather, reduce_scatter, broadcast, reduce)");
+  }
+  try {
+    parse_nccl_tests_runs(text, "log.txt", with_collective(Collective::Broadcast));
+    FAIL("no error");
+  } catch (const p2v::Error& e) {
+    CHECK(std::string(e.what()).find("log.txt: none of its 3 runs (all_reduce_perf, alltoall_perf, all_gather_perf) is "
+                                     "a run of Broadcast") == 0);
+  }
+  // A malformed row of a later run is an error at its line in the file.
+  const std::string bad =
+      "          64             8     float    none      -1    1o.0    0.01    0.00      0    12.0    0.01    0.00     "
+      " 0\n";
+  try {
+    parse_nccl_tests_runs(run("all_reduce_perf", ar) + run("all_gather_perf", bad), "log.txt");
+    FAIL("no error");
+  } catch (const p2v::Error& e) {
+    CHECK(std::string(e.what()) == "log.txt:24: time: '1o.0' is not a number");
+  }
+  // One run (its closing lines too, which name the test again) reads as parse_nccl_tests reads it.
+  const std::string one = run("all_reduce_perf", ar) + "all_reduce_perf finished\n";
+  logs = parse_nccl_tests_runs(one, "log.txt");
+  REQUIRE(logs.size() == 1);
+  const auto whole = parse_nccl_tests(one, "log.txt");
+  REQUIRE(logs[0].rows.size() == whole.rows.size());
+  for (std::size_t i = 0; i < whole.rows.size(); ++i) {
+    CHECK(logs[0].rows[i].line == whole.rows[i].line);
+    CHECK(logs[0].rows[i].time_us == whole.rows[i].time_us);
+  }
+  CHECK(logs[0].notes == whole.notes);
+  // Older nccl-tests (no version line, no marker): a command line naming the test and the nThread line start a run.
+  const std::string old = "$ mpirun -np 2 ./build/all_reduce_perf -b 64 -e 128\n" + std::string(kHeader) + ar +
+                          "$ mpirun -np 2 ./build/all_gather_perf -b 64 -e 64\n" + kHeader + ag;
+  logs = parse_nccl_tests_runs(old, "log.txt");
+  REQUIRE(logs.size() == 2);
+  CHECK(logs[0].collective == Collective::AllReduce);
+  CHECK(logs[1].collective == Collective::AllGather);
+  CHECK(logs[1].rows[0].line == 17);
+}

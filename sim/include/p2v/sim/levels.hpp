@@ -33,8 +33,10 @@ const Preset& find_preset(const std::string& name);  // also by alias; throws p2
 inline constexpr const char* kDefaultPreset = "h100";
 // Fills every level of cardinality > 1 that has no interconnect from `p`; returns how many. When
 // it fills any and the system has no "nccl" section, writes the preset's (level parameters named
-// after the levels they were applied to).
-int apply_preset(engine::System& s, const Preset& p);
+// after the levels they were applied to). A system with fewer devices per node than the preset's
+// node gets the share of the node's NICs those devices have on its node level (levels.cpp); `note`,
+// when given, then says so.
+int apply_preset(engine::System& s, const Preset& p, std::string* note = nullptr);
 // Turns in-network reduction (SHARP / CollNet) on or off in the system's "nccl" section.
 void set_sharp(engine::System& s, bool on);
 
