@@ -217,7 +217,19 @@ std::optional<Collective> collective_of_test(const std::string& test) {
   return std::nullopt;
 }
 
+namespace {
+NcclTestsLog parse_run(const std::string& text, const std::string& origin, const NcclTestsOptions& opt,
+                       int lines_before);
+}  // namespace
+
 NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin, const NcclTestsOptions& opt) {
+  return parse_run(text, origin, opt, 0);
+}
+
+namespace {
+// One run: `text` starts at line lines_before + 1 of the file it comes from.
+NcclTestsLog parse_run(const std::string& text, const std::string& origin, const NcclTestsOptions& opt,
+                       int lines_before) {
   NcclTestsLog log;
   log.origin = origin;
   std::optional<Columns> cols;
@@ -235,7 +247,7 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin
   int test_line = 0;
   std::stringstream ss(text);
   std::string raw;
-  int ln = 0;
+  int ln = lines_before;
   while (std::getline(ss, raw)) {
     ++ln;
     if (!raw.empty() && raw.back() == '\r') raw.pop_back();
@@ -582,6 +594,7 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin
   }
   return log;
 }
+}  // namespace
 
 std::vector<NcclTestsLog> parse_nccl_tests_runs(const std::string& text, const std::string& origin,
                                                 const NcclTestsOptions& opt) {
@@ -657,12 +670,9 @@ std::vector<NcclTestsLog> parse_nccl_tests_runs(const std::string& text, const s
                                      engine::to_string(*opt.collective)));
       continue;
     }
-    // The run alone, after as many empty lines as came before it, so its errors and rows carry the
-    // file's line numbers.
+    // The run alone; its errors and rows carry the file's line numbers.
     const std::size_t end = i + 1 < runs.size() ? runs[i + 1].begin : text.size();
-    std::string part(static_cast<std::size_t>(r.first_line - 1), '\n');
-    part.append(text, r.begin, end - r.begin);
-    out.push_back(parse_nccl_tests(part, origin, opt));
+    out.push_back(parse_run(text.substr(r.begin, end - r.begin), origin, opt, r.first_line - 1));
   }
   if (out.empty())
     throw Error(fmt::format("{}: none of its {} runs ({}) is {}", origin, runs.size(), tests,
