@@ -295,10 +295,10 @@ PRESET_NODE_GPUS = 8
 
 
 def partial_node(meta):
-    """A log of a run on part of each node (fewer GPUs per node than the preset's node: p2v gives such a
-    system the NICs of the GPUs in use, docs/simulator.md §2). p2v prints no accuracy line for such a
+    """A log of a run across nodes on part of each node (fewer GPUs per node than the preset's node: p2v
+    gives such a system the NICs of the GPUs in use, docs/simulator.md §2). p2v prints no accuracy line for such a
     system, so its points stay out of the shipped accuracy file."""
-    return meta["n_gpus"] < PRESET_NODE_GPUS
+    return meta["n_nodes"] > 1 and meta["n_gpus"] < PRESET_NODE_GPUS
 
 
 def accuracy(points, metas):

@@ -240,21 +240,31 @@ int apply_preset(System& s, const Preset& p, std::string* note) {
   // for one GPU per node, 4 of p5's 32, 1 of p4d's 4 for two). Measured: 10 DGX-class H100 nodes
   // with 1, 2 and 4 GPUs each reach 48.7, 98.3 and 196.7 GB/s all_gather bus bandwidth, one
   // 400 Gb/s NIC per GPU (xxrjun/nccl-tests-cluster, docs/simulator.md §2).
-  const int node_devices = preset_device(p).node_devices;
-  const int devices = L >= 2 ? s.levels.back().cardinality : node_devices;
+  // The preset's node size, where it has one (a Preset built by a caller need not).
+  int node_devices = 0;
+  for (const auto& q : presets())
+    if (q.name == p.name) node_devices = preset_device(q).node_devices;
+  std::int64_t below = 1;  // devices in one instance of the level being filled (the levels inside it)
+  bool first_net = true;
   for (int l = L - 1, i = 0; l >= 0; --l, ++i) {
     auto& lv = s.levels[static_cast<std::size_t>(l)];
+    const std::int64_t inside = below;
+    below *= lv.cardinality;
     if (lv.cardinality == 1 || lv.interconnect) continue;
     const auto k = std::min<std::size_t>(static_cast<std::size_t>(i), p.levels.size() - 1);
     lv.interconnect = p.levels[k];
     const int nics = k < p.nccl.levels.size() ? p.nccl.levels[k].nics : 0;
     int used = nics;
-    if (i == 1 && nics > 0 && devices < node_devices) {
-      used = std::max(1, (nics * devices + node_devices - 1) / node_devices);
-      lv.interconnect->bandwidth_gbps *= static_cast<double>(used) / nics;
-      if (note)
-        *note = fmt::format("{} of the node's {} GPUs in use: {} of its {} NICs, {:g} GB/s per {}", devices,
-                            node_devices, used, nics, lv.interconnect->bandwidth_gbps, lv.name);
+    // The first level the preset fills with a network level: what one instance holds of a node.
+    if (k >= 1 && first_net) {
+      first_net = false;
+      if (nics > 0 && node_devices > 0 && inside < node_devices) {
+        used = static_cast<int>(std::max<std::int64_t>(1, (nics * inside + node_devices - 1) / node_devices));
+        lv.interconnect->bandwidth_gbps *= static_cast<double>(used) / nics;
+        if (note)
+          *note = fmt::format("{} of the node's {} GPUs in use: {} of its {} NICs, {:g} GB/s per {}", inside,
+                              node_devices, used, nics, lv.interconnect->bandwidth_gbps, lv.name);
+      }
     }
     if (k < p.nccl.levels.size()) {
       NcclLevelParams x = p.nccl.levels[k];

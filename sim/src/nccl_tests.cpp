@@ -598,15 +598,17 @@ NcclTestsLog parse_run(const std::string& text, const std::string& origin, const
 
 std::vector<NcclTestsLog> parse_nccl_tests_runs(const std::string& text, const std::string& origin,
                                                 const NcclTestsOptions& opt) {
-  // Where each run starts: a header line (nccl-tests' version line, the test marker, the "nThread"
-  // line) or a line naming a test (a command line) after rows of the run before it. A stretch
-  // without rows (lines after the last run's table) stays with the run before it.
-  // Lines are counted as parse_nccl_tests counts them.
+  // Where each run starts: nccl-tests' version line, its test marker, its "nThread" line, or a line
+  // naming a test (a command line, a script's echo; not nccl-tests' closing line), when it comes
+  // after rows of the run before it, or when that run printed the same kind of header already (a
+  // test that stopped before its table; a line naming another test after a header). Lines are
+  // counted as parse_run counts them.
   struct Run {
     std::size_t begin = 0;  // byte offset of its first line
     int first_line = 1;
-    std::string marked, named;  // the test of its first marker line, of its first line naming one
-    bool rows = false;
+    std::string marked,
+        named;  // the test of its last marker line (as parse_run takes it), of its first line naming one
+    bool rows = false, version = false, marker = false, nthread = false;
   };
   std::vector<Run> runs(1);
   bool table = false;
@@ -630,26 +632,42 @@ std::vector<NcclTestsLog> parse_nccl_tests_runs(const std::string& text, const s
       toks[0] = toks[0].substr(1);
     if (toks.empty()) continue;
     const bool marker = line.find("Collective test starting") != std::string::npos;
-    const std::string test = toks[0] == "Rank" ? "" : find_test(line);
-    // nccl-tests' closing line names the test it closes.
     const bool closing = line.find("Collective test concluded") != std::string::npos;
-    const bool header = marker || (!test.empty() && !closing) || toks[0] == "nThread" ||
-                        (toks.size() > 1 && toks[0] == "nccl-tests" && toks[1] == "version");
-    if (header && runs.back().rows) {
-      runs.push_back(Run{begin, ln, "", "", false});
-      table = false;
+    const std::string test = toks[0] == "Rank" ? "" : find_test(line);
+    const bool version = toks.size() > 1 && toks[0] == "nccl-tests" && toks[1] == "version";
+    const bool nthread = toks[0] == "nThread";
+    const bool names = !test.empty() && !marker && !closing;
+    {
+      const auto& cur = runs.back();
+      const bool header = marker || version || nthread || names;
+      const bool again = (version && cur.version) || (marker && cur.marker) || (nthread && cur.nthread) ||
+                         (names && !cur.named.empty() && cur.named != test && (cur.marker || cur.nthread));
+      if (header && (cur.rows || again)) {
+        Run next;
+        next.begin = begin;
+        next.first_line = ln;
+        runs.push_back(std::move(next));
+        table = false;
+      }
     }
     auto& r = runs.back();
-    if (!test.empty() && marker && r.marked.empty()) r.marked = test;
+    r.version = r.version || version;
+    r.nthread = r.nthread || nthread;
+    if (marker && !test.empty()) {
+      r.marker = true;
+      r.marked = test;
+    }
     if (!test.empty() && r.named.empty()) r.named = test;
     if (header_columns(toks))
       table = true;
     else if (table && is_int(toks[0]))
       r.rows = true;
   }
-  // A stretch without rows after a run (its closing lines) belongs to that run.
+  // A stretch without rows and without nccl-tests' headers (a line naming the test after its
+  // table) belongs to the run before it; one with headers is a run that printed no table.
   for (std::size_t i = runs.size(); i-- > 1;)
-    if (!runs[i].rows) runs.erase(runs.begin() + static_cast<std::ptrdiff_t>(i));
+    if (!runs[i].rows && !runs[i].version && !runs[i].marker && !runs[i].nthread)
+      runs.erase(runs.begin() + static_cast<std::ptrdiff_t>(i));
   if (runs.size() == 1) return {parse_nccl_tests(text, origin, opt)};
 
   std::vector<NcclTestsLog> out;
@@ -657,8 +675,14 @@ std::vector<NcclTestsLog> parse_nccl_tests_runs(const std::string& text, const s
   std::string tests;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const auto& r = runs[i];
-    const std::string& test = r.marked.empty() ? r.named : r.marked;  // as parse_nccl_tests takes it
-    tests += (tests.empty() ? "" : ", ") + (test.empty() ? std::string("unnamed") : test);
+    const std::string& test = r.marked.empty() ? r.named : r.marked;  // as parse_run takes it
+    if (i < 8) tests += (tests.empty() ? "" : ", ") + (test.empty() ? std::string("unnamed") : test);
+    if (i == 8) tests += ", ...";
+    if (!r.rows) {
+      left_out.push_back(fmt::format("{}:{}: the run of {} left out (it printed no result rows)", origin, r.first_line,
+                                     test.empty() ? std::string("an unnamed test") : test));
+      continue;
+    }
     const auto named = test.empty() ? std::nullopt : collective_of_test(test);
     if (!test.empty() && !named) {
       left_out.push_back(

@@ -123,4 +123,18 @@ TEST_CASE("presets on part of each node: the node level gets the NICs of the GPU
   sim::apply_preset(s, sim::find_preset("dgx-a100"));
   CHECK(s.nccl.at("levels").at("node").at("nics") == 2);
   CHECK(node_bw("node=2,gpu=1", "h100", nullptr) == node_bw("node=2,gpu=8", "h100", nullptr));
+  // Per node is what one instance of the first network level holds: a level of one instance inside
+  // it counts, and a level above it is not scaled again.
+  CHECK(node_bw("node=10,socket=1,gpu=2", "dgx-h100", &note) == doctest::Approx(whole / 4));
+  CHECK(note == "2 of the node's 8 GPUs in use: 2 of its 8 NICs, 96 GB/s per node");
+  System r = parse_system_arg("rack=2,node=2,gpu=4");
+  sim::apply_preset(r, sim::find_preset("dgx-h100"));
+  CHECK(r.levels[1].interconnect->bandwidth_gbps == doctest::Approx(whole / 2));
+  CHECK(r.levels[0].interconnect->bandwidth_gbps == doctest::Approx(whole));
+  // A Preset a caller builds (not in the table) fills as before, unscaled.
+  sim::Preset mine = sim::find_preset("dgx-h100");
+  mine.name = "mine";
+  System m = parse_system_arg("node=2,gpu=1");
+  sim::apply_preset(m, mine);
+  CHECK(m.levels[0].interconnect->bandwidth_gbps == whole);
 }

@@ -524,17 +524,40 @@ TEST_CASE("nccl-tests: a file of several runs is read run by run") {
   } catch (const p2v::Error& e) {
     CHECK(std::string(e.what()) == "log.txt:24: time: '1o.0' is not a number");
   }
-  // One run (its closing lines too, which name the test again) reads as parse_nccl_tests reads it.
-  const std::string one = run("all_reduce_perf", ar) + "all_reduce_perf finished\n";
-  logs = parse_nccl_tests_runs(one, "log.txt");
-  REQUIRE(logs.size() == 1);
-  const auto whole = parse_nccl_tests(one, "log.txt");
-  REQUIRE(logs[0].rows.size() == whole.rows.size());
-  for (std::size_t i = 0; i < whole.rows.size(); ++i) {
-    CHECK(logs[0].rows[i].line == whole.rows[i].line);
-    CHECK(logs[0].rows[i].time_us == whole.rows[i].time_us);
+  // A run of a file of several reads as its own text does, shifted by the lines before it; a line naming
+  // the test after the last table (a script's echo) stays with that run.
+  logs = parse_nccl_tests_runs(text + "all_gather_perf finished\n", "log.txt");
+  REQUIRE(logs.size() == 2);
+  const auto alone = parse_nccl_tests(run("all_gather_perf", ag) + "all_gather_perf finished\n", "log.txt");
+  REQUIRE(logs[1].rows.size() == alone.rows.size());
+  CHECK(logs[1].rows[0].line == alone.rows[0].line + 29);
+  CHECK(logs[1].rows[0].time_us == alone.rows[0].time_us);
+  CHECK(logs[1].ranks == alone.ranks);
+  CHECK(logs[1].hosts == alone.hosts);
+  CHECK(logs[1].test == alone.test);
+  // A test that stopped before its table (its header, then an error) is left out with a note; the
+  // runs around it are read.
+  const std::string failed =
+      "# nccl-tests version 2.17.8 nccl-headers=22902 nccl-library=22902\n"
+      "# Collective test starting: reduce_scatter_perf\n" +
+      std::string(kHeader).substr(0, std::string(kHeader).find("#  Rank")) +
+      "host:1:1 [0] some NCCL WARN Cuda failure 'out of memory'\n";
+  logs = parse_nccl_tests_runs(run("all_reduce_perf", ar) + failed + run("all_gather_perf", ag), "log.txt");
+  REQUIRE(logs.size() == 2);
+  CHECK(logs[0].collective == Collective::AllReduce);
+  CHECK(logs[1].collective == Collective::AllGather);
+  CHECK(logs[0].notes.at(0) == "log.txt:16: the run of reduce_scatter_perf left out (it printed no result rows)");
+  CHECK(logs[1].rows[0].line == 16 + 6 + 8);
+  // Launcher prefixes (mpirun --tag-output) and CRLF line ends, as in a single run.
+  std::string tagged;
+  for (std::size_t p = 0, q; p < text.size(); p = q + 1) {
+    q = text.find('\n', p);
+    tagged += "[1,0]<stdout>:" + text.substr(p, q - p) + "\r\n";
   }
-  CHECK(logs[0].notes == whole.notes);
+  logs = parse_nccl_tests_runs(tagged, "log.txt");
+  REQUIRE(logs.size() == 2);
+  CHECK(logs[1].collective == Collective::AllGather);
+  CHECK(logs[1].rows[0].line == 38);
   // Older nccl-tests (no version line, no marker): a command line naming the test and the nThread line start a run.
   const std::string old = "$ mpirun -np 2 ./build/all_reduce_perf -b 64 -e 128\n" + std::string(kHeader) + ar +
                           "$ mpirun -np 2 ./build/all_gather_perf -b 64 -e 64\n" + kHeader + ag;

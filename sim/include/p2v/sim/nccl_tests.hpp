@@ -98,12 +98,14 @@ inline constexpr std::size_t kMaxNcclTestsBytes = 64u << 20;
 NcclTestsLog load_nccl_tests(const std::string& path, const NcclTestsOptions& opt = {});
 
 // A file of several runs, one after another (a script running all_reduce_perf, all_gather_perf,
-// ... into one log): one log per run, each read by parse_nccl_tests with the file's line numbers.
-// A run starts at a "nccl-tests version" header, a "Collective test starting" marker or an
-// "nThread .. nGpus .." line that comes after the previous run's rows. Runs of tests p2v does not
-// model (alltoall_perf, sendrecv_perf, ...) and, with NcclTestsOptions::collective, runs that name
-// another test are left out with a note on the first log returned; none left is an error. A file
-// of one run reads exactly as parse_nccl_tests reads it.
+// ... into one log): one log per run, each read as parse_nccl_tests reads a file, with the file's
+// line numbers. A run starts at a "nccl-tests version" header, a "Collective test starting" marker,
+// an "nThread .. nGpus .." line or a line naming a test (a command line, a script's echo; not the
+// closing "Collective test concluded" line) that comes after the previous run's rows, or after that
+// run printed the same header (a test that stopped before its table; such a run is left out with a
+// note). Runs of tests p2v does not model (alltoall_perf, sendrecv_perf, ...) and, with
+// NcclTestsOptions::collective, runs that name another test are left out with a note on the first
+// log returned; none left is an error. A file of one run reads exactly as parse_nccl_tests reads it.
 std::vector<NcclTestsLog> parse_nccl_tests_runs(const std::string& text, const std::string& origin,
                                                 const NcclTestsOptions& opt = {});
 std::vector<NcclTestsLog> load_nccl_tests_runs(const std::string& path, const NcclTestsOptions& opt = {});
