@@ -2,7 +2,10 @@
 // system file: from a CSV of measurements (per-link α and β, docs/simulator.md §5) or from nccl-tests logs
 // (the system file's knobs, sim/fit.hpp); --predict-only prints predicted vs measured.
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -203,6 +206,111 @@ void apply_log_channels(const std::vector<sim::NcclTestsLog>& logs, engine::Syst
   }
 }
 
+// NCCL's list syntax (src/graph/tuning.cc parseList; per function from v2.24): "Ring,Tree", "^NVLS"
+// (all but), "allreduce:tree;allgather:ring" (per collective, case-insensitive). The names enabled
+// for `coll` out of `all`; empty when the list leaves `coll` as NCCL's default (a per-function list
+// that does not name it).
+std::vector<std::string> nccl_env_list(const std::string& value, engine::Collective coll,
+                                       const std::vector<std::string>& all, const std::string& where) {
+  auto lower = [](std::string x) {
+    for (auto& ch : x) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return x;
+  };
+  std::string list = value;
+  if (value.find(':') != std::string::npos) {
+    list.clear();
+    std::string c = lower(engine::to_string(coll));
+    std::size_t pos = 0;
+    while (pos <= value.size()) {
+      const auto semi = std::min(value.find(';', pos), value.size());
+      const std::string part = value.substr(pos, semi - pos);
+      if (const auto colon = part.find(':'); colon != std::string::npos && lower(part.substr(0, colon)) == c)
+        list = part.substr(colon + 1);
+      pos = semi + 1;
+    }
+    if (list.empty()) return {};
+  }
+  const bool except = !list.empty() && list[0] == '^';
+  std::vector<std::string> named;
+  std::size_t pos = except ? 1 : 0;
+  while (pos <= list.size()) {
+    const auto comma = std::min(list.find(',', pos), list.size());
+    const auto w = lower(list.substr(pos, comma - pos));
+    if (!w.empty()) {
+      if (std::find(all.begin(), all.end(), w) == all.end())
+        throw Error(fmt::format("{}: '{}' is not one of NCCL's names here ({})", where, w, fmt::join(all, ", ")));
+      named.push_back(w);
+    }
+    pos = comma + 1;
+  }
+  if (!except) return named;
+  std::vector<std::string> out;
+  for (const auto& x : all)
+    if (std::find(named.begin(), named.end(), x) == named.end()) out.push_back(x);
+  return out;
+}
+
+// What the logs' NCCL_DEBUG=INFO lines say the run's environment set, where the model has it: NCCL_PROTO
+// (system nccl.protocols), NCCL_ALGO (nccl.algorithms, ring kept as NCCL's fallback; one algorithm
+// alone is forced, as --algo, unless --algo was given), NCCL_BUFFSIZE, NCCL_NVLS_ENABLE,
+// NCCL_NVLS_CHUNKSIZE, NCCL_NVLSTREE_MAX_CHUNKSIZE. Facts of the run, so they replace the system's; logs
+// that disagree are an error. Returns the algorithm to force ("" for none).
+std::string apply_log_env(const std::vector<sim::NcclTestsLog>& logs, engine::System& s, const std::string& algo_arg,
+                          std::vector<std::string>& notes) {
+  std::map<std::string, std::pair<std::string, std::string>> seen;  // system key -> (value text, where)
+  std::string forced;
+  auto set = [&](const std::string& key, const nlohmann::json& v, const std::string& where, const std::string& what) {
+    const std::string text = v.dump();
+    if (const auto it = seen.find(key); it != seen.end()) {
+      if (it->second.first != text)
+        throw Error(fmt::format("{}: {}, but {} gives nccl.{} = {}: give logs of one configuration", where, what,
+                                it->second.second, key, it->second.first));
+      return;
+    }
+    seen[key] = {text, where};
+    if (s.nccl.is_null()) s.nccl = nlohmann::json::object();
+    s.nccl[key] = v;
+    notes.push_back(fmt::format("{}: {} (system nccl.{} = {})", where, what, key, text));
+  };
+  auto bytes = [](const std::string& v, const std::string& where) {
+    if (v.empty() ||
+        !std::all_of(v.begin(), v.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+      throw Error(fmt::format("{}: '{}' is not a byte count", where, v));
+    return std::stoll(v);
+  };
+  for (const auto& log : logs)
+    for (const auto& e : log.env) {
+      const std::string where = fmt::format("{}:{}", log.origin, e.line);
+      const std::string what = fmt::format("{} set by environment to {}", e.name, e.value);
+      if (e.name == "NCCL_PROTO") {
+        const auto on = nccl_env_list(e.value, log.collective, {"ll", "ll128", "simple"}, where);
+        if (!on.empty()) set("protocols", on, where, what);
+      } else if (e.name == "NCCL_ALGO") {
+        auto on = nccl_env_list(e.value, log.collective,
+                                {"ring", "tree", "nvls", "nvlstree", "collnetdirect", "collnetchain", "pat"}, where);
+        if (on.empty()) continue;
+        std::vector<std::string> model;  // the model's names (nccl_model.cpp "algorithms")
+        for (const auto& x : on) {
+          const std::string m = x == "nvlstree" ? "nvls-tree" : x.rfind("collnet", 0) == 0 ? "collnet" : x;
+          if (m != "pat" && std::find(model.begin(), model.end(), m) == model.end()) model.push_back(m);
+        }
+        if (model.size() == 1 && algo_arg.empty()) forced = model[0] == "nvls-tree" ? "nvls" : model[0];
+        if (std::find(model.begin(), model.end(), "ring") == model.end()) model.insert(model.begin(), "ring");
+        set("algorithms", model, where, what);
+      } else if (e.name == "NCCL_BUFFSIZE") {
+        set("buffsize", bytes(e.value, where), where, what);
+      } else if (e.name == "NCCL_NVLS_ENABLE") {
+        set("nvls", e.value != "0", where, what);
+      } else if (e.name == "NCCL_NVLS_CHUNKSIZE") {
+        set("nvls_chunksize", bytes(e.value, where), where, what);
+      } else if (e.name == "NCCL_NVLSTREE_MAX_CHUNKSIZE") {
+        set("nvlstree_max_chunksize", bytes(e.value, where), where, what);
+      }
+    }
+  if (!forced.empty()) notes.push_back(fmt::format("NCCL_ALGO names one algorithm: predicted with --algo {}", forced));
+  return forced;
+}
+
 std::string size_text(double b) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;
@@ -255,9 +363,10 @@ int run_nccl_tests(const CalArgs& in) {
   nlohmann::json accuracy;  // the preset's uncalibrated accuracy, where the system is its own
   if (const auto note = fill_interconnects(sys, a.preset, false, "", a.nccl_tuner, &accuracy); !note.empty())
     notes.push_back(note);
-  const auto algo = sim::parse_algorithm(a.algo.empty() ? "auto" : a.algo);
   apply_nccl_version(a, logs, sys);
   apply_log_channels(logs, sys, notes);
+  const auto forced = apply_log_env(logs, sys, a.algo, notes);
+  const auto algo = sim::parse_algorithm(!a.algo.empty() ? a.algo : !forced.empty() ? forced : "auto");
   const auto ps = log_points(logs, sys, notes);
   auto notes_json = [&] { return nlohmann::json(notes); };
   if (a.predict_only) {

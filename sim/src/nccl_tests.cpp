@@ -305,6 +305,21 @@ NcclTestsLog parse_run(const std::string& text, const std::string& origin, const
         }
         if (toks[i] == "nNodes" && n > 0) info_nodes.insert(n);
         if (toks[i] == "MNNVL" && toks[i + 1] != "0") mnnvl = true;
+        // src/misc/param.cc, src/graph/tuning.cc: "NAME set by environment to VALUE" (integers end in '.').
+        if (i >= 1 && i + 4 < toks.size() && toks[i] == "set" && toks[i + 1] == "by" && toks[i + 2] == "environment" &&
+            toks[i + 3] == "to" && toks[i - 1].rfind("NCCL_", 0) == 0) {
+          std::string v = toks[i + 4];
+          if (v.size() > 1 && v.back() == '.' && is_int(v.substr(0, v.size() - 1))) v.pop_back();
+          const auto& name = toks[i - 1];
+          auto it = std::find_if(log.env.begin(), log.env.end(), [&](const auto& e) { return e.name == name; });
+          if (it == log.env.end())
+            log.env.push_back({name, v, ln});
+          else if (it->value != v && it->line > 0) {
+            log.notes.push_back(fmt::format("{}: {} set by environment to {} and (line {}) {}: not used", where, name,
+                                            v, it->line, it->value));
+            it->line = 0;  // marked: left out below
+          }
+        }
       }
       continue;
     }
@@ -436,6 +451,7 @@ NcclTestsLog parse_run(const std::string& text, const std::string& origin, const
       throw Error(fmt::format("{}: size {} repeats the row of line {}", where, at(c.size), log.rows.back().line));
     log.rows.push_back(std::move(row));
   }
+  std::erase_if(log.env, [](const auto& e) { return e.line == 0; });
   if (log.rows.empty())
     throw Error(
         fmt::format("{}: no result rows (expected the nccl-tests table: a header naming size, count, type, "

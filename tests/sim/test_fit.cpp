@@ -471,3 +471,64 @@ TEST_CASE("p2v calibrate --nccl-tests: a file of several runs predicts as its ru
   CHECK(jr["points"][0]["collective"] == "ReduceScatter");
   std::remove(both.c_str());
 }
+
+TEST_CASE("p2v calibrate --nccl-tests: the NCCL environment a log prints is the run's") {
+  auto log = [&](const std::string& name, const std::string& env) {
+    const std::string path = "/tmp/p2v_test_fit_env_" + name + "_" + std::to_string(::getpid()) + ".txt";
+    std::ofstream f(path);
+    f << "# nThread 1 nGpus 1 minBytes 8 maxBytes 16 step: 2(factor) warmup iters: 5 iters: 20\n#\n"
+      << "# Using devices\n#  Rank  0 Group  0 Pid  1 on hostA device  0 [0x0f] NVIDIA H100 80GB HBM3\n"
+      << "#  Rank  1 Group  0 Pid  2 on hostB device  1 [0x10] NVIDIA H100 80GB HBM3\n"
+      << env
+      << "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   "
+         "busbw #wrong\n"
+      << "     1048576        262144     float     sum      -1    100.0   10.49   10.49      0    101.0   10.38   "
+         "10.38      0\n"
+      << "   134217728      33554432     float     sum      -1   5000.0   26.84   26.84      0   5001.0   26.84   "
+         "26.84      0\n";
+    return path;
+  };
+  const std::string sys = "calibrate --system node=2,gpu=1 --preset dgx-h100 --predict-only --json --nccl-tests ";
+  const auto tree = log("tree",
+                        "hostA:1:1 [0] NCCL INFO NCCL_BUFFSIZE set by environment to 8388608.\n"
+                        "hostA:1:1 [0] NCCL INFO NCCL_PROTO set by environment to Simple\n"
+                        "hostA:1:1 [0] NCCL INFO NCCL_ALGO set by environment to Tree\n");
+  auto r = simtest::run(sys + tree);
+  REQUIRE(r.code == 0);
+  auto j = json::parse(r.out);
+  for (const auto& p : j.at("points")) {
+    CHECK(p["algo"] == "tree");
+    CHECK(p["proto"] == "Simple");
+  }
+  const auto notes = j.at("notes").dump();
+  CHECK(notes.find("NCCL_PROTO set by environment to Simple (system nccl.protocols = [\\\"simple\\\"])") !=
+        std::string::npos);
+  CHECK(notes.find("NCCL_ALGO names one algorithm: predicted with --algo tree") != std::string::npos);
+  CHECK(notes.find("nccl.buffsize = 8388608") != std::string::npos);
+  // --algo given wins over the log's one algorithm; the protocol still holds.
+  r = simtest::run(sys + tree + " --algo ring");
+  REQUIRE(r.code == 0);
+  j = json::parse(r.out);
+  CHECK(j["points"][1]["algo"] == "ring");
+  CHECK(j["points"][1]["proto"] == "Simple");
+  // Lists: NCCL's exclusion and per-collective forms.
+  const auto lists = log("lists",
+                         "hostA:1:1 [0] NCCL INFO NCCL_PROTO set by environment to ^LL128,Simple\n"
+                         "hostA:1:1 [0] NCCL INFO NCCL_ALGO set by environment to allgather:tree;allreduce:ring\n");
+  r = simtest::run(sys + lists);
+  REQUIRE(r.code == 0);
+  j = json::parse(r.out);
+  for (const auto& p : j.at("points")) {
+    CHECK(p["algo"] == "ring");
+    CHECK(p["proto"] == "LL");
+  }
+  // Logs of two configurations, and a name NCCL does not have, are errors naming the line.
+  r = simtest::run(sys + tree + " " + lists);
+  CHECK(r.code == 2);
+  CHECK(r.out.find("give logs of one configuration") != std::string::npos);
+  const auto bad = log("bad", "hostA:1:1 [0] NCCL INFO NCCL_PROTO set by environment to LL256\n");
+  r = simtest::run(sys + bad);
+  CHECK(r.code == 2);
+  CHECK(r.out.find(bad + ":6: 'll256' is not one of NCCL's names here (ll, ll128, simple)") != std::string::npos);
+  for (const auto& p : {tree, lists, bad}) std::remove(p.c_str());
+}

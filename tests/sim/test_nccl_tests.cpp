@@ -567,3 +567,28 @@ TEST_CASE("nccl-tests: a file of several runs is read run by run") {
   CHECK(logs[1].collective == Collective::AllGather);
   CHECK(logs[1].rows[0].line == 17);
 }
+
+TEST_CASE("nccl-tests: the environment NCCL_DEBUG=INFO prints") {
+  const std::string row =
+      "       64            16     float     sum      -1    10.0    0.01    0.01      0    10.0    0.01    0.01      "
+      "0\n";
+  auto log = parse_nccl_tests(
+      "hostA:1:1 [0] NCCL INFO NCCL_BUFFSIZE set by environment to 8388608.\n"
+      "hostA:1:1 [0] NCCL INFO NCCL_ALGO set by environment to Ring,Tree\n"
+      "hostB:2:2 [1] NCCL INFO NCCL_ALGO set by environment to Ring,Tree\n"
+      "hostA:1:1 [0] NCCL INFO NCCL_PROTO set by environment to ^LL128\n"
+      "hostB:2:2 [1] NCCL INFO NCCL_PROTO set by environment to Simple\n"
+      "NCCL_SOCKET_IFNAME set by environment to eth0 (not an INFO line)\n" +
+          std::string(kHeader) + row,
+      "log.txt");
+  REQUIRE(log.env.size() == 2);
+  CHECK(log.env[0].name == "NCCL_BUFFSIZE");
+  CHECK(log.env[0].value == "8388608");  // the integer's closing '.' dropped
+  CHECK(log.env[0].line == 1);
+  CHECK(log.env[1].name == "NCCL_ALGO");
+  CHECK(log.env[1].value == "Ring,Tree");
+  CHECK(log.env[1].line == 2);
+  // A name printed with two values (mixed runs) is left out with a note.
+  REQUIRE(!log.notes.empty());
+  CHECK(log.notes[0] == "log.txt:5: NCCL_PROTO set by environment to Simple and (line 4) ^LL128: not used");
+}

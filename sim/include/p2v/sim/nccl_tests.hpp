@@ -71,6 +71,15 @@ struct NcclTestsLog {
   // the log does not say. Line where first stated.
   int coll_channels = 0;
   int coll_channels_line = 0;
+  // NCCL's environment as NCCL_DEBUG=INFO prints it ("NCCL INFO NCCL_PROTO set by environment to
+  // Simple", "NCCL INFO NCCL_BUFFSIZE set by environment to 8388608."): name, value (an integer's
+  // closing '.' dropped) and the line where first printed, in order. A name printed with two values
+  // is left out with a note.
+  struct Env {
+    std::string name, value;
+    int line = 0;
+  };
+  std::vector<Env> env;
   std::vector<NcclTestsRow> rows;
   int zero_rows = 0;               // rows of size 0, skipped
   std::vector<std::string> notes;  // what the reader could not use and why ("<origin>:<line>: ...")
