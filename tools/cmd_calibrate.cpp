@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -257,56 +258,76 @@ std::vector<std::string> nccl_env_list(const std::string& value, engine::Collect
 // that disagree are an error. Returns the algorithm to force ("" for none).
 std::string apply_log_env(const std::vector<sim::NcclTestsLog>& logs, engine::System& s, const std::string& algo_arg,
                           std::vector<std::string>& notes) {
-  std::map<std::string, std::pair<std::string, std::string>> seen;  // system key -> (value text, where)
-  std::string forced;
-  auto set = [&](const std::string& key, const nlohmann::json& v, const std::string& where, const std::string& what) {
-    const std::string text = v.dump();
-    if (const auto it = seen.find(key); it != seen.end()) {
-      if (it->second.first != text)
-        throw Error(fmt::format("{}: {}, but {} gives nccl.{} = {}: give logs of one configuration", where, what,
-                                it->second.second, key, it->second.first));
-      return;
-    }
-    seen[key] = {text, where};
-    if (s.nccl.is_null()) s.nccl = nlohmann::json::object();
-    s.nccl[key] = v;
-    notes.push_back(fmt::format("{}: {} (system nccl.{} = {})", where, what, key, text));
-  };
   auto bytes = [](const std::string& v, const std::string& where) {
     if (v.empty() ||
         !std::all_of(v.begin(), v.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
       throw Error(fmt::format("{}: '{}' is not a byte count", where, v));
     return std::stoll(v);
   };
+  static const std::vector<std::string> kProtos = {"ll", "ll128", "simple"};
+  static const std::vector<std::string> kNcclAlgos = {"ring",          "tree",         "nvls", "nvlstree",
+                                                      "collnetdirect", "collnetchain", "pat"};
+  static const std::vector<std::string> kModelAlgos = {"ring", "tree", "nvls", "nvls-tree", "collnet"};
+  // One value per variable over the logs (one configuration); per log, what it enables for its collective.
+  struct Var {
+    std::string value, where;
+    std::vector<std::set<std::string>> per_log;  // NCCL_PROTO / NCCL_ALGO: the model's names each log enables
+  };
+  std::map<std::string, Var> vars;
   for (const auto& log : logs)
     for (const auto& e : log.env) {
       const std::string where = fmt::format("{}:{}", log.origin, e.line);
-      const std::string what = fmt::format("{} set by environment to {}", e.name, e.value);
+      auto [it, fresh] = vars.try_emplace(e.name, Var{e.value, where, {}});
+      if (!fresh && it->second.value != e.value)
+        throw Error(fmt::format("{}: {} set by environment to {}, but {} says {}: give logs of one configuration",
+                                where, e.name, e.value, it->second.where, it->second.value));
       if (e.name == "NCCL_PROTO") {
-        const auto on = nccl_env_list(e.value, log.collective, {"ll", "ll128", "simple"}, where);
-        if (!on.empty()) set("protocols", on, where, what);
+        const auto on = nccl_env_list(e.value, log.collective, kProtos, where);
+        if (!on.empty()) it->second.per_log.emplace_back(on.begin(), on.end());
       } else if (e.name == "NCCL_ALGO") {
-        auto on = nccl_env_list(e.value, log.collective,
-                                {"ring", "tree", "nvls", "nvlstree", "collnetdirect", "collnetchain", "pat"}, where);
-        if (on.empty()) continue;
-        std::vector<std::string> model;  // the model's names (nccl_model.cpp "algorithms")
-        for (const auto& x : on) {
-          const std::string m = x == "nvlstree" ? "nvls-tree" : x.rfind("collnet", 0) == 0 ? "collnet" : x;
-          if (m != "pat" && std::find(model.begin(), model.end(), m) == model.end()) model.push_back(m);
-        }
-        if (model.size() == 1 && algo_arg.empty()) forced = model[0] == "nvls-tree" ? "nvls" : model[0];
-        if (std::find(model.begin(), model.end(), "ring") == model.end()) model.insert(model.begin(), "ring");
-        set("algorithms", model, where, what);
-      } else if (e.name == "NCCL_BUFFSIZE") {
-        set("buffsize", bytes(e.value, where), where, what);
-      } else if (e.name == "NCCL_NVLS_ENABLE") {
-        set("nvls", e.value != "0", where, what);
-      } else if (e.name == "NCCL_NVLS_CHUNKSIZE") {
-        set("nvls_chunksize", bytes(e.value, where), where, what);
-      } else if (e.name == "NCCL_NVLSTREE_MAX_CHUNKSIZE") {
-        set("nvlstree_max_chunksize", bytes(e.value, where), where, what);
+        std::set<std::string> model;
+        for (const auto& x : nccl_env_list(e.value, log.collective, kNcclAlgos, where))
+          if (x != "pat") model.insert(x == "nvlstree" ? "nvls-tree" : x.rfind("collnet", 0) == 0 ? "collnet" : x);
+        if (!model.empty()) it->second.per_log.push_back(std::move(model));
       }
     }
+  auto set = [&](const std::string& name, const std::string& key, const nlohmann::json& v) {
+    const auto& var = vars.at(name);
+    if (s.nccl.is_null()) s.nccl = nlohmann::json::object();
+    s.nccl[key] = v;
+    notes.push_back(fmt::format("{}: {} set by environment to {} (system nccl.{} = {})", var.where, name, var.value,
+                                key, v.dump()));
+  };
+  // The union over the logs, in the model's order.
+  auto joined = [](const Var& v, const std::vector<std::string>& order) {
+    std::vector<std::string> out;
+    for (const auto& x : order)
+      if (std::any_of(v.per_log.begin(), v.per_log.end(), [&](const auto& on) { return on.count(x) > 0; }))
+        out.push_back(x);
+    return out;
+  };
+  std::string forced;
+  if (const auto it = vars.find("NCCL_PROTO"); it != vars.end() && !it->second.per_log.empty())
+    set("NCCL_PROTO", "protocols", joined(it->second, kProtos));
+  if (const auto it = vars.find("NCCL_ALGO"); it != vars.end() && !it->second.per_log.empty()) {
+    const auto& per = it->second.per_log;
+    if (algo_arg.empty() && per.front().size() == 1 &&
+        std::all_of(per.begin(), per.end(), [&](const auto& on) { return on == per.front(); })) {
+      forced = *per.front().begin();
+      if (forced == "nvls-tree") forced = "nvls";
+    }
+    auto on = joined(it->second, kModelAlgos);
+    if (std::find(on.begin(), on.end(), "ring") == on.end()) on.insert(on.begin(), "ring");  // NCCL's fallback
+    set("NCCL_ALGO", "algorithms", on);
+  }
+  if (const auto it = vars.find("NCCL_BUFFSIZE"); it != vars.end())
+    set("NCCL_BUFFSIZE", "buffsize", bytes(it->second.value, it->second.where));
+  if (const auto it = vars.find("NCCL_NVLS_ENABLE"); it != vars.end())
+    set("NCCL_NVLS_ENABLE", "nvls", it->second.value != "0");
+  if (const auto it = vars.find("NCCL_NVLS_CHUNKSIZE"); it != vars.end())
+    set("NCCL_NVLS_CHUNKSIZE", "nvls_chunksize", bytes(it->second.value, it->second.where));
+  if (const auto it = vars.find("NCCL_NVLSTREE_MAX_CHUNKSIZE"); it != vars.end())
+    set("NCCL_NVLSTREE_MAX_CHUNKSIZE", "nvlstree_max_chunksize", bytes(it->second.value, it->second.where));
   if (!forced.empty()) notes.push_back(fmt::format("NCCL_ALGO names one algorithm: predicted with --algo {}", forced));
   return forced;
 }

@@ -525,7 +525,32 @@ TEST_CASE("p2v calibrate --nccl-tests: the NCCL environment a log prints is the 
   // Logs of two configurations, and a name NCCL does not have, are errors naming the line.
   r = simtest::run(sys + tree + " " + lists);
   CHECK(r.code == 2);
-  CHECK(r.out.find("give logs of one configuration") != std::string::npos);
+  CHECK(r.out.find(lists + ":6: NCCL_PROTO set by environment to ^LL128,Simple, but " + tree +
+                   ":7 says Simple: give logs of one configuration") != std::string::npos);
+  // One per-collective list over logs of two collectives is one configuration: each log its algorithm,
+  // the system every one of them.
+  const std::string both = "hostA:1:1 [0] NCCL INFO NCCL_ALGO set by environment to allreduce:tree;allgather:ring\n";
+  const auto ar = log("ar", both), ag = log("ag", both);
+  {
+    // the second log an all-gather of the same 2 ranks (count = size / (4 B x 2))
+    std::ifstream in(ag);
+    std::string t((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (const auto& [from, to] :
+         {std::pair<std::string, std::string>{"262144     float     sum", "131072     float    none"},
+          {"33554432     float     sum", "16777216     float    none"}})
+      t.replace(t.find(from), from.size(), to);
+    std::ofstream(ag) << t;
+  }
+  r = simtest::run(sys + ar + " " + ag);
+  REQUIRE(r.code == 0);
+  j = json::parse(r.out);
+  CHECK(j.at("notes").dump().find("nccl.algorithms = [\\\"ring\\\",\\\"tree\\\"]") != std::string::npos);
+  CHECK(j.at("notes").dump().find("predicted with --algo") == std::string::npos);
+  CHECK(j["points"][0]["collective"] == "AllReduce");
+  CHECK(j["points"][2]["collective"] == "AllGather");
+  CHECK(j["points"][2]["algo"] == "ring");
+  std::remove(ar.c_str());
+  std::remove(ag.c_str());
   const auto bad = log("bad", "hostA:1:1 [0] NCCL INFO NCCL_PROTO set by environment to LL256\n");
   r = simtest::run(sys + bad);
   CHECK(r.code == 2);
