@@ -254,8 +254,9 @@ std::vector<std::string> nccl_env_list(const std::string& value, engine::Collect
 // What the logs' NCCL_DEBUG=INFO lines say the run's environment set, where the model has it: NCCL_PROTO
 // (system nccl.protocols), NCCL_ALGO (nccl.algorithms, ring kept as NCCL's fallback; one algorithm
 // alone is forced, as --algo, unless --algo was given), NCCL_BUFFSIZE, NCCL_NVLS_ENABLE,
-// NCCL_NVLS_CHUNKSIZE, NCCL_NVLSTREE_MAX_CHUNKSIZE. Facts of the run, so they replace the system's; logs
-// that disagree are an error. Returns the algorithm to force ("" for none).
+// NCCL_NVLS_CHUNKSIZE, NCCL_NVLSTREE_MAX_CHUNKSIZE, NCCL_COLLNET_ENABLE (nccl.sharp). Facts of the run,
+// so they replace the system's; logs that disagree (one value per variable) are an error. Returns the algorithm to
+// force ("" for none).
 std::string apply_log_env(const std::vector<sim::NcclTestsLog>& logs, engine::System& s, const std::string& algo_arg,
                           std::vector<std::string>& notes) {
   auto bytes = [](const std::string& v, const std::string& where) {
@@ -326,6 +327,9 @@ std::string apply_log_env(const std::vector<sim::NcclTestsLog>& logs, engine::Sy
     set("NCCL_NVLS_ENABLE", "nvls", it->second.value != "0");
   if (const auto it = vars.find("NCCL_NVLS_CHUNKSIZE"); it != vars.end())
     set("NCCL_NVLS_CHUNKSIZE", "nvls_chunksize", bytes(it->second.value, it->second.where));
+  // NCCL_COLLNET_ENABLE: CollNet (SHARP) is used only when set (src/init.cc).
+  if (const auto it = vars.find("NCCL_COLLNET_ENABLE"); it != vars.end())
+    set("NCCL_COLLNET_ENABLE", "sharp", it->second.value != "0");
   if (const auto it = vars.find("NCCL_NVLSTREE_MAX_CHUNKSIZE"); it != vars.end())
     set("NCCL_NVLSTREE_MAX_CHUNKSIZE", "nvlstree_max_chunksize", bytes(it->second.value, it->second.where));
   if (!forced.empty()) notes.push_back(fmt::format("NCCL_ALGO names one algorithm: predicted with --algo {}", forced));

@@ -555,5 +555,11 @@ TEST_CASE("p2v calibrate --nccl-tests: the NCCL environment a log prints is the 
   r = simtest::run(sys + bad);
   CHECK(r.code == 2);
   CHECK(r.out.find(bad + ":6: 'll256' is not one of NCCL's names here (ll, ll128, simple)") != std::string::npos);
-  for (const auto& p : {tree, lists, bad}) std::remove(p.c_str());
+  // NCCL_COLLNET_ENABLE turns SHARP on: CollNet becomes a candidate of NCCL's pick.
+  const auto collnet = log("collnet", "hostA:1:1 [0] NCCL INFO NCCL_COLLNET_ENABLE set by environment to 1.\n");
+  r = simtest::run(sys + collnet);
+  REQUIRE(r.code == 0);
+  CHECK(json::parse(r.out).at("notes").dump().find("NCCL_COLLNET_ENABLE set by environment to 1 (system nccl.sharp = "
+                                                   "true)") != std::string::npos);
+  for (const auto& p : {tree, lists, bad, collnet}) std::remove(p.c_str());
 }
