@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -207,131 +208,183 @@ void apply_log_channels(const std::vector<sim::NcclTestsLog>& logs, engine::Syst
   }
 }
 
-// NCCL's list syntax (src/graph/tuning.cc parseList; per function from v2.24): "Ring,Tree", "^NVLS"
-// (all but), "allreduce:tree;allgather:ring" (per collective, case-insensitive). The names enabled
-// for `coll` out of `all`; empty when the list leaves `coll` as NCCL's default (a per-function list
-// that does not name it).
-std::vector<std::string> nccl_env_list(const std::string& value, engine::Collective coll,
-                                       const std::vector<std::string>& all, const std::string& where) {
+// NCCL's list syntax (src/graph/tuning.cc parseList) for collective `coll`, at NCCL version `v`:
+// from v2.24 entries separated by ';', the first maybe without a prefix (every collective), the others
+// "function:list", each entry replacing the lists of the functions it names; a list is "a,b" (only
+// those) or "^a,b" (all but those); names case-insensitive, an unknown name or function an error (as
+// in NCCL). Before v2.24 one list, unknown names ignored. nullopt: the value leaves `coll` at NCCL's
+// default.
+std::optional<std::vector<std::string>> nccl_env_list(const std::string& value, engine::Collective coll, int v,
+                                                      const std::vector<std::string>& all, const std::string& where,
+                                                      std::vector<std::string>& notes) {
   auto lower = [](std::string x) {
     for (auto& ch : x) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     return x;
   };
-  std::string list = value;
-  if (value.find(':') != std::string::npos) {
-    list.clear();
-    std::string c = lower(engine::to_string(coll));
+  auto split = [](const std::string& x, char sep) {
+    std::vector<std::string> out;
     std::size_t pos = 0;
-    while (pos <= value.size()) {
-      const auto semi = std::min(value.find(';', pos), value.size());
-      const std::string part = value.substr(pos, semi - pos);
-      if (const auto colon = part.find(':'); colon != std::string::npos && lower(part.substr(0, colon)) == c)
-        list = part.substr(colon + 1);
-      pos = semi + 1;
+    while (pos <= x.size()) {
+      const auto at = std::min(x.find(sep, pos), x.size());
+      out.push_back(x.substr(pos, at - pos));
+      pos = at + 1;
     }
-    if (list.empty()) return {};
-  }
-  const bool except = !list.empty() && list[0] == '^';
-  std::vector<std::string> named;
-  std::size_t pos = except ? 1 : 0;
-  while (pos <= list.size()) {
-    const auto comma = std::min(list.find(',', pos), list.size());
-    const auto w = lower(list.substr(pos, comma - pos));
-    if (!w.empty()) {
-      if (std::find(all.begin(), all.end(), w) == all.end())
-        throw Error(fmt::format("{}: '{}' is not one of NCCL's names here ({})", where, w, fmt::join(all, ", ")));
+    return out;
+  };
+  auto parse = [&](std::string list) {
+    const bool except = !list.empty() && list[0] == '^';
+    if (except) list.erase(0, 1);
+    std::vector<std::string> named;
+    for (const auto& w0 : split(list, ',')) {
+      const auto w = lower(w0);
+      if (w.empty()) continue;
+      if (std::find(all.begin(), all.end(), w) == all.end()) {
+        if (v >= 22400)
+          throw Error(fmt::format("{}: '{}' is not one of NCCL's names ({})", where, w0, fmt::join(all, ", ")));
+        notes.push_back(
+            fmt::format("{}: '{}' is not one of NCCL's names: ignored, as NCCL does before v2.24", where, w0));
+        continue;
+      }
       named.push_back(w);
     }
-    pos = comma + 1;
+    if (!except) return named;
+    std::vector<std::string> out;
+    for (const auto& x : all)
+      if (std::find(named.begin(), named.end(), x) == named.end()) out.push_back(x);
+    return out;
+  };
+  if (v < 22400) return parse(value);
+  static const std::vector<std::string> kFuncs = {"broadcast",     "reduce",    "allgather",
+                                                  "reducescatter", "allreduce", "sendrecv"};
+  const std::string c = lower(engine::to_string(coll));
+  std::optional<std::vector<std::string>> out;
+  const auto entries = split(value, ';');
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const auto colon = entries[i].find(':');
+    if (colon == std::string::npos) {
+      if (i > 0)
+        throw Error(fmt::format("{}: '{}': every entry but the first names its function (NCCL's rule)", where, value));
+      out = parse(entries[i]);
+      continue;
+    }
+    const auto f = lower(entries[i].substr(0, colon));
+    if (std::find(kFuncs.begin(), kFuncs.end(), f) == kFuncs.end())
+      throw Error(fmt::format("{}: '{}' is not one of NCCL's functions", where, entries[i].substr(0, colon)));
+    if (f == c) out = parse(entries[i].substr(colon + 1));
   }
-  if (!except) return named;
-  std::vector<std::string> out;
-  for (const auto& x : all)
-    if (std::find(named.begin(), named.end(), x) == named.end()) out.push_back(x);
   return out;
 }
 
 // What the logs' NCCL_DEBUG=INFO lines say the run's environment set, where the model has it: NCCL_PROTO
-// (system nccl.protocols), NCCL_ALGO (nccl.algorithms, ring kept as NCCL's fallback; one algorithm
-// alone is forced, as --algo, unless --algo was given), NCCL_BUFFSIZE, NCCL_NVLS_ENABLE,
-// NCCL_NVLS_CHUNKSIZE, NCCL_NVLSTREE_MAX_CHUNKSIZE, NCCL_COLLNET_ENABLE (nccl.sharp). Facts of the run,
-// so they replace the system's; logs that disagree (one value per variable) are an error. Returns the algorithm to
-// force ("" for none).
+// (system nccl.protocols), NCCL_ALGO (nccl.algorithms, with ring, which the model always keeps; one
+// algorithm alone is forced, as --algo, unless --algo was given), NCCL_BUFFSIZE, NCCL_NVLS_ENABLE (0 or
+// 1; 2 is NCCL's own detection), NCCL_NVLS_CHUNKSIZE, NCCL_NVLSTREE_MAX_CHUNKSIZE. A variable is applied
+// when every log states it with one meaning (the system is one configuration for every point); else a
+// note says it is not (calibrate such logs apart). Returns the algorithm to force ("" for none).
 std::string apply_log_env(const std::vector<sim::NcclTestsLog>& logs, engine::System& s, const std::string& algo_arg,
                           std::vector<std::string>& notes) {
-  auto bytes = [](const std::string& v, const std::string& where) {
-    if (v.empty() ||
-        !std::all_of(v.begin(), v.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
-      throw Error(fmt::format("{}: '{}' is not a byte count", where, v));
-    return std::stoll(v);
-  };
+  const int v = s.nccl.is_object() && s.nccl.contains("version")
+                    ? sim::parse_nccl_version(s.nccl["version"].get<std::string>(), "nccl.version")
+                    : sim::parse_nccl_version("2.30.7", "default");
   static const std::vector<std::string> kProtos = {"ll", "ll128", "simple"};
-  static const std::vector<std::string> kNcclAlgos = {"ring",          "tree",         "nvls", "nvlstree",
-                                                      "collnetdirect", "collnetchain", "pat"};
+  static const std::vector<std::string> kNcclAlgos = {"ring",         "tree", "collnet",  "collnetdirect",
+                                                      "collnetchain", "nvls", "nvlstree", "pat"};
   static const std::vector<std::string> kModelAlgos = {"ring", "tree", "nvls", "nvls-tree", "collnet"};
-  // One value per variable over the logs (one configuration); per log, what it enables for its collective.
-  struct Var {
-    std::string value, where;
-    std::vector<std::set<std::string>> per_log;  // NCCL_PROTO / NCCL_ALGO: the model's names each log enables
-  };
-  std::map<std::string, Var> vars;
-  for (const auto& log : logs)
-    for (const auto& e : log.env) {
-      const std::string where = fmt::format("{}:{}", log.origin, e.line);
-      auto [it, fresh] = vars.try_emplace(e.name, Var{e.value, where, {}});
-      if (!fresh && it->second.value != e.value)
-        throw Error(fmt::format("{}: {} set by environment to {}, but {} says {}: give logs of one configuration",
-                                where, e.name, e.value, it->second.where, it->second.value));
-      if (e.name == "NCCL_PROTO") {
-        const auto on = nccl_env_list(e.value, log.collective, kProtos, where);
-        if (!on.empty()) it->second.per_log.emplace_back(on.begin(), on.end());
-      } else if (e.name == "NCCL_ALGO") {
-        std::set<std::string> model;
-        for (const auto& x : nccl_env_list(e.value, log.collective, kNcclAlgos, where))
-          if (x != "pat") model.insert(x == "nvlstree" ? "nvls-tree" : x.rfind("collnet", 0) == 0 ? "collnet" : x);
-        if (!model.empty()) it->second.per_log.push_back(std::move(model));
+  static const std::vector<std::string> kApplied = {"NCCL_PROTO",          "NCCL_ALGO",
+                                                    "NCCL_BUFFSIZE",       "NCCL_NVLS_ENABLE",
+                                                    "NCCL_NVLS_CHUNKSIZE", "NCCL_NVLSTREE_MAX_CHUNKSIZE"};
+  std::string forced;
+  for (const auto& name : kApplied) {
+    // Per log: what it states (nullptr: nothing) and, for the lists, what that enables for its collective.
+    std::vector<const sim::NcclTestsLog::Env*> stated;
+    std::vector<std::optional<std::vector<std::string>>> enabled;
+    for (const auto& log : logs) {
+      const auto it = std::find_if(log.env.begin(), log.env.end(), [&](const auto& e) { return e.name == name; });
+      stated.push_back(it == log.env.end() || it->value == "-2" ? nullptr : &*it);  // -2: NCCL's "unset"
+      if (!stated.back() || (name != "NCCL_PROTO" && name != "NCCL_ALGO")) {
+        enabled.emplace_back();
+        continue;
+      }
+      const std::string where = fmt::format("{}:{}", log.origin, it->line);
+      if (name == "NCCL_PROTO") {
+        enabled.push_back(nccl_env_list(it->value, log.collective, v, kProtos, where, notes));
+      } else if (v < 21700 && log.collective != engine::Collective::AllReduce) {
+        enabled.emplace_back();  // before v2.17 NCCL_ALGO applies to AllReduce only (src/graph/tuning.cc)
+      } else {
+        auto on = nccl_env_list(it->value, log.collective, v, kNcclAlgos, where, notes);
+        if (on) {
+          std::vector<std::string> model;
+          for (const auto& x : *on) {
+            const std::string m = x == "nvlstree" ? "nvls-tree" : x.rfind("collnet", 0) == 0 ? "collnet" : x;
+            if (m != "pat" && std::find(model.begin(), model.end(), m) == model.end()) model.push_back(m);
+          }
+          on = model;
+        }
+        enabled.push_back(std::move(on));
       }
     }
-  auto set = [&](const std::string& name, const std::string& key, const nlohmann::json& v) {
-    const auto& var = vars.at(name);
-    if (s.nccl.is_null()) s.nccl = nlohmann::json::object();
-    s.nccl[key] = v;
-    notes.push_back(fmt::format("{}: {} set by environment to {} (system nccl.{} = {})", var.where, name, var.value,
-                                key, v.dump()));
-  };
-  // The union over the logs, in the model's order.
-  auto joined = [](const Var& v, const std::vector<std::string>& order) {
-    std::vector<std::string> out;
-    for (const auto& x : order)
-      if (std::any_of(v.per_log.begin(), v.per_log.end(), [&](const auto& on) { return on.count(x) > 0; }))
-        out.push_back(x);
-    return out;
-  };
-  std::string forced;
-  if (const auto it = vars.find("NCCL_PROTO"); it != vars.end() && !it->second.per_log.empty())
-    set("NCCL_PROTO", "protocols", joined(it->second, kProtos));
-  if (const auto it = vars.find("NCCL_ALGO"); it != vars.end() && !it->second.per_log.empty()) {
-    const auto& per = it->second.per_log;
-    if (algo_arg.empty() && per.front().size() == 1 &&
-        std::all_of(per.begin(), per.end(), [&](const auto& on) { return on == per.front(); })) {
-      forced = *per.front().begin();
-      if (forced == "nvls-tree") forced = "nvls";
+    const auto first = std::find_if(stated.begin(), stated.end(), [](const auto* e) { return e != nullptr; });
+    if (first == stated.end()) continue;
+    const auto& e = **first;
+    const std::string where =
+        fmt::format("{}:{}", logs[static_cast<std::size_t>(first - stated.begin())].origin, e.line);
+    const bool same =
+        std::all_of(stated.begin(), stated.end(), [&](const auto* x) { return x && x->value == e.value; }) &&
+        std::all_of(enabled.begin(), enabled.end(), [&](const auto& x) { return x == enabled.front(); });
+    if (!same) {
+      notes.push_back(
+          fmt::format("{}: {} set by environment to {}, but not so by every log here (or to another "
+                      "effect for another collective): not applied; calibrate such logs apart",
+                      where, name, e.value));
+      continue;
     }
-    auto on = joined(it->second, kModelAlgos);
-    if (std::find(on.begin(), on.end(), "ring") == on.end()) on.insert(on.begin(), "ring");  // NCCL's fallback
-    set("NCCL_ALGO", "algorithms", on);
+    auto set = [&](const std::string& key, const nlohmann::json& val, const std::string& more = "") {
+      if (s.nccl.is_null()) s.nccl = nlohmann::json::object();
+      s.nccl[key] = val;
+      notes.push_back(fmt::format("{}: {} set by environment to {} (system nccl.{} = {}){}", where, name, e.value, key,
+                                  val.dump(), more));
+    };
+    auto bytes = [&](long long min) {
+      const auto& x = e.value;
+      if (x.empty() ||
+          !std::all_of(x.begin(), x.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+        throw Error(fmt::format("{}: {} '{}' is not a byte count", where, name, x));
+      const long long b = std::stoll(x);
+      if (b < min)
+        throw Error(fmt::format("{}: {} {} is below {} bytes, which p2v's model takes", where, name, b, min));
+      return b;
+    };
+    if (name == "NCCL_PROTO") {
+      if (!enabled.front()) continue;
+      const auto& on = *enabled.front();
+      if (on.empty()) throw Error(fmt::format("{}: NCCL_PROTO {} enables no protocol", where, e.value));
+      set("protocols", on,
+          std::find(on.begin(), on.end(), "ll128") != on.end()
+              ? "; NCCL then runs LL128 wherever it is built in, the model where NCCL enables it by default"
+              : "");
+    } else if (name == "NCCL_ALGO") {
+      if (!enabled.front()) continue;
+      auto on = *enabled.front();
+      if (on.size() == 1 && algo_arg.empty()) forced = on.front() == "nvls-tree" ? "nvls" : on.front();
+      std::string more;
+      if (std::find(on.begin(), on.end(), "ring") == on.end()) {
+        on.insert(on.begin(), "ring");
+        more = "; ring kept, as the model always does";
+      }
+      std::vector<std::string> ordered;
+      for (const auto& x : kModelAlgos)
+        if (std::find(on.begin(), on.end(), x) != on.end()) ordered.push_back(x);
+      set("algorithms", ordered, more);
+    } else if (name == "NCCL_BUFFSIZE") {
+      set("buffsize", bytes(65536));
+    } else if (name == "NCCL_NVLS_ENABLE") {
+      if (e.value == "0" || e.value == "1") set("nvls", e.value == "1");
+    } else if (name == "NCCL_NVLS_CHUNKSIZE") {
+      set("nvls_chunksize", bytes(16384));
+    } else if (name == "NCCL_NVLSTREE_MAX_CHUNKSIZE") {
+      set("nvlstree_max_chunksize", bytes(16384));
+    }
   }
-  if (const auto it = vars.find("NCCL_BUFFSIZE"); it != vars.end())
-    set("NCCL_BUFFSIZE", "buffsize", bytes(it->second.value, it->second.where));
-  if (const auto it = vars.find("NCCL_NVLS_ENABLE"); it != vars.end())
-    set("NCCL_NVLS_ENABLE", "nvls", it->second.value != "0");
-  if (const auto it = vars.find("NCCL_NVLS_CHUNKSIZE"); it != vars.end())
-    set("NCCL_NVLS_CHUNKSIZE", "nvls_chunksize", bytes(it->second.value, it->second.where));
-  // NCCL_COLLNET_ENABLE: CollNet (SHARP) is used only when set (src/init.cc).
-  if (const auto it = vars.find("NCCL_COLLNET_ENABLE"); it != vars.end())
-    set("NCCL_COLLNET_ENABLE", "sharp", it->second.value != "0");
-  if (const auto it = vars.find("NCCL_NVLSTREE_MAX_CHUNKSIZE"); it != vars.end())
-    set("NCCL_NVLSTREE_MAX_CHUNKSIZE", "nvlstree_max_chunksize", bytes(it->second.value, it->second.where));
   if (!forced.empty()) notes.push_back(fmt::format("NCCL_ALGO names one algorithm: predicted with --algo {}", forced));
   return forced;
 }
