@@ -712,7 +712,24 @@ std::vector<NcclTestsLog> parse_nccl_tests_runs(const std::string& text, const s
     }
     // The run alone; its errors and rows carry the file's line numbers.
     const std::size_t end = i + 1 < runs.size() ? runs[i + 1].begin : text.size();
-    out.push_back(parse_run(text.substr(r.begin, end - r.begin), origin, opt, r.first_line - 1));
+    const std::string part = text.substr(r.begin, end - r.begin);
+    if (test.empty() && opt.collective) {
+      // A run that does not name its test: left out when its table says another collective than the
+      // one asked for (the asked collective is for runs the table cannot tell).
+      NcclTestsOptions plain = opt;
+      plain.collective.reset();
+      std::optional<engine::Collective> table;
+      try {
+        table = parse_run(part, origin, plain, r.first_line - 1).collective;
+      } catch (const Error&) {
+      }
+      if (table && *table != *opt.collective) {
+        left_out.push_back(fmt::format("{}:{}: a run whose table is {} left out ({} was asked)", origin, r.first_line,
+                                       engine::to_string(*table), engine::to_string(*opt.collective)));
+        continue;
+      }
+    }
+    out.push_back(parse_run(part, origin, opt, r.first_line - 1));
   }
   if (out.empty())
     throw Error(fmt::format("{}: none of its {} runs ({}) is {}", origin, runs.size(), tests,

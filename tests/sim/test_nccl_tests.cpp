@@ -558,6 +558,12 @@ TEST_CASE("nccl-tests: a file of several runs is read run by run") {
   REQUIRE(logs.size() == 2);
   CHECK(logs[1].collective == Collective::AllGather);
   CHECK(logs[1].rows[0].line == 38);
+  // With a collective asked for, a run that does not name its test is read only if its table is of it.
+  const std::string unnamed = std::string(kHeader) + ar + "# nThread 1 nGpus 1\n" + kHeader + ag;
+  logs = parse_nccl_tests_runs(unnamed, "log.txt", with_collective(Collective::AllGather));
+  REQUIRE(logs.size() == 1);
+  CHECK(logs[0].collective == Collective::AllGather);
+  CHECK(logs[0].notes.at(0) == "log.txt:1: a run whose table is AllReduce left out (AllGather was asked)");
   // Older nccl-tests (no version line, no marker): a command line naming the test and the nThread line start a run.
   const std::string old = "$ mpirun -np 2 ./build/all_reduce_perf -b 64 -e 128\n" + std::string(kHeader) + ar +
                           "$ mpirun -np 2 ./build/all_gather_perf -b 64 -e 64\n" + kHeader + ag;

@@ -113,7 +113,8 @@ NcclTestsLog load_nccl_tests(const std::string& path, const NcclTestsOptions& op
 // closing "Collective test concluded" line) that comes after the previous run's rows, or after that
 // run printed the same header (a test that stopped before its table; such a run is left out with a
 // note). Runs of tests p2v does not model (alltoall_perf, sendrecv_perf, ...) and, with
-// NcclTestsOptions::collective, runs that name another test are left out with a note on the first
+// NcclTestsOptions::collective, runs that name another test (or none, with a table of another
+// collective) are left out with a note on the first
 // log returned; none left is an error. A file of one run reads exactly as parse_nccl_tests reads it.
 std::vector<NcclTestsLog> parse_nccl_tests_runs(const std::string& text, const std::string& origin,
                                                 const NcclTestsOptions& opt = {});
