@@ -416,6 +416,51 @@ nlohmann::json points_json(const std::vector<sim::PointPrediction>& pr) {
   return arr;
 }
 
+// Predicted / measured over the points: median, share within 1.25x and 2x, per size regime of the
+// fidelity suite (docs/simulator.md §6: <= 1 MiB, 1-64 MiB, >= 128 MiB per GPU) and over all.
+nlohmann::json points_summary(const std::vector<sim::PointPrediction>& pr) {
+  struct Regime {
+    const char* name;
+    double lo, hi;  // bytes, lo < S <= hi
+  };
+  static const Regime kRegimes[] = {{"<= 1 MiB", -1, 1048576.0},
+                                    {"1-64 MiB", 1048576.0, 67108864.0},
+                                    {">= 128 MiB", 67108864.0, 1e300},
+                                    {"all", -1, 1e300}};
+  auto rows = nlohmann::json::array();
+  for (const auto& g : kRegimes) {
+    std::vector<double> r;
+    for (const auto& p : pr)
+      if (p.point.bytes > g.lo && p.point.bytes <= g.hi && p.point.measured_s > 0)
+        r.push_back(p.predicted_s / p.point.measured_s);
+    if (r.empty()) continue;
+    std::sort(r.begin(), r.end());
+    const std::size_t n = r.size();
+    const double median = n % 2 ? r[n / 2] : (r[n / 2 - 1] + r[n / 2]) / 2;
+    auto within = [&](double f) {
+      return std::count_if(r.begin(), r.end(), [&](double x) { return x <= f && x >= 1 / f; });
+    };
+    rows.push_back({{"regime", g.name},
+                    {"points", n},
+                    {"median", median},
+                    {"within_1_25", within(1.25)},
+                    {"within_2", within(2)},
+                    {"min", r.front()},
+                    {"max", r.back()}});
+  }
+  return rows;
+}
+
+void print_summary(const nlohmann::json& rows) {
+  fmt::print("predicted / measured:\n");
+  for (const auto& r : rows)
+    fmt::print(
+        "  {:<11} {:>4} points  median {:.2f}  within 1.25x {:>4} ({:.0f}%)  within 2x {:>4}  range {:.2f}-{:.2f}\n",
+        r["regime"].get<std::string>(), r["points"].get<std::size_t>(), r["median"].get<double>(),
+        r["within_1_25"].get<long>(), 100.0 * r["within_1_25"].get<double>() / r["points"].get<double>(),
+        r["within_2"].get<long>(), r["min"].get<double>(), r["max"].get<double>());
+}
+
 void print_points(const std::vector<sim::PointPrediction>& pr) {
   fmt::print("  {:<28} {:<13} {:>10} {:>12} {:>12} {:>7}  {}\n", "log:line", "collective", "size", "measured",
              "predicted", "ratio", "algo");
@@ -450,7 +495,8 @@ int run_nccl_tests(const CalArgs& in) {
   if (a.predict_only) {
     const auto pr = sim::predict_points(sys, ps, algo);
     if (a.json) {
-      nlohmann::json j{{"system", sys.name}, {"notes", notes_json()}, {"points", points_json(pr)}};
+      nlohmann::json j{
+          {"system", sys.name}, {"notes", notes_json()}, {"points", points_json(pr)}, {"summary", points_summary(pr)}};
       add_accuracy(j, accuracy);
       fmt::print("{}\n", j.dump(2));
       return 0;
@@ -458,6 +504,7 @@ int run_nccl_tests(const CalArgs& in) {
     for (const auto& n : notes) fmt::print("{}\n", n);
     fmt::print("predicted vs measured ({} points, system {}, --algo {}):\n", pr.size(), sys.name, sim::to_string(algo));
     print_points(pr);
+    print_summary(points_summary(pr));
     return 0;
   }
   const auto fit = sim::fit_system(sys, ps, algo, {}, 4000, a.prior_weight);
@@ -476,6 +523,7 @@ int run_nccl_tests(const CalArgs& in) {
       knobs.push_back({{"knob", k.name}, {"before", k.before}, {"after", k.after}, {"constrained", k.constrained}});
     nlohmann::json j{{"notes", notes_json()},
                      {"points", points_json(pr)},
+                     {"summary", points_summary(pr)},
                      {"knobs", knobs},
                      {"rms_log_before", fit.rms_log_before},
                      {"rms_log_after", fit.rms_log_after},
@@ -497,6 +545,7 @@ int run_nccl_tests(const CalArgs& in) {
   fmt::print("  rms |ln(predicted/measured)|: {:.3f} before, {:.3f} after\n", fit.rms_log_before, fit.rms_log_after);
   fmt::print("residuals after the fit:\n");
   print_points(pr);
+  print_summary(points_summary(pr));
   if (a.output.empty())
     fmt::print("\n{}", text);
   else

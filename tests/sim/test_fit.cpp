@@ -4,9 +4,11 @@
 
 #include <unistd.h>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
@@ -114,6 +116,30 @@ TEST_CASE("p2v calibrate --nccl-tests: predict-only, fit, and the fitted file us
   CHECK(j["points"][21]["bytes"] == 16777216.0);
   CHECK(j["points"][21]["measured_s"].get<double>() == simtest::rel(977.6e-6));
   CHECK(j["points"][21]["predicted_s"].get<double>() > 0);
+  // The summary per size regime counts what the points say.
+  {
+    std::map<std::string, std::array<int, 3>> want;  // regime -> points, within 1.25x, within 2x
+    for (const auto& p : j["points"]) {
+      const double b = p["bytes"], r = p["predicted_s"].get<double>() / p["measured_s"].get<double>();
+      for (const std::string g : {b <= 1048576.0 ? "<= 1 MiB" : b <= 67108864.0 ? "1-64 MiB" : ">= 128 MiB", "all"}) {
+        auto& w = want[g];
+        ++w[0];
+        w[1] += r <= 1.25 && r >= 0.8;
+        w[2] += r <= 2 && r >= 0.5;
+      }
+    }
+    REQUIRE(j.at("summary").size() == want.size());
+    for (const auto& row : j["summary"]) {
+      const auto& w = want.at(row["regime"].get<std::string>());
+      CHECK(row["points"] == w[0]);
+      CHECK(row["within_1_25"] == w[1]);
+      CHECK(row["within_2"] == w[2]);
+      CHECK(row["min"].get<double>() <= row["median"].get<double>());
+      CHECK(row["median"].get<double>() <= row["max"].get<double>());
+    }
+    CHECK(j["summary"].back()["regime"] == "all");
+    CHECK(j["summary"].back()["points"] == 31);
+  }
 
   const std::string out = "/tmp/p2v_test_fit_" + std::to_string(::getpid()) + ".json";
   r = simtest::run("calibrate --system node=2,gpu=8 --preset a3-mega --nccl-tests " + data +
