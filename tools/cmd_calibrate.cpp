@@ -421,17 +421,17 @@ nlohmann::json points_json(const std::vector<sim::PointPrediction>& pr) {
 nlohmann::json points_summary(const std::vector<sim::PointPrediction>& pr) {
   struct Regime {
     const char* name;
-    double lo, hi;  // bytes, lo < S <= hi
+    double lo, hi;  // bytes, lo < S < hi (bench/fidelity/run.py REGIMES: 1-64 MiB is everything between)
   };
-  static const Regime kRegimes[] = {{"<= 1 MiB", -1, 1048576.0},
-                                    {"1-64 MiB", 1048576.0, 67108864.0},
-                                    {">= 128 MiB", 67108864.0, 1e300},
+  static const Regime kRegimes[] = {{"<= 1 MiB", -1, 1048576.0 + 0.5},
+                                    {"1-64 MiB", 1048576.0, 134217728.0},
+                                    {">= 128 MiB", 134217728.0 - 0.5, 1e300},
                                     {"all", -1, 1e300}};
   auto rows = nlohmann::json::array();
   for (const auto& g : kRegimes) {
     std::vector<double> r;
     for (const auto& p : pr)
-      if (p.point.bytes > g.lo && p.point.bytes <= g.hi && p.point.measured_s > 0)
+      if (p.point.bytes > g.lo && p.point.bytes < g.hi && p.point.measured_s > 0)
         r.push_back(p.predicted_s / p.point.measured_s);
     if (r.empty()) continue;
     std::sort(r.begin(), r.end());

@@ -121,7 +121,7 @@ TEST_CASE("p2v calibrate --nccl-tests: predict-only, fit, and the fitted file us
     std::map<std::string, std::array<int, 3>> want;  // regime -> points, within 1.25x, within 2x
     for (const auto& p : j["points"]) {
       const double b = p["bytes"], r = p["predicted_s"].get<double>() / p["measured_s"].get<double>();
-      for (const std::string g : {b <= 1048576.0 ? "<= 1 MiB" : b <= 67108864.0 ? "1-64 MiB" : ">= 128 MiB", "all"}) {
+      for (const std::string g : {b <= 1048576.0 ? "<= 1 MiB" : b < 134217728.0 ? "1-64 MiB" : ">= 128 MiB", "all"}) {
         auto& w = want[g];
         ++w[0];
         w[1] += r <= 1.25 && r >= 0.8;
