@@ -238,7 +238,8 @@ std::optional<std::vector<std::string>> nccl_env_list(const std::string& value, 
     for (const auto& w0 : split(list, ',')) {
       const auto w = lower(w0);
       if (w.empty()) continue;
-      if (std::find(all.begin(), all.end(), w) == all.end()) {
+      // "CollNet" is v2.9-v2.13's name; from v2.14 CollNetDirect and CollNetChain.
+      if (std::find(all.begin(), all.end(), w) == all.end() || (w == "collnet" && v >= 21400)) {
         if (v >= 22400)
           throw Error(fmt::format("{}: '{}' is not one of NCCL's names ({})", where, w0, fmt::join(all, ", ")));
         notes.push_back(
@@ -254,8 +255,8 @@ std::optional<std::vector<std::string>> nccl_env_list(const std::string& value, 
     return out;
   };
   if (v < 22400) return parse(value);
-  static const std::vector<std::string> kFuncs = {"broadcast",     "reduce",    "allgather",
-                                                  "reducescatter", "allreduce", "sendrecv"};
+  static const std::vector<std::string> kFuncs = {"broadcast", "reduce", "allgather", "reducescatter",
+                                                  "allreduce"};  // ncclFuncStr
   const std::string c = lower(engine::to_string(coll));
   std::optional<std::vector<std::string>> out;
   const auto entries = split(value, ';');
@@ -328,8 +329,9 @@ std::string apply_log_env(const std::vector<sim::NcclTestsLog>& logs, engine::Sy
     const auto& e = **first;
     const std::string where =
         fmt::format("{}:{}", logs[static_cast<std::size_t>(first - stated.begin())].origin, e.line);
+    const bool list = name == "NCCL_PROTO" || name == "NCCL_ALGO";  // compared by effect, not spelling
     const bool same =
-        std::all_of(stated.begin(), stated.end(), [&](const auto* x) { return x && x->value == e.value; }) &&
+        std::all_of(stated.begin(), stated.end(), [&](const auto* x) { return x && (list || x->value == e.value); }) &&
         std::all_of(enabled.begin(), enabled.end(), [&](const auto& x) { return x == enabled.front(); });
     if (!same) {
       notes.push_back(
@@ -443,8 +445,8 @@ nlohmann::json points_summary(const std::vector<sim::PointPrediction>& pr) {
     rows.push_back({{"regime", g.name},
                     {"points", n},
                     {"median", median},
-                    {"within_1_25", within(1.25)},
-                    {"within_2", within(2)},
+                    {"n_within_1_25", within(1.25)},
+                    {"n_within_2", within(2)},
                     {"min", r.front()},
                     {"max", r.back()}});
   }
@@ -457,8 +459,8 @@ void print_summary(const nlohmann::json& rows) {
     fmt::print(
         "  {:<11} {:>4} points  median {:.2f}  within 1.25x {:>4} ({:.0f}%)  within 2x {:>4}  range {:.2f}-{:.2f}\n",
         r["regime"].get<std::string>(), r["points"].get<std::size_t>(), r["median"].get<double>(),
-        r["within_1_25"].get<long>(), 100.0 * r["within_1_25"].get<double>() / r["points"].get<double>(),
-        r["within_2"].get<long>(), r["min"].get<double>(), r["max"].get<double>());
+        r["n_within_1_25"].get<long>(), 100.0 * r["n_within_1_25"].get<double>() / r["points"].get<double>(),
+        r["n_within_2"].get<long>(), r["min"].get<double>(), r["max"].get<double>());
 }
 
 void print_points(const std::vector<sim::PointPrediction>& pr) {

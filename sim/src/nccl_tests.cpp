@@ -334,8 +334,7 @@ NcclTestsLog parse_run(const std::string& text, const std::string& origin, const
       const bool marker = line.find("Collective test starting") != std::string::npos;
       if (log.test.empty() || marker) {
         if (!log.test.empty() && log.test != t && marker && test_line > 0 && !log.rows.empty())
-          throw Error(
-              fmt::format("{}: a second test ({}) after the rows of {}; give one test per log", where, t, log.test));
+          throw Error(fmt::format("{}: a second test ({}) after the rows of {} in one run", where, t, log.test));
         log.test = t;
         test_line = ln;
       }
@@ -617,8 +616,8 @@ std::vector<NcclTestsLog> parse_nccl_tests_runs(const std::string& text, const s
   // Where each run starts: nccl-tests' version line, its test marker, its "nThread" line, or a line
   // naming a test (a command line, a script's echo; not nccl-tests' closing line), when it comes
   // after rows of the run before it, or when that run printed the same kind of header already (a
-  // test that stopped before its table; a line naming another test after a header). Lines are
-  // counted as parse_run counts them.
+  // test that stopped before its table) or named another test (e.g. a script's echo of the test
+  // before). Lines are counted as parse_run counts them.
   struct Run {
     std::size_t begin = 0;  // byte offset of its first line
     int first_line = 1;
@@ -657,7 +656,7 @@ std::vector<NcclTestsLog> parse_nccl_tests_runs(const std::string& text, const s
       const auto& cur = runs.back();
       const bool header = marker || version || nthread || names;
       const bool again = (version && cur.version) || (marker && cur.marker) || (nthread && cur.nthread) ||
-                         (names && !cur.named.empty() && cur.named != test && (cur.marker || cur.nthread));
+                         (names && !cur.named.empty() && cur.named != test && !cur.rows);
       if (header && (cur.rows || again)) {
         Run next;
         next.begin = begin;

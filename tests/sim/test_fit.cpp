@@ -132,14 +132,24 @@ TEST_CASE("p2v calibrate --nccl-tests: predict-only, fit, and the fitted file us
     for (const auto& row : j["summary"]) {
       const auto& w = want.at(row["regime"].get<std::string>());
       CHECK(row["points"] == w[0]);
-      CHECK(row["within_1_25"] == w[1]);
-      CHECK(row["within_2"] == w[2]);
+      CHECK(row["n_within_1_25"] == w[1]);
+      CHECK(row["n_within_2"] == w[2]);
       CHECK(row["min"].get<double>() <= row["median"].get<double>());
       CHECK(row["median"].get<double>() <= row["max"].get<double>());
     }
     CHECK(j["summary"].back()["regime"] == "all");
     CHECK(j["summary"].back()["points"] == 31);
   }
+  // The regimes are the fidelity suite's: an all-gather's 134,217,600 B (just under 128 MiB) is 1-64 MiB.
+  r = simtest::run("calibrate --system node=10,gpu=1 --preset dgx-h100 --predict-only --json --nccl-tests " + data +
+                   "dgx-h100/allgather_10n10g_xxrjun.txt");
+  REQUIRE(r.code == 0);
+  const auto ag = json::parse(r.out);
+  REQUIRE(ag.at("points").at(2)["bytes"] == 134217600.0);
+  CHECK(ag.at("summary").at(0)["regime"] == "1-64 MiB");
+  CHECK(ag["summary"][0]["points"] == 3);
+  CHECK(ag["summary"][1]["regime"] == ">= 128 MiB");
+  CHECK(ag["summary"][1]["points"] == 7);
 
   const std::string out = "/tmp/p2v_test_fit_" + std::to_string(::getpid()) + ".json";
   r = simtest::run("calibrate --system node=2,gpu=8 --preset a3-mega --nccl-tests " + data +

@@ -558,6 +558,17 @@ TEST_CASE("nccl-tests: a file of several runs is read run by run") {
   REQUIRE(logs.size() == 2);
   CHECK(logs[1].collective == Collective::AllGather);
   CHECK(logs[1].rows[0].line == 38);
+  // A script's echo of the test before, then the next command line: the echo stays with its run.
+  const std::string echoed = "$ ./build/all_reduce_perf -b 64 -e 128\n" + std::string(kHeader) + ar +
+                             "all_reduce_perf done\n$ ./build/all_gather_perf -b 64 -e 64\n" + kHeader + ag;
+  logs = parse_nccl_tests_runs(echoed, "log.txt");
+  REQUIRE(logs.size() == 2);
+  CHECK(logs[0].collective == Collective::AllReduce);
+  CHECK(logs[1].collective == Collective::AllGather);
+  CHECK(logs[1].test == "all_gather_perf");
+  logs = parse_nccl_tests_runs(echoed, "log.txt", with_collective(Collective::AllGather));
+  REQUIRE(logs.size() == 1);
+  CHECK(logs[0].rows.at(0).line == 18);
   // With a collective asked for, a run that does not name its test is read only if its table is of it.
   const std::string unnamed = std::string(kHeader) + ar + "# nThread 1 nGpus 1\n" + kHeader + ag;
   logs = parse_nccl_tests_runs(unnamed, "log.txt", with_collective(Collective::AllGather));
