@@ -107,6 +107,23 @@ std::string find_test(const std::string& s) {
   return "";
 }
 
+// A log line as the reader sees it: its line end and launcher prefixes stripped (`line`), and its
+// words with a comment's leading '#' dropped (alone or glued to the first word; "#wrong" is a column).
+// No words for an empty line or a <stderr> line.
+std::vector<std::string> line_words(std::string raw, std::string& line) {
+  if (!raw.empty() && raw.back() == '\r') raw.pop_back();
+  bool err_line = false;
+  line = strip_tag(raw, err_line);
+  if (err_line) return {};
+  auto toks = tokens(line);
+  if (toks.empty()) return toks;
+  if (toks[0] == "#")
+    toks.erase(toks.begin());
+  else if (toks[0][0] == '#' && toks[0].size() > 1 && toks[0] != "#wrong")
+    toks[0] = toks[0].substr(1);
+  return toks;
+}
+
 double number(const std::string& s, const std::string& where, const char* what) {
   return engine::parse_double(s, fmt::format("{}: {}", where, what));
 }
@@ -250,19 +267,10 @@ NcclTestsLog parse_run(const std::string& text, const std::string& origin, const
   int ln = lines_before;
   while (std::getline(ss, raw)) {
     ++ln;
-    if (!raw.empty() && raw.back() == '\r') raw.pop_back();
-    bool err_line = false;
-    const std::string line = strip_tag(raw, err_line);
-    if (err_line) continue;
+    std::string line;
+    auto toks = line_words(raw, line);
+    if (toks.empty()) continue;
     const auto where = fmt::format("{}:{}", origin, ln);
-    auto toks = tokens(line);
-    if (toks.empty()) continue;
-    // Comment words: drop a leading '#' (alone or glued to the first word).
-    if (toks[0] == "#")
-      toks.erase(toks.begin());
-    else if (toks[0][0] == '#' && toks[0].size() > 1 && toks[0] != "#wrong")
-      toks[0] = toks[0].substr(1);
-    if (toks.empty()) continue;
 
     // The NCCL version the run used: NCCL's "NCCL version 2.26.2+cuda12.8" (also after "NCCL INFO"), or
     // nccl-tests' header "nccl-library=22602" (NCCL_VERSION_CODE: major x 10000 + minor x 100 + patch).
@@ -632,19 +640,11 @@ std::vector<NcclTestsLog> parse_nccl_tests_runs(const std::string& text, const s
   while (pos < text.size()) {
     const auto nl = text.find('\n', pos);
     const auto end = nl == std::string::npos ? text.size() : nl;
-    std::string raw = text.substr(pos, end - pos);
     const std::size_t begin = pos;
     pos = nl == std::string::npos ? text.size() : nl + 1;
     ++ln;
-    if (!raw.empty() && raw.back() == '\r') raw.pop_back();
-    bool err_line = false;
-    const std::string line = strip_tag(raw, err_line);
-    if (err_line) continue;
-    auto toks = tokens(line);
-    if (!toks.empty() && toks[0] == "#")
-      toks.erase(toks.begin());
-    else if (!toks.empty() && toks[0].size() > 1 && toks[0][0] == '#' && toks[0] != "#wrong")
-      toks[0] = toks[0].substr(1);
+    std::string line;
+    const auto toks = line_words(text.substr(begin, end - begin), line);
     if (toks.empty()) continue;
     const bool marker = line.find("Collective test starting") != std::string::npos;
     const bool closing = line.find("Collective test concluded") != std::string::npos;
