@@ -16,6 +16,7 @@
 #include "common.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/sim/calibrate.hpp"
+#include "p2v/sim/fidelity.hpp"
 #include "p2v/sim/fit.hpp"
 #include "p2v/sim/nccl_model.hpp"
 #include "p2v/sim/nccl_tests.hpp"
@@ -418,23 +419,21 @@ nlohmann::json points_json(const std::vector<sim::PointPrediction>& pr) {
   return arr;
 }
 
-// Predicted / measured over the points: median, share within 1.25x and 2x, per size regime of the
-// fidelity suite (docs/simulator.md §6: <= 1 MiB, 1-64 MiB, >= 128 MiB per GPU) and over all.
+// Predicted / measured over the points: median, counts within 1.25x and 2x, per size regime of the
+// fidelity suite (sim::size_regime) and over all.
 nlohmann::json points_summary(const std::vector<sim::PointPrediction>& pr) {
-  struct Regime {
-    const char* name;
-    double lo, hi;  // bytes, lo < S < hi (bench/fidelity/run.py REGIMES: 1-64 MiB is everything between)
-  };
-  static const Regime kRegimes[] = {{"<= 1 MiB", -1, 1048576.0 + 0.5},
-                                    {"1-64 MiB", 1048576.0, 134217728.0},
-                                    {">= 128 MiB", 134217728.0 - 0.5, 1e300},
-                                    {"all", -1, 1e300}};
+  std::map<std::string, std::vector<double>> by;  // regime (sim/fidelity.hpp, the suite's) -> ratios
+  for (const auto& p : pr)
+    if (p.point.measured_s > 0) {
+      const double x = p.predicted_s / p.point.measured_s;
+      by[sim::size_regime(p.point.bytes)].push_back(x);
+      by["all"].push_back(x);
+    }
   auto rows = nlohmann::json::array();
-  for (const auto& g : kRegimes) {
-    std::vector<double> r;
-    for (const auto& p : pr)
-      if (p.point.bytes > g.lo && p.point.bytes < g.hi && p.point.measured_s > 0)
-        r.push_back(p.predicted_s / p.point.measured_s);
+  std::vector<const char*> regimes(std::begin(sim::kSizeRegimes), std::end(sim::kSizeRegimes));
+  regimes.push_back("all");
+  for (const char* g : regimes) {
+    auto& r = by[g];
     if (r.empty()) continue;
     std::sort(r.begin(), r.end());
     const std::size_t n = r.size();
@@ -442,7 +441,7 @@ nlohmann::json points_summary(const std::vector<sim::PointPrediction>& pr) {
     auto within = [&](double f) {
       return std::count_if(r.begin(), r.end(), [&](double x) { return x <= f && x >= 1 / f; });
     };
-    rows.push_back({{"regime", g.name},
+    rows.push_back({{"regime", g},
                     {"points", n},
                     {"median", median},
                     {"n_within_1_25", within(1.25)},

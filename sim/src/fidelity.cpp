@@ -16,7 +16,7 @@ extern const char* const kFidelityJson;  // fidelity_data.cpp, generated from si
 
 namespace {
 
-constexpr const char* kRegimes[] = {"<= 1 MiB", "1-64 MiB", ">= 128 MiB"};
+constexpr const auto& kRegimes = kSizeRegimes;
 
 // Strict field access: the keys a row or the file may have, each of its type.
 struct Fields {
@@ -60,6 +60,11 @@ struct Fields {
 };
 
 }  // namespace
+
+const char* size_regime(double bytes) {
+  constexpr double kMiB = 1048576.0;
+  return bytes <= kMiB ? kRegimes[0] : bytes < 128 * kMiB ? kRegimes[1] : kRegimes[2];
+}
 
 PublishedAccuracy parse_accuracy(std::string_view json_text, std::string_view origin) {
   PublishedAccuracy a;

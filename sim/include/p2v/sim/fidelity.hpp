@@ -29,6 +29,11 @@ struct PublishedAccuracy {
   std::string error;  // published_accuracy(): why the built-in file could not be read (empty: it was)
 };
 
+// The size regimes of the suite (bench/fidelity/run.py REGIMES), in order, and the one of a
+// collective of `bytes` per GPU: "<= 1 MiB", "1-64 MiB" (everything below 128 MiB) or ">= 128 MiB".
+inline constexpr const char* kSizeRegimes[] = {"<= 1 MiB", "1-64 MiB", ">= 128 MiB"};
+const char* size_regime(double bytes);
+
 // Parses a p2v-fidelity/1 file strictly (unknown fields, wrong types, inconsistent or repeated rows,
 // aliases for preset names are errors); throws p2v::Error naming `origin` and what is wrong.
 PublishedAccuracy parse_accuracy(std::string_view json_text, std::string_view origin);
