@@ -89,21 +89,6 @@ std::vector<sim::NcclTestsLog> load_logs(const CalArgs& a) {
   return logs;
 }
 
-// The points of every log on the system: a log that does not say its rank count ran on all the
-// system's devices; one that does must have as many.
-std::vector<sim::FitPoint> log_points(const std::vector<sim::NcclTestsLog>& logs, const engine::System& s,
-                                      std::vector<std::string>& notes) {
-  const int nd = sim::system_devices(s);
-  std::vector<sim::FitPoint> ps;
-  for (auto log : logs) {
-    notes.insert(notes.end(), log.notes.begin(), log.notes.end());
-    sim::expect_ranks(log, nd, fmt::format("the system has {} devices", nd));
-    const auto p = sim::fit_points(log, s);
-    ps.insert(ps.end(), p.begin(), p.end());
-  }
-  return ps;
-}
-
 // --nccl-tests without --system: the shape the logs ran on, as an inline system "node=N,gpu=G" for
 // --preset. The ranks are what the log says (sim/nccl_tests.hpp); the nodes are its hosts (Rank lines
 // or NCCL INFO's nNodes), else the ranks over the preset's GPUs per node. Every log must give the same
@@ -277,17 +262,20 @@ std::optional<std::vector<std::string>> nccl_env_list(const std::string& value, 
   return out;
 }
 
-// What the logs' NCCL_DEBUG=INFO lines say the run's environment set, where the model has it: NCCL_PROTO
-// (system nccl.protocols), NCCL_ALGO (nccl.algorithms, with ring, which the model always keeps; one
-// algorithm alone is forced, as --algo, unless --algo was given), NCCL_BUFFSIZE, NCCL_NVLS_ENABLE (0 or
-// 1; 2 is NCCL's own detection), NCCL_NVLS_CHUNKSIZE, NCCL_NVLSTREE_MAX_CHUNKSIZE. A variable is applied
-// when every log states it with one meaning (the system is one configuration for every point); else a
-// note says it is not (calibrate such logs apart). Returns the algorithm to force ("" for none).
-std::string apply_log_env(const std::vector<sim::NcclTestsLog>& logs, engine::System& s, const std::string& algo_arg,
-                          std::vector<std::string>& notes) {
-  const int v = s.nccl.is_object() && s.nccl.contains("version")
-                    ? sim::parse_nccl_version(s.nccl["version"].get<std::string>(), "nccl.version")
-                    : sim::parse_nccl_version("2.30.7", "default");
+// One run's NCCL environment as the model takes it, from its NCCL_DEBUG=INFO lines ("NCCL_PROTO set by
+// environment to Simple"): keys of the system's "nccl" section, each with the note that says where it
+// came from, and the algorithm NCCL_ALGO leaves alone ("" when it names several or none).
+struct RunEnv {
+  nlohmann::json nccl = nlohmann::json::object();
+  // key -> {"file:line: NAME set by environment to V", what more the note says}
+  std::map<std::string, std::pair<std::string, std::string>> why;
+  std::string algo, algo_where;
+};
+
+// The variables the model has: NCCL_PROTO (nccl.protocols), NCCL_ALGO (nccl.algorithms, with ring, which
+// the model always keeps), NCCL_BUFFSIZE, NCCL_NVLS_ENABLE (0 or 1; 2 is NCCL's own detection),
+// NCCL_NVLS_CHUNKSIZE, NCCL_NVLSTREE_MAX_CHUNKSIZE. NCCL's "unset" (-2) is nothing set.
+RunEnv run_env(const sim::NcclTestsLog& log, int v, std::vector<std::string>& notes) {
   static const std::vector<std::string> kProtos = {"ll", "ll128", "simple"};
   static const std::vector<std::string> kNcclAlgos = {"ring",         "tree", "collnet",  "collnetdirect",
                                                       "collnetchain", "nvls", "nvlstree", "pat"};
@@ -295,57 +283,15 @@ std::string apply_log_env(const std::vector<sim::NcclTestsLog>& logs, engine::Sy
   static const std::vector<std::string> kApplied = {"NCCL_PROTO",          "NCCL_ALGO",
                                                     "NCCL_BUFFSIZE",       "NCCL_NVLS_ENABLE",
                                                     "NCCL_NVLS_CHUNKSIZE", "NCCL_NVLSTREE_MAX_CHUNKSIZE"};
-  std::string forced;
+  RunEnv r;
   for (const auto& name : kApplied) {
-    // Per log: what it states (nullptr: nothing) and, for the lists, what that enables for its collective.
-    std::vector<const sim::NcclTestsLog::Env*> stated;
-    std::vector<std::optional<std::vector<std::string>>> enabled;
-    for (const auto& log : logs) {
-      const auto it = std::find_if(log.env.begin(), log.env.end(), [&](const auto& e) { return e.name == name; });
-      stated.push_back(it == log.env.end() || it->value == "-2" ? nullptr : &*it);  // -2: NCCL's "unset"
-      if (!stated.back() || (name != "NCCL_PROTO" && name != "NCCL_ALGO")) {
-        enabled.emplace_back();
-        continue;
-      }
-      const std::string where = fmt::format("{}:{}", log.origin, it->line);
-      if (name == "NCCL_PROTO") {
-        enabled.push_back(nccl_env_list(it->value, log.collective, v, kProtos, where, notes));
-      } else if (v < 21700 && log.collective != engine::Collective::AllReduce) {
-        enabled.emplace_back();  // before v2.17 NCCL_ALGO applies to AllReduce only (src/graph/tuning.cc)
-      } else {
-        auto on = nccl_env_list(it->value, log.collective, v, kNcclAlgos, where, notes);
-        if (on) {
-          std::vector<std::string> model;
-          for (const auto& x : *on) {
-            const std::string m = x == "nvlstree" ? "nvls-tree" : x.rfind("collnet", 0) == 0 ? "collnet" : x;
-            if (m != "pat" && std::find(model.begin(), model.end(), m) == model.end()) model.push_back(m);
-          }
-          on = model;
-        }
-        enabled.push_back(std::move(on));
-      }
-    }
-    const auto first = std::find_if(stated.begin(), stated.end(), [](const auto* e) { return e != nullptr; });
-    if (first == stated.end()) continue;
-    const auto& e = **first;
-    const std::string where =
-        fmt::format("{}:{}", logs[static_cast<std::size_t>(first - stated.begin())].origin, e.line);
-    const bool list = name == "NCCL_PROTO" || name == "NCCL_ALGO";  // compared by effect, not spelling
-    const bool same =
-        std::all_of(stated.begin(), stated.end(), [&](const auto* x) { return x && (list || x->value == e.value); }) &&
-        std::all_of(enabled.begin(), enabled.end(), [&](const auto& x) { return x == enabled.front(); });
-    if (!same) {
-      notes.push_back(
-          fmt::format("{}: {} set by environment to {}, but not so by every log here (or to another "
-                      "effect for another collective): not applied; calibrate such logs apart",
-                      where, name, e.value));
-      continue;
-    }
+    const auto it = std::find_if(log.env.begin(), log.env.end(), [&](const auto& e) { return e.name == name; });
+    if (it == log.env.end() || it->value == "-2") continue;
+    const auto& e = *it;
+    const std::string where = fmt::format("{}:{}", log.origin, e.line);
     auto set = [&](const std::string& key, const nlohmann::json& val, const std::string& more = "") {
-      if (s.nccl.is_null()) s.nccl = nlohmann::json::object();
-      s.nccl[key] = val;
-      notes.push_back(fmt::format("{}: {} set by environment to {} (system nccl.{} = {}){}", where, name, e.value, key,
-                                  val.dump(), more));
+      r.nccl[key] = val;
+      r.why[key] = {fmt::format("{}: {} set by environment to {}", where, name, e.value), more};
     };
     auto bytes = [&](long long min) {
       const auto& x = e.value;
@@ -358,17 +304,27 @@ std::string apply_log_env(const std::vector<sim::NcclTestsLog>& logs, engine::Sy
       return b;
     };
     if (name == "NCCL_PROTO") {
-      if (!enabled.front()) continue;
-      const auto& on = *enabled.front();
-      if (on.empty()) throw Error(fmt::format("{}: NCCL_PROTO {} enables no protocol", where, e.value));
-      set("protocols", on,
-          std::find(on.begin(), on.end(), "ll128") != on.end()
+      const auto on = nccl_env_list(e.value, log.collective, v, kProtos, where, notes);
+      if (!on) continue;
+      if (on->empty()) throw Error(fmt::format("{}: NCCL_PROTO {} enables no protocol", where, e.value));
+      set("protocols", *on,
+          std::find(on->begin(), on->end(), "ll128") != on->end()
               ? "; NCCL then runs LL128 wherever it is built in, the model where NCCL enables it by default"
               : "");
     } else if (name == "NCCL_ALGO") {
-      if (!enabled.front()) continue;
-      auto on = *enabled.front();
-      if (on.size() == 1 && algo_arg.empty()) forced = on.front() == "nvls-tree" ? "nvls" : on.front();
+      if (v < 21700 && log.collective != engine::Collective::AllReduce)
+        continue;  // before v2.17 NCCL_ALGO applies to AllReduce only (src/graph/tuning.cc)
+      const auto listed = nccl_env_list(e.value, log.collective, v, kNcclAlgos, where, notes);
+      if (!listed) continue;
+      std::vector<std::string> on;
+      for (const auto& x : *listed) {
+        const std::string m = x == "nvlstree" ? "nvls-tree" : x.rfind("collnet", 0) == 0 ? "collnet" : x;
+        if (m != "pat" && std::find(on.begin(), on.end(), m) == on.end()) on.push_back(m);
+      }
+      if (on.size() == 1) {
+        r.algo = on.front() == "nvls-tree" ? "nvls" : on.front();
+        r.algo_where = where;
+      }
       std::string more;
       if (std::find(on.begin(), on.end(), "ring") == on.end()) {
         on.insert(on.begin(), "ring");
@@ -388,8 +344,83 @@ std::string apply_log_env(const std::vector<sim::NcclTestsLog>& logs, engine::Sy
       set("nvlstree_max_chunksize", bytes(16384));
     }
   }
-  if (!forced.empty()) notes.push_back(fmt::format("NCCL_ALGO names one algorithm: predicted with --algo {}", forced));
-  return forced;
+  return r;
+}
+
+// The logs' environments (run_env) on system `s`: a setting every log states with one meaning is the
+// system's (written into the calibrated file); one the logs differ in (a file sweeping NCCL_ALGO or
+// NCCL_PROTO run by run, or a per-collective list over logs of two collectives) holds for its own run's
+// points only. A run whose NCCL_ALGO names one algorithm is predicted with it, unless --algo is given.
+// Returns per log what holds for its points beyond the system; `forced` is the algorithm every log forces.
+std::vector<RunEnv> apply_log_env(const std::vector<sim::NcclTestsLog>& logs, engine::System& s,
+                                  const std::string& algo_arg, std::string& forced, std::vector<std::string>& notes) {
+  const int v = s.nccl.is_object() && s.nccl.contains("version")
+                    ? sim::parse_nccl_version(s.nccl["version"].get<std::string>(), "nccl.version")
+                    : sim::parse_nccl_version("2.30.7", "default");
+  std::vector<RunEnv> envs;
+  for (const auto& log : logs) envs.push_back(run_env(log, v, notes));
+  std::vector<std::string> keys;
+  for (const auto& e : envs)
+    for (const auto& [k, val] : e.nccl.items())
+      if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+  for (const auto& k : keys) {
+    const bool common = std::all_of(envs.begin(), envs.end(), [&](const RunEnv& e) {
+      return e.nccl.contains(k) && e.nccl[k] == envs.front().nccl[k];
+    });
+    if (common) {
+      if (s.nccl.is_null()) s.nccl = nlohmann::json::object();
+      s.nccl[k] = envs.front().nccl[k];
+      const auto& w = envs.front().why.at(k);
+      notes.push_back(fmt::format("{} (system nccl.{} = {}){}", w.first, k, envs.front().nccl[k].dump(), w.second));
+      for (auto& e : envs) e.nccl.erase(k);
+      continue;
+    }
+    for (const auto& e : envs)
+      if (e.nccl.contains(k)) {
+        const auto& w = e.why.at(k);
+        notes.push_back(fmt::format("{} (nccl.{} = {} for this run's points only: the runs here differ in it){}",
+                                    w.first, k, e.nccl[k].dump(), w.second));
+      }
+  }
+  forced.clear();
+  if (!algo_arg.empty()) {
+    for (auto& e : envs) e.algo.clear();
+    return envs;
+  }
+  const bool one = std::all_of(envs.begin(), envs.end(),
+                               [&](const RunEnv& e) { return !e.algo.empty() && e.algo == envs.front().algo; });
+  if (one) {
+    forced = envs.front().algo;
+    notes.push_back(fmt::format("NCCL_ALGO names one algorithm: predicted with --algo {}", forced));
+    for (auto& e : envs) e.algo.clear();
+    return envs;
+  }
+  for (const auto& e : envs)
+    if (!e.algo.empty())
+      notes.push_back(fmt::format("{}: NCCL_ALGO names one algorithm: this run's points predicted with --algo {}",
+                                  e.algo_where, e.algo));
+  return envs;
+}
+
+// The points of every log on the system: a log that does not say its rank count ran on all the
+// system's devices; one that does must have as many. `envs` (apply_log_env), one per log, is what holds
+// for a log's points beyond the system: its own NCCL settings and algorithm.
+std::vector<sim::FitPoint> log_points(const std::vector<sim::NcclTestsLog>& logs, const std::vector<RunEnv>& envs,
+                                      const engine::System& s, std::vector<std::string>& notes) {
+  const int nd = sim::system_devices(s);
+  std::vector<sim::FitPoint> ps;
+  for (std::size_t i = 0; i < logs.size(); ++i) {
+    auto log = logs[i];
+    notes.insert(notes.end(), log.notes.begin(), log.notes.end());
+    sim::expect_ranks(log, nd, fmt::format("the system has {} devices", nd));
+    auto p = sim::fit_points(log, s);
+    for (auto& x : p) {
+      if (!envs[i].nccl.empty()) x.nccl_env = envs[i].nccl;
+      if (!envs[i].algo.empty()) x.algo = sim::parse_algorithm(envs[i].algo);
+    }
+    ps.insert(ps.end(), p.begin(), p.end());
+  }
+  return ps;
 }
 
 std::string size_text(double b) {
@@ -404,7 +435,7 @@ std::string size_text(double b) {
 
 nlohmann::json points_json(const std::vector<sim::PointPrediction>& pr) {
   auto arr = nlohmann::json::array();
-  for (const auto& p : pr)
+  for (const auto& p : pr) {
     arr.push_back({{"origin", p.point.origin},
                    {"line", p.point.line},
                    {"collective", engine::to_string(p.point.collective)},
@@ -416,6 +447,10 @@ nlohmann::json points_json(const std::vector<sim::PointPrediction>& pr) {
                    {"ratio", p.predicted_s / p.point.measured_s},
                    {"algo", p.algo},
                    {"proto", p.proto}});
+    // what this run's own environment set beyond the system's (apply_log_env)
+    if (!p.point.nccl_env.is_null()) arr.back()["nccl_env"] = p.point.nccl_env;
+    if (p.point.algo != sim::Algorithm::Auto) arr.back()["forced_algo"] = sim::to_string(p.point.algo);
+  }
   return arr;
 }
 
@@ -489,9 +524,10 @@ int run_nccl_tests(const CalArgs& in) {
     notes.push_back(note);
   apply_nccl_version(a, logs, sys);
   apply_log_channels(logs, sys, notes);
-  const auto forced = apply_log_env(logs, sys, a.algo, notes);
+  std::string forced;
+  const auto envs = apply_log_env(logs, sys, a.algo, forced, notes);
   const auto algo = sim::parse_algorithm(!a.algo.empty() ? a.algo : !forced.empty() ? forced : "auto");
-  const auto ps = log_points(logs, sys, notes);
+  const auto ps = log_points(logs, envs, sys, notes);
   auto notes_json = [&] { return nlohmann::json(notes); };
   if (a.predict_only) {
     const auto pr = sim::predict_points(sys, ps, algo);

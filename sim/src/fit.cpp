@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 
 #include "p2v/engine/error.hpp"
@@ -71,11 +72,26 @@ double value_at(const json& j, const std::string& ptr, double dflt) {
 }  // namespace
 
 std::vector<PointPrediction> predict_points(const System& s, const std::vector<FitPoint>& ps, Algorithm algo) {
-  Simulator sim(s);
+  Simulator base(s);
+  std::map<std::string, Simulator> runs;  // one per distinct point environment (its JSON text)
+  auto sim_of = [&](const FitPoint& p) -> Simulator& {
+    if (p.nccl_env.is_null() || p.nccl_env.empty()) return base;
+    const std::string key = p.nccl_env.dump();
+    auto it = runs.find(key);
+    if (it == runs.end()) {
+      System v = s;
+      if (!v.nccl.is_object()) v.nccl = json::object();
+      for (const auto& [k, val] : p.nccl_env.items()) v.nccl[k] = val;
+      it = runs.emplace(key, Simulator(v)).first;
+    }
+    return it->second;
+  };
   std::vector<PointPrediction> out;
   out.reserve(ps.size());
   for (const auto& p : ps) {
-    const auto c = sim.collective(whole_group(p.collective, p.ranks), p.bytes, algo);
+    auto& sim = sim_of(p);
+    const auto c =
+        sim.collective(whole_group(p.collective, p.ranks), p.bytes, p.algo != Algorithm::Auto ? p.algo : algo);
     out.push_back({p, c.time_s + group_launch_s(sim.nccl(), p.gpus_per_thread), to_string(c.algo), to_string(c.proto)});
   }
   return out;

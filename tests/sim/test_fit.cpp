@@ -10,6 +10,8 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <tuple>
+#include <utility>
 
 #include "helpers.hpp"
 #include "p2v/engine/error.hpp"
@@ -91,6 +93,51 @@ TEST_CASE("fit: recovers a perturbed network bandwidth from synthetic nccl-tests
   const auto back = engine::system_from_json(fit.system, "fitted");
   for (const auto& p : predict_points(back, ps, Algorithm::Auto))
     CHECK(p.predicted_s == simtest::rel(p.point.measured_s).epsilon(0.03));
+}
+
+TEST_CASE("fit: a point's own NCCL settings and algorithm (runs of one calibration that set them apart)") {
+  const auto base = preset_system(2, 8, "dgx-h100");
+  auto simple = base;
+  simple.nccl["protocols"] = json::array({"simple"});
+  // Default run, Simple-only run, a run forced to the ring: each point as its own system predicts it.
+  std::vector<FitPoint> ps = synthetic(base, engine::Collective::AllReduce, 16, 2, 1024, 64.0 * 1024 * 1024);
+  const std::size_t n = ps.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    auto q = ps[i];
+    q.nccl_env = {{"protocols", {"simple"}}};
+    ps.push_back(q);
+    q = ps[i];
+    q.algo = Algorithm::Ring;
+    ps.push_back(q);
+  }
+  const auto pr = predict_points(base, ps, Algorithm::Auto);
+  const auto as_simple = predict_points(simple, std::vector<FitPoint>(ps.begin(), ps.begin() + n), Algorithm::Auto);
+  const auto as_ring = predict_points(base, std::vector<FitPoint>(ps.begin(), ps.begin() + n), Algorithm::Ring);
+  int differ = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    CHECK(pr[n + 2 * i].predicted_s == as_simple[i].predicted_s);
+    CHECK(pr[n + 2 * i].proto == "Simple");
+    CHECK(pr[n + 2 * i + 1].predicted_s == as_ring[i].predicted_s);
+    CHECK(pr[n + 2 * i + 1].algo == "ring");
+    differ += pr[n + 2 * i].predicted_s != pr[i].predicted_s;
+  }
+  CHECK(differ > 0);  // the settings matter at some size
+  // A fit to points measured on a slower network, the runs' settings kept per point, recovers it.
+  json tj = engine::system_json(base);
+  std::string knob;
+  double bw = 0;
+  for (const auto& k : system_knobs(base))
+    if (k.name.find("/nccl/levels/node/bus_bw_GBps") == 0) std::tie(knob, bw) = std::pair(k.name, k.before);
+  REQUIRE(bw > 0);
+  tj[json::json_pointer(knob)] = bw * 0.5;
+  const auto truth = engine::system_from_json(tj, "truth");
+  const auto measured = predict_points(truth, ps, Algorithm::Auto);
+  for (std::size_t i = 0; i < ps.size(); ++i) ps[i].measured_s = measured[i].predicted_s;
+  const auto fit = fit_system(base, ps, Algorithm::Auto, {knob});
+  CHECK(fit.rms_log_before > 0.1);
+  CHECK(fit.rms_log_after < 0.01);
+  // The fitted file is the system's, not a run's: the Simple-only setting is not in it.
+  CHECK(!fit.system.at("nccl").contains("protocols"));
 }
 
 TEST_CASE("fit: a log must match the system's shape") {
@@ -558,15 +605,50 @@ TEST_CASE("p2v calibrate --nccl-tests: the NCCL environment a log prints is the 
     CHECK(p["algo"] == "ring");
     CHECK(p["proto"] == "LL");
   }
-  // Logs of two configurations: each variable they do not share is not applied, with a note.
+  // Logs of two configurations (a sweep of NCCL_PROTO / NCCL_ALGO run by run): each run's points are
+  // predicted with its own settings, and those are not the system's.
   r = simtest::run(sys + tree + " " + lists);
   REQUIRE(r.code == 0);
   j = json::parse(r.out);
-  CHECK(j.at("notes").dump().find(tree + ":7: NCCL_PROTO set by environment to Simple, but not so by every log") !=
+  const auto two = j.at("notes").dump();
+  CHECK(two.find(tree + ":7: NCCL_PROTO set by environment to Simple (nccl.protocols = [\\\"simple\\\"] for this run's "
+                        "points only") != std::string::npos);
+  CHECK(two.find(lists + ":6: NCCL_PROTO set by environment to ^LL128,Simple (nccl.protocols = "
+                         "[\\\"ll\\\"] for this run's points only") != std::string::npos);
+  CHECK(two.find(tree + ":8: NCCL_ALGO names one algorithm: this run's points predicted with --algo tree") !=
         std::string::npos);
-  CHECK(j.at("notes").dump().find("predicted with --algo") == std::string::npos);
+  CHECK(two.find("NCCL_ALGO names one algorithm: predicted with --algo") == std::string::npos);
+  // the buffer size only the first run states is its own too
+  CHECK(two.find("nccl.buffsize = 8388608 for this run's points only") != std::string::npos);
+  REQUIRE(j.at("points").size() == 4);
+  for (int i = 0; i < 2; ++i) {
+    CHECK(j["points"][i]["algo"] == "tree");
+    CHECK(j["points"][i]["proto"] == "Simple");
+    CHECK(j["points"][i]["forced_algo"] == "tree");
+    CHECK(j["points"][i]["nccl_env"]["buffsize"] == 8388608);
+    CHECK(j["points"][i + 2]["algo"] == "ring");
+    CHECK(j["points"][i + 2]["proto"] == "LL");
+    CHECK(j["points"][i + 2]["forced_algo"] == "ring");  // allreduce:ring names one algorithm for it
+  }
+  // The same predictions as each run calibrated alone.
+  {
+    const auto alone = json::parse(simtest::run(sys + tree).out), other = json::parse(simtest::run(sys + lists).out);
+    for (int i = 0; i < 2; ++i) {
+      CHECK(j["points"][i]["predicted_s"].get<double>() == alone["points"][i]["predicted_s"].get<double>());
+      CHECK(j["points"][i + 2]["predicted_s"].get<double>() == other["points"][i]["predicted_s"].get<double>());
+    }
+  }
+  // Fitted together, the calibrated system holds none of the runs' own settings.
+  r = simtest::run("calibrate --system node=2,gpu=1 --preset dgx-h100 --json --nccl-tests " + tree + " " + lists);
+  REQUIRE(r.code == 0);
+  {
+    const auto fitted = json::parse(r.out).at("system");
+    CHECK(!fitted.at("nccl").contains("protocols"));
+    CHECK(!fitted.at("nccl").contains("buffsize"));
+    CHECK(!fitted.at("nccl").contains("algorithms"));
+  }
   // One per-collective list over logs of two collectives enables tree for one and ring for the other:
-  // one system cannot say both, so it is not applied either; the all-reduce is NCCL's own pick then.
+  // each run gets its own.
   const std::string both = "hostA:1:1 [0] NCCL INFO NCCL_ALGO set by environment to allreduce:tree;allgather:ring\n";
   const auto ar = log("ar", both), ag = log("ag", both);
   {
@@ -582,9 +664,13 @@ TEST_CASE("p2v calibrate --nccl-tests: the NCCL environment a log prints is the 
   r = simtest::run(sys + ar + " " + ag);
   REQUIRE(r.code == 0);
   j = json::parse(r.out);
-  CHECK(j.at("notes").dump().find("NCCL_ALGO set by environment to allreduce:tree;allgather:ring, but not so") !=
-        std::string::npos);
+  CHECK(j.at("notes").dump().find(ar + ":6: NCCL_ALGO names one algorithm: this run's points predicted with --algo "
+                                       "tree") != std::string::npos);
+  CHECK(j["points"][0]["algo"] == "tree");
+  CHECK(j["points"][1]["algo"] == "tree");
   CHECK(j["points"][2]["collective"] == "AllGather");
+  CHECK(j["points"][2]["algo"] == "ring");
+  CHECK(j["points"][3]["algo"] == "ring");
   // Alone, the all-reduce log runs tree where NCCL's own pick is the ring (128 MiB on 2 nodes of 1 GPU).
   r = simtest::run(sys + ar);
   REQUIRE(r.code == 0);

@@ -44,6 +44,11 @@ struct FitPoint {
   int ranks = 0, nodes = 0;
   double bytes = 0, measured_s = 0;
   int gpus_per_thread = 1;  // GPUs one thread drives (nccl-tests -g, the log's "nGpus"): group_launch_s
+  // The run's own conditions where they differ from the system's (the runs of one calibration set
+  // NCCL_PROTO, NCCL_ALGO, ... apart): keys of the system's "nccl" section set for this point only
+  // (null: none), and an algorithm it is predicted with instead of the call's (Auto: the call's).
+  nlohmann::json nccl_env = nullptr;
+  Algorithm algo = Algorithm::Auto;
 };
 
 // Nodes of a system as the logs count them: the product of all but the innermost level's
@@ -61,6 +66,8 @@ struct PointPrediction {
   std::string algo;   // the algorithm the model used (StepCost::algo)
   std::string proto;  // and its protocol (StepCost::proto)
 };
+// Predicted time of every point on `s` with algorithm `algo` (a point's own `algo` and `nccl_env`, where
+// set, instead).
 std::vector<PointPrediction> predict_points(const engine::System& s, const std::vector<FitPoint>& ps, Algorithm algo);
 
 struct FitKnob {
