@@ -194,74 +194,6 @@ void apply_log_channels(const std::vector<sim::NcclTestsLog>& logs, engine::Syst
   }
 }
 
-// NCCL's list syntax (src/graph/tuning.cc parseList) for collective `coll`, at NCCL version `v`:
-// from v2.24 entries separated by ';', the first maybe without a prefix (every collective), the others
-// "function:list", each entry replacing the lists of the functions it names; a list is "a,b" (only
-// those) or "^a,b" (all but those); names case-insensitive, an unknown name or function an error (as
-// in NCCL). Before v2.24 one list, unknown names ignored. nullopt: the value leaves `coll` at NCCL's
-// default.
-std::optional<std::vector<std::string>> nccl_env_list(const std::string& value, engine::Collective coll, int v,
-                                                      const std::vector<std::string>& all, const std::string& where,
-                                                      std::vector<std::string>& notes) {
-  auto lower = [](std::string x) {
-    for (auto& ch : x) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    return x;
-  };
-  auto split = [](const std::string& x, char sep) {
-    std::vector<std::string> out;
-    std::size_t pos = 0;
-    while (pos <= x.size()) {
-      const auto at = std::min(x.find(sep, pos), x.size());
-      out.push_back(x.substr(pos, at - pos));
-      pos = at + 1;
-    }
-    return out;
-  };
-  auto parse = [&](std::string list) {
-    const bool except = !list.empty() && list[0] == '^';
-    if (except) list.erase(0, 1);
-    std::vector<std::string> named;
-    for (const auto& w0 : split(list, ',')) {
-      const auto w = lower(w0);
-      if (w.empty()) continue;
-      // "CollNet" is v2.9-v2.13's name; from v2.14 CollNetDirect and CollNetChain.
-      if (std::find(all.begin(), all.end(), w) == all.end() || (w == "collnet" && v >= 21400)) {
-        if (v >= 22400)
-          throw Error(fmt::format("{}: '{}' is not one of NCCL's names ({})", where, w0, fmt::join(all, ", ")));
-        notes.push_back(
-            fmt::format("{}: '{}' is not one of NCCL's names: ignored, as NCCL does before v2.24", where, w0));
-        continue;
-      }
-      named.push_back(w);
-    }
-    if (!except) return named;
-    std::vector<std::string> out;
-    for (const auto& x : all)
-      if (std::find(named.begin(), named.end(), x) == named.end()) out.push_back(x);
-    return out;
-  };
-  if (v < 22400) return parse(value);
-  static const std::vector<std::string> kFuncs = {"broadcast", "reduce", "allgather", "reducescatter",
-                                                  "allreduce"};  // ncclFuncStr
-  const std::string c = lower(engine::to_string(coll));
-  std::optional<std::vector<std::string>> out;
-  const auto entries = split(value, ';');
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    const auto colon = entries[i].find(':');
-    if (colon == std::string::npos) {
-      if (i > 0)
-        throw Error(fmt::format("{}: '{}': every entry but the first names its function (NCCL's rule)", where, value));
-      out = parse(entries[i]);
-      continue;
-    }
-    const auto f = lower(entries[i].substr(0, colon));
-    if (std::find(kFuncs.begin(), kFuncs.end(), f) == kFuncs.end())
-      throw Error(fmt::format("{}: '{}' is not one of NCCL's functions", where, entries[i].substr(0, colon)));
-    if (f == c) out = parse(entries[i].substr(colon + 1));
-  }
-  return out;
-}
-
 // One run's NCCL environment as the model takes it, from its NCCL_DEBUG=INFO lines ("NCCL_PROTO set by
 // environment to Simple"): keys of the system's "nccl" section, each with the note that says where it
 // came from, and the algorithm NCCL_ALGO leaves alone ("" when it names several or none).
@@ -304,7 +236,7 @@ RunEnv run_env(const sim::NcclTestsLog& log, int v, std::vector<std::string>& no
       return b;
     };
     if (name == "NCCL_PROTO") {
-      const auto on = nccl_env_list(e.value, log.collective, v, kProtos, where, notes);
+      const auto on = sim::nccl_env_list(e.value, log.collective, v, kProtos, where, notes);
       if (!on) continue;
       if (on->empty()) throw Error(fmt::format("{}: NCCL_PROTO {} enables no protocol", where, e.value));
       set("protocols", *on,
@@ -314,7 +246,7 @@ RunEnv run_env(const sim::NcclTestsLog& log, int v, std::vector<std::string>& no
     } else if (name == "NCCL_ALGO") {
       if (v < 21700 && log.collective != engine::Collective::AllReduce)
         continue;  // before v2.17 NCCL_ALGO applies to AllReduce only (src/graph/tuning.cc)
-      const auto listed = nccl_env_list(e.value, log.collective, v, kNcclAlgos, where, notes);
+      const auto listed = sim::nccl_env_list(e.value, log.collective, v, kNcclAlgos, where, notes);
       if (!listed) continue;
       std::vector<std::string> on;
       for (const auto& x : *listed) {

@@ -1,6 +1,7 @@
 #include "p2v/sim/nccl_tests.hpp"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -774,6 +775,69 @@ NcclTestsLog load_nccl_tests(const std::string& path, const NcclTestsOptions& op
 
 std::vector<NcclTestsLog> load_nccl_tests_runs(const std::string& path, const NcclTestsOptions& opt) {
   return parse_nccl_tests_runs(read_log(path), path, opt);
+}
+
+// NCCL's parseList (src/graph/tuning.cc); see the header.
+std::optional<std::vector<std::string>> nccl_env_list(const std::string& value, engine::Collective coll, int v,
+                                                      const std::vector<std::string>& all, const std::string& where,
+                                                      std::vector<std::string>& notes) {
+  auto lower = [](std::string x) {
+    for (auto& ch : x) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return x;
+  };
+  auto split = [](const std::string& x, char sep) {
+    std::vector<std::string> out;
+    std::size_t pos = 0;
+    while (pos <= x.size()) {
+      const auto at = std::min(x.find(sep, pos), x.size());
+      out.push_back(x.substr(pos, at - pos));
+      pos = at + 1;
+    }
+    return out;
+  };
+  auto parse = [&](std::string list) {
+    const bool except = !list.empty() && list[0] == '^';
+    if (except) list.erase(0, 1);
+    std::vector<std::string> named;
+    for (const auto& w0 : split(list, ',')) {
+      const auto w = lower(w0);
+      if (w.empty()) continue;
+      // "CollNet" is v2.9-v2.13's name; from v2.14 CollNetDirect and CollNetChain.
+      if (std::find(all.begin(), all.end(), w) == all.end() || (w == "collnet" && v >= 21400)) {
+        if (v >= 22400)
+          throw Error(fmt::format("{}: '{}' is not one of NCCL's names ({})", where, w0, fmt::join(all, ", ")));
+        notes.push_back(
+            fmt::format("{}: '{}' is not one of NCCL's names: ignored, as NCCL does before v2.24", where, w0));
+        continue;
+      }
+      named.push_back(w);
+    }
+    if (!except) return named;
+    std::vector<std::string> out;
+    for (const auto& x : all)
+      if (std::find(named.begin(), named.end(), x) == named.end()) out.push_back(x);
+    return out;
+  };
+  if (v < 22400) return parse(value);
+  static const std::vector<std::string> kFuncs = {"broadcast", "reduce", "allgather", "reducescatter",
+                                                  "allreduce"};  // ncclFuncStr
+  const std::string c = lower(engine::to_string(coll));
+  std::optional<std::vector<std::string>> out;
+  const auto entries = split(value, ';');
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const auto colon = entries[i].find(':');
+    if (colon == std::string::npos) {
+      if (i > 0)
+        throw Error(fmt::format("{}: '{}': every entry but the first names its function (NCCL's rule)", where, value));
+      out = parse(entries[i]);
+      continue;
+    }
+    const auto f = lower(entries[i].substr(0, colon));
+    if (std::find(kFuncs.begin(), kFuncs.end(), f) == kFuncs.end())
+      throw Error(fmt::format("{}: '{}' is not one of NCCL's functions", where, entries[i].substr(0, colon)));
+    if (f == c) out = parse(entries[i].substr(colon + 1));
+  }
+  return out;
 }
 
 }  // namespace p2v::sim

@@ -1,5 +1,6 @@
 // Fuzz target: nccl-tests logs (p2v calibrate --nccl-tests LOG): the reader, with and without the
-// caller's rank count, and the reader of files of several runs, as calibrate calls them.
+// caller's rank count, the reader of files of several runs, as calibrate calls them, and NCCL's list
+// syntax of the environment values a log prints.
 #include "fuzz_common.hpp"
 #include "p2v/sim/nccl_tests.hpp"
 
@@ -10,10 +11,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     opt.ranks = 16;
     (void)p2v::sim::parse_nccl_tests(text, "fuzz-nccl-tests.txt", opt);
   });
-  return p2v::fuzz::run("nccl-tests runs", data, size, [](const std::string& text) {
+  p2v::fuzz::run("nccl-tests runs", data, size, [](const std::string& text) {
     (void)p2v::sim::parse_nccl_tests_runs(text, "fuzz-nccl-tests.txt");
     p2v::sim::NcclTestsOptions opt;
     opt.collective = p2v::engine::Collective::AllGather;
     (void)p2v::sim::parse_nccl_tests_runs(text, "fuzz-nccl-tests.txt", opt);
+  });
+  // NCCL's list syntax (NCCL_PROTO, NCCL_ALGO), as calibrate reads the values a log prints: the whole
+  // input as one value, before and after v2.24's per-function form.
+  return p2v::fuzz::run("NCCL environment list", data, size, [](const std::string& text) {
+    const std::vector<std::string> names = {"ring", "tree", "collnetdirect", "nvls", "nvlstree", "pat"};
+    std::vector<std::string> notes;
+    for (const int v : {21805, 22402, 23007})
+      for (const auto c : {p2v::engine::Collective::AllReduce, p2v::engine::Collective::AllGather})
+        (void)p2v::sim::nccl_env_list(text, c, v, names, "fuzz:1", notes);
   });
 }

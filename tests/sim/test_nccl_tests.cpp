@@ -609,3 +609,31 @@ TEST_CASE("nccl-tests: the environment NCCL_DEBUG=INFO prints") {
   REQUIRE(!log.notes.empty());
   CHECK(log.notes[0] == "log.txt:5: NCCL_PROTO set by environment to Simple and (line 4) ^LL128: not used");
 }
+
+TEST_CASE("nccl-tests: NCCL's list syntax of NCCL_PROTO / NCCL_ALGO (parseList), per version") {
+  const std::vector<std::string> protos = {"ll", "ll128", "simple"};
+  const std::vector<std::string> algos = {"ring", "tree", "nvls", "nvlstree"};
+  std::vector<std::string> notes;
+  using C = Collective;
+  using V = std::vector<std::string>;
+  CHECK(nccl_env_list("Simple", C::AllReduce, 22402, protos, "f:1", notes) == V{"simple"});
+  CHECK(nccl_env_list("^LL128,Simple", C::AllReduce, 22402, protos, "f:1", notes) == V{"ll"});
+  CHECK(nccl_env_list("ll,LL128", C::AllGather, 21805, protos, "f:1", notes) == V{"ll", "ll128"});
+  // v2.24's per-function form: the function's own entry, else the first entry, else NCCL's default.
+  CHECK(nccl_env_list("allreduce:tree;allgather:ring", C::AllReduce, 22402, algos, "f:1", notes) == V{"tree"});
+  CHECK(nccl_env_list("allreduce:tree;allgather:ring", C::AllGather, 22402, algos, "f:1", notes) == V{"ring"});
+  CHECK(!nccl_env_list("allreduce:tree", C::ReduceScatter, 22402, algos, "f:1", notes).has_value());
+  CHECK(nccl_env_list("ring;allreduce:^ring", C::AllReduce, 22402, algos, "f:1", notes) ==
+        V{"tree", "nvls", "nvlstree"});
+  CHECK(nccl_env_list("ring;allreduce:^ring", C::Broadcast, 22402, algos, "f:1", notes) == V{"ring"});
+  CHECK(notes.empty());
+  // Unknown names: NCCL's error from v2.24, ignored with a note before.
+  CHECK_THROWS_WITH_AS(nccl_env_list("LL256", C::AllReduce, 22402, protos, "f:3", notes),
+                       "f:3: 'LL256' is not one of NCCL's names (ll, ll128, simple)", p2v::Error);
+  CHECK(nccl_env_list("LL256,Simple", C::AllReduce, 22300, protos, "f:3", notes) == V{"simple"});
+  REQUIRE(notes.size() == 1);
+  CHECK(notes[0] == "f:3: 'LL256' is not one of NCCL's names: ignored, as NCCL does before v2.24");
+  CHECK_THROWS_WITH_AS(nccl_env_list("sendrecv:ring", C::AllReduce, 22402, algos, "f:4", notes),
+                       "f:4: 'sendrecv' is not one of NCCL's functions", p2v::Error);
+  CHECK_THROWS_AS(nccl_env_list("ring;tree", C::AllReduce, 22402, algos, "f:5", notes), p2v::Error);
+}

@@ -120,4 +120,16 @@ std::vector<NcclTestsLog> parse_nccl_tests_runs(const std::string& text, const s
                                                 const NcclTestsOptions& opt = {});
 std::vector<NcclTestsLog> load_nccl_tests_runs(const std::string& path, const NcclTestsOptions& opt = {});
 
+// NCCL's list syntax (src/graph/tuning.cc parseList) for collective `coll`, at NCCL version `nccl_version`
+// (e.g. 22402):
+// from v2.24 entries separated by ';', the first maybe without a prefix (every collective), the others
+// "function:list", each entry replacing the lists of the functions it names; a list is "a,b" (only
+// those) or "^a,b" (all but those); names case-insensitive, an unknown name or function an error (as
+// in NCCL). Before v2.24 one list, unknown names ignored. nullopt: the value leaves `coll` at NCCL's
+// default. `names` are NCCL's (lower case) for the variable, e.g. {"ll", "ll128", "simple"}; `where` ("file:line")
+// starts errors and notes; a name ignored is a note in `notes`. Throws p2v::Error where NCCL errs.
+std::optional<std::vector<std::string>> nccl_env_list(const std::string& value, engine::Collective coll,
+                                                      int nccl_version, const std::vector<std::string>& names,
+                                                      const std::string& where, std::vector<std::string>& notes);
+
 }  // namespace p2v::sim
