@@ -167,31 +167,47 @@ void apply_nccl_version(const CalArgs& a, const std::vector<sim::NcclTestsLog>& 
 
 // The collective channels the logs' NCCL_DEBUG=INFO lines print ("N coll channels"): a fact of the
 // run, like its NCCL version, so it replaces the system's: "channels" from one-node logs,
-// "net_channels" from logs across nodes. Logs of one kind that disagree are an error.
-void apply_log_channels(const std::vector<sim::NcclTestsLog>& logs, engine::System& s,
-                        std::vector<std::string>& notes) {
-  std::map<std::string, std::pair<int, std::string>> seen;  // key -> (channels, where)
-  for (const auto& log : logs) {
+// "net_channels" from logs across nodes. When the logs that print it agree, it is the system's; when
+// they differ (runs of NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS), each such log's count holds for its own
+// points (returned per log: the "nccl" keys to set for them), and the system keeps its own.
+std::vector<nlohmann::json> apply_log_channels(const std::vector<sim::NcclTestsLog>& logs, engine::System& s,
+                                               std::vector<std::string>& notes) {
+  std::vector<nlohmann::json> per_log(logs.size(), nlohmann::json::object());
+  std::vector<std::size_t> stating;
+  for (std::size_t i = 0; i < logs.size(); ++i) {
+    const auto& log = logs[i];
     if (log.coll_channels <= 0) continue;
-    const std::string where = fmt::format("{}:{}", log.origin, log.coll_channels_line);
     if (log.nodes <= 0) {
-      notes.push_back(fmt::format("{}: {} coll channels not used: the log does not say how many nodes it ran on", where,
-                                  log.coll_channels));
+      notes.push_back(fmt::format("{}:{}: {} coll channels not used: the log does not say how many nodes it ran on",
+                                  log.origin, log.coll_channels_line, log.coll_channels));
       continue;
     }
-    const std::string key = log.nodes > 1 ? "net_channels" : "channels";
-    const auto it = seen.find(key);
-    if (it != seen.end() && it->second.first != log.coll_channels)
-      throw Error(fmt::format("{}: {} coll channels, but {} says {} ({}): give logs of one configuration", where,
-                              log.coll_channels, it->second.second, it->second.first,
-                              log.nodes > 1 ? "across nodes" : "in one node"));
-    if (it != seen.end()) continue;
-    seen[key] = {log.coll_channels, where};
-    if (s.nccl.is_null()) s.nccl = nlohmann::json::object();
-    s.nccl[key] = log.coll_channels;
-    notes.push_back(fmt::format("{}: NCCL ran {} coll channels {} (system nccl.{} = {})", where, log.coll_channels,
-                                log.nodes > 1 ? "across nodes" : "in one node", key, log.coll_channels));
+    stating.push_back(i);
   }
+  auto key_of = [&](std::size_t i) { return logs[i].nodes > 1 ? "net_channels" : "channels"; };
+  auto where_of = [&](std::size_t i) {
+    return fmt::format("{}:{}: NCCL ran {} coll channels {}", logs[i].origin, logs[i].coll_channels_line,
+                       logs[i].coll_channels, logs[i].nodes > 1 ? "across nodes" : "in one node");
+  };
+  for (const std::string key : {"net_channels", "channels"}) {
+    std::vector<std::size_t> of;
+    for (const auto i : stating)
+      if (key_of(i) == key) of.push_back(i);
+    if (of.empty()) continue;
+    const int first = logs[of.front()].coll_channels;
+    if (std::all_of(of.begin(), of.end(), [&](std::size_t i) { return logs[i].coll_channels == first; })) {
+      if (s.nccl.is_null()) s.nccl = nlohmann::json::object();
+      s.nccl[key] = first;
+      notes.push_back(fmt::format("{} (system nccl.{} = {})", where_of(of.front()), key, first));
+      continue;
+    }
+    for (const auto i : of) {
+      per_log[i][key] = logs[i].coll_channels;
+      notes.push_back(fmt::format("{} (nccl.{} = {} for this run's points only: the runs here differ in it)",
+                                  where_of(i), key, logs[i].coll_channels));
+    }
+  }
+  return per_log;
 }
 
 // One run's NCCL environment as the model takes it, from its NCCL_DEBUG=INFO lines ("NCCL_PROTO set by
@@ -455,9 +471,10 @@ int run_nccl_tests(const CalArgs& in) {
   if (const auto note = fill_interconnects(sys, a.preset, false, "", a.nccl_tuner, &accuracy); !note.empty())
     notes.push_back(note);
   apply_nccl_version(a, logs, sys);
-  apply_log_channels(logs, sys, notes);
+  const auto channels = apply_log_channels(logs, sys, notes);
   std::string forced;
-  const auto envs = apply_log_env(logs, sys, a.algo, forced, notes);
+  auto envs = apply_log_env(logs, sys, a.algo, forced, notes);
+  for (std::size_t i = 0; i < envs.size(); ++i) envs[i].nccl.update(channels[i]);
   const auto algo = sim::parse_algorithm(!a.algo.empty() ? a.algo : !forced.empty() ? forced : "auto");
   const auto ps = log_points(logs, envs, sys, notes);
   auto notes_json = [&] { return nlohmann::json(notes); };

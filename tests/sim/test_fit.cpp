@@ -248,15 +248,16 @@ TEST_CASE("p2v calibrate --nccl-tests: the channels a log's NCCL_DEBUG=INFO line
   std::remove(out.c_str());
   std::remove(sys16.c_str());
 
-  // Synthetic logs: 2 ranks on 2 hosts (net_channels) or on 1 host (channels); two logs across
-  // nodes that disagree are an error naming both.
+  // Synthetic logs: 2 ranks on 2 hosts (net_channels) or on 1 host (channels).
   auto log = [&](const std::string& name, const std::string& host_b, int channels) {
     const std::string path = "/tmp/p2v_test_fit_" + name + "_" + std::to_string(::getpid()) + ".txt";
     std::ofstream f(path);
     f << "# nThread 1 nGpus 1 minBytes 8 maxBytes 16 step: 2(factor) warmup iters: 5 iters: 20\n#\n"
       << "# Using devices\n#  Rank  0 Group  0 Pid  1 on hostA device  0 [0x0f] NVIDIA H100 80GB HBM3\n"
       << "#  Rank  1 Group  0 Pid  2 on " << host_b << " device  1 [0x10] NVIDIA H100 80GB HBM3\n"
-      << "hostA:1:1 [0] NCCL INFO " << channels << " coll channels, " << channels << " p2p channels\n"
+      << (channels > 0 ? "hostA:1:1 [0] NCCL INFO " + std::to_string(channels) + " coll channels, " +
+                             std::to_string(channels) + " p2p channels\n"
+                       : std::string())
       << "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   "
          "busbw #wrong\n"
       << "           8             2     float     sum      -1    20.00    0.00    0.00      0    20.00    0.00    "
@@ -272,10 +273,29 @@ TEST_CASE("p2v calibrate --nccl-tests: the channels a log's NCCL_DEBUG=INFO line
   r = simtest::run("calibrate --system gpu=2 --preset dgx-h100 --nccl-tests " + one4 + " --predict-only");
   REQUIRE(r.code == 0);
   CHECK(r.out.find("NCCL ran 4 coll channels in one node (system nccl.channels = 4)") != std::string::npos);
+  // Runs that differ (NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS): each run's count holds for its points.
   r = simtest::run("calibrate --system node=2,gpu=1 --preset dgx-h100 --nccl-tests " + two4 + " " + two6 +
-                   " --predict-only");
-  CHECK(r.code == 2);
-  CHECK(r.out.find("6 coll channels, but " + two4) != std::string::npos);
+                   " --predict-only --json");
+  REQUIRE(r.code == 0);
+  {
+    const auto j = json::parse(r.out);
+    CHECK(j.at("notes").dump().find(two6 + ":6: NCCL ran 6 coll channels across nodes (nccl.net_channels = 6 for "
+                                           "this run's points only") != std::string::npos);
+    REQUIRE(j.at("points").size() == 4);
+    CHECK(j["points"][0]["nccl_env"]["net_channels"] == 4);
+    CHECK(j["points"][2]["nccl_env"]["net_channels"] == 6);
+  }
+  // Two logs that agree, and one that prints none: the count is the system's.
+  const auto plain = log("plain", "hostB", 0);
+  r = simtest::run("calibrate --system node=2,gpu=1 --preset dgx-h100 --nccl-tests " + two4 + " " + plain +
+                   " --predict-only --json");
+  REQUIRE(r.code == 0);
+  {
+    const auto j = json::parse(r.out);
+    CHECK(j.at("notes").dump().find("(system nccl.net_channels = 4)") != std::string::npos);
+    CHECK(!j["points"][2].contains("nccl_env"));
+  }
+  std::remove(plain.c_str());
   for (const auto& p : {two4, two6, one4}) std::remove(p.c_str());
 }
 
