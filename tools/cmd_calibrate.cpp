@@ -167,9 +167,11 @@ void apply_nccl_version(const CalArgs& a, const std::vector<sim::NcclTestsLog>& 
 
 // The collective channels the logs' NCCL_DEBUG=INFO lines print ("N coll channels"): a fact of the
 // run, like its NCCL version, so it replaces the system's: "channels" from one-node logs,
-// "net_channels" from logs across nodes. When the logs that print it agree, it is the system's; when
-// they differ (runs of NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS), each such log's count holds for its own
-// points (returned per log: the "nccl" keys to set for them), and the system keeps its own.
+// "net_channels" from logs across nodes. When the logs that print it agree, it is the system's, also
+// for logs that print none (unlike a run's environment: the count is what NCCL's topology search builds
+// on the cluster, which a log without NCCL_DEBUG=INFO ran as well); when they differ (runs of
+// NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS), each such log's count holds for its own points (returned per
+// log: the "nccl" keys to set for them), and the system keeps its own.
 std::vector<nlohmann::json> apply_log_channels(const std::vector<sim::NcclTestsLog>& logs, engine::System& s,
                                                std::vector<std::string>& notes) {
   std::vector<nlohmann::json> per_log(logs.size(), nlohmann::json::object());
@@ -298,7 +300,8 @@ RunEnv run_env(const sim::NcclTestsLog& log, int v, std::vector<std::string>& no
 // The logs' environments (run_env) on system `s`: a setting every log states with one meaning is the
 // system's (written into the calibrated file); one the logs differ in (a file sweeping NCCL_ALGO or
 // NCCL_PROTO run by run, or a per-collective list over logs of two collectives) holds for its own run's
-// points only. A run whose NCCL_ALGO names one algorithm is predicted with it, unless --algo is given.
+// points only (a run that does not state it keeps the system's value). A run whose NCCL_ALGO names one
+// algorithm is predicted with it, unless --algo is given.
 // Returns per log what holds for its points beyond the system; `forced` is the algorithm every log forces.
 std::vector<RunEnv> apply_log_env(const std::vector<sim::NcclTestsLog>& logs, engine::System& s,
                                   const std::string& algo_arg, std::string& forced, std::vector<std::string>& notes) {
@@ -311,24 +314,32 @@ std::vector<RunEnv> apply_log_env(const std::vector<sim::NcclTestsLog>& logs, en
   for (const auto& e : envs)
     for (const auto& [k, val] : e.nccl.items())
       if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+  if (!keys.empty() && s.nccl.is_null()) s.nccl = nlohmann::json::object();  // one model for every point
   for (const auto& k : keys) {
+    const auto& first = envs.front().nccl;
     const bool common = std::all_of(envs.begin(), envs.end(), [&](const RunEnv& e) {
-      return e.nccl.contains(k) && e.nccl[k] == envs.front().nccl[k];
+      return e.nccl.contains(k) && first.contains(k) && e.nccl.at(k) == first.at(k);
     });
     if (common) {
-      if (s.nccl.is_null()) s.nccl = nlohmann::json::object();
-      s.nccl[k] = envs.front().nccl[k];
+      s.nccl[k] = first.at(k);
       const auto& w = envs.front().why.at(k);
-      notes.push_back(fmt::format("{} (system nccl.{} = {}){}", w.first, k, envs.front().nccl[k].dump(), w.second));
+      notes.push_back(fmt::format("{} (system nccl.{} = {}){}", w.first, k, first.at(k).dump(), w.second));
       for (auto& e : envs) e.nccl.erase(k);
       continue;
     }
-    for (const auto& e : envs)
-      if (e.nccl.contains(k)) {
-        const auto& w = e.why.at(k);
-        notes.push_back(fmt::format("{} (nccl.{} = {} for this run's points only: the runs here differ in it){}",
-                                    w.first, k, e.nccl[k].dump(), w.second));
+    // A run that does not state it keeps the system's value (the cluster's setting, as far as known); a
+    // run that states the system's value needs nothing of its own.
+    for (auto& e : envs) {
+      if (!e.nccl.contains(k)) continue;
+      const auto& w = e.why.at(k);
+      if (s.nccl.contains(k) && s.nccl.at(k) == e.nccl.at(k)) {
+        notes.push_back(fmt::format("{} (nccl.{} = {}, as the system's){}", w.first, k, e.nccl.at(k).dump(), w.second));
+        e.nccl.erase(k);
+        continue;
       }
+      notes.push_back(fmt::format("{} (nccl.{} = {} for this run's points only: the runs here differ in it){}", w.first,
+                                  k, e.nccl.at(k).dump(), w.second));
+    }
   }
   forced.clear();
   if (!algo_arg.empty()) {
@@ -488,7 +499,9 @@ int run_nccl_tests(const CalArgs& in) {
       return 0;
     }
     for (const auto& n : notes) fmt::print("{}\n", n);
-    fmt::print("predicted vs measured ({} points, system {}, --algo {}):\n", pr.size(), sys.name, sim::to_string(algo));
+    const bool own = std::any_of(ps.begin(), ps.end(), [](const auto& p) { return p.algo != sim::Algorithm::Auto; });
+    fmt::print("predicted vs measured ({} points, system {}, --algo {}{}):\n", pr.size(), sys.name,
+               sim::to_string(algo), own ? "; runs that force one algorithm, with theirs" : "");
     print_points(pr);
     print_summary(points_summary(pr));
     return 0;

@@ -72,17 +72,18 @@ double value_at(const json& j, const std::string& ptr, double dflt) {
 }  // namespace
 
 std::vector<PointPrediction> predict_points(const System& s, const std::vector<FitPoint>& ps, Algorithm algo) {
-  Simulator base(s);
-  std::map<std::string, Simulator> runs;  // one per distinct point environment (its JSON text)
+  std::map<std::string, Simulator> sims;  // by the point's environment (its JSON text; "" the system's own)
   auto sim_of = [&](const FitPoint& p) -> Simulator& {
-    if (p.nccl_env.is_null() || p.nccl_env.empty()) return base;
-    const std::string key = p.nccl_env.dump();
-    auto it = runs.find(key);
-    if (it == runs.end()) {
+    const bool own = p.nccl_env.is_null() || p.nccl_env.empty();
+    const std::string key = own ? std::string() : p.nccl_env.dump();
+    auto it = sims.find(key);
+    if (it == sims.end()) {
       System v = s;
-      if (!v.nccl.is_object()) v.nccl = json::object();
-      for (const auto& [k, val] : p.nccl_env.items()) v.nccl[k] = val;
-      it = runs.emplace(key, Simulator(v)).first;
+      if (!own) {
+        if (!v.nccl.is_object()) v.nccl = json::object();
+        for (const auto& [k, val] : p.nccl_env.items()) v.nccl[k] = val;
+      }
+      it = sims.emplace(key, Simulator(v)).first;
     }
     return it->second;
   };

@@ -131,13 +131,31 @@ TEST_CASE("fit: a point's own NCCL settings and algorithm (runs of one calibrati
   REQUIRE(bw > 0);
   tj[json::json_pointer(knob)] = bw * 0.5;
   const auto truth = engine::system_from_json(tj, "truth");
+  auto truth_simple = truth;
+  truth_simple.nccl["protocols"] = json::array({"simple"});
   const auto measured = predict_points(truth, ps, Algorithm::Auto);
+  // The point's settings go on top of the system it is predicted on (here the slower network).
+  const auto simple_truth =
+      predict_points(truth_simple, std::vector<FitPoint>(ps.begin(), ps.begin() + n), Algorithm::Auto);
+  for (std::size_t i = 0; i < n; ++i) CHECK(measured[n + 2 * i].predicted_s == simple_truth[i].predicted_s);
   for (std::size_t i = 0; i < ps.size(); ++i) ps[i].measured_s = measured[i].predicted_s;
   const auto fit = fit_system(base, ps, Algorithm::Auto, {knob});
   CHECK(fit.rms_log_before > 0.1);
   CHECK(fit.rms_log_after < 0.01);
-  // The fitted file is the system's, not a run's: the Simple-only setting is not in it.
-  CHECK(!fit.system.at("nccl").contains("protocols"));
+  // The Simple-only points alone recover the network too: the knob reaches the points' own systems.
+  std::vector<FitPoint> only_simple;
+  for (std::size_t i = 0; i < n; ++i) only_simple.push_back(ps[n + 2 * i]);
+  const auto fs = fit_system(base, only_simple, Algorithm::Auto, {knob});
+  CHECK(fs.rms_log_before > 0.05);
+  CHECK(fs.rms_log_after < 0.01);
+  CHECK(value(fs.system, knob) == simtest::rel(bw * 0.5).epsilon(0.03));
+  // A point's channel count is its own as well: fewer channels across nodes, slower at 1 GiB.
+  FitPoint big = ps.front();
+  big.bytes = 1024.0 * 1024 * 1024;
+  FitPoint two = big;
+  two.nccl_env = {{"net_channels", 2}};
+  const auto bt = predict_points(base, {big, two}, Algorithm::Tree);
+  CHECK(bt[1].predicted_s > 1.5 * bt[0].predicted_s);
 }
 
 TEST_CASE("fit: a log must match the system's shape") {
@@ -282,8 +300,8 @@ TEST_CASE("p2v calibrate --nccl-tests: the channels a log's NCCL_DEBUG=INFO line
     CHECK(j.at("notes").dump().find(two6 + ":6: NCCL ran 6 coll channels across nodes (nccl.net_channels = 6 for "
                                            "this run's points only") != std::string::npos);
     REQUIRE(j.at("points").size() == 4);
-    CHECK(j["points"][0]["nccl_env"]["net_channels"] == 4);
-    CHECK(j["points"][2]["nccl_env"]["net_channels"] == 6);
+    CHECK(j.at("points").at(0).at("nccl_env").at("net_channels") == 4);
+    CHECK(j.at("points").at(2).at("nccl_env").at("net_channels") == 6);
   }
   // Two logs that agree, and one that prints none: the count is the system's.
   const auto plain = log("plain", "hostB", 0);
@@ -658,6 +676,51 @@ TEST_CASE("p2v calibrate --nccl-tests: the NCCL environment a log prints is the 
       CHECK(j["points"][i + 2]["predicted_s"].get<double>() == other["points"][i]["predicted_s"].get<double>());
     }
   }
+  // --algo given: every point runs it, whatever the runs force.
+  r = simtest::run(sys + tree + " " + lists + " --algo ring");
+  REQUIRE(r.code == 0);
+  for (const auto& p : json::parse(r.out).at("points")) {
+    CHECK(!p.contains("forced_algo"));
+    CHECK(p.at("algo") == "ring");
+  }
+  {
+    // Runs that force one algorithm with different spellings (NCCL_ALGO=Tree, allreduce:tree) force it
+    // for the whole call.
+    const auto spelled = log("spelled", "hostA:1:1 [0] NCCL INFO NCCL_ALGO set by environment to allreduce:tree\n");
+    const auto plain_tree = log("plaintree", "hostA:1:1 [0] NCCL INFO NCCL_ALGO set by environment to Tree\n");
+    r = simtest::run(sys + spelled + " " + plain_tree);
+    REQUIRE(r.code == 0);
+    const auto js = json::parse(r.out);
+    CHECK(js.at("notes").dump().find("NCCL_ALGO names one algorithm: predicted with --algo tree") != std::string::npos);
+    for (const auto& p : js.at("points")) {
+      CHECK(!p.contains("nccl_env"));
+      CHECK(p.at("algo") == "tree");
+    }
+    std::remove(spelled.c_str());
+    std::remove(plain_tree.c_str());
+  }
+  {
+    // A run that states the system's own value needs nothing of its own; a silent run keeps the
+    // system's value (a3-mega's profile: Simple only).
+    const auto same = log("same", "hostA:1:1 [0] NCCL INFO NCCL_PROTO set by environment to Simple\n");
+    const auto ll128 = log("ll128", "hostA:1:1 [0] NCCL INFO NCCL_PROTO set by environment to LL128,Simple\n");
+    const auto silent = log("silent", "");
+    r = simtest::run("calibrate --system node=2,gpu=1 --preset a3-mega --predict-only --json --nccl-tests " + same +
+                     " " + ll128 + " " + silent);
+    REQUIRE(r.code == 0);
+    const auto js = json::parse(r.out);
+    CHECK(js.at("notes").dump().find(same + ":6: NCCL_PROTO set by environment to Simple (nccl.protocols = "
+                                            "[\\\"simple\\\"], as the system's)") != std::string::npos);
+    const auto& pts = js.at("points");
+    REQUIRE(pts.size() == 6);
+    CHECK(!pts.at(0).contains("nccl_env"));
+    CHECK(pts.at(2).at("nccl_env").at("protocols") == json::array({"ll128", "simple"}));
+    CHECK(!pts.at(4).contains("nccl_env"));
+    for (const int i : {0, 1, 4, 5}) CHECK(pts.at(i).at("proto") == "Simple");
+    std::remove(same.c_str());
+    std::remove(ll128.c_str());
+    std::remove(silent.c_str());
+  }
   // Fitted together, the calibrated system holds none of the runs' own settings.
   r = simtest::run("calibrate --system node=2,gpu=1 --preset dgx-h100 --json --nccl-tests " + tree + " " + lists);
   REQUIRE(r.code == 0);
@@ -689,8 +752,9 @@ TEST_CASE("p2v calibrate --nccl-tests: the NCCL environment a log prints is the 
   CHECK(j["points"][0]["algo"] == "tree");
   CHECK(j["points"][1]["algo"] == "tree");
   CHECK(j["points"][2]["collective"] == "AllGather");
-  CHECK(j["points"][2]["algo"] == "ring");
-  CHECK(j["points"][3]["algo"] == "ring");
+  CHECK(j["points"][2].at("forced_algo") == "ring");
+  CHECK(j["points"][3].at("forced_algo") == "ring");
+  CHECK(j["points"][0].at("forced_algo") == "tree");
   // Alone, the all-reduce log runs tree where NCCL's own pick is the ring (128 MiB on 2 nodes of 1 GPU).
   r = simtest::run(sys + ar);
   REQUIRE(r.code == 0);

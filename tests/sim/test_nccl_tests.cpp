@@ -636,4 +636,10 @@ TEST_CASE("nccl-tests: NCCL's list syntax of NCCL_PROTO / NCCL_ALGO (parseList),
   CHECK_THROWS_WITH_AS(nccl_env_list("sendrecv:ring", C::AllReduce, 22402, algos, "f:4", notes),
                        "f:4: 'sendrecv' is not one of NCCL's functions", p2v::Error);
   CHECK_THROWS_AS(nccl_env_list("ring;tree", C::AllReduce, 22402, algos, "f:5", notes), p2v::Error);
+  // "CollNet" is a name of v2.9-v2.13 only (CollNetDirect and CollNetChain from v2.14).
+  const std::vector<std::string> with_collnet = {"ring", "tree", "collnet", "collnetdirect", "collnetchain"};
+  CHECK(nccl_env_list("CollNet,Ring", C::AllReduce, 21305, with_collnet, "f:6", notes) == V{"collnet", "ring"});
+  CHECK(nccl_env_list("CollNet,Ring", C::AllReduce, 21805, with_collnet, "f:6", notes) == V{"ring"});
+  CHECK(notes.back() == "f:6: 'CollNet' is not one of NCCL's names: ignored, as NCCL does before v2.24");
+  CHECK_THROWS_AS(nccl_env_list("CollNet", C::AllReduce, 22402, with_collnet, "f:6", notes), p2v::Error);
 }
