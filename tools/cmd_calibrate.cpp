@@ -9,6 +9,8 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -364,8 +366,10 @@ std::vector<RunEnv> apply_log_env(const std::vector<sim::NcclTestsLog>& logs, en
 // The points of every log on the system: a log that does not say its rank count ran on all the
 // system's devices; one that does must have as many. `envs` (apply_log_env), one per log, is what holds
 // for a log's points beyond the system: its own NCCL settings and algorithm.
+// A row whose size NCCL_DEBUG_SUBSYS=TUNING lines name is predicted with the algorithm and protocol NCCL
+// logged for it (sim::fit_points), unless --algo is given (`algo_given`).
 std::vector<sim::FitPoint> log_points(const std::vector<sim::NcclTestsLog>& logs, const std::vector<RunEnv>& envs,
-                                      const engine::System& s, std::vector<std::string>& notes) {
+                                      const engine::System& s, bool algo_given, std::vector<std::string>& notes) {
   const int nd = sim::system_devices(s);
   std::vector<sim::FitPoint> ps;
   for (std::size_t i = 0; i < logs.size(); ++i) {
@@ -373,9 +377,23 @@ std::vector<sim::FitPoint> log_points(const std::vector<sim::NcclTestsLog>& logs
     notes.insert(notes.end(), log.notes.begin(), log.notes.end());
     sim::expect_ranks(log, nd, fmt::format("the system has {} devices", nd));
     auto p = sim::fit_points(log, s);
+    const auto logged = std::count_if(p.begin(), p.end(), [](const auto& x) { return x.proto != sim::Protocol::Auto; });
+    if (!log.picks.empty()) {
+      const auto unmodelled = std::count_if(log.picks.begin(), log.picks.end(), [](const auto& x) {
+        return !sim::nccl_algorithm(x.algo) || !sim::nccl_protocol(x.proto);
+      });
+      notes.push_back(fmt::format(
+          "{}: NCCL logged its algorithm and protocol (NCCL_DEBUG_SUBSYS=TUNING) for {} of the {} rows{}{}", log.origin,
+          logged, p.size(), algo_given ? "; not used: --algo is given" : ": predicted with them, not the model's pick",
+          unmodelled > 0 ? fmt::format(" ({} of the logged sizes ran an algorithm the model does not have, e.g. PAT: "
+                                       "the model's pick there)",
+                                       unmodelled)
+                         : ""));
+    }
     for (auto& x : p) {
+      if (algo_given) std::tie(x.algo, x.proto) = std::pair(sim::Algorithm::Auto, sim::Protocol::Auto);
       if (!envs[i].nccl.empty()) x.nccl_env = envs[i].nccl;
-      if (!envs[i].algo.empty()) x.algo = sim::parse_algorithm(envs[i].algo);
+      if (!envs[i].algo.empty() && x.algo == sim::Algorithm::Auto) x.algo = sim::parse_algorithm(envs[i].algo);
     }
     ps.insert(ps.end(), p.begin(), p.end());
   }
@@ -409,6 +427,7 @@ nlohmann::json points_json(const std::vector<sim::PointPrediction>& pr) {
     // what this run's own environment set beyond the system's (apply_log_env)
     if (!p.point.nccl_env.is_null()) arr.back()["nccl_env"] = p.point.nccl_env;
     if (p.point.algo != sim::Algorithm::Auto) arr.back()["forced_algo"] = sim::to_string(p.point.algo);
+    if (p.point.proto != sim::Protocol::Auto) arr.back()["forced_proto"] = sim::to_string(p.point.proto);
   }
   return arr;
 }
@@ -487,7 +506,7 @@ int run_nccl_tests(const CalArgs& in) {
   auto envs = apply_log_env(logs, sys, a.algo, forced, notes);
   for (std::size_t i = 0; i < envs.size(); ++i) envs[i].nccl.update(channels[i]);
   const auto algo = sim::parse_algorithm(!a.algo.empty() ? a.algo : !forced.empty() ? forced : "auto");
-  const auto ps = log_points(logs, envs, sys, notes);
+  const auto ps = log_points(logs, envs, sys, !a.algo.empty(), notes);
   auto notes_json = [&] { return nlohmann::json(notes); };
   if (a.predict_only) {
     const auto pr = sim::predict_points(sys, ps, algo);
@@ -501,7 +520,8 @@ int run_nccl_tests(const CalArgs& in) {
     for (const auto& n : notes) fmt::print("{}\n", n);
     const bool own = std::any_of(ps.begin(), ps.end(), [](const auto& p) { return p.algo != sim::Algorithm::Auto; });
     fmt::print("predicted vs measured ({} points, system {}, --algo {}{}):\n", pr.size(), sys.name,
-               sim::to_string(algo), own ? "; runs that force one algorithm, with theirs" : "");
+               sim::to_string(algo),
+               own ? "; rows whose run forces an algorithm, or whose pick NCCL logged, with that" : "");
     print_points(pr);
     print_summary(points_summary(pr));
     return 0;

@@ -5,6 +5,9 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <optional>
+#include <tuple>
+#include <utility>
 
 #include "p2v/engine/error.hpp"
 #include "p2v/sim/nccl_model.hpp"
@@ -35,10 +38,38 @@ std::vector<FitPoint> fit_points(const NcclTestsLog& log, const System& s) {
     throw Error(fmt::format("{}: the log's ranks run on {} hosts, system '{}' has {} nodes", log.origin, log.nodes,
                             s.name, nn));
   std::vector<FitPoint> ps;
-  for (const auto& r : log.rows)
+  for (const auto& r : log.rows) {
     ps.push_back({log.origin, r.line, log.collective, log.ranks, log.nodes > 0 ? log.nodes : nn, r.bytes,
                   r.time_us * 1e-6, std::max(1, log.ngpus)});
+    // What NCCL ran for this size, where the log says (NCCL_DEBUG_SUBSYS=TUNING): NCCL's bytes are the
+    // call's count x type size, a rank's input for AllGather and output for ReduceScatter.
+    const bool per_rank =
+        log.collective == engine::Collective::AllGather || log.collective == engine::Collective::ReduceScatter;
+    const double nccl_bytes = per_rank ? r.bytes / std::max(1, log.ranks) : r.bytes;
+    const auto pk = std::find_if(log.picks.begin(), log.picks.end(), [&](const auto& x) {
+      return x.func == engine::to_string(log.collective) && x.bytes == nccl_bytes;
+    });
+    if (pk == log.picks.end()) continue;
+    const auto a = nccl_algorithm(pk->algo);
+    const auto pr = nccl_protocol(pk->proto);
+    if (a && pr) std::tie(ps.back().algo, ps.back().proto) = std::pair(*a, *pr);
+  }
   return ps;
+}
+
+std::optional<Algorithm> nccl_algorithm(const std::string& name) {
+  if (name == "TREE") return Algorithm::Tree;
+  if (name == "RING") return Algorithm::Ring;
+  if (name == "NVLS" || name == "NVLS_TREE") return Algorithm::Nvls;  // as --algo nvls: NVLS tree across nodes
+  if (name == "COLLNET_DIRECT" || name == "COLLNET_CHAIN") return Algorithm::CollNet;
+  return std::nullopt;  // PAT, or a name of another version
+}
+
+std::optional<Protocol> nccl_protocol(const std::string& name) {
+  if (name == "LL") return Protocol::LL;
+  if (name == "LL128") return Protocol::LL128;
+  if (name == "SIMPLE") return Protocol::Simple;
+  return std::nullopt;
 }
 
 namespace {
@@ -91,8 +122,8 @@ std::vector<PointPrediction> predict_points(const System& s, const std::vector<F
   out.reserve(ps.size());
   for (const auto& p : ps) {
     auto& sim = sim_of(p);
-    const auto c =
-        sim.collective(whole_group(p.collective, p.ranks), p.bytes, p.algo != Algorithm::Auto ? p.algo : algo);
+    const auto c = sim.collective(whole_group(p.collective, p.ranks), p.bytes,
+                                  p.algo != Algorithm::Auto ? p.algo : algo, false, p.proto);
     out.push_back({p, c.time_s + group_launch_s(sim.nccl(), p.gpus_per_thread), to_string(c.algo), to_string(c.proto)});
   }
   return out;

@@ -314,6 +314,32 @@ NcclTestsLog parse_run(const std::string& text, const std::string& origin, const
         }
         if (toks[i] == "nNodes" && n > 0) info_nodes.insert(n);
         if (toks[i] == "MNNVL" && toks[i + 1] != "0") mnnvl = true;
+        // src/enqueue.cc (v2.23 on), NCCL_DEBUG_SUBSYS=TUNING: "Func: N Bytes -> Algo A proto P
+        // channel{Lo..Hi}={l..h}".
+        if (i >= 2 && i + 4 < toks.size() && toks[i] == "Bytes" && toks[i + 1] == "->" && toks[i + 2] == "Algo" &&
+            toks[i + 4] == "proto" && i + 5 < toks.size() && toks[i - 2].size() > 1 && toks[i - 2].back() == ':' &&
+            is_int(toks[i - 1]) && toks[i - 1][0] != '-' && toks[i - 1].size() <= 18) {
+          NcclTestsLog::Pick pk{
+              toks[i - 2].substr(0, toks[i - 2].size() - 1), std::stod(toks[i - 1]), toks[i + 3], toks[i + 5], 0, ln};
+          if (i + 6 < toks.size() && toks[i + 6].rfind("channel{Lo..Hi}={", 0) == 0) {
+            const auto r = toks[i + 6].substr(17);
+            const auto dots = r.find("..");
+            if (dots != std::string::npos && r.size() > dots + 3 && r.back() == '}') {
+              const int lo = small_count(r.substr(0, dots)), hi = small_count(r.substr(dots + 2, r.size() - dots - 3));
+              const bool lo_ok = r.substr(0, dots) == "0" || lo > 0;
+              if (lo_ok && hi >= lo && hi < 1024) pk.channels = hi - lo + 1;
+            }
+          }
+          auto it = std::find_if(log.picks.begin(), log.picks.end(),
+                                 [&](const auto& x) { return x.func == pk.func && x.bytes == pk.bytes; });
+          if (it == log.picks.end())
+            log.picks.push_back(pk);
+          else if ((it->algo != pk.algo || it->proto != pk.proto) && it->line > 0) {
+            log.notes.push_back(fmt::format("{}: NCCL picked {}/{} for {} of {} B and (line {}) {}/{}: not used", where,
+                                            pk.algo, pk.proto, pk.func, toks[i - 1], it->line, it->algo, it->proto));
+            it->line = 0;  // marked: left out below
+          }
+        }
         // src/misc/param.cc, src/graph/tuning.cc: "NAME set by environment to VALUE" (integers end in '.').
         if (i >= 1 && i + 4 < toks.size() && toks[i] == "set" && toks[i + 1] == "by" && toks[i + 2] == "environment" &&
             toks[i + 3] == "to" && toks[i - 1].rfind("NCCL_", 0) == 0) {
@@ -460,6 +486,7 @@ NcclTestsLog parse_run(const std::string& text, const std::string& origin, const
     log.rows.push_back(std::move(row));
   }
   std::erase_if(log.env, [](const auto& e) { return e.line == 0; });
+  std::erase_if(log.picks, [](const auto& x) { return x.line == 0; });
   if (log.rows.empty())
     throw Error(
         fmt::format("{}: no result rows (expected the nccl-tests table: a header naming size, count, type, "

@@ -779,3 +779,66 @@ TEST_CASE("p2v calibrate --nccl-tests: the NCCL environment a log prints is the 
   CHECK(json::parse(r.out).at("notes").dump().find("NCCL_BUFFSIZE") == std::string::npos);
   for (const auto& p : {tree, lists, bad, nvls, ar, ag, plain}) std::remove(p.c_str());
 }
+
+TEST_CASE("p2v calibrate --nccl-tests: rows are predicted with the algorithm and protocol NCCL logged for them") {
+  // 2 nodes x 1 GPU; NCCL_DEBUG_SUBSYS=TUNING says tree/Simple at 1 MiB and ring/Simple at 128 MiB (an all-gather
+  // log: NCCL's bytes are a rank's input, half the row's size).
+  const std::string path = "/tmp/p2v_test_fit_picks_" + std::to_string(::getpid()) + ".txt";
+  auto write = [&](const std::string& test, const std::string& picks) {
+    std::ofstream f(path);
+    f << "# Collective test starting: " << test << "\n"
+      << "# nThread 1 nGpus 1 minBytes 8 maxBytes 16 step: 2(factor) warmup iters: 5 iters: 20\n#\n"
+      << "# Using devices\n#  Rank  0 Group  0 Pid  1 on hostA device  0 [0x0f] NVIDIA H100 80GB HBM3\n"
+      << "#  Rank  1 Group  0 Pid  2 on hostB device  1 [0x10] NVIDIA H100 80GB HBM3\n"
+      << picks
+      << "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   "
+         "busbw #wrong\n";
+    if (test == "all_reduce_perf")
+      f << "     1048576        262144     float     sum      -1    100.0   10.49   10.49      0    101.0   10.38   "
+           "10.38      0\n"
+        << "   134217728      33554432     float     sum      -1   5000.0   26.84   26.84      0   5001.0   26.84   "
+           "26.84      0\n";
+    else
+      f << "     1048576        131072     float    none      -1    100.0   10.49    5.24      0    101.0   10.38   "
+           "5.19      0\n";
+  };
+  const std::string sys =
+      "calibrate --system node=2,gpu=1 --preset dgx-h100 --predict-only --json --nccl-tests " + path;
+  write("all_reduce_perf", "");
+  auto r = simtest::run(sys);
+  REQUIRE(r.code == 0);
+  const auto model = json::parse(r.out);
+  CHECK(model["points"][1]["algo"] != "tree");  // the model's own pick at 128 MiB
+  write("all_reduce_perf",
+        "hostA:1:1 [0] NCCL INFO AllReduce: 1048576 Bytes -> Algo TREE proto SIMPLE channel{Lo..Hi}={0..1}\n"
+        "hostA:1:1 [0] NCCL INFO AllReduce: 134217728 Bytes -> Algo TREE proto LL128 channel{Lo..Hi}={0..3}\n");
+  r = simtest::run(sys);
+  REQUIRE(r.code == 0);
+  auto j = json::parse(r.out);
+  CHECK(j.at("notes").dump().find("NCCL logged its algorithm and protocol (NCCL_DEBUG_SUBSYS=TUNING) for 2 of the 2 "
+                                  "rows: predicted with them") != std::string::npos);
+  CHECK(j["points"][0].at("algo") == "tree");
+  CHECK(j["points"][0].at("proto") == "Simple");
+  CHECK(j["points"][0].at("forced_proto") == "Simple");
+  CHECK(j["points"][1].at("algo") == "tree");
+  CHECK(j["points"][1].at("proto") == "LL128");
+  CHECK(j["points"][1]["predicted_s"].get<double>() != model["points"][1]["predicted_s"].get<double>());
+  // --algo given wins over what NCCL logged.
+  r = simtest::run(sys + " --algo ring");
+  REQUIRE(r.code == 0);
+  j = json::parse(r.out);
+  CHECK(j.at("notes").dump().find("not used: --algo is given") != std::string::npos);
+  for (const auto& p : j.at("points")) {
+    CHECK(p.at("algo") == "ring");
+    CHECK(!p.contains("forced_proto"));
+  }
+  // AllGather: NCCL logs a rank's input (512 KiB of the 1 MiB row on 2 ranks).
+  write("all_gather_perf",
+        "hostA:1:1 [0] NCCL INFO AllGather: 524288 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..1}\n");
+  r = simtest::run(sys);
+  REQUIRE(r.code == 0);
+  j = json::parse(r.out);
+  CHECK(j["points"][0].at("forced_proto") == "Simple");
+  CHECK(j["points"][0].at("proto") == "Simple");
+  std::remove(path.c_str());
+}

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "p2v/engine/error.hpp"
+#include "p2v/sim/fit.hpp"
 #include "p2v/sim/nccl_tests.hpp"
 
 using namespace p2v::sim;
@@ -642,4 +643,37 @@ TEST_CASE("nccl-tests: NCCL's list syntax of NCCL_PROTO / NCCL_ALGO (parseList),
   CHECK(nccl_env_list("CollNet,Ring", C::AllReduce, 21805, with_collnet, "f:6", notes) == V{"ring"});
   CHECK(notes.back() == "f:6: 'CollNet' is not one of NCCL's names: ignored, as NCCL does before v2.24");
   CHECK_THROWS_AS(nccl_env_list("CollNet", C::AllReduce, 22402, with_collnet, "f:6", notes), p2v::Error);
+}
+
+TEST_CASE("nccl-tests: NCCL's pick per size as NCCL_DEBUG_SUBSYS=TUNING prints it") {
+  const std::string text =
+      "# nThread 1 nGpus 1 minBytes 1048576 maxBytes 2097152 step: 2(factor) warmup iters: 5 iters: 20\n"
+      "#\n# Using devices\n"
+      "#  Rank  0 Group  0 Pid  1 on hostA device  0 [0x0f] NVIDIA H100 80GB HBM3\n"
+      "#  Rank  1 Group  0 Pid  2 on hostB device  0 [0x0f] NVIDIA H100 80GB HBM3\n"
+      "hostA:1:1 [0] NCCL INFO AllReduce: 1048576 Bytes -> Algo TREE proto SIMPLE channel{Lo..Hi}={0..1}\n"
+      "hostA:1:1 [0] NCCL INFO AllReduce: 1048576 Bytes -> Algo TREE proto SIMPLE channel{Lo..Hi}={0..1}\n"
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   "
+      "busbw #wrong\n"
+      "     1048576        262144     float     sum      -1    100.0   10.49   10.49      0    101.0   10.38   10.38  "
+      "    0\n"
+      "hostA:1:1 [0] NCCL INFO AllReduce: 2097152 Bytes -> Algo RING proto LL128 channel{Lo..Hi}={0..3}\n"
+      "hostA:1:1 [0] NCCL INFO AllReduce: 2097152 Bytes -> Algo NVLS proto SIMPLE channel{Lo..Hi}={0..15}\n"
+      "     2097152        524288     float     sum      -1    150.0   13.98   13.98      0    151.0   13.89   13.89  "
+      "    0\n";
+  const auto log = parse_nccl_tests(text, "t.txt");
+  REQUIRE(log.picks.size() == 1);  // the second size was logged with two picks: left out
+  CHECK(log.picks[0].func == "AllReduce");
+  CHECK(log.picks[0].bytes == 1048576);
+  CHECK(log.picks[0].algo == "TREE");
+  CHECK(log.picks[0].proto == "SIMPLE");
+  CHECK(log.picks[0].channels == 2);
+  CHECK(log.picks[0].line == 6);
+  REQUIRE(log.notes.size() == 1);
+  CHECK(log.notes[0] ==
+        "t.txt:11: NCCL picked NVLS/SIMPLE for AllReduce of 2097152 B and (line 10) RING/LL128: not used");
+  CHECK(nccl_algorithm("NVLS_TREE") == Algorithm::Nvls);
+  CHECK(!nccl_algorithm("PAT").has_value());
+  CHECK(nccl_protocol("LL128") == Protocol::LL128);
+  CHECK(!nccl_protocol("Simple").has_value());  // as NCCL prints it: upper case
 }

@@ -27,6 +27,7 @@
 // error by 0.00048 (an rms of 2.2% against none); the per-call overhead is held 100x more loosely
 // (kLaunchPriorScale). `rms_log_after` is the data term alone.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,9 @@ struct FitPoint {
   // (null: none), and an algorithm it is predicted with instead of the call's (Auto: the call's).
   nlohmann::json nccl_env = nullptr;
   Algorithm algo = Algorithm::Auto;
+  // The protocol it is predicted with (Auto: the model's pick). fit_points sets `algo` and `proto` to what
+  // NCCL logged for the row's size (NcclTestsLog::picks), where it did and the model has both.
+  Protocol proto = Protocol::Auto;
 };
 
 // Nodes of a system as the logs count them: the product of all but the innermost level's
@@ -59,6 +63,11 @@ int system_devices(const engine::System& s);
 // Points of `log` on system `s`. Throws p2v::Error when the log's ranks differ from the
 // system's devices or its hosts from the system's nodes.
 std::vector<FitPoint> fit_points(const NcclTestsLog& log, const engine::System& s);
+// NCCL's algorithm and protocol names as its TUNING lines print them (ncclAlgoToString: TREE, RING,
+// COLLNET_DIRECT, COLLNET_CHAIN, NVLS, NVLS_TREE, PAT; ncclProtoToString: LL, LL128, SIMPLE) as the
+// model's; nullopt for one the model does not have (PAT).
+std::optional<Algorithm> nccl_algorithm(const std::string& name);
+std::optional<Protocol> nccl_protocol(const std::string& name);
 
 struct PointPrediction {
   FitPoint point;

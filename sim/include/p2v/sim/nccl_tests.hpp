@@ -80,6 +80,20 @@ struct NcclTestsLog {
     int line = 0;
   };
   std::vector<Env> env;
+  // NCCL's pick per call as NCCL_DEBUG_SUBSYS=TUNING prints it on rank 0 (src/enqueue.cc, from v2.23:
+  // "AllReduce: 1048576 Bytes -> Algo RING proto LL128 channel{Lo..Hi}={0..15}"): the function, NCCL's
+  // bytes (the call's count x type size: per rank's input for AllGather, output for ReduceScatter), the
+  // algorithm and protocol as printed (upper case), the channels the call ran (0: not printed) and the
+  // line where first printed. Every iteration prints it; a size of one function printed with two picks
+  // is left out with a note.
+  struct Pick {
+    std::string func;
+    double bytes = 0;
+    std::string algo, proto;
+    int channels = 0;
+    int line = 0;
+  };
+  std::vector<Pick> picks;
   std::vector<NcclTestsRow> rows;
   int zero_rows = 0;               // rows of size 0, skipped
   std::vector<std::string> notes;  // what the reader could not use and why ("<origin>:<line>: ...")
