@@ -319,8 +319,23 @@ NcclTestsLog parse_run(const std::string& text, const std::string& origin, const
         if (i >= 2 && i + 4 < toks.size() && toks[i] == "Bytes" && toks[i + 1] == "->" && toks[i + 2] == "Algo" &&
             toks[i + 4] == "proto" && i + 5 < toks.size() && toks[i - 2].size() > 1 && toks[i - 2].back() == ':' &&
             is_int(toks[i - 1]) && toks[i - 1][0] != '-' && toks[i - 1].size() <= 18) {
-          NcclTestsLog::Pick pk{
-              toks[i - 2].substr(0, toks[i - 2].size() - 1), std::stod(toks[i - 1]), toks[i + 3], toks[i + 5], 0, ln};
+          NcclTestsLog::Pick pk{toks[i - 2].substr(0, toks[i - 2].size() - 1),
+                                std::stod(toks[i - 1]),
+                                toks[i + 3],
+                                toks[i + 5],
+                                false,
+                                0,
+                                ln};
+          if (is_int(toks[i + 3]) && is_int(toks[i + 5]) && i + 6 < toks.size() && toks[i + 6] == "time") {
+            // v2.23: NCCL's numbers (src/include/device.h NCCL_ALGO_*, NCCL_PROTO_*), the call's whole bytes.
+            static const char* const kAlgos[] = {"TREE",      "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS",
+                                                 "NVLS_TREE", "PAT"};
+            static const char* const kProtos[] = {"LL", "LL128", "SIMPLE"};
+            const int a = small_count(toks[i + 3]), pr = small_count(toks[i + 5]);
+            pk.algo = toks[i + 3] == "0" ? kAlgos[0] : a > 0 && a < 7 ? kAlgos[a] : "?";
+            pk.proto = toks[i + 5] == "0" ? kProtos[0] : pr > 0 && pr < 3 ? kProtos[pr] : "?";
+            pk.total = true;
+          }
           if (i + 6 < toks.size() && toks[i + 6].rfind("channel{Lo..Hi}={", 0) == 0) {
             const auto r = toks[i + 6].substr(17);
             const auto dots = r.find("..");

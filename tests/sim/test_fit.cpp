@@ -840,5 +840,12 @@ TEST_CASE("p2v calibrate --nccl-tests: rows are predicted with the algorithm and
   j = json::parse(r.out);
   CHECK(j["points"][0].at("forced_proto") == "Simple");
   CHECK(j["points"][0].at("proto") == "Simple");
+  // v2.23's form: NCCL's numbers and the call's whole bytes (the row's size).
+  write("all_gather_perf", "hostA:1:1 [0] NCCL INFO AllGather: 1048576 Bytes -> Algo 1 proto 1 time 30.000000\n");
+  r = simtest::run(sys);
+  REQUIRE(r.code == 0);
+  j = json::parse(r.out);
+  CHECK(j["points"][0].at("forced_proto") == "LL128");
+  CHECK(j["points"][0].at("forced_algo") == "ring");
   std::remove(path.c_str());
 }

@@ -672,6 +672,27 @@ TEST_CASE("nccl-tests: NCCL's pick per size as NCCL_DEBUG_SUBSYS=TUNING prints i
   REQUIRE(log.notes.size() == 1);
   CHECK(log.notes[0] ==
         "t.txt:11: NCCL picked NVLS/SIMPLE for AllReduce of 2097152 B and (line 10) RING/LL128: not used");
+  CHECK(!log.picks[0].total);
+  // v2.23 printed NCCL's numbers and the call's whole bytes.
+  const auto v223 = parse_nccl_tests(
+      "# nThread 1 nGpus 1 minBytes 1048576 maxBytes 1048576 step: 2(factor) warmup iters: 5 iters: 20\n"
+      "#\n# Using devices\n"
+      "#  Rank  0 Group  0 Pid  1 on hostA device  0 [0x0f] NVIDIA H100 80GB HBM3\n"
+      "#  Rank  1 Group  0 Pid  2 on hostB device  0 [0x0f] NVIDIA H100 80GB HBM3\n"
+      "hostA:1:1 [0] NCCL INFO AllGather: 1048576 Bytes -> Algo 1 proto 2 time 54.300000\n"
+      "hostA:1:1 [0] NCCL INFO AllReduce: 2048 Bytes -> Algo 0 proto 0 time 21.000000\n"
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   "
+      "busbw #wrong\n"
+      "     1048576        131072     float    none      -1    100.0   10.49    5.24      0    101.0   10.38    5.19  "
+      "    0\n",
+      "v.txt");
+  REQUIRE(v223.picks.size() == 2);
+  CHECK(v223.picks[0].algo == "RING");
+  CHECK(v223.picks[0].proto == "SIMPLE");
+  CHECK(v223.picks[0].total);
+  CHECK(v223.picks[0].channels == 0);
+  CHECK(v223.picks[1].algo == "TREE");
+  CHECK(v223.picks[1].proto == "LL");
   CHECK(nccl_algorithm("NVLS_TREE") == Algorithm::Nvls);
   CHECK(!nccl_algorithm("PAT").has_value());
   CHECK(nccl_protocol("LL128") == Protocol::LL128);

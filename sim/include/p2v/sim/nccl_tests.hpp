@@ -80,16 +80,20 @@ struct NcclTestsLog {
     int line = 0;
   };
   std::vector<Env> env;
-  // NCCL's pick per call as NCCL_DEBUG_SUBSYS=TUNING prints it on rank 0 (src/enqueue.cc, from v2.23:
-  // "AllReduce: 1048576 Bytes -> Algo RING proto LL128 channel{Lo..Hi}={0..15}"): the function, NCCL's
-  // bytes (the call's count x type size: per rank's input for AllGather, output for ReduceScatter), the
-  // algorithm and protocol as printed (upper case), the channels the call ran (0: not printed) and the
-  // line where first printed. Every iteration prints it; a size of one function printed with two picks
-  // is left out with a note.
+  // NCCL's pick per call as NCCL_DEBUG_SUBSYS=TUNING prints it on rank 0 (src/enqueue.cc; from v2.24
+  // "AllReduce: 1048576 Bytes -> Algo RING proto LL128 channel{Lo..Hi}={0..15}", bytes the call's count x
+  // type size, i.e. a rank's input for AllGather and its output for ReduceScatter; v2.23 "AllReduce:
+  // 1048576 Bytes -> Algo 1 proto 1 time 12.3", numbers, bytes the larger of send and receive, i.e.
+  // nccl-tests' size): the function, the bytes, the algorithm and protocol as v2.24 names them (TREE,
+  // RING, COLLNET_DIRECT, COLLNET_CHAIN, NVLS, NVLS_TREE, PAT; LL, LL128, SIMPLE), whether the bytes are
+  // the whole call's (`total`: v2.23), the channels the call ran (0: not printed) and the line where
+  // first printed. Every iteration prints it; a size of one function printed with two picks is left out
+  // with a note.
   struct Pick {
     std::string func;
     double bytes = 0;
     std::string algo, proto;
+    bool total = false;
     int channels = 0;
     int line = 0;
   };
