@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
@@ -190,6 +191,13 @@ int small_count(const std::string& s) {
   return whole<int>(s, "", "");
 }
 
+// A number from 0 on written in an NCCL INFO line (an index, a channel); -1 when it is not one this reads.
+int small_index(const std::string& s) {
+  if (s == "0") return 0;
+  const int n = small_count(s);
+  return n > 0 ? n : -1;
+}
+
 // The rank count the bus-bandwidth factor of an all-reduce gives (nccl-tests: busbw = algbw x 2 (n-1) / n):
 // per row, the n whose factor lies within the printed precision of busbw / algbw; the one n every
 // row allows, else 0 (not an all-reduce, no row precise enough, or rows that disagree).
@@ -331,18 +339,19 @@ NcclTestsLog parse_run(const std::string& text, const std::string& origin, const
             static const char* const kAlgos[] = {"TREE",      "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS",
                                                  "NVLS_TREE", "PAT"};
             static const char* const kProtos[] = {"LL", "LL128", "SIMPLE"};
-            const int a = small_count(toks[i + 3]), pr = small_count(toks[i + 5]);
-            pk.algo = toks[i + 3] == "0" ? kAlgos[0] : a > 0 && a < 7 ? kAlgos[a] : "?";
-            pk.proto = toks[i + 5] == "0" ? kProtos[0] : pr > 0 && pr < 3 ? kProtos[pr] : "?";
+            auto name = [](int k, const auto& names) -> std::string {
+              return k >= 0 && k < static_cast<int>(std::size(names)) ? names[k] : "?";
+            };
+            pk.algo = name(small_index(toks[i + 3]), kAlgos);
+            pk.proto = name(small_index(toks[i + 5]), kProtos);
             pk.total = true;
           }
           if (i + 6 < toks.size() && toks[i + 6].rfind("channel{Lo..Hi}={", 0) == 0) {
             const auto r = toks[i + 6].substr(17);
             const auto dots = r.find("..");
             if (dots != std::string::npos && r.size() > dots + 3 && r.back() == '}') {
-              const int lo = small_count(r.substr(0, dots)), hi = small_count(r.substr(dots + 2, r.size() - dots - 3));
-              const bool lo_ok = r.substr(0, dots) == "0" || lo > 0;
-              if (lo_ok && hi >= lo && hi < 1024) pk.channels = hi - lo + 1;
+              const int lo = small_index(r.substr(0, dots)), hi = small_index(r.substr(dots + 2, r.size() - dots - 3));
+              if (lo >= 0 && hi >= lo && hi < 1024) pk.channels = hi - lo + 1;
             }
           }
           auto it = std::find_if(log.picks.begin(), log.picks.end(),
