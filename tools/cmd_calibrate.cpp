@@ -167,6 +167,42 @@ void apply_nccl_version(const CalArgs& a, const std::vector<sim::NcclTestsLog>& 
   s.nccl["version"] = sim::nccl_version_string(v);
 }
 
+// Where one key of the system's "nccl" section goes that some logs (runs) state: `stated[i]` is log i's
+// value (null: it states none), `why[i]` the start and the tail of its note. The system's, when the logs
+// that state it give one value and every log states it (`silent_agree`: or states nothing); otherwise each
+// stating log keeps its value for its own points (`per_log[i]`), but where the system has that value
+// already. A line per value says which.
+void settle_key(const std::string& key, const std::vector<nlohmann::json>& stated,
+                const std::vector<std::pair<std::string, std::string>>& why, bool silent_agree, engine::System& s,
+                std::vector<nlohmann::json>& per_log, std::vector<std::string>& notes) {
+  std::optional<std::size_t> first;
+  bool common = true;
+  for (std::size_t i = 0; i < stated.size(); ++i) {
+    if (stated[i].is_null())
+      common = common && silent_agree;
+    else if (!first)
+      first = i;
+    else
+      common = common && stated[i] == stated[*first];
+  }
+  if (!first) return;
+  if (s.nccl.is_null()) s.nccl = nlohmann::json::object();  // one model for every point
+  if (common) {
+    s.nccl[key] = stated[*first];
+    notes.push_back(
+        fmt::format("{} (system nccl.{} = {}){}", why[*first].first, key, stated[*first].dump(), why[*first].second));
+    return;
+  }
+  for (std::size_t i = 0; i < stated.size(); ++i) {
+    if (stated[i].is_null()) continue;
+    const bool system_value = s.nccl.contains(key) && s.nccl.at(key) == stated[i];
+    if (!system_value) per_log[i][key] = stated[i];
+    notes.push_back(fmt::format(
+        "{} (nccl.{} = {}{}){}", why[i].first, key, stated[i].dump(),
+        system_value ? ", as the system's" : " for this run's points only: the runs here differ in it", why[i].second));
+  }
+}
+
 // The collective channels the logs' NCCL_DEBUG=INFO lines print ("N coll channels"): a fact of the
 // run, like its NCCL version, so it replaces the system's: "channels" from one-node logs,
 // "net_channels" from logs across nodes. When the logs that print it agree, it is the system's, also
@@ -188,28 +224,17 @@ std::vector<nlohmann::json> apply_log_channels(const std::vector<sim::NcclTestsL
     }
     stating.push_back(i);
   }
-  auto key_of = [&](std::size_t i) { return logs[i].nodes > 1 ? "net_channels" : "channels"; };
-  auto where_of = [&](std::size_t i) {
-    return fmt::format("{}:{}: NCCL ran {} coll channels {}", logs[i].origin, logs[i].coll_channels_line,
-                       logs[i].coll_channels, logs[i].nodes > 1 ? "across nodes" : "in one node");
-  };
   for (const std::string key : {"net_channels", "channels"}) {
-    std::vector<std::size_t> of;
-    for (const auto i : stating)
-      if (key_of(i) == key) of.push_back(i);
-    if (of.empty()) continue;
-    const int first = logs[of.front()].coll_channels;
-    if (std::all_of(of.begin(), of.end(), [&](std::size_t i) { return logs[i].coll_channels == first; })) {
-      if (s.nccl.is_null()) s.nccl = nlohmann::json::object();
-      s.nccl[key] = first;
-      notes.push_back(fmt::format("{} (system nccl.{} = {})", where_of(of.front()), key, first));
-      continue;
+    std::vector<nlohmann::json> stated(logs.size());
+    std::vector<std::pair<std::string, std::string>> why(logs.size());
+    for (const auto i : stating) {
+      if ((logs[i].nodes > 1 ? "net_channels" : "channels") != key) continue;
+      stated[i] = logs[i].coll_channels;
+      why[i] = {fmt::format("{}:{}: NCCL ran {} coll channels {}", logs[i].origin, logs[i].coll_channels_line,
+                            logs[i].coll_channels, logs[i].nodes > 1 ? "across nodes" : "in one node"),
+                ""};
     }
-    for (const auto i : of) {
-      per_log[i][key] = logs[i].coll_channels;
-      notes.push_back(fmt::format("{} (nccl.{} = {} for this run's points only: the runs here differ in it)",
-                                  where_of(i), key, logs[i].coll_channels));
-    }
+    settle_key(key, stated, why, true, s, per_log, notes);
   }
   return per_log;
 }
@@ -316,33 +341,16 @@ std::vector<RunEnv> apply_log_env(const std::vector<sim::NcclTestsLog>& logs, en
   for (const auto& e : envs)
     for (const auto& [k, val] : e.nccl.items())
       if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
-  if (!keys.empty() && s.nccl.is_null()) s.nccl = nlohmann::json::object();  // one model for every point
+  // A run that does not state a key keeps the system's value (the cluster's setting, as far as known).
+  std::vector<nlohmann::json> per_log(envs.size(), nlohmann::json::object());
   for (const auto& k : keys) {
-    const auto& first = envs.front().nccl;
-    const bool common = std::all_of(envs.begin(), envs.end(), [&](const RunEnv& e) {
-      return e.nccl.contains(k) && first.contains(k) && e.nccl.at(k) == first.at(k);
-    });
-    if (common) {
-      s.nccl[k] = first.at(k);
-      const auto& w = envs.front().why.at(k);
-      notes.push_back(fmt::format("{} (system nccl.{} = {}){}", w.first, k, first.at(k).dump(), w.second));
-      for (auto& e : envs) e.nccl.erase(k);
-      continue;
-    }
-    // A run that does not state it keeps the system's value (the cluster's setting, as far as known); a
-    // run that states the system's value needs nothing of its own.
-    for (auto& e : envs) {
-      if (!e.nccl.contains(k)) continue;
-      const auto& w = e.why.at(k);
-      if (s.nccl.contains(k) && s.nccl.at(k) == e.nccl.at(k)) {
-        notes.push_back(fmt::format("{} (nccl.{} = {}, as the system's){}", w.first, k, e.nccl.at(k).dump(), w.second));
-        e.nccl.erase(k);
-        continue;
-      }
-      notes.push_back(fmt::format("{} (nccl.{} = {} for this run's points only: the runs here differ in it){}", w.first,
-                                  k, e.nccl.at(k).dump(), w.second));
-    }
+    std::vector<nlohmann::json> stated(envs.size());
+    std::vector<std::pair<std::string, std::string>> why(envs.size());
+    for (std::size_t i = 0; i < envs.size(); ++i)
+      if (envs[i].nccl.contains(k)) std::tie(stated[i], why[i]) = std::pair(envs[i].nccl.at(k), envs[i].why.at(k));
+    settle_key(k, stated, why, false, s, per_log, notes);
   }
+  for (std::size_t i = 0; i < envs.size(); ++i) envs[i].nccl = std::move(per_log[i]);
   forced.clear();
   if (!algo_arg.empty()) {
     for (auto& e : envs) e.algo.clear();
