@@ -84,6 +84,20 @@ const std::vector<Preset>& presets() {
                  "NVIDIA DGX H100 datasheet (https://resources.nvidia.com/en-us-dgx-systems/ai-enterprise-dgx): 8x "
                  "H100 SXM5, 4x NVSwitch (NVLink 4, 900 GB/s bidirectional per GPU, NVLink SHARP), 8x ConnectX-7 "
                  "400 Gb/s NDR"});
+    // Blackwell rows of NCCL's tables (nccl_model.cpp); Intel CPUs (the user guide: 2 x Intel Xeon 8570), so
+    // NCCL's Intel row of llMaxBws across nodes and 1 us net overhead. No published nccl-tests run of a
+    // DGX B200 is in the suite: the NVLink number is an assumption, and p2v says the preset is unchecked.
+    v.push_back({"dgx-b200",
+                 "NVIDIA DGX B200: 8 x B200 on NVSwitch (NVLink 5, 900 GB/s per direction, ~740 GB/s effective "
+                 "ring assumed; NVLS); 8 x 400 Gb/s ConnectX-7 InfiniBand per node (400 GB/s)",
+                 {{LinkKind::Switch, 740, 0}, {LinkKind::Nic, 384, 0}},
+                 nccl_of(Arch::Blackwell, true, {{}, nic_level(8, 50)}),
+                 {},
+                 "NVIDIA DGX B200 User Guide, Introduction (https://docs.nvidia.com/dgx/dgxb200-user-guide/"
+                 "introduction-to-dgxb200.html): 8x B200, 2x 5th-generation NVLink switches with 14.4 TB/s "
+                 "aggregate (1.8 TB/s bidirectional per GPU), 8x ConnectX-7 single-port up to 400 Gb/s InfiniBand, "
+                 "2x Intel Xeon 8570; ~740 GB/s: dgx-h100's effective share of its NVLink rate (370 of 450 GB/s) "
+                 "applied to NVLink 5 (an assumption no published measurement in bench/fidelity checks)"});
     {
       // GCP A3 Mega runs NCCL with Google's GPUDirect-TCPXO environment profile, which the A3 Mega
       // nccl-tests recipes source (nccl-env-profile.sh). The profile of the suite's log (Google's

@@ -51,6 +51,24 @@ engine::Device h100() {
   return d;
 }
 
+// B200: the per-GPU column of NVIDIA's HGX B200 specifications (the GB200 NVL72 product page,
+// https://www.nvidia.com/en-us/data-center/gb200-nvl72/, table "Technical Specifications", HGX B200
+// column; tensor numbers there are with sparsity): FP16/BF16 Tensor 4.5 PFLOPS sparse = 2,250 dense,
+// INT8 Tensor 9 POPS sparse = 4,500 dense, FP32 75, FP64 37; 180 GB HBM3E (DGX B200: 1,440 GB over
+// 8 GPUs, NVIDIA DGX B200 User Guide).
+engine::Device b200() {
+  engine::Device d;
+  d.name = "B200-SXM-180GB";
+  d.peak_tflops = 2250;
+  d.peak_tflops_by_dtype = {{"f64", 37}, {"f32", 75}, {"f16", 2250}, {"bf16", 2250}, {"i8", 4500}};
+  d.efficiency = 0.4;
+  d.memory_gb = 180;
+  d.source =
+      "https://www.nvidia.com/en-us/data-center/gb200-nvl72/ (HGX B200 column, sparse tensor peaks halved to "
+      "dense; efficiency 0.4 assumed)";
+  return d;
+}
+
 engine::Device v100() {
   engine::Device d;
   d.name = "V100-SXM2-32GB";
@@ -71,6 +89,7 @@ const PresetDevice& preset_device(const Preset& p) {
   static const std::map<std::string, PresetDevice> t = {
       {"dgx-a100", {a100(80), 8}},  // DGX A100 640GB: 8 x A100 80GB
       {"dgx-h100", {h100(), 8}},
+      {"dgx-b200", {b200(), 8}},
       {"a3-mega", {h100(), 8}},
       {"p4d", {a100(40), 8}},  // p4d.24xlarge: 8 x A100 40GB
       {"p5", {h100(), 8}},

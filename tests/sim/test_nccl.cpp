@@ -14,6 +14,7 @@
 #include "p2v/sim/levels.hpp"
 #include "p2v/sim/nccl_model.hpp"
 #include "p2v/sim/nccl_tests.hpp"
+#include "p2v/sim/preset_devices.hpp"
 
 using namespace p2v::engine;
 using namespace p2v::sim;
@@ -528,7 +529,8 @@ TEST_CASE("nccl: contention between the groups of a step stays (8 GPUs behind th
 }
 
 TEST_CASE("presets: names, aliases, sources, the nccl section they write") {
-  for (const char* n : {"dgx-a100", "dgx-h100", "a3-mega", "p4d", "p5", "p2-a100", "p2-v100", "h100", "h100-oversub"}) {
+  for (const char* n :
+       {"dgx-a100", "dgx-h100", "dgx-b200", "a3-mega", "p4d", "p5", "p2-a100", "p2-v100", "h100", "h100-oversub"}) {
     CAPTURE(n);
     const auto& p = find_preset(n);
     CHECK(p.name == n);
@@ -557,6 +559,31 @@ TEST_CASE("presets: names, aliases, sources, the nccl section they write") {
   apply_preset(t, find_preset("dgx-h100"));
   CHECK(nccl_params(t).arch == Arch::Volta);
   CHECK(nccl_params(t).effective_launch_us() == simtest::rel(9));
+}
+
+TEST_CASE("presets: dgx-b200 is a Blackwell node of NVLS and 8 x 400 Gb/s, priced with Blackwell's rows") {
+  System s = preset_system("node=2,gpu=8", "dgx-b200");
+  const NcclParams np = nccl_params(s);
+  CHECK(np.arch == Arch::Blackwell);
+  CHECK(np.nvls);
+  CHECK_FALSE(np.amd_cpu);  // 2 x Intel Xeon 8570: NCCL's Intel rows
+  REQUIRE(np.level("node") != nullptr);
+  CHECK(np.level("node")->nics == 8);
+  CHECK(np.level("node")->nic_gbps == simtest::rel(50));
+  const auto& dev = preset_device(find_preset("dgx-b200"));
+  CHECK(dev.node_devices == 8);
+  CHECK(dev.device.memory_gb == simtest::rel(180));
+  CHECK(dev.device.peak_tflops == simtest::rel(2250));
+  // One node, 1 GiB: NVLS as on DGX H100, over NVLink 5's doubled rate; the NVSwitch efficiency of
+  // Blackwell (tuning.cc nvlsEfficiency: .74 against Hopper's .85) keeps it below twice as fast.
+  const Simulator b200(preset_system("node=1,gpu=8", "dgx-b200")), h100(preset_system("node=1,gpu=8", "dgx-h100"));
+  const auto b = call(b200, Collective::AllReduce, 8, 1 << 30);
+  const auto h = call(h100, Collective::AllReduce, 8, 1 << 30);
+  CHECK(b.algo == Algorithm::Nvls);
+  CHECK(h.algo == Algorithm::Nvls);
+  const double speedup = (h.latency_s + h.bandwidth_s) / (b.latency_s + b.bandwidth_s);
+  CHECK(speedup > 1.5);
+  CHECK(speedup < 2.0);
 }
 
 TEST_CASE("presets: AWS EFA levels carry the latency aws-ofi-nccl reports; p5 keeps LL/LL128") {
