@@ -87,6 +87,8 @@ const std::vector<Preset>& presets() {
     // Blackwell rows of NCCL's tables (nccl_model.cpp); Intel CPUs (the user guide: 2 x Intel Xeon 8570), so
     // NCCL's Intel row of llMaxBws across nodes and 1 us net overhead. No published nccl-tests run of a
     // DGX B200 is in the suite: the NVLink number is an assumption, and p2v says the preset is unchecked.
+    // One published summary number agrees: "830+" GB/s all-reduce bus bandwidth on one 8 x B200 machine
+    // under NCCL 2.27.1 (github.com/NVIDIA/nccl issue #1807); the preset gives 826-835 GB/s at 4-16 GiB.
     v.push_back({"dgx-b200",
                  "NVIDIA DGX B200: 8 x B200 on NVSwitch (NVLink 5, 900 GB/s per direction, ~740 GB/s effective "
                  "ring assumed; NVLS); 8 x 400 Gb/s ConnectX-7 InfiniBand per node (400 GB/s)",
