@@ -508,6 +508,11 @@ int run_nccl_tests(const CalArgs& in) {
   nlohmann::json accuracy;  // the preset's uncalibrated accuracy, where the system is its own
   if (const auto note = fill_interconnects(sys, a.preset, false, "", a.nccl_tuner, &accuracy); !note.empty())
     notes.push_back(note);
+  // GPUs the logs print that are not the system's device (e.g. B200 runs against dgx-h100).
+  if (sys.device)
+    for (const auto& log : logs)
+      if (auto n = sim::gpu_mismatch_note(log.origin, log.devices, *sys.device); !n.empty())
+        notes.push_back(std::move(n));
   apply_nccl_version(a, logs, sys);
   const auto channels = apply_log_channels(logs, sys, notes);
   std::string forced;

@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <cctype>
 #include <map>
 
 #include "p2v/engine/error.hpp"
@@ -101,6 +102,54 @@ const PresetDevice& preset_device(const Preset& p) {
   const auto it = t.find(p.name);
   if (it == t.end()) throw Error(fmt::format("preset '{}' has no device numbers (sim/src/preset_devices.cpp)", p.name));
   return it->second;
+}
+
+std::string gpu_model(const std::string& device_name) {
+  std::string u = device_name;
+  for (auto& ch : u) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  // Longest first where one model's name holds another's (GB200 > B200, H200 > H20, A800 / H800 apart).
+  static const char* const kModels[] = {"GB300", "GB200", "B300", "B200", "B100", "H200", "H100", "H800",
+                                        "H20",   "A100",  "A800", "V100", "L40S", "L40",  "A10G", "L4"};
+  for (const char* m : kModels) {
+    const std::string k = m;
+    for (std::size_t at = u.find(k); at != std::string::npos; at = u.find(k, at + 1)) {
+      // a whole token: not inside a longer alphanumeric run ("H200" is not "H20" + "0")
+      const bool left = at == 0 || !std::isalnum(static_cast<unsigned char>(u[at - 1]));
+      const std::size_t end = at + k.size();
+      const bool right = end == u.size() || !std::isdigit(static_cast<unsigned char>(u[end]));
+      if (left && right) return k;
+    }
+  }
+  return "";
+}
+
+std::string gpu_mismatch_note(const std::string& origin, const std::vector<std::string>& log_devices,
+                              const engine::Device& device) {
+  std::string logged;
+  for (const auto& d : log_devices) {
+    const auto m = gpu_model(d);
+    if (m.empty()) continue;
+    if (logged.empty()) logged = m;
+    if (m != logged) return "";  // a mixed run: nothing one device could say
+  }
+  const auto own = gpu_model(device.name);
+  if (logged.empty() || own.empty() || logged == own) return "";
+  // The H200 is the H100's die with more memory on the same NVLink 4 (docs/simulator.md §2).
+  const auto comm = [](const std::string& m) { return m == "H200" ? std::string("H100") : m; };
+  if (comm(logged) == comm(own))
+    return fmt::format(
+        "{}: the log ran on {} GPUs, the system's device is {}: the same die and NVLink, so the links hold; its "
+        "memory and peaks are the device's (give the system file a \"device\" of its own for p2v step)",
+        origin, logged, device.name);
+  std::string names;
+  for (const auto& p : presets())
+    if (comm(gpu_model(preset_device(p).device.name)) == comm(logged)) names += (names.empty() ? "" : ", ") + p.name;
+  return fmt::format(
+      "{}: the log ran on {} GPUs, but the system's device is {}: its links and NCCL settings are "
+      "another machine's{}",
+      origin, logged, device.name,
+      names.empty() ? fmt::format(" (no preset describes {} nodes; calibrate fits the links to the log)", logged)
+                    : fmt::format(" (presets of {} nodes: {})", logged, names));
 }
 
 }  // namespace p2v::sim

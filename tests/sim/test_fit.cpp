@@ -349,6 +349,26 @@ TEST_CASE("p2v calibrate --nccl-tests without --system: the shape the log ran on
   CHECK(r.out.find("ran on node=2,gpu=8, but") != std::string::npos);
 }
 
+TEST_CASE("p2v calibrate --nccl-tests: a log whose GPUs are not the system's device is said so") {
+  const std::string data = std::string(P2V_SOURCE_DIR) + "/bench/fidelity/data/";
+  // The H200 cluster's log on dgx-h100: the same die and NVLink, said as such; predictions unchanged.
+  auto r = simtest::run("calibrate --preset dgx-h100 --nccl-tests " + data +
+                        "dgx-h100/allreduce_2n16g_h200_spectrumx.txt --predict-only --json");
+  REQUIRE(r.code == 0);
+  auto notes = json::parse(r.out).at("notes").dump();
+  CHECK(notes.find("the log ran on H200 GPUs, the system's device is H100-SXM5-80GB: the same die and NVLink") !=
+        std::string::npos);
+  // An H100 log on its own preset: nothing; the same log on an A100 preset: the H100 presets are named.
+  r = simtest::run("calibrate --preset dgx-h100 --nccl-tests " + data + "dgx-h100/allreduce_4n32g.txt --predict-only");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("the log ran on") == std::string::npos);
+  r = simtest::run("calibrate --preset dgx-a100 --nccl-tests " + data + "dgx-h100/allreduce_4n32g.txt --predict-only");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("the log ran on H100 GPUs, but the system's device is A100-SXM4-80GB: its links and NCCL "
+                   "settings are another machine's (presets of H100 nodes: dgx-h100, a3-mega, p5, h100, "
+                   "h100-oversub)") != std::string::npos);
+}
+
 TEST_CASE("p2v calibrate --nccl-tests: the NCCL version the log prints, or --nccl-version") {
   const std::string log = std::string(P2V_SOURCE_DIR) + "/bench/fidelity/data/dgx-h100/allreduce_2n16g_xe9680.txt";
   const std::string cmd =

@@ -586,6 +586,40 @@ TEST_CASE("presets: dgx-b200 is a Blackwell node of NVLS and 8 x 400 Gb/s, price
   CHECK(speedup < 2.0);
 }
 
+TEST_CASE("presets: the GPU model a name names, and calibrate's note when a log's GPUs are not the device") {
+  CHECK(gpu_model("NVIDIA H100 80GB HBM3") == "H100");
+  CHECK(gpu_model("H100-SXM5-80GB") == "H100");
+  CHECK(gpu_model("NVIDIA H200") == "H200");  // not H20
+  CHECK(gpu_model("NVIDIA H20") == "H20");
+  CHECK(gpu_model("NVIDIA GB200") == "GB200");  // not B200
+  CHECK(gpu_model("NVIDIA B200") == "B200");
+  CHECK(gpu_model("NVIDIA A100-SXM4-40GB") == "A100");
+  CHECK(gpu_model("NVIDIA A800-SXM4-80GB") == "A800");
+  CHECK(gpu_model("NVIDIA L40S") == "L40S");
+  CHECK(gpu_model("Tesla V100-SXM2-32GB") == "V100");
+  CHECK(gpu_model("AMD Instinct MI300X").empty());
+  CHECK(gpu_model("").empty());
+  const auto& h100 = preset_device(find_preset("dgx-h100")).device;
+  // Same model: nothing to say; none printed or unknown: nothing either.
+  CHECK(gpu_mismatch_note("log", {"NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3"}, h100).empty());
+  CHECK(gpu_mismatch_note("log", {}, h100).empty());
+  CHECK(gpu_mismatch_note("log", {"AMD Instinct MI300X"}, h100).empty());
+  // A mixed run: no one model to name.
+  CHECK(gpu_mismatch_note("log", {"NVIDIA H100 80GB HBM3", "NVIDIA B200"}, h100).empty());
+  // Another machine: the presets of the log's GPUs are named, from the presets' own devices.
+  const auto b = gpu_mismatch_note("b.txt", {"NVIDIA B200", "NVIDIA B200"}, h100);
+  CHECK(b.find("b.txt: the log ran on B200 GPUs") == 0);
+  CHECK(b.find("H100-SXM5-80GB") != std::string::npos);
+  CHECK(b.find("presets of B200 nodes: dgx-b200") != std::string::npos);
+  const auto a = gpu_mismatch_note("a.txt", {"NVIDIA A100-SXM4-40GB"}, h100);
+  CHECK(a.find("dgx-a100, p4d") != std::string::npos);
+  CHECK(gpu_mismatch_note("x", {"NVIDIA H800"}, h100).find("no preset describes H800 nodes") != std::string::npos);
+  // H200 on an H100 device: the same die and NVLink, said as such.
+  const auto h = gpu_mismatch_note("h.txt", {"NVIDIA H200"}, h100);
+  CHECK(h.find("the same die and NVLink") != std::string::npos);
+  CHECK(h.find("another machine") == std::string::npos);
+}
+
 TEST_CASE("presets: AWS EFA levels carry the latency aws-ofi-nccl reports; p5 keeps LL/LL128") {
   // aws-ofi-nccl v1.7.3-aws reports ncclNetProperties_t::latency = 75 us on p4d and p5
   // (src/platform-aws.c). p4d's EFA level costs that much per hop in the time too; p5's (EFAv2)

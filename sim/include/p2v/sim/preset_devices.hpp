@@ -4,6 +4,7 @@
 // hierarchy with a preset (`--system node=4,gpu=8 --preset dgx-h100`) is a system `p2v step`
 // can turn FLOPs into time on.
 #include <string>
+#include <vector>
 
 #include "p2v/engine/system.hpp"
 #include "p2v/sim/levels.hpp"
@@ -17,5 +18,21 @@ struct PresetDevice {
 };
 // Throws p2v::Error for a preset without device numbers (a build mistake: every preset has them).
 const PresetDevice& preset_device(const Preset& p);
+
+}  // namespace p2v::sim
+
+namespace p2v::sim {
+
+// The GPU model a device name names, upper case ("NVIDIA H100 80GB HBM3" -> "H100", "A100-SXM4-40GB"
+// -> "A100", "NVIDIA GB200" -> "GB200"); "" when it names none this table knows. The longest
+// model is matched first (H200 before H20, GB200 before B200).
+std::string gpu_model(const std::string& device_name);
+
+// What `p2v calibrate --nccl-tests` says when the GPUs a log prints are not the system's device:
+// the log's model, the device's, and the presets whose nodes have the log's GPUs (from the presets'
+// own devices; an H200 is an H100 die on the same NVLink 4, so H100 nodes' presets serve it). Empty
+// when they agree or either is unknown. `origin` names the log.
+std::string gpu_mismatch_note(const std::string& origin, const std::vector<std::string>& log_devices,
+                              const engine::Device& device);
 
 }  // namespace p2v::sim
