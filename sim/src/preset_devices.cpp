@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <map>
+#include <utility>
 
 #include "p2v/engine/error.hpp"
 
@@ -25,31 +26,31 @@ namespace {
 //     (SXM2: FP64 7.8, FP32 15.7, Tensor (FP16) 125; 16 or 32 GB)
 // efficiency 0.4: an assumption (the fraction of the tensor peak large-model training reaches is
 // typically 0.3-0.5); `p2v step --measured-step-ms` or `--throughput` fits it to a measurement.
-engine::Device a100(double memory_gb, const char* note = "") {
+// One device: datasheet peaks (the dense bf16 / f16 tensor peak first), memory, the source line.
+engine::Device device(std::string name, std::map<std::string, double> peaks, double peak, double memory_gb,
+                      std::string source) {
   engine::Device d;
-  d.name = fmt::format("A100-SXM4-{}GB", memory_gb);
-  d.peak_tflops = 312;
-  d.peak_tflops_by_dtype = {{"f64", 19.5}, {"f32", 19.5}, {"f16", 312}, {"bf16", 312}, {"i8", 624}};
+  d.name = std::move(name);
+  d.peak_tflops = peak;
+  d.peak_tflops_by_dtype = std::move(peaks);
   d.efficiency = 0.4;
   d.memory_gb = memory_gb;
-  d.source =
-      "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/"
-      "nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf (dense peaks; efficiency 0.4 assumed" +
-      std::string(note) + ")";
+  d.source = std::move(source);
   return d;
 }
 
+engine::Device a100(double memory_gb, const char* note = "") {
+  return device(fmt::format("A100-SXM4-{}GB", memory_gb),
+                {{"f64", 19.5}, {"f32", 19.5}, {"f16", 312}, {"bf16", 312}, {"i8", 624}}, 312, memory_gb,
+                "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/"
+                "nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf (dense peaks; efficiency 0.4 assumed" +
+                    std::string(note) + ")");
+}
+
 engine::Device h100() {
-  engine::Device d;
-  d.name = "H100-SXM5-80GB";
-  d.peak_tflops = 989;
-  d.peak_tflops_by_dtype = {{"f64", 67}, {"f32", 67}, {"f16", 989}, {"bf16", 989}, {"i8", 1979}};
-  d.efficiency = 0.4;
-  d.memory_gb = 80;
-  d.source =
-      "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet (dense peaks; efficiency "
-      "0.4 assumed)";
-  return d;
+  return device("H100-SXM5-80GB", {{"f64", 67}, {"f32", 67}, {"f16", 989}, {"bf16", 989}, {"i8", 1979}}, 989, 80,
+                "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet (dense peaks; "
+                "efficiency 0.4 assumed)");
 }
 
 // B200: the per-GPU column of NVIDIA's HGX B200 specifications (the GB200 NVL72 product page,
@@ -58,29 +59,16 @@ engine::Device h100() {
 // INT8 Tensor 9 POPS sparse = 4,500 dense, FP32 75, FP64 37; 180 GB HBM3E (DGX B200: 1,440 GB over
 // 8 GPUs, NVIDIA DGX B200 User Guide).
 engine::Device b200() {
-  engine::Device d;
-  d.name = "B200-SXM-180GB";
-  d.peak_tflops = 2250;
-  d.peak_tflops_by_dtype = {{"f64", 37}, {"f32", 75}, {"f16", 2250}, {"bf16", 2250}, {"i8", 4500}};
-  d.efficiency = 0.4;
-  d.memory_gb = 180;
-  d.source =
-      "https://www.nvidia.com/en-us/data-center/gb200-nvl72/ (HGX B200 column, sparse tensor peaks halved to "
-      "dense; efficiency 0.4 assumed)";
-  return d;
+  return device("B200-SXM-180GB", {{"f64", 37}, {"f32", 75}, {"f16", 2250}, {"bf16", 2250}, {"i8", 4500}}, 2250, 180,
+                "https://www.nvidia.com/en-us/data-center/gb200-nvl72/ (HGX B200 column, sparse tensor peaks "
+                "halved to dense; efficiency 0.4 assumed)");
 }
 
 engine::Device v100() {
-  engine::Device d;
-  d.name = "V100-SXM2-32GB";
-  d.peak_tflops = 125;
-  d.peak_tflops_by_dtype = {{"f64", 7.8}, {"f32", 15.7}, {"f16", 125}};
-  d.efficiency = 0.4;
-  d.memory_gb = 32;
-  d.source =
+  return device(
+      "V100-SXM2-32GB", {{"f64", 7.8}, {"f32", 15.7}, {"f16", 125}}, 125, 32,
       "https://images.nvidia.com/content/technologies/volta/pdf/volta-v100-datasheet-update-us-1165301-r5.pdf "
-      "(the 32 GB SXM2 part is an assumption for the P2 paper's nodes; efficiency 0.4 assumed)";
-  return d;
+      "(the 32 GB SXM2 part is an assumption for the P2 paper's nodes; efficiency 0.4 assumed)");
 }
 
 }  // namespace
