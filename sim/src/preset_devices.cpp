@@ -92,46 +92,73 @@ const PresetDevice& preset_device(const Preset& p) {
   return it->second;
 }
 
-std::string gpu_model(const std::string& device_name) {
-  std::string u = device_name;
+namespace {
+
+std::string upper(std::string u) {
   for (auto& ch : u) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-  // Longest first where one model's name holds another's (GB200 > B200, H200 > H20, A800 / H800 apart).
-  static const char* const kModels[] = {"GB300", "GB200", "B300", "B200", "B100", "H200", "H100", "H800",
-                                        "H20",   "A100",  "A800", "V100", "L40S", "L40",  "A10G", "L4"};
-  for (const char* m : kModels) {
-    const std::string k = m;
-    for (std::size_t at = u.find(k); at != std::string::npos; at = u.find(k, at + 1)) {
-      // a whole token: not inside a longer alphanumeric run ("H200" is not "H20" + "0")
-      const bool left = at == 0 || !std::isalnum(static_cast<unsigned char>(u[at - 1]));
-      const std::size_t end = at + k.size();
-      const bool right = end == u.size() || !std::isdigit(static_cast<unsigned char>(u[end]));
-      if (left && right) return k;
-    }
+  return u;
+}
+
+// `k` in `u` (both upper case) as a token of its own: no letter or digit before it, no digit after
+// it ("H20" is not in "H200", "H200" not in "GH200"; "H100-SXM5" and "A100X" are H100 and A100).
+bool has_token(const std::string& u, const std::string& k, bool letters_after = true) {
+  for (std::size_t at = u.find(k); at != std::string::npos; at = u.find(k, at + 1)) {
+    const std::size_t end = at + k.size();
+    const bool left = at == 0 || !std::isalnum(static_cast<unsigned char>(u[at - 1]));
+    const bool right = end == u.size() || !(letters_after ? std::isdigit(static_cast<unsigned char>(u[end]))
+                                                          : std::isalnum(static_cast<unsigned char>(u[end])));
+    if (left && right) return true;
   }
+  return false;
+}
+
+// A PCIe card ("NVIDIA H100 PCIe", "NVIDIA A100 80GB PCIe") or an NVL card pair ("NVIDIA H100 NVL",
+// "NVIDIA H200 NVL", bridged by NVLink, no NVSwitch): not an SXM board's NVSwitch node.
+bool pcie_card(const std::string& u) { return has_token(u, "PCIE", false) || has_token(u, "NVL", false); }
+
+// The GPUs whose boards have the same NVLink 4 and NVSwitch as an H100 SXM board (HGX H200, HGX H20);
+// the interconnect model cares for that, not for the die's memory or peaks.
+std::string link_class(const std::string& m) { return m == "H200" || m == "H20" ? std::string("H100") : m; }
+
+}  // namespace
+
+std::string gpu_model(const std::string& device_name) {
+  const std::string u = upper(device_name);
+  static const char* const kModels[] = {"GB300", "GB200", "GH200", "B300", "B200", "B100", "H200", "H100", "H800",
+                                        "H20",   "A100",  "A800",  "V100", "L40S", "L40",  "A10G", "L4"};
+  for (const char* m : kModels)
+    if (has_token(u, m)) return m;
   return "";
 }
 
 std::string gpu_mismatch_note(const std::string& origin, const std::vector<std::string>& log_devices,
                               const engine::Device& device) {
-  std::string logged;
+  std::string logged, name;
   for (const auto& d : log_devices) {
     const auto m = gpu_model(d);
     if (m.empty()) continue;
-    if (logged.empty()) logged = m;
+    if (logged.empty()) logged = m, name = d;
     if (m != logged) return "";  // a mixed run: nothing one device could say
   }
   const auto own = gpu_model(device.name);
-  if (logged.empty() || own.empty() || logged == own) return "";
-  // The H200 is the H100's die with more memory on the same NVLink 4 (docs/simulator.md §2).
-  const auto comm = [](const std::string& m) { return m == "H200" ? std::string("H100") : m; };
-  if (comm(logged) == comm(own))
+  if (logged.empty() || own.empty()) return "";
+  const bool card = pcie_card(upper(name)), own_card = pcie_card(upper(device.name));
+  if (card && !own_card)
     return fmt::format(
-        "{}: the log ran on {} GPUs, the system's device is {}: the same die and NVLink, so the links hold; its "
-        "memory and peaks are the device's (give the system file a \"device\" of its own for p2v step)",
+        "{}: the log ran on {} cards ({}), but the system's device is {}: an SXM board's NVSwitch (and NVLS) is "
+        "not what PCIe or NVL cards have; no preset describes such nodes, calibrate fits the links to the log",
+        origin, logged, name, device.name);
+  if (logged == own) return "";
+  if (link_class(logged) == link_class(own))
+    return fmt::format(
+        "{}: the log ran on {} GPUs, the system's device is {}: the same NVLink and NVSwitch, so the NVLink level "
+        "holds (the network is the system's own); memory and peaks, which p2v step uses, are the device's",
         origin, logged, device.name);
+  // Presets of machines (an "nccl" section of the node's NICs), not the line-rate ones (h100, p2-*).
   std::string names;
   for (const auto& p : presets())
-    if (comm(gpu_model(preset_device(p).device.name)) == comm(logged)) names += (names.empty() ? "" : ", ") + p.name;
+    if (!p.nccl.levels.empty() && link_class(gpu_model(preset_device(p).device.name)) == link_class(logged))
+      names += (names.empty() ? "" : ", ") + p.name;
   return fmt::format(
       "{}: the log ran on {} GPUs, but the system's device is {}: its links and NCCL settings are "
       "another machine's{}",

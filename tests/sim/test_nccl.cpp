@@ -597,6 +597,8 @@ TEST_CASE("presets: the GPU model a name names, and calibrate's note when a log'
   CHECK(gpu_model("NVIDIA A800-SXM4-80GB") == "A800");
   CHECK(gpu_model("NVIDIA L40S") == "L40S");
   CHECK(gpu_model("Tesla V100-SXM2-32GB") == "V100");
+  CHECK(gpu_model("NVIDIA GH200 480GB") == "GH200");  // not H200
+  CHECK(gpu_model("NVIDIA H100 PCIe") == "H100");
   CHECK(gpu_model("AMD Instinct MI300X").empty());
   CHECK(gpu_model("").empty());
   const auto& h100 = preset_device(find_preset("dgx-h100")).device;
@@ -612,12 +614,26 @@ TEST_CASE("presets: the GPU model a name names, and calibrate's note when a log'
   CHECK(b.find("H100-SXM5-80GB") != std::string::npos);
   CHECK(b.find("presets of B200 nodes: dgx-b200") != std::string::npos);
   const auto a = gpu_mismatch_note("a.txt", {"NVIDIA A100-SXM4-40GB"}, h100);
-  CHECK(a.find("dgx-a100, p4d") != std::string::npos);
+  CHECK(a.find("(presets of A100 nodes: dgx-a100, p4d)") != std::string::npos);  // machines only, not p2-a100
   CHECK(gpu_mismatch_note("x", {"NVIDIA H800"}, h100).find("no preset describes H800 nodes") != std::string::npos);
-  // H200 on an H100 device: the same die and NVLink, said as such.
+  CHECK(gpu_mismatch_note("x", {"NVIDIA GH200 480GB"}, h100).find("no preset describes GH200 nodes") !=
+        std::string::npos);
+  // H200 (and H20) boards on an H100 device: the same NVLink and NVSwitch, said as such.
   const auto h = gpu_mismatch_note("h.txt", {"NVIDIA H200"}, h100);
-  CHECK(h.find("the same die and NVLink") != std::string::npos);
+  CHECK(h.find("the same NVLink and NVSwitch, so the NVLink level holds") != std::string::npos);
   CHECK(h.find("another machine") == std::string::npos);
+  CHECK(gpu_mismatch_note("h.txt", {"NVIDIA H20"}, h100).find("the same NVLink and NVSwitch") != std::string::npos);
+  // PCIe and NVL cards against an SXM board's device: no NVSwitch, whatever the model.
+  for (const char* card : {"NVIDIA H100 PCIe", "NVIDIA H100 NVL", "NVIDIA H200 NVL"}) {
+    CAPTURE(card);
+    CHECK(gpu_mismatch_note("c.txt", {card}, h100)
+              .find("an SXM board's NVSwitch (and NVLS) is not what PCIe or NVL "
+                    "cards have") != std::string::npos);
+  }
+  const auto& a100 = preset_device(find_preset("dgx-a100")).device;
+  CHECK(gpu_mismatch_note("c.txt", {"NVIDIA A100 80GB PCIe"}, a100).find("cards (NVIDIA A100 80GB PCIe)") !=
+        std::string::npos);
+  CHECK(gpu_mismatch_note("c.txt", {"NVIDIA A100-SXM4-80GB"}, a100).empty());
 }
 
 TEST_CASE("presets: AWS EFA levels carry the latency aws-ofi-nccl reports; p5 keeps LL/LL128") {

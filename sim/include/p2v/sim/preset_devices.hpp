@@ -24,14 +24,15 @@ const PresetDevice& preset_device(const Preset& p);
 namespace p2v::sim {
 
 // The GPU model a device name names, upper case ("NVIDIA H100 80GB HBM3" -> "H100", "A100-SXM4-40GB"
-// -> "A100", "NVIDIA GB200" -> "GB200"); "" when it names none this table knows. The longest
-// model is matched first (H200 before H20, GB200 before B200).
+// -> "A100", "NVIDIA GB200" -> "GB200", "NVIDIA GH200 480GB" -> "GH200"); "" when it names none
+// this table knows. A model is a token of its own (not "H20" in "H200", not "H200" in "GH200").
 std::string gpu_model(const std::string& device_name);
 
 // What `p2v calibrate --nccl-tests` says when the GPUs a log prints are not the system's device:
-// the log's model, the device's, and the presets whose nodes have the log's GPUs (from the presets'
-// own devices; an H200 is an H100 die on the same NVLink 4, so H100 nodes' presets serve it). Empty
-// when they agree or either is unknown. `origin` names the log.
+// the log's model, the device's, and the presets of machines whose nodes have the log's GPUs (from
+// the presets' own devices; HGX H200 and H20 boards have the H100's NVLink 4 and NVSwitch, so the
+// H100 machines' presets serve them); PCIe and NVL cards against an SXM device are said to lack
+// its NVSwitch. Empty when they agree or either is unknown. `origin` names the log.
 std::string gpu_mismatch_note(const std::string& origin, const std::vector<std::string>& log_devices,
                               const engine::Device& device);
 
