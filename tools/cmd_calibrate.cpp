@@ -3,9 +3,14 @@
 // (the system file's knobs, sim/fit.hpp); --predict-only prints predicted vs measured.
 #include <fmt/core.h>
 #include <fmt/ranges.h>
+#include <unistd.h>
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
@@ -17,6 +22,7 @@
 #include "command.hpp"
 #include "common.hpp"
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/progress.hpp"
 #include "p2v/sim/calibrate.hpp"
 #include "p2v/sim/fidelity.hpp"
 #include "p2v/sim/fit.hpp"
@@ -31,9 +37,26 @@ namespace {
 struct CalArgs {
   std::string system, measurements, output, algo, preset, collective, nccl_version, nccl_tuner;
   std::vector<std::string> logs;
-  bool json = false, predict_only = false;
+  bool json = false, predict_only = false, progress = false, quiet = false;
   double prior_weight = sim::kFitPriorWeight;
 };
+
+// -o checked before a fit that may take minutes: the path is not a directory and its directory takes
+// a new file (a temporary one is created there and removed). The write itself stays write_file's
+// (whole or not at all).
+void check_output(const std::string& path) {
+  if (path.empty()) return;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw Error(fmt::format("-o '{}': a directory, not a file", path));
+  const fs::path dir = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
+  std::string probe = (dir / ".p2v-calibrate-XXXXXX").string();
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0)
+    throw Error(fmt::format("-o '{}': cannot create a file in '{}' ({})", path, dir.string(), std::strerror(errno)));
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
 
 struct CalResult {
   engine::System system;
@@ -86,8 +109,16 @@ std::vector<sim::NcclTestsLog> load_logs(const CalArgs& a) {
     opt.collective = c ? *c : engine::parse_collective(a.collective);
   }
   std::vector<sim::NcclTestsLog> logs;
-  for (const auto& path : a.logs)  // a file of several runs (tests) gives a log per run
-    for (auto& log : sim::load_nccl_tests_runs(path, opt)) logs.push_back(std::move(log));
+  std::map<std::string, std::string> seen;  // a file's canonical path -> as given
+  for (const auto& path : a.logs) {
+    std::error_code ec;
+    const auto canon = std::filesystem::weakly_canonical(path, ec);
+    const auto key = ec ? path : canon.string();
+    if (const auto it = seen.find(key); it != seen.end())
+      throw Error(fmt::format("--nccl-tests: '{}' is given twice (also as '{}'); each run once", path, it->second));
+    seen[key] = path;
+    for (auto& log : sim::load_nccl_tests_runs(path, opt)) logs.push_back(std::move(log));  // a log per run
+  }
   return logs;
 }
 
@@ -141,7 +172,8 @@ std::pair<std::string, std::string> shape_from_logs(const std::vector<sim::NcclT
 // The NCCL version whose tuning constants predict the logs (docs/simulator.md §5.1): --nccl-version, else
 // the version the logs print (all must agree), else the system's "nccl" section (or the model's
 // default). Written into the system's "nccl" section, so a calibrated system file keeps it.
-void apply_nccl_version(const CalArgs& a, const std::vector<sim::NcclTestsLog>& logs, engine::System& s) {
+void apply_nccl_version(const CalArgs& a, const std::vector<sim::NcclTestsLog>& logs, engine::System& s,
+                        std::vector<std::string>& notes) {
   std::string text, from;
   if (!a.nccl_version.empty()) {
     text = a.nccl_version;
@@ -161,8 +193,20 @@ void apply_nccl_version(const CalArgs& a, const std::vector<sim::NcclTestsLog>& 
       }
     }
   }
-  if (text.empty()) return;
+  if (text.empty()) {
+    const bool own = !s.nccl.is_null() && s.nccl.contains("version");
+    notes.push_back(
+        fmt::format("NCCL version: the logs print none; {}",
+                    own ? fmt::format("the system's, {}", s.nccl["version"].dump())
+                        : fmt::format("the model's default, {}", sim::nccl_version_string(sim::kNcclNewestVersion))));
+    return;
+  }
   const int v = sim::parse_nccl_version(text, from);
+  if (v > sim::kNcclNewestVersion)
+    notes.push_back(
+        fmt::format("{}: NCCL {} is newer than the newest release p2v's tables come from ({}): its tuning "
+                    "constants are taken as that release's",
+                    from, text, sim::nccl_version_string(sim::kNcclNewestVersion)));
   if (s.nccl.is_null()) s.nccl = nlohmann::json::object();
   s.nccl["version"] = sim::nccl_version_string(v);
 }
@@ -499,6 +543,21 @@ int run_nccl_tests(const CalArgs& in) {
   CalArgs a = in;
   std::vector<std::string> notes;
   const auto logs = load_logs(a);
+  // Two runs with the very same table (every size and time): one run copied into two files, most likely.
+  for (std::size_t j = 1; j < logs.size(); ++j)
+    for (std::size_t i = 0; i < j; ++i) {
+      const auto& x = logs[i].rows;
+      const auto& y = logs[j].rows;
+      if (x.size() == y.size() && std::equal(x.begin(), x.end(), y.begin(), [](const auto& p, const auto& q) {
+            return p.bytes == q.bytes && p.time_us == q.time_us && p.type == q.type;
+          })) {
+        notes.push_back(
+            fmt::format("{}:{}: the same table as {}:{} (every size and time): the same run twice? Both "
+                        "count as measurements",
+                        logs[j].origin, y.front().line, logs[i].origin, x.front().line));
+        break;
+      }
+    }
   if (a.system.empty() && !a.preset.empty()) {
     auto [shape, why] = shape_from_logs(logs, a.preset);
     a.system = shape;
@@ -513,7 +572,7 @@ int run_nccl_tests(const CalArgs& in) {
     for (const auto& log : logs)
       if (auto n = sim::gpu_mismatch_note(log.origin, log.devices, *sys.device); !n.empty())
         notes.push_back(std::move(n));
-  apply_nccl_version(a, logs, sys);
+  apply_nccl_version(a, logs, sys, notes);
   const auto channels = apply_log_channels(logs, sys, notes);
   std::string forced;
   auto envs = apply_log_env(logs, sys, a.algo, forced, notes);
@@ -539,7 +598,8 @@ int run_nccl_tests(const CalArgs& in) {
     print_summary(points_summary(pr));
     return 0;
   }
-  const auto fit = sim::fit_system(sys, ps, algo, {}, 4000, a.prior_weight);
+  engine::Progress progress("calibrate: model evaluations", 0, engine::progress_wanted(a.quiet, a.progress));
+  const auto fit = sim::fit_system(sys, ps, algo, {}, 4000, a.prior_weight, &progress);
   auto fitted_sys = engine::system_from_json(fit.system, "calibrated");
   nlohmann::json out = fit.system;
   out["description"] = fmt::format(
@@ -614,7 +674,14 @@ Registrar reg("calibrate", [](CLI::App& sub) -> std::function<int()> {
                  "NCCL algorithm: ring, tree, nvls, collnet or auto (default: ring for --measurements, auto, NCCL's "
                  "pick, for --nccl-tests)");
   sub.add_flag("--json", a->json, "machine-readable report (the calibrated system is in \"system\")");
+  sub.add_flag("--progress", a->progress,
+               "with --nccl-tests: progress of the fit on stderr (model evaluations, rate) even when stderr is not a "
+               "terminal");
+  sub.add_flag("--quiet", a->quiet, "no progress on stderr (default when stderr is not a terminal)");
   return [a] {
+    if (a->predict_only && !a->output.empty())
+      throw Error("calibrate: -o goes with a fit, not with --predict-only (which writes no system file)");
+    check_output(a->output);
     if (!a->logs.empty()) return run_nccl_tests(*a);
     if (a->measurements.empty()) throw Error("calibrate: give --measurements CSV or --nccl-tests LOG...");
     if (a->predict_only) throw Error("calibrate: --predict-only goes with --nccl-tests");

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/progress.hpp"
 #include "p2v/sim/nccl_model.hpp"
 
 namespace p2v::sim {
@@ -82,15 +83,6 @@ engine::LoweredStep whole_group(engine::Collective c, int ranks) {
   std::iota(g.begin(), g.end(), 0);
   st.groups = {g};
   return st;
-}
-
-double log_error(const std::vector<PointPrediction>& pr) {
-  double s = 0;
-  for (const auto& p : pr) {
-    const double l = std::log(p.predicted_s / p.point.measured_s);
-    s += l * l;
-  }
-  return pr.empty() ? 0 : std::sqrt(s / static_cast<double>(pr.size()));
 }
 
 // A knob's value in the system JSON, or `dflt` when absent.
@@ -171,15 +163,69 @@ std::vector<FitKnob> system_knobs(const System& s) {
   return ks;
 }
 
+namespace {
+
+// The points as the fit prices them: points predicted alike (the same call and conditions: repeated
+// runs of one setting, a log given again) make one, measured at their geometric mean and weighted by
+// their number. The sum of squared log errors is the same up to a constant, sum (ln m_i - mean)^2,
+// so the optimum is too; `spread` is that constant (the rms both ways includes it).
+struct MergedPoints {
+  std::vector<FitPoint> points;
+  std::vector<double> weight;
+  double spread = 0;
+  double total = 0;  // points before merging
+};
+
+MergedPoints merge_points(const std::vector<FitPoint>& ps) {
+  MergedPoints m;
+  std::map<std::string, std::size_t> at;  // the point's call and conditions -> index
+  std::vector<std::vector<double>> logs;
+  for (const auto& p : ps) {
+    const auto key =
+        fmt::format("{}|{}|{}|{:.17g}|{}|{}|{}|{}", static_cast<int>(p.collective), p.ranks, p.nodes, p.bytes,
+                    p.gpus_per_thread, p.nccl_env.dump(), static_cast<int>(p.algo), static_cast<int>(p.proto));
+    const auto [it, fresh] = at.try_emplace(key, m.points.size());
+    if (fresh) {
+      m.points.push_back(p);
+      logs.emplace_back();
+    }
+    logs[it->second].push_back(std::log(p.measured_s));
+  }
+  for (std::size_t i = 0; i < m.points.size(); ++i) {
+    double mean = 0;
+    for (const double l : logs[i]) mean += l;
+    mean /= static_cast<double>(logs[i].size());
+    for (const double l : logs[i]) m.spread += (l - mean) * (l - mean);
+    m.points[i].measured_s = std::exp(mean);
+    m.weight.push_back(static_cast<double>(logs[i].size()));
+  }
+  m.total = static_cast<double>(ps.size());
+  return m;
+}
+
+double merged_log_error(const std::vector<PointPrediction>& pr, const MergedPoints& m) {
+  double s = m.spread;
+  for (std::size_t i = 0; i < pr.size(); ++i) {
+    const double l = std::log(pr[i].predicted_s / pr[i].point.measured_s);
+    s += m.weight[i] * l * l;
+  }
+  return std::sqrt(s / m.total);
+}
+
+}  // namespace
+
 SystemFit fit_system(const System& s, const std::vector<FitPoint>& ps, Algorithm algo,
-                     const std::vector<std::string>& only, int max_evaluations, double prior_weight) {
+                     const std::vector<std::string>& only, int max_evaluations, double prior_weight,
+                     engine::Progress* progress) {
   if (ps.empty()) throw Error("calibrate: no measured points to fit");
   SystemFit fit;
   fit.knobs = system_knobs(s);
   for (const auto& o : only)
     if (std::none_of(fit.knobs.begin(), fit.knobs.end(), [&](const FitKnob& k) { return k.name == o; }))
       throw Error(fmt::format("calibrate: '{}' is not a knob of system '{}'", o, s.name));
-  fit.rms_log_before = log_error(predict_points(s, ps, algo));
+  const MergedPoints merged = merge_points(ps);
+  fit.points_fitted = static_cast<int>(merged.points.size());
+  fit.rms_log_before = merged_log_error(predict_points(s, merged.points, algo), merged);
   // Written in the current names (a deprecated "bus_bw_gbps" becomes "bus_bw_GBps"), the knobs' names.
   const json base = engine::system_json(s);
   // Only the knob being probed or fitted is written: the others keep the system's own values (a
@@ -193,9 +239,10 @@ SystemFit fit_system(const System& s, const std::vector<FitPoint>& ps, Algorithm
   };
   auto objective = [&](const std::vector<double>& x) {
     ++fit.evaluations;
+    if (progress) progress->add();
     try {
       const auto sys = engine::system_from_json(with(x), "fit");
-      return log_error(predict_points(sys, ps, algo));
+      return merged_log_error(predict_points(sys, merged.points, algo), merged);
     } catch (const p2v::Error&) {
       return 1e30;  // a value the model refuses (e.g. a bandwidth of 0): never the optimum
     }
@@ -327,7 +374,9 @@ SystemFit fit_system(const System& s, const std::vector<FitPoint>& ps, Algorithm
   for (const auto& k : fit.knobs)
     if (k.constrained) out[json::json_pointer(k.name)] = k.after;
   fit.system = out;
-  fit.rms_log_after = log_error(predict_points(engine::system_from_json(out, "fit"), ps, algo));
+  fit.rms_log_after =
+      merged_log_error(predict_points(engine::system_from_json(out, "fit"), merged.points, algo), merged);
+  if (progress) progress->finish();
   return fit;
 }
 

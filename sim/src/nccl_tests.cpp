@@ -42,6 +42,14 @@ bool is_int(const std::string& s) {
   return true;
 }
 
+// A decimal number as a table prints it ("118.57", "0e+00", "-1", "N/A" is not).
+bool is_number(const std::string& s) {
+  double v = 0;
+  const char* b = s.data();
+  const auto r = std::from_chars(b, b + s.size(), v);
+  return r.ec == std::errc() && r.ptr == b + s.size();
+}
+
 // Strips the prefixes launchers put before a process's output, outermost first: kubectl logs
 // --prefix ("[pod/NAME/CONTAINER] "), mpirun --tag-output ("[1,0]<stdout>:"; sets `stderr_line` for
 // <stderr> lines) and srun -l's task label ("0: ", right-aligned: "  12: ").
@@ -109,11 +117,71 @@ std::string find_test(const std::string& s) {
   return "";
 }
 
-// A log line as the reader sees it: its line end and launcher prefixes stripped (`line`), and its
-// words with a comment's leading '#' dropped (alone or glued to the first word; "#wrong" is a column).
-// No words for an empty line or a <stderr> line.
+// A terminal's or a web page's dressing of a line, undone: ANSI escape sequences (colours: ESC '['
+// parameters, a final byte '@'..'~') removed, Unicode spaces a copy from a web page brings (no-break,
+// figure, thin, narrow no-break: U+00A0, U+2007, U+2009, U+202F) made ASCII spaces.
+std::string plain(const std::string& raw) {
+  std::string out;
+  out.reserve(raw.size());
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    const auto c = static_cast<unsigned char>(raw[i]);
+    if (c == 0x1b && i + 1 < raw.size() && raw[i + 1] == '[') {
+      std::size_t j = i + 2;
+      while (j < raw.size() && !(raw[j] >= '@' && raw[j] <= '~')) ++j;
+      i = j;  // past the final byte (or the end)
+      continue;
+    }
+    if (c == 0xc2 && i + 1 < raw.size() && static_cast<unsigned char>(raw[i + 1]) == 0xa0) {
+      out += ' ';
+      ++i;
+      continue;
+    }
+    if (c == 0xe2 && i + 2 < raw.size() && static_cast<unsigned char>(raw[i + 1]) == 0x80) {
+      const auto d = static_cast<unsigned char>(raw[i + 2]);
+      if (d == 0x87 || d == 0x89 || d == 0xaf) {
+        out += ' ';
+        i += 2;
+        continue;
+      }
+    }
+    out += raw[i];
+  }
+  return out;
+}
+
+// kubectl logs --timestamps: an RFC 3339 time and a blank before the line ("2025-01-02T03:04:05.123Z ").
+std::size_t timestamp_prefix(const std::string& s) {
+  auto digits = [&](std::size_t at, std::size_t n) {
+    if (at + n > s.size()) return false;
+    for (std::size_t k = at; k < at + n; ++k)
+      if (!std::isdigit(static_cast<unsigned char>(s[k]))) return false;
+    return true;
+  };
+  if (!(digits(0, 4) && s.size() > 19 && s[4] == '-' && digits(5, 2) && s[7] == '-' && digits(8, 2) && s[10] == 'T' &&
+        digits(11, 2) && s[13] == ':' && digits(14, 2) && s[16] == ':' && digits(17, 2)))
+    return 0;
+  const auto blank = s.find(' ', 19);
+  return blank == std::string::npos ? 0 : blank + 1;
+}
+
+// A log line as the reader sees it: its line end, terminal and web dressing (plain) and launcher
+// prefixes stripped (`line`), and its words with a comment's leading '#' dropped (alone or glued to
+// the first word; "#wrong" is a column). No words for an empty line or a <stderr> line.
 std::vector<std::string> line_words(std::string raw, std::string& line) {
   if (!raw.empty() && raw.back() == '\r') raw.pop_back();
+  raw = plain(raw);
+  // A quoted paste ("> " of Markdown or e-mail, nested) and kubectl's timestamps, before the launchers'.
+  for (bool again = true; again;) {
+    again = false;
+    if (!raw.empty() && raw[0] == '>') {
+      raw.erase(0, raw.size() > 1 && raw[1] == ' ' ? 2 : 1);
+      again = true;
+    }
+    if (const auto n = timestamp_prefix(raw); n > 0) {
+      raw.erase(0, n);
+      again = true;
+    }
+  }
   bool err_line = false;
   line = strip_tag(raw, err_line);
   if (err_line) return {};
@@ -134,6 +202,7 @@ struct Columns {
   int size = -1, count = -1, type = -1, redop = -1, root = -1, time = -1, algbw = -1, busbw = -1;
   std::size_t width = 0;
   bool timestamp = false;  // nccl-tests -T 1 (--report_timestamps): a last column "YYYY-mm-dd HH:MM:SS"
+  int wrong = -1;          // the out-of-place "#wrong" column (elements that came out wrong), where printed
 };
 
 // A column-header line: "size count type redop root time algbw busbw #wrong time ..." (the words
@@ -164,6 +233,8 @@ std::optional<Columns> header_columns(const std::vector<std::string>& toks) {
       first(c.busbw);
     else if (t == "timestamp")
       c.timestamp = true;
+    else if (t == "#wrong" || t == "wrong")
+      first(c.wrong);
   }
   if (c.size != 0 || c.count < 0 || c.type < 0 || c.time < 0 || c.algbw < 0 || c.busbw < 0) return std::nullopt;
   return c;
@@ -248,7 +319,21 @@ NcclTestsLog parse_run(const std::string& text, const std::string& origin, const
                        int lines_before);
 }  // namespace
 
+namespace {
+// Text this reader can read: no NUL byte (UTF-16, as Windows editors save, has one in every ASCII
+// character; a binary file has them too).
+void check_text(const std::string& text, const std::string& origin) {
+  const bool bom16 = text.size() >= 2 &&
+                     ((static_cast<unsigned char>(text[0]) == 0xff && static_cast<unsigned char>(text[1]) == 0xfe) ||
+                      (static_cast<unsigned char>(text[0]) == 0xfe && static_cast<unsigned char>(text[1]) == 0xff));
+  if (bom16 || text.find('\0') != std::string::npos)
+    throw Error(fmt::format("{}: {}; save the log as UTF-8 or ASCII text (e.g. iconv -f UTF-16 -t UTF-8)", origin,
+                            bom16 ? "UTF-16 text (its byte-order mark)" : "NUL bytes: UTF-16 text or a binary file"));
+}
+}  // namespace
+
 NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin, const NcclTestsOptions& opt) {
+  check_text(text, origin);
   return parse_run(text, origin, opt, 0);
 }
 
@@ -270,6 +355,7 @@ NcclTestsLog parse_run(const std::string& text, const std::string& origin, const
   std::map<int, int> coll_channels;      // NCCL INFO "N coll channels" -> line where first printed
   bool mnnvl = false;                    // NCCL INFO "MNNVL 1": nNodes counts NVLink domains, not hosts
   std::set<int> groups;                  // the Rank lines' Group values (NCCL_TESTS_SPLIT runs several)
+  std::map<double, int> sizes_seen;      // a row's size -> its line
   int test_line = 0;
   std::stringstream ss(text);
   std::string raw;
@@ -454,7 +540,20 @@ NcclTestsLog parse_run(const std::string& text, const std::string& origin, const
       continue;
     }
     // A data row: the first word an integer size.
-    if (!is_int(toks[0])) continue;
+    if (!is_int(toks[0])) {
+      // Under a column header, a line shaped like a row (the header's width, mostly numbers) whose first
+      // word is not a size: a prefix or a mark this reader does not know. Left out, but said.
+      if (cols && toks.size() + 1 >= cols->width) {
+        std::size_t numbers = 0;
+        for (const auto& w : toks) numbers += is_number(w) ? 1 : 0;
+        if (numbers + 2 >= cols->width)
+          log.notes.push_back(
+              fmt::format("{}: a line shaped like a row of the table, but its first word '{}' is not a "
+                          "size: left out (remove what comes before the size)",
+                          where, toks[0].size() > 24 ? toks[0].substr(0, 21) + "..." : toks[0]));
+      }
+      continue;
+    }
     if (!cols) {
       // A number before any column header: text we do not know (e.g. a shell listing); rows need it.
       continue;
@@ -505,8 +604,42 @@ NcclTestsLog parse_run(const std::string& text, const std::string& origin, const
     }
     if (row.time_us <= 0) throw Error(fmt::format("{}: time {} us is not positive", where, at(c.time)));
     if (row.algbw_gbps < 0 || row.busbw_gbps < 0) throw Error(fmt::format("{}: negative bandwidth", where));
-    if (!log.rows.empty() && row.bytes == log.rows.back().bytes)
-      throw Error(fmt::format("{}: size {} repeats the row of line {}", where, at(c.size), log.rows.back().line));
+    // One measurement: the size a whole number of elements (count x type, times the ranks for
+    // all-gather and reduce-scatter), and the printed algbw the size over the printed time (nccl-tests:
+    // algbw = size / time), each within half a unit of its last printed digit.
+    const double elements = static_cast<double>(row.count) * nccl_type_bytes(row.type);
+    if (row.count > 0 && std::fmod(row.bytes, elements) != 0)
+      throw Error(
+          fmt::format("{}: size {} is not a whole multiple of count x type ({} x {} B): not a row nccl-tests "
+                      "prints",
+                      where, at(c.size), row.count, nccl_type_bytes(row.type)));
+    {
+      const double ht = half_ulp(at(c.time)) > 0 ? half_ulp(at(c.time)) : 1e-3 * row.time_us;
+      const double ha = row.algbw_half_ulp > 0 ? row.algbw_half_ulp : 1e-3 * row.algbw_gbps;
+      const double lo = row.bytes / ((row.time_us + ht) * 1e3);
+      const double hi = row.time_us > ht ? row.bytes / ((row.time_us - ht) * 1e3) : HUGE_VAL;
+      const double slack = 1e-9 * (1 + row.algbw_gbps);
+      if (lo > row.algbw_gbps + ha + slack || hi < row.algbw_gbps - ha - slack)
+        throw Error(
+            fmt::format("{}: time {} us and algbw {} GB/s do not agree (size / time = {:.4g} GB/s; nccl-tests "
+                        "prints algbw = size / time): an edited or corrupted row",
+                        where, at(c.time), at(c.algbw), row.bytes / (row.time_us * 1e3)));
+    }
+    if (const auto it = sizes_seen.find(row.bytes); it != sizes_seen.end())
+      throw Error(
+          fmt::format("{}: size {} repeats the row of line {} (one table per run; a second copy of the table, "
+                      "or a second run without its header, is not read)",
+                      where, at(c.size), it->second));
+    sizes_seen[row.bytes] = ln;
+    // nccl-tests' check found wrong results (-c 1): the run was broken at this size; its time is left out.
+    if (c.wrong >= 0 && static_cast<std::size_t>(c.wrong) < toks.size() && is_int(at(c.wrong)) && at(c.wrong) != "0" &&
+        whole<std::int64_t>(at(c.wrong), where, "#wrong") > 0) {
+      log.notes.push_back(
+          fmt::format("{}: size {}: nccl-tests counted {} wrong element(s) (#wrong): the row is left "
+                      "out",
+                      where, at(c.size), at(c.wrong)));
+      continue;
+    }
     log.rows.push_back(std::move(row));
   }
   std::erase_if(log.env, [](const auto& e) { return e.line == 0; });
@@ -673,6 +806,7 @@ NcclTestsLog parse_run(const std::string& text, const std::string& origin, const
 
 std::vector<NcclTestsLog> parse_nccl_tests_runs(const std::string& text, const std::string& origin,
                                                 const NcclTestsOptions& opt) {
+  check_text(text, origin);
   // Where each run starts: nccl-tests' version line, its test marker, its "nThread" line, or a line
   // naming a test (a command line, a script's echo; not nccl-tests' closing line), when it comes
   // after rows of the run before it, or when that run printed the same kind of header already (a

@@ -95,6 +95,44 @@ TEST_CASE("fit: recovers a perturbed network bandwidth from synthetic nccl-tests
     CHECK(p.predicted_s == simtest::rel(p.point.measured_s).epsilon(0.03));
 }
 
+TEST_CASE(
+    "fit: points predicted alike are fitted as one, weighted: the same optimum and rms, fewer evaluations' points") {
+  const auto base = preset_system(2, 8, "dgx-h100");
+  json tj = engine::system_json(base);
+  tj["nccl"]["launch_us"] = 9.0;  // a cluster slower per call than the preset
+  const auto truth = engine::system_from_json(tj, "truth");
+  const auto ps = synthetic(truth, engine::Collective::AllReduce, 16, 2);
+  // Three runs of the same log: two as measured, one 10% slower at every size (run-to-run noise).
+  std::vector<FitPoint> runs = ps;
+  for (auto p : ps) runs.push_back(p);
+  for (auto p : ps) {
+    p.measured_s *= 1.1;
+    runs.push_back(p);
+  }
+  // The same fit, point by point, as the three runs' geometric mean given once per size and weighted x3:
+  // equal objective up to a constant, so the same knobs; the rms includes the runs' own spread.
+  std::vector<FitPoint> mean = ps;
+  for (auto& p : mean) p.measured_s *= std::cbrt(1.1);
+  const auto a = fit_system(base, runs, Algorithm::Auto, {"/nccl/launch_us"});
+  const auto b = fit_system(base, mean, Algorithm::Auto, {"/nccl/launch_us"});
+  CHECK(a.points_fitted == static_cast<int>(ps.size()));
+  CHECK(b.points_fitted == static_cast<int>(ps.size()));
+  REQUIRE(a.knobs.size() == b.knobs.size());
+  for (std::size_t k = 0; k < a.knobs.size(); ++k) CHECK(a.knobs[k].after == simtest::rel(b.knobs[k].after));
+  // The rms is the one over every point, computed here point by point.
+  double sq = 0;
+  for (const auto& p : predict_points(base, runs, Algorithm::Auto))
+    sq += std::pow(std::log(p.predicted_s / p.point.measured_s), 2);
+  CHECK(a.rms_log_before == simtest::rel(std::sqrt(sq / static_cast<double>(runs.size()))));
+  // rms over the 3n points: the mean's error and the runs' spread about it, sqrt(b^2 + spread^2).
+  const double l = std::log(1.1), spread = std::sqrt((2 * (l / 3) * (l / 3) + (2 * l / 3) * (2 * l / 3)) / 3);
+  CHECK(a.rms_log_after == simtest::rel(std::sqrt(b.rms_log_after * b.rms_log_after + spread * spread)));
+  // The fitted launch cost is the truth's, moved by the runs' mean.
+  const double fitted = value(a.system, "/nccl/launch_us");
+  CHECK(fitted > 9.0);
+  CHECK(fitted < 9.0 + 0.1 * 40);
+}
+
 TEST_CASE("fit: a point's own NCCL settings and algorithm (runs of one calibration that set them apart)") {
   const auto base = preset_system(2, 8, "dgx-h100");
   auto simple = base;
@@ -237,6 +275,37 @@ TEST_CASE("p2v calibrate --nccl-tests: predict-only, fit, and the fitted file us
   CHECK(r.out.find("lists 16 ranks, 32 expected") != std::string::npos);
   r = simtest::run("calibrate --system node=2,gpu=8 --nccl-tests /nonexistent.txt --predict-only");
   CHECK(r.code == 2);
+  // -o is checked before the fit (a directory, a directory that does not exist) and refused with
+  // --predict-only, which writes nothing; nothing is left behind.
+  const std::string log = data + "dgx-h100/allreduce_2n16g_b.txt";
+  r = simtest::run("calibrate --preset dgx-h100 --nccl-tests " + log + " -o /tmp");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("-o '/tmp': a directory, not a file") != std::string::npos);
+  r = simtest::run("calibrate --preset dgx-h100 --nccl-tests " + log + " -o /nonexistent-dir/x.json");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("cannot create a file in '/nonexistent-dir'") != std::string::npos);
+  r = simtest::run("calibrate --preset dgx-h100 --nccl-tests " + log + " --predict-only -o " + out);
+  CHECK(r.code == 2);
+  CHECK(r.out.find("-o goes with a fit, not with --predict-only") != std::string::npos);
+  std::ifstream none(out);
+  CHECK_FALSE(none.good());
+  // A log given twice is refused; the same table in two files is said; the NCCL version used is said.
+  r = simtest::run("calibrate --preset dgx-h100 --nccl-tests " + log + " " + log + " --predict-only");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("is given twice") != std::string::npos);
+  const std::string copy = "/tmp/p2v_test_fit_copy_" + std::to_string(::getpid()) + ".txt";
+  {
+    std::ifstream in(log);
+    std::ofstream(copy) << in.rdbuf();
+  }
+  r = simtest::run("calibrate --preset dgx-h100 --nccl-tests " + log + " " + copy + " --predict-only");
+  CHECK(r.code == 0);
+  CHECK(r.out.find(copy + ":27: the same table as " + log + ":27") != std::string::npos);
+  CHECK(r.out.find("NCCL version: the logs print none; the model's default, 2.30.7") != std::string::npos);
+  std::remove(copy.c_str());
+  r = simtest::run("calibrate --preset dgx-h100 --nccl-tests " + log + " --predict-only --nccl-version 9.1.2");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("NCCL 9.1.2 is newer than the newest release p2v's tables come from (2.30.7)") != std::string::npos);
 }
 
 TEST_CASE("p2v calibrate --nccl-tests: the channels a log's NCCL_DEBUG=INFO lines print replace the system's") {

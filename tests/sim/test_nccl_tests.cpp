@@ -205,6 +205,55 @@ TEST_CASE("nccl-tests: strict errors name the file and line") {
   CHECK_THROWS_AS(load_nccl_tests("/nonexistent/log.txt"), p2v::Error);
 }
 
+TEST_CASE("nccl-tests: a row is one measurement; a terminal's or a web page's dressing is undone") {
+  const std::string r64 = "   64   16  float  sum  -1  10.0  0.01  0.01  0  10.0  0.01  0.01  0\n";
+  const std::string r1m = "1048576  262144  float  sum  -1  100.0  10.49  10.49  0  100.0  10.49  10.49  0\n";
+  const std::string r2m = "2097152  524288  float  sum  -1  150.0  13.98  13.98  0  150.0  13.98  13.98  0\n";
+  const auto clean = parse_nccl_tests(std::string(kHeader) + r64 + r1m + r2m, "log.txt");
+  REQUIRE(clean.rows.size() == 3);
+  // algbw disagreeing with size / time (an edited time): an error naming the row.
+  CHECK(error_of(std::string(kHeader) + r64 +
+                 "1048576  262144  float  sum  -1  999.0  10.49  10.49  0  100.0  10.49  10.49  0\n")
+            .find("log.txt:8: time 999.0 us and algbw 10.49 GB/s do not agree (size / time = 1.05 GB/s") == 0);
+  CHECK(error_of(std::string(kHeader) + "1048576  262144  float  sum  -1  1e-30  10.49  10.49  0  1  1  1  0\n")
+            .find("log.txt:7: time 1e-30 us and algbw 10.49 GB/s do not agree") == 0);
+  // Printed precision is allowed for: 100.0 us is 99.95-100.05, algbw 10.49 is 10.485-10.495.
+  CHECK(
+      error_of(std::string(kHeader) + "1048576  262144  float  sum  -1  100.0  10.48  10.48  0  1  1  1  0\n").empty());
+  CHECK_FALSE(
+      error_of(std::string(kHeader) + "1048576  262144  float  sum  -1  100.0  10.47  10.47  0  1  1  1  0\n").empty());
+  // A size that is not count x type (x ranks): not a row nccl-tests prints.
+  CHECK(error_of(std::string(kHeader) + "1048577  262144  float  sum  -1  100.0  10.49  10.49  0  1  1  1  0\n")
+            .find("log.txt:7: size 1048577 is not a whole multiple of count x type (262144 x 4 B)") == 0);
+  // A size seen before, not only on the line before (a table pasted twice).
+  CHECK(error_of(std::string(kHeader) + r64 + r1m + r64).find("log.txt:9: size 64 repeats the row of line 7") == 0);
+  // Wrong results (#wrong > 0): the row is left out, and said.
+  const auto wrong = parse_nccl_tests(
+      std::string(kHeader) + r64 + "1048576  262144  float  sum  -1  100.0  10.49  10.49  7  100.0  10.49  10.49  0\n",
+      "log.txt");
+  REQUIRE(wrong.rows.size() == 1);
+  CHECK(wrong.notes.at(0).find("log.txt:8: size 1048576: nccl-tests counted 7 wrong element(s)") == 0);
+  // Colours (ANSI escapes), no-break spaces from a web page, kubectl --timestamps, a quoted paste: the same rows.
+  for (const std::string& dressed :
+       {std::string("\x1b[32m") + r1m.substr(0, r1m.size() - 1) + "\x1b[0m\n",
+        "1048576\xc2\xa0\xc2\xa0" + r1m.substr(8), "2025-01-02T03:04:05.123456789Z " + r1m, "> " + r1m}) {
+    CAPTURE(dressed);
+    const auto log = parse_nccl_tests(std::string(kHeader) + r64 + dressed + r2m, "log.txt");
+    REQUIRE(log.rows.size() == 3);
+    CHECK(log.rows[1].bytes == 1048576);
+    CHECK(log.rows[1].time_us == 100.0);
+  }
+  // A line shaped like a row behind a prefix this reader does not know: left out, said.
+  const auto prefixed = parse_nccl_tests(std::string(kHeader) + r64 + "WARN: " + r1m + r2m, "log.txt");
+  CHECK(prefixed.rows.size() == 2);
+  REQUIRE(!prefixed.notes.empty());
+  CHECK(prefixed.notes.back().find("log.txt:8: a line shaped like a row of the table, but its first word 'WARN:'") ==
+        0);
+  // UTF-16 (a Windows editor's) or binary text: said so, not "no result rows".
+  CHECK(error_of("\xff\xfe#\0 \0n\0" + std::string(kHeader)).find("log.txt: UTF-16 text") == 0);
+  CHECK(error_of(std::string("abc\0def", 7)).find("log.txt: NUL bytes") == 0);
+}
+
 TEST_CASE("nccl-tests: test names and element sizes") {
   CHECK(collective_of_test("all_reduce_perf_mpi") == Collective::AllReduce);
   CHECK(collective_of_test("reduce_perf") == Collective::Reduce);

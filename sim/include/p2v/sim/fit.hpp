@@ -36,6 +36,10 @@
 #include "p2v/sim/cost.hpp"
 #include "p2v/sim/nccl_tests.hpp"
 
+namespace p2v::engine {
+class Progress;
+}  // namespace p2v::engine
+
 namespace p2v::sim {
 
 struct FitPoint {
@@ -104,16 +108,20 @@ struct SystemFit {
   std::vector<FitKnob> knobs;
   double rms_log_before = 0, rms_log_after = 0;  // sqrt(mean (ln predicted/measured)^2)
   int evaluations = 0;
+  int points_fitted = 0;  // the points the objective prices: points predicted alike are one (fit_system)
 };
 
 // The knobs `fit_system` would move for system `s` (before values filled).
 std::vector<FitKnob> system_knobs(const engine::System& s);
 
 // Fits the knobs of `s` to `ps`; `only` (when not empty) names the knobs that may move, the others
-// keep their values. Throws p2v::Error when `ps` is empty.
+// keep their values. Points predicted alike (one call under one setting: repeated runs, a log given
+// twice) are fitted as one at their geometric mean, weighted by their number: the same optimum and
+// rms, at the cost of the distinct points. `progress`, when given, counts the model evaluations.
+// Throws p2v::Error when `ps` is empty.
 inline constexpr double kFitPriorWeight = 0.001;
 SystemFit fit_system(const engine::System& s, const std::vector<FitPoint>& ps, Algorithm algo,
                      const std::vector<std::string>& only = {}, int max_evaluations = 4000,
-                     double prior_weight = kFitPriorWeight);
+                     double prior_weight = kFitPriorWeight, engine::Progress* progress = nullptr);
 
 }  // namespace p2v::sim
