@@ -105,7 +105,15 @@ std::vector<sim::NcclTestsLog> load_logs(const CalArgs& a) {
   sim::NcclTestsOptions opt;
   if (!a.collective.empty()) {
     const auto t = a.collective.ends_with("_perf") ? a.collective : a.collective + "_perf";
-    const auto c = sim::collective_of_test(t);
+    auto c = sim::collective_of_test(t);
+    // Any case, with or without underscores: allreduce, ALL_REDUCE, AllReduce.
+    auto squash = [](std::string x) {
+      std::erase(x, '_');
+      for (auto& ch : x) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      return x;
+    };
+    for (const auto k : engine::kAllCollectives)
+      if (!c && squash(engine::to_string(k)) == squash(a.collective)) c = k;
     opt.collective = c ? *c : engine::parse_collective(a.collective);
   }
   std::vector<sim::NcclTestsLog> logs;
@@ -158,11 +166,11 @@ std::pair<std::string, std::string> shape_from_logs(const std::vector<sim::NcclT
     }
     const auto s = fmt::format("node={},gpu={}", nodes, gpus);
     if (!shape.empty() && s != shape)
-      throw Error(fmt::format("{}: ran on {}, but {} on {}; calibrate one system at a time (or give --system)",
-                              log.origin, s, first, shape));
+      throw Error(fmt::format("{}:{}: ran on {}, but {} on {}; calibrate one system at a time (or give --system)",
+                              log.origin, log.rows.front().line, s, first, shape));
     if (shape.empty()) {
       shape = s;
-      first = log.origin;
+      first = fmt::format("{}:{}", log.origin, log.rows.front().line);
       why = fmt::format("system {} from {}: {}", s, log.origin, how);
     }
   }

@@ -506,7 +506,10 @@ NcclTestsLog parse_run(const std::string& text, const std::string& origin, const
       const auto on = std::find(toks.begin(), toks.end(), "on");
       const auto dev = std::find(toks.begin(), toks.end(), "device");
       if (on == toks.end() || on + 1 == toks.end() || dev == toks.end() || dev < on)
-        throw Error(fmt::format("{}: rank line without 'on HOST device N'", where));
+        throw Error(
+            fmt::format("{}: rank line without 'on HOST device N' (nccl-tests prints '#  Rank R Group G Pid P on "
+                        "HOST device D [BUS] GPU'); restore the line as printed or remove the Rank lines",
+                        where));
       const int r = whole<int>(toks[1], where, "rank");
       if (r < 0) throw Error(fmt::format("{}: negative rank {}", where, r));
       if (const auto it = rank_line.find(r); it != rank_line.end())

@@ -303,6 +303,15 @@ TEST_CASE("p2v calibrate --nccl-tests: predict-only, fit, and the fitted file us
   CHECK(r.out.find(copy + ":27: the same table as " + log + ":27") != std::string::npos);
   CHECK(r.out.find("NCCL version: the logs print none; the model's default, 2.30.7") != std::string::npos);
   std::remove(copy.c_str());
+  // --collective in any case, with or without underscores, as test or collective name.
+  for (const char* c : {"allreduce", "ALL_REDUCE", "AllReduce", "all_reduce_perf"}) {
+    CAPTURE(c);
+    r = simtest::run("calibrate --preset dgx-h100 --nccl-tests " + log + " --predict-only --collective " + c);
+    CHECK(r.code == 0);
+  }
+  r = simtest::run("calibrate --preset dgx-h100 --nccl-tests " + log + " --predict-only --collective allreduz");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("unknown collective 'allreduz'") != std::string::npos);
   r = simtest::run("calibrate --preset dgx-h100 --nccl-tests " + log + " --predict-only --nccl-version 9.1.2");
   CHECK(r.code == 0);
   CHECK(r.out.find("NCCL 9.1.2 is newer than the newest release p2v's tables come from (2.30.7)") != std::string::npos);
