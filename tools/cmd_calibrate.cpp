@@ -663,7 +663,8 @@ Registrar reg("calibrate", [](CLI::App& sub) -> std::function<int()> {
       sub.add_option("--nccl-tests", a->logs,
                      "nccl-tests outputs (all_reduce_perf, all_gather_perf, reduce_scatter_perf, broadcast_perf, "
                      "reduce_perf) of the whole system: one group of all its devices; a file of several runs is read "
-                     "run by run (runs of other tests, e.g. alltoall_perf, are left out with a note)");
+                     "run by run (runs of other tests, e.g. alltoall_perf, are left out with a note); - reads standard "
+                     "input");
   m->excludes(l);
   sub.add_option("--collective", a->collective,
                  "with --nccl-tests: the collective, for logs that do not name their test, or the runs of a file of "

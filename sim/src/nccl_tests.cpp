@@ -8,7 +8,9 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <iterator>
 #include <map>
 #include <set>
@@ -940,14 +942,21 @@ void expect_ranks(NcclTestsLog& log, int ranks, const std::string& of) {
 
 namespace {
 
-// The file's text, at most kMaxNcclTestsBytes.
+// The file's text, at most kMaxNcclTestsBytes; "-" is standard input (a pipe from kubectl logs, ...).
 std::string read_log(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(fmt::format("nccl-tests log '{}': cannot open it ({})", path, std::strerror(errno)));
+  std::ifstream file;
+  if (path != "-") {
+    file.open(path, std::ios::binary);
+    if (!file) throw Error(fmt::format("nccl-tests log '{}': cannot open it ({})", path, std::strerror(errno)));
+  }
+  std::istream& in = path == "-" ? std::cin : file;
+  std::error_code ec;
   std::string text;
   text.resize(kMaxNcclTestsBytes + 1);
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  if (in.bad()) throw Error(fmt::format("nccl-tests log '{}': read error", path));
+  if (in.bad())
+    throw Error(fmt::format("nccl-tests log '{}': read error{}", path,
+                            std::filesystem::is_directory(path, ec) ? " (a directory, not a file)" : ""));
   text.resize(static_cast<std::size_t>(in.gcount()));
   if (text.size() > kMaxNcclTestsBytes)
     throw Error(fmt::format("nccl-tests log '{}': larger than {} MiB; cut it to the test's output", path,
@@ -958,11 +967,11 @@ std::string read_log(const std::string& path) {
 }  // namespace
 
 NcclTestsLog load_nccl_tests(const std::string& path, const NcclTestsOptions& opt) {
-  return parse_nccl_tests(read_log(path), path, opt);
+  return parse_nccl_tests(read_log(path), path == "-" ? "<stdin>" : path, opt);
 }
 
 std::vector<NcclTestsLog> load_nccl_tests_runs(const std::string& path, const NcclTestsOptions& opt) {
-  return parse_nccl_tests_runs(read_log(path), path, opt);
+  return parse_nccl_tests_runs(read_log(path), path == "-" ? "<stdin>" : path, opt);
 }
 
 // NCCL's parseList (src/graph/tuning.cc); see the header.

@@ -303,6 +303,13 @@ TEST_CASE("p2v calibrate --nccl-tests: predict-only, fit, and the fitted file us
   CHECK(r.out.find(copy + ":27: the same table as " + log + ":27") != std::string::npos);
   CHECK(r.out.find("NCCL version: the logs print none; the model's default, 2.30.7") != std::string::npos);
   std::remove(copy.c_str());
+  // "-" reads the log from standard input (a pipe from kubectl logs); a directory says so.
+  r = simtest::run("calibrate --preset dgx-h100 --nccl-tests - --predict-only < " + log);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("system node=2,gpu=8 from <stdin>") != std::string::npos);
+  r = simtest::run("calibrate --preset dgx-h100 --nccl-tests /tmp --predict-only");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("read error (a directory, not a file)") != std::string::npos);
   // --collective in any case, with or without underscores, as test or collective name.
   for (const char* c : {"allreduce", "ALL_REDUCE", "AllReduce", "all_reduce_perf"}) {
     CAPTURE(c);

@@ -120,7 +120,8 @@ NcclTestsLog parse_nccl_tests(const std::string& text, const std::string& origin
 // that error ("the run has 8 ranks", "the system has 8 devices"). Throws p2v::Error. parse_nccl_tests
 // applies it with NcclTestsOptions::ranks; `p2v calibrate` with its system's devices.
 void expect_ranks(NcclTestsLog& log, int ranks, const std::string& of);
-// Reads at most kMaxNcclTestsBytes (larger files are an error).
+// Reads at most kMaxNcclTestsBytes (larger files are an error); path "-" is standard input (its
+// messages name it "<stdin>").
 inline constexpr std::size_t kMaxNcclTestsBytes = 64u << 20;
 NcclTestsLog load_nccl_tests(const std::string& path, const NcclTestsOptions& opt = {});
 
