@@ -3,13 +3,9 @@
 // (the system file's knobs, sim/fit.hpp); --predict-only prints predicted vs measured.
 #include <fmt/core.h>
 #include <fmt/ranges.h>
-#include <unistd.h>
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -23,6 +19,7 @@
 #include "common.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/progress.hpp"
+#include "p2v/engine/write.hpp"
 #include "p2v/sim/calibrate.hpp"
 #include "p2v/sim/fidelity.hpp"
 #include "p2v/sim/fit.hpp"
@@ -40,23 +37,6 @@ struct CalArgs {
   bool json = false, predict_only = false, progress = false, quiet = false;
   double prior_weight = sim::kFitPriorWeight;
 };
-
-// -o checked before a fit that may take minutes: the path is not a directory and its directory takes
-// a new file (a temporary one is created there and removed). The write itself stays write_file's
-// (whole or not at all).
-void check_output(const std::string& path) {
-  if (path.empty()) return;
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) throw Error(fmt::format("-o '{}': a directory, not a file", path));
-  const fs::path dir = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
-  std::string probe = (dir / ".p2v-calibrate-XXXXXX").string();
-  const int fd = ::mkstemp(probe.data());
-  if (fd < 0)
-    throw Error(fmt::format("-o '{}': cannot create a file in '{}' ({})", path, dir.string(), std::strerror(errno)));
-  ::close(fd);
-  ::unlink(probe.c_str());
-}
 
 struct CalResult {
   engine::System system;
@@ -690,7 +670,8 @@ Registrar reg("calibrate", [](CLI::App& sub) -> std::function<int()> {
   return [a] {
     if (a->predict_only && !a->output.empty())
       throw Error("calibrate: -o goes with a fit, not with --predict-only (which writes no system file)");
-    check_output(a->output);
+    // -o checked before a fit that may take minutes, as the write will take it (write_file).
+    if (!a->output.empty()) engine::check_writable(a->output);
     if (!a->logs.empty()) return run_nccl_tests(*a);
     if (a->measurements.empty()) throw Error("calibrate: give --measurements CSV or --nccl-tests LOG...");
     if (a->predict_only) throw Error("calibrate: --predict-only goes with --nccl-tests");

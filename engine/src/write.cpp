@@ -143,6 +143,32 @@ void write_file_atomic(const std::string& path, std::string_view content, const 
   sync_directory(parent_dir(target), what, path);
 }
 
+void check_writable(const std::string& path, const std::string& what) {
+  if (path.empty()) throw Error(fmt::format("cannot write {}: empty file name", what));
+  struct stat st {};
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  if (exists) {
+    if (S_ISDIR(st.st_mode)) fail(what, path, EISDIR);
+    if (standard_stream(st) >= 0) return;
+    if (!S_ISREG(st.st_mode)) {
+      const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK);
+      if (fd < 0 && errno != ENXIO) fail(what, path, errno);  // ENXIO: a FIFO with no reader yet
+      if (fd >= 0) ::close(fd);
+      return;
+    }
+  }
+  std::filesystem::path target(path);
+  struct stat lst {};
+  if (::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
+    std::error_code ec;
+    const auto real = std::filesystem::canonical(target, ec);
+    if (!ec) target = real;
+  }
+  std::string tmp;
+  if (const int err = write_temporary(target, {}, 0600, /*sync=*/false, tmp); err != 0) fail(what, path, err);
+  ::unlink(tmp.c_str());
+}
+
 void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files, const std::string& what) {
   struct Pending {
     std::string tmp, path, dir;

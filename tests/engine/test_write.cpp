@@ -170,3 +170,32 @@ TEST_CASE("write_files_atomic: a file that cannot be written names it, and nothi
   CHECK(temporaries(d) == 0);
   fs::remove_all(d);
 }
+
+TEST_CASE("check_writable: refuses what write_file_atomic would, with its message, and touches nothing") {
+  using p2v::engine::check_writable;
+  const auto d = fresh_dir("p2v-check-writable");
+  auto refusal = [](const std::string& path) {
+    try {
+      check_writable(path, "test file");
+    } catch (const p2v::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  // A new file in a writable directory, an existing file, a device the write takes in place: fine,
+  // and neither the target nor a temporary is left behind.
+  CHECK(refusal((d / "new.json").string()).empty());
+  CHECK_FALSE(fs::exists(d / "new.json"));
+  std::ofstream(d / "old.json") << "old";
+  CHECK(refusal((d / "old.json").string()).empty());
+  CHECK(slurp(d / "old.json") == "old");
+  CHECK(refusal("/dev/null").empty());
+  CHECK(temporaries(d) == 0);
+  // What the write refuses, with the write's own message.
+  CHECK(refusal(d.string()) == "cannot write test file '" + d.string() + "': Is a directory");
+  CHECK(refusal(d.string()) == error_of(d.string(), "x"));
+  const auto missing = (d / "no-such-dir" / "x.json").string();
+  CHECK(refusal(missing) == error_of(missing, "x"));
+  CHECK(refusal("") == error_of("", "x"));
+  fs::remove_all(d);
+}

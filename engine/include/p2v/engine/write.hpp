@@ -14,6 +14,13 @@ namespace p2v::engine {
 // /dev/full or /dev/null, a FIFO) is written in place, with every write checked.
 void write_file_atomic(const std::string& path, std::string_view content, const std::string& what = "file");
 
+// Whether write_file_atomic(path, ..., what) could write `path` now, checked without touching it (for
+// a command that would otherwise find out only after minutes of work): the same cases as the write,
+// a standard stream or an existing non-regular file (a device, a FIFO) opened for writing and closed,
+// otherwise an empty temporary created beside the target (a symbolic link's, as the write does) and
+// removed. Throws the p2v::Error the write would: "cannot write <what> '<path>': <reason>".
+void check_writable(const std::string& path, const std::string& what = "file");
+
 // Writes several files (path, content), each as write_file_atomic does, with one flush to disk for
 // all of them instead of one per file: every temporary is written and closed, then one syncfs(2) of
 // each directory's file system, then the renames, then one fsync per directory. On a failure the
