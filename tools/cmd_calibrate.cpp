@@ -19,6 +19,7 @@
 #include "common.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/progress.hpp"
+#include "p2v/engine/text_util.hpp"
 #include "p2v/engine/write.hpp"
 #include "p2v/sim/calibrate.hpp"
 #include "p2v/sim/fidelity.hpp"
@@ -89,8 +90,7 @@ std::vector<sim::NcclTestsLog> load_logs(const CalArgs& a) {
     // Any case, with or without underscores: allreduce, ALL_REDUCE, AllReduce.
     auto squash = [](std::string x) {
       std::erase(x, '_');
-      for (auto& ch : x) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-      return x;
+      return engine::text::lower(std::move(x));
     };
     for (const auto k : engine::kAllCollectives)
       if (!c && squash(engine::to_string(k)) == squash(a.collective)) c = k;

@@ -2,9 +2,8 @@
 
 #include <fmt/core.h>
 
-#include <cctype>
-
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/text_util.hpp"
 
 namespace p2v::engine {
 
@@ -41,8 +40,7 @@ std::string dtype_spellings() {
 }
 
 Dtype parse_dtype(const std::string& text, const std::string& what) {
-  std::string low;
-  for (char c : text) low += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string low = ::p2v::engine::text::lower(text);
   for (const auto& i : dtypes())
     for (const char* sp : i.spellings)
       if (low == sp) return i.dtype;

@@ -2,7 +2,6 @@
 
 #include <fmt/core.h>
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -21,15 +20,11 @@ namespace p2v::sim {
 
 using namespace engine;
 
+using text::lower;
 using text::split_csv;
 using text::trim;
 
 namespace {
-
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 long parse_int(const std::string& s, const std::string& where) {
   std::size_t pos = 0;

@@ -9,6 +9,7 @@
 
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/json_reader.hpp"
+#include "p2v/engine/text_util.hpp"
 #include "p2v/sim/cost.hpp"
 
 namespace p2v::sim {
@@ -268,10 +269,7 @@ double hw_lat(const Tables& tb, const NcclLevelParams* lv, HwClass hw, int r, in
          lv->hop_latency_scale[i];
 }
 
-std::string lower(std::string s) {
-  for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return s;
-}
+using engine::text::lower;
 
 }  // namespace
 

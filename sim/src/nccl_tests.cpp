@@ -18,6 +18,7 @@
 #include <tuple>
 
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/text_util.hpp"
 #include "p2v/engine/units.hpp"
 
 namespace p2v::sim {
@@ -978,10 +979,7 @@ std::vector<NcclTestsLog> load_nccl_tests_runs(const std::string& path, const Nc
 std::optional<std::vector<std::string>> nccl_env_list(const std::string& value, engine::Collective coll, int v,
                                                       const std::vector<std::string>& all, const std::string& where,
                                                       std::vector<std::string>& notes) {
-  auto lower = [](std::string x) {
-    for (auto& ch : x) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    return x;
-  };
+  using engine::text::lower;
   auto split = [](const std::string& x, char sep) {
     std::vector<std::string> out;
     std::size_t pos = 0;

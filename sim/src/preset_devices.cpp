@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "p2v/engine/error.hpp"
+#include "p2v/engine/text_util.hpp"
 
 namespace p2v::sim {
 
@@ -94,10 +95,7 @@ const PresetDevice& preset_device(const Preset& p) {
 
 namespace {
 
-std::string upper(std::string u) {
-  for (auto& ch : u) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-  return u;
-}
+using engine::text::upper;
 
 // `k` in `u` (both upper case) as a token of its own: no letter or digit before it, no digit after
 // it ("H20" is not in "H200", "H200" not in "GH200"; "H100-SXM5" and "A100X" are H100 and A100).

@@ -2,7 +2,6 @@
 
 #include <fmt/core.h>
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -79,8 +78,7 @@ std::vector<ProgramMeasurement> parse_program_measurements(const std::string& te
     if (!header) {
       header = true;
       for (int i = 0; i < static_cast<int>(f.size()); ++i) {
-        std::string h = f[static_cast<std::size_t>(i)];
-        for (auto& c : h) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        const std::string h = text::lower(f[static_cast<std::size_t>(i)]);
         if (h == "program")
           pcol = i;
         else if (h == "seconds" || h == "time_s")
