@@ -39,14 +39,14 @@ std::vector<FitPoint> fit_points(const NcclTestsLog& log, const System& s) {
     throw Error(fmt::format("{}: the log's ranks run on {} hosts, system '{}' has {} nodes", log.origin, log.nodes,
                             s.name, nn));
   std::vector<FitPoint> ps;
+  // What NCCL ran per size, where the log says (NCCL_DEBUG_SUBSYS=TUNING): from v2.24 NCCL's bytes are
+  // the call's count x type size, a rank's input for AllGather and output for ReduceScatter; v2.23's
+  // are the call's whole (`total`).
+  const bool per_rank =
+      log.collective == engine::Collective::AllGather || log.collective == engine::Collective::ReduceScatter;
   for (const auto& r : log.rows) {
     ps.push_back({log.origin, r.line, log.collective, log.ranks, log.nodes > 0 ? log.nodes : nn, r.bytes,
                   r.time_us * 1e-6, std::max(1, log.ngpus)});
-    // What NCCL ran for this size, where the log says (NCCL_DEBUG_SUBSYS=TUNING): from v2.24 NCCL's bytes
-    // are the call's count x type size, a rank's input for AllGather and output for ReduceScatter; v2.23's
-    // are the call's whole (`total`).
-    const bool per_rank =
-        log.collective == engine::Collective::AllGather || log.collective == engine::Collective::ReduceScatter;
     const auto pk = std::find_if(log.picks.begin(), log.picks.end(), [&](const auto& x) {
       const double row_bytes = per_rank && !x.total ? x.bytes * std::max(1, log.ranks) : x.bytes;
       return x.func == engine::to_string(log.collective) && row_bytes == r.bytes;

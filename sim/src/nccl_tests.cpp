@@ -613,14 +613,15 @@ NcclTestsLog parse_run(const std::string& text, const std::string& origin, const
     // One measurement: the size a whole number of elements (count x type, times the ranks for
     // all-gather and reduce-scatter), and the printed algbw the size over the printed time (nccl-tests:
     // algbw = size / time), each within half a unit of its last printed digit.
-    const double elements = static_cast<double>(row.count) * nccl_type_bytes(row.type);
-    if (row.count > 0 && std::fmod(row.bytes, elements) != 0)
+    const int type_bytes = nccl_type_bytes(row.type);
+    if (row.count > 0 && std::fmod(row.bytes, static_cast<double>(row.count) * type_bytes) != 0)
       throw Error(
           fmt::format("{}: size {} is not a whole multiple of count x type ({} x {} B): not a row nccl-tests "
                       "prints",
-                      where, at(c.size), row.count, nccl_type_bytes(row.type)));
+                      where, at(c.size), row.count, type_bytes));
     {
-      const double ht = half_ulp(at(c.time)) > 0 ? half_ulp(at(c.time)) : 1e-3 * row.time_us;
+      const double time_ulp = half_ulp(at(c.time));
+      const double ht = time_ulp > 0 ? time_ulp : 1e-3 * row.time_us;
       const double ha = row.algbw_half_ulp > 0 ? row.algbw_half_ulp : 1e-3 * row.algbw_gbps;
       const double lo = row.bytes / ((row.time_us + ht) * 1e3);
       const double hi = row.time_us > ht ? row.bytes / ((row.time_us - ht) * 1e3) : HUGE_VAL;
