@@ -40,7 +40,7 @@ def read_meta(path):
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             line = TAG.sub("", line.rstrip("\n"))
-            m = re.match(r"#\s*(preset|nodes|gpus-per-node|collective|source|system|nccl-version|nccl-algo|nccl-tuner):\s*(.*)", line)
+            m = re.match(r"#\s*(preset|network|nodes|gpus-per-node|collective|source|system|nccl-version|nccl-algo|nccl-tuner):\s*(.*)", line)
             if m:
                 meta.setdefault(m.group(1), m.group(2).strip())
                 continue
@@ -267,6 +267,65 @@ def by_algorithm(points, metas):
     for title, ps in sorted(groups.items()):
         rows += [r for r in summary(ps, title) if r["regime"] != "all"]
     return rows
+
+
+# The network each preset describes (sim/src/levels.cpp, the presets' descriptions and source lines):
+# a log whose '# network:' (as its source states it) is another one is predicted off its preset.
+PRESET_NETWORK = {"dgx-a100": "infiniband", "dgx-h100": "infiniband", "p4d": "efa", "p5": "efa",
+                  "a3-mega": "tcpxo"}
+NETWORKS = set(PRESET_NETWORK.values()) | {"roce", "none"}  # none: one node, no network in the run
+CAUSES = ["data rule", "network not the preset's", "logs of one kind disagree", "model"]
+
+
+def check_networks(metas):
+    """Every log states its network and the suite knows its preset's; returns the failures."""
+    bad = []
+    for path, m in sorted(metas.items()):
+        net = m.get("network", "").split()[0] if m.get("network", "").split() else ""
+        if net not in NETWORKS:
+            bad.append(f"{path}: '# network:' is {net or 'missing'!r}, not one of {', '.join(sorted(NETWORKS))}")
+        elif (net == "none") != (m["n_nodes"] == 1):
+            bad.append(f"{path}: '# network: {net}' on a run of {m['n_nodes']} node(s)")
+        if m.get("preset") not in PRESET_NETWORK:
+            bad.append(f"{path}: preset {m.get('preset')!r} has no network in run.py's PRESET_NETWORK")
+    return bad
+
+
+def on_preset_network(meta):
+    net = meta["network"].split()[0]
+    return net == "none" or net == PRESET_NETWORK[meta["preset"]]
+
+
+def miss_causes(points, metas, factor=1.25):
+    """Every point outside `factor` of its measurement, given the first cause that applies, in order:
+    the data rule marks it (a glitch of the log), its log ran on another network than its preset
+    describes, the logs of its kind (preset, shape, collective) disagree at its size by more than
+    factor^2 (no single prediction is within `factor` of all of them), else the model. Returns
+    {regime: {cause: count}} and {regime: points}."""
+    apart = set()
+    for key, by_size in by_kind(points, metas).items():
+        for b, logs in by_size.items():
+            if len(logs) >= 2 and max(logs.values()) / min(logs.values()) > factor ** 2:
+                apart.add((key, b))
+    counts, totals = {}, {}
+    for name, sel in REGIMES:
+        ps = [p for p in points if sel(p["bytes"])]
+        totals[name] = len(ps)
+        c = counts[name] = {k: 0 for k in CAUSES}
+        for p in ps:
+            if within([p["predicted_s"] / p["measured_s"]], factor):
+                continue
+            m = metas[p["origin"]]
+            key = (os.path.basename(os.path.dirname(p["origin"])), m["n_nodes"], m["n_gpus"], p["collective"])
+            if p["inconsistent"]:
+                c["data rule"] += 1
+            elif not on_preset_network(m):
+                c["network not the preset's"] += 1
+            elif (key, p["bytes"]) in apart:
+                c["logs of one kind disagree"] += 1
+            else:
+                c["model"] += 1
+    return counts, totals
 
 
 def ceiling(points, metas, factor=1.25):
@@ -509,14 +568,15 @@ def main():
         if len(pts) != len(rows):
             failures.append(f"{path}: p2v read {len(pts)} points, the file has {len(rows)} table rows")
         by_system.setdefault(os.path.basename(os.path.dirname(path)), []).extend(pts)
+    bad_meta = check_networks(metas)
     if a.fast:
-        for f in failures:
+        for f in failures + bad_meta:
             print("FAIL", f)
         n = sum(len(v) for v in by_system.values())
         print(f"fidelity --fast: {len(files) - len(failures)}/{len(files)} data files read, {n} points")
-        return 1 if failures else 0
-    if failures:
-        for f in failures:
+        return 1 if failures or bad_meta else 0
+    if failures or bad_meta:
+        for f in failures + bad_meta:
             print("FAIL", f, file=sys.stderr)
         return 1
 
@@ -568,6 +628,20 @@ def main():
     print("ceiling: the share within 1.25x that one prediction per (preset, shape, collective, size) could reach "
           "at best, given how the logs of one kind disagree: " +
           ", ".join(f"{name} {100.0 * h / t:.0f}% ({h}/{t})" for name, (h, t) in ceil.items()))
+    own = [p for p in allpts if on_preset_network(metas[p["origin"]])]
+    own_rows = summary(own, "on the preset's network")
+    print(f"summary: predicted / measured, the {len(own)} points of logs run on their preset's network (or one "
+          f"node), without the {len(allpts) - len(own)} of logs on another (RoCE under an InfiniBand preset)")
+    print_summary(own_rows)
+    counts, totals = miss_causes(allpts, metas)
+    print("misses by cause: points outside 1.25x, each counted once, under the first cause that applies "
+          "(data rule; log on another network than its preset's; logs of its kind more than 1.25^2 apart at "
+          "its size; else the model), and the share within 1.25x were the model's own misses all fixed")
+    print(f"  {'regime':<11} {'points':>6} " + " ".join(f"{c:>26}" for c in CAUSES) + f" {'if model fixed':>15}")
+    for name, _ in REGIMES:
+        c = counts[name]
+        best = 100.0 * (totals[name] - sum(c.values()) + c["model"]) / totals[name]
+        print(f"  {name:<11} {totals[name]:>6} " + " ".join(f"{c[k]:>26}" for k in CAUSES) + f" {best:>14.0f}%")
 
     if a.accuracy_json or a.check_accuracy_json:
         acc = accuracy(allpts, metas)

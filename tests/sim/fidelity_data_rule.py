@@ -3,7 +3,8 @@
 made-up nccl-tests table: a size whose out-of-place and in-place times are more than 2x apart, and
 one whose out-of-place time is more than 2x the next size's, are left out; nothing else is. And the
 suite's ceiling (run.ceiling, §6) on made-up measurements of one kind, and its table by algorithm
-(run.by_algorithm) on made-up predictions."""
+(run.by_algorithm), the accuracy file's whole-node rule (run.accuracy), the misses by cause
+(run.miss_causes) and the '# network:' check (run.check_networks) on made-up predictions."""
 import os
 import sys
 import tempfile
@@ -89,6 +90,42 @@ def main():
         print(f"FAIL: accuracy with a partial-node log gave {acc}")
         return 1
     print("accuracy: runs on part of each node left out")
+    # Misses by cause (run.miss_causes): each point outside 1.25x counted once, under the first cause
+    # that applies: data rule, a log on another network than its preset's, logs of its kind more than
+    # 1.25^2 apart at its size, else the model. Points within 1.25x are no miss whatever their log.
+    metas = {"p5/efa_a": {"n_nodes": 2, "n_gpus": 8, "preset": "p5", "network": "efa"},
+             "p5/efa_b": {"n_nodes": 2, "n_gpus": 8, "preset": "p5", "network": "efa"},
+             "dgx-h100/roce": {"n_nodes": 2, "n_gpus": 8, "preset": "dgx-h100", "network": "roce"},
+             "dgx-h100/one": {"n_nodes": 1, "n_gpus": 8, "preset": "dgx-h100", "network": "none"}}
+    mk = [  # origin, bytes, measured, predicted, inconsistent -> expected cause (None: within 1.25x)
+        ("p5/efa_a", 1024.0, 1.0, 1.2, False, None),
+        ("p5/efa_a", 2048.0, 1.0, 3.0, True, "data rule"),              # also apart below: rule first
+        ("p5/efa_b", 2048.0, 3.0, 3.0, False, None),
+        ("dgx-h100/roce", 1024.0, 1.0, 0.5, False, "network not the preset's"),
+        ("p5/efa_a", 4096.0, 1.0, 0.5, False, "logs of one kind disagree"),  # b measures 2.0: 2x apart
+        ("p5/efa_b", 4096.0, 2.0, 0.5, False, "logs of one kind disagree"),
+        ("p5/efa_a", 8192.0, 1.0, 0.7, False, "model"),                 # b measures 1.4: 1.4x apart
+        ("p5/efa_b", 8192.0, 1.4, 1.2, False, None),
+        ("dgx-h100/one", 2.0 ** 28, 1.0, 1.3, False, "model"),          # one node: no network needed
+    ]
+    pts4 = [{"origin": o, "line": i, "bytes": b, "collective": "AllReduce", "measured_s": m, "predicted_s": pr,
+             "inconsistent": bad} for i, (o, b, m, pr, bad, _) in enumerate(mk)]
+    counts, totals = run.miss_causes(pts4, metas)
+    want = {name: {c: 0 for c in run.CAUSES} for name, _ in run.REGIMES}
+    for _, b, _, _, _, cause in mk:
+        if cause:
+            want["<= 1 MiB" if b <= 2 ** 20 else ">= 128 MiB"][cause] += 1
+    if counts != want or totals != {"<= 1 MiB": 8, "1-64 MiB": 0, ">= 128 MiB": 1}:
+        print(f"FAIL: miss_causes gave {counts} of {totals}, expected {want}")
+        return 1
+    bad = run.check_networks({"d/x": {"n_nodes": 2, "preset": "p5"},
+                              "d/y": {"n_nodes": 1, "preset": "p5", "network": "efa"},
+                              "d/z": {"n_nodes": 2, "preset": "h100", "network": "infiniband"},
+                              "d/ok": {"n_nodes": 2, "preset": "p5", "network": "efa  (32 x 100 Gb/s)"}})
+    if len(bad) != 3 or any("d/ok" in b for b in bad) or not all(any(k in b for b in bad) for k in ("d/x", "d/y", "d/z")):
+        print(f"FAIL: check_networks gave {bad}")
+        return 1
+    print("misses by cause and the network annotations: as expected on made-up points")
     return 0
 
 

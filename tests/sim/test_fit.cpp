@@ -305,7 +305,7 @@ TEST_CASE("p2v calibrate --nccl-tests: predict-only, fit, and the fitted file us
   }
   r = simtest::run("calibrate --preset dgx-h100 --nccl-tests " + log + " " + copy + " --predict-only");
   CHECK(r.code == 0);
-  CHECK(r.out.find(copy + ":27: the same table as " + log + ":27") != std::string::npos);
+  CHECK(r.out.find(copy + ":28: the same table as " + log + ":28") != std::string::npos);
   CHECK(r.out.find("NCCL version: the logs print none; the model's default, 2.30.7") != std::string::npos);
   std::remove(copy.c_str());
   // "-" reads the log from standard input (a pipe from kubectl logs); a directory says so.

@@ -84,7 +84,7 @@ TEST_CASE("nccl-tests: golden parse of a published 2-node H100 all_reduce_perf l
   CHECK(log.rows.back().bytes == 17179869184.0);
   CHECK(log.rows.back().time_us == simtest::rel(68652));
   CHECK(log.rows.back().busbw_gbps == simtest::rel(469.21));
-  CHECK(log.rows[0].line == 28);  // line numbers are the file's
+  CHECK(log.rows[0].line == 29);  // line numbers are the file's
 }
 
 TEST_CASE("nccl-tests: rows of size 0 (-b 0) are skipped and counted") {
@@ -271,7 +271,7 @@ TEST_CASE("nccl-tests: test names and element sizes") {
 TEST_CASE("nccl-tests: the NCCL version a log prints") {
   const auto xe = load_nccl_tests(data("dgx-h100/allreduce_2n16g_xe9680.txt"));
   CHECK(xe.nccl_version == "2.26.2+cuda12.8");
-  CHECK(xe.nccl_version_line == 23);
+  CHECK(xe.nccl_version_line == 24);
   CHECK(load_nccl_tests(data("dgx-a100/allreduce_1n8g_oci.txt")).nccl_version.empty());
   const std::string row =
       "           8             2     float     sum      -1    12.90    0.00    0.00      0    12.87"
