@@ -159,6 +159,21 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "p2v: error: {}\n  see p2v{} --help\n", e.what(), sub);
     return 2;
   }
+  // An option given an empty value (--preset '', --system "$UNSET") is a usage error: taken as given
+  // it would fall back to the option's default without a word (the run on another system or preset
+  // than the user meant).
+  for (const auto* s : subs)
+    if (s && s->parsed())
+      for (const auto* o : s->get_options())
+        if (o->count() > 0 && o->get_type_size() != 0)
+          for (const auto& v : o->results())
+            if (v.empty()) {
+              std::fflush(stdout);
+              fmt::print(stderr,
+                         "p2v: error: {}: an empty value; give one or leave the option out\n  see p2v {} --help\n",
+                         o->get_name(), s->get_name());
+              return 2;
+            }
   int code = 1;
   try {
     for (std::size_t i = 0; i < cmds.size(); ++i)

@@ -49,6 +49,12 @@ TEST_CASE("cli errors: option-parser errors are 'p2v: error:' with exit 2 and a 
       {"synth --system node=2,gpu=2 --axes 4 --reduce 0 --max-size 2x", "--max-size", "see p2v synth --help"},
       {"", "A subcommand is required", "see p2v --help"},
       {"nosuchcommand", "nosuchcommand", "see p2v --help"},
+      // an empty value would fall back to the option's default (another system, preset, matrix)
+      {"simulate --system '' --axes 16 --reduce 0", "--system: an empty value", "see p2v simulate --help"},
+      {"simulate --system node=2,gpu=8 --preset '' --axes 16 --reduce 0", "--preset: an empty value",
+       "see p2v simulate --help"},
+      {"matrices --system node=4,gpu=16 --axes 4,16 --matrix ''", "--matrix: an empty value",
+       "see p2v matrices --help"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.args);
