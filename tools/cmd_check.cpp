@@ -6,9 +6,11 @@
 #include <CLI/CLI.hpp>
 
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "command.hpp"
 #include "p2v/checker/checker.hpp"
@@ -28,10 +30,111 @@ namespace {
 // `deferred`: given, a rule or rewrite certificate is not checked but its text moved there and
 // nothing returned (the caller checks it on its own thread; only the independent checker is known
 // to run on several threads at once).
+// What the directory-level checks need of a program certificate (p2v-certificate/1 or
+// p2v-shape-certificate/1): the question it answers (the certificate without its own program's
+// fields), the run's problem (system, axes, reduce), its program, and how many programs it says the
+// complete set up to its bound holds (-1: it says none).
+struct Listed {
+  std::string question, problem, matrix, program;
+  long long claimed = -1;
+};
+
+std::optional<Listed> listed_of(const nlohmann::json& doc) {
+  try {
+    if (!doc.is_object() || !doc.contains("format")) return std::nullopt;
+    const std::string format = doc["format"].is_string() ? doc["format"].get<std::string>() : "";
+    nlohmann::json question = doc;
+    const nlohmann::json* inst = &doc;  // the concrete part: the certificate, or a shape's instance
+    for (const char* k : {"program", "states", "lowered", "facts"}) question.erase(k);
+    if (format == "p2v-shape-certificate/1") {
+      inst = &doc.at("instance");
+      question.erase("steps");
+      question.erase("relies_on");  // worded per program (what its validity rests on)
+      for (const char* k : {"program", "states", "lowered", "facts"}) question["instance"].erase(k);
+    } else if (format != "p2v-certificate/1") {
+      return std::nullopt;
+    }
+    Listed l;
+    l.question = question.dump();
+    l.problem = nlohmann::json{doc.at("system"), doc.at("axes"), doc.at("reduce")}.dump();
+    l.matrix = doc.at("matrix").dump();
+    l.program = inst->at("program").at("notation").get<std::string>();
+    const auto bound = inst->at("max_size");
+    if (inst->contains("facts") && inst->at("facts").contains("complete"))
+      for (const auto& e : inst->at("facts").at("complete"))
+        if (e.at("bound") == bound) l.claimed = std::max(l.claimed, e.at("programs").get<long long>());
+    return l;
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;  // not the shape the checker accepts; its verdict says so
+  }
+}
+
+// Text from the files themselves (a reason quoting a field, a summary, the manifest's command line)
+// with its control characters escaped, so that no line of the output can be forged by a file:
+// `lines` keeps the checker's own continuation lines (a newline followed by two spaces).
+std::string shown(const std::string& s, bool lines) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto ch = static_cast<unsigned char>(s[i]);
+    if (ch == '\n' && lines && s.compare(i + 1, 2, "  ") == 0)
+      out += '\n';
+    else if (ch < 0x20 || ch == 0x7f)
+      out += fmt::format("\\x{:02x}", ch);
+    else
+      out += s[i];
+  }
+  return out;
+}
+
+// The directory-level checks on its accepted program certificates (each checked alone before):
+// one run's problem, no program twice, and every program of the complete set each claims. "" when
+// they hold, else why not.
+std::string check_listing(const std::vector<std::pair<std::string, Listed>>& certs) {
+  std::map<std::string, std::string> problems;  // problem -> first file
+  for (const auto& [f, l] : certs) problems.emplace(l.problem, f);
+  if (problems.size() > 1) {
+    auto a = problems.begin(), b = std::next(a);
+    return fmt::format(
+        "its certificates answer {} different problems (system, axes, reduce), e.g. {} and {}; one run writes "
+        "the certificates of one problem",
+        problems.size(), a->second, b->second);
+  }
+  std::map<std::string, std::map<std::string, std::string>> by_question;  // question -> program -> file
+  std::map<std::string, std::pair<std::string, long long>> claims;        // question -> (matrix, claimed)
+  for (const auto& [f, l] : certs) {
+    auto [it, fresh] = by_question[l.question].emplace(l.program, f);
+    if (!fresh) return fmt::format("{} and {} certify the same program, {}", it->second, f, l.program);
+    auto [c, first] = claims.emplace(l.question, std::make_pair(l.matrix, l.claimed));
+    if (!first && c->second.second != l.claimed)
+      return fmt::format(
+          "the certificates of matrix {} disagree on how many programs the complete set holds ({} and {})", l.matrix,
+          c->second.second, l.claimed);
+  }
+  for (const auto& [q, progs] : by_question) {
+    const auto& [matrix, claimed] = claims[q];
+    if (claimed >= 0 && static_cast<long long>(progs.size()) != claimed)
+      return fmt::format(
+          "matrix {}: {} program certificate(s), but they say the complete set up to their bound holds {} programs "
+          "(a run writes one certificate per program; the directory is not a whole run)",
+          matrix, progs.size(), claimed);
+  }
+  return "";
+}
+
 std::optional<checker::Verdict> check_text(std::string text, const checker::Context& ctx, bool resolve,
-                                           std::string* deferred = nullptr) {
-  // Dispatch on the format field itself (a format's name may appear in any text field).
-  const auto doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+                                           std::string* deferred = nullptr, std::optional<Listed>* listed = nullptr) {
+  // Dispatch on the format field itself (a format's name may appear in any text field). Parsed as
+  // the checker parses (an object with a key twice is refused, whatever the certificate's kind).
+  nlohmann::json doc;
+  try {
+    doc = checker::parse_json_strict(text);
+  } catch (const std::invalid_argument& e) {
+    return checker::Verdict{false, std::string("malformed JSON: ") + e.what(), "", {}};
+  } catch (const nlohmann::json::exception&) {
+    doc = nlohmann::json(nlohmann::json::value_t::discarded);
+  }
+  if (listed) *listed = listed_of(doc);
   const std::string format = doc.is_object() && doc.contains("format") && doc["format"].is_string()
                                  ? doc["format"].get<std::string>()
                                  : std::string();
@@ -59,14 +162,14 @@ std::optional<checker::Verdict> check_text(std::string text, const checker::Cont
 }
 
 std::optional<checker::Verdict> check_file(const std::string& f, const checker::Context& ctx, bool resolve,
-                                           std::string* deferred = nullptr) {
+                                           std::string* deferred = nullptr, std::optional<Listed>* listed = nullptr) {
   std::string text;
   try {
     text = engine::read_text_file(f, "certificate");
   } catch (const Error& e) {
     return checker::Verdict{false, e.what(), "", {}};
   }
-  return check_text(std::move(text), ctx, resolve, deferred);
+  return check_text(std::move(text), ctx, resolve, deferred, listed);
 }
 
 Registrar reg("check", [](CLI::App& sub) -> std::function<int()> {
@@ -106,9 +209,9 @@ Registrar reg("check", [](CLI::App& sub) -> std::function<int()> {
         for (const auto& c : v.claims) claims.push_back({{"path", c.path}, {"claim", c.claim}, {"how", c.how}});
         out.push_back({{"file", f}, {"ok", v.ok}, {"reason", v.reason}, {"summary", v.summary}, {"claims", claims}});
       } else if (!v.ok) {
-        fmt::print("REJECTED {}: {}\n", f, v.reason);
+        fmt::print("REJECTED {}: {}\n", shown(f, false), shown(v.reason, true));
       } else if (!*quiet) {
-        fmt::print("ok       {}: {}\n", f, v.summary);
+        fmt::print("ok       {}: {}\n", shown(f, false), shown(v.summary, true));
       }
     };
     // Every argument must exist before anything is checked: a wrong path is the user's error
@@ -127,6 +230,14 @@ Registrar reg("check", [](CLI::App& sub) -> std::function<int()> {
         dirs.push_back(fp.has_parent_path() ? fp.parent_path().string() : ".");
       else
         files.push_back(p);
+    }
+    // A directory named twice (DIR and DIR/MANIFEST.json, or two spellings) is checked once.
+    {
+      std::set<std::string> seen;
+      std::vector<std::string> once;
+      for (const auto& d : dirs)
+        if (seen.insert(std::filesystem::weakly_canonical(d).string()).second) once.push_back(d);
+      dirs = std::move(once);
     }
     progress.set_total(files.size() + dirs.size());
     for (std::size_t di = 0; di < dirs.size(); ++di) {
@@ -149,26 +260,38 @@ Registrar reg("check", [](CLI::App& sub) -> std::function<int()> {
         continue;
       }
       if (!*json && !*quiet)
-        fmt::print("manifest {}: {} files, hashes match, nothing else in the directory; run: {}\n", dir,
-                   d.context.files.size(), d.run);
+        fmt::print("manifest {}: {} files, hashes match, nothing else in the directory; run (as recorded): {}\n",
+                   shown(dir, false), d.context.files.size(), shown(d.run, false));
       // Checked in batches by `workers` threads, reported in manifest order after each batch.
       std::vector<std::string> certs_of;
       for (const auto& name : d.context.files)
         if (name.size() > 5 && name.substr(name.size() - 5) == ".json")
           certs_of.push_back((std::filesystem::path(dir) / name).string());
+      std::vector<std::pair<std::string, Listed>> accepted;  // the directory-level checks' input
+      bool accepted_all = true;
       constexpr std::size_t kBatch = 64;
       for (std::size_t b = 0; b < certs_of.size(); b += kBatch) {
         const std::size_t e = std::min(certs_of.size(), b + kBatch);
         std::vector<std::optional<checker::Verdict>> verdicts(e - b);
         std::vector<std::string> deferred(e - b);  // rule and rewrite certificates, read once
+        std::vector<std::optional<Listed>> listed(e - b);
         engine::parallel_for(
             e - b, workers,
-            [&](std::size_t i) { verdicts[i] = check_file(certs_of[b + i], d.context, *resolve, &deferred[i]); },
+            [&](std::size_t i) {
+              verdicts[i] = check_file(certs_of[b + i], d.context, *resolve, &deferred[i], &listed[i]);
+            },
             "try --jobs 1");
-        for (std::size_t i = b; i < e; ++i)
-          report(certs_of[i],
-                 verdicts[i - b] ? *verdicts[i - b] : *check_text(std::move(deferred[i - b]), d.context, *resolve));
+        for (std::size_t i = b; i < e; ++i) {
+          const auto v =
+              verdicts[i - b] ? *verdicts[i - b] : *check_text(std::move(deferred[i - b]), d.context, *resolve);
+          report(certs_of[i], v);
+          accepted_all = accepted_all && v.ok;
+          if (v.ok && listed[i - b]) accepted.emplace_back(certs_of[i], std::move(*listed[i - b]));
+        }
       }
+      // (A rejected certificate already fails the directory; the listing is checked on whole runs.)
+      if (accepted_all)
+        if (const std::string why = check_listing(accepted); !why.empty()) report(dir, {false, why, "", {}});
     }
     for (const auto& f : files)
       if (!in_dirs.count(std::filesystem::weakly_canonical(f).string())) report(f, *check_file(f, {}, *resolve));

@@ -42,6 +42,9 @@ const json& field(const json& j, const char* name) {
 }
 long long as_int(const json& j, long long lo, long long hi, const std::string& what) {
   if (!j.is_number_integer()) reject(what + ": not an integer");
+  // an unsigned number above 2^63 - 1 would wrap to a negative long long (2^64 - 1 read as -1)
+  if (j.is_number_unsigned() && (hi < 0 || j.get<unsigned long long>() > static_cast<unsigned long long>(hi)))
+    reject(what + ": " + std::to_string(j.get<unsigned long long>()) + " out of range");
   const long long v = j.get<long long>();
   if (v < lo || v > hi) reject(what + ": " + std::to_string(v) + " out of range");
   return v;
@@ -1664,11 +1667,34 @@ std::string check_shape(const json& c, const Claims& cl) {
 
 }  // namespace
 
+json parse_json_strict(const std::string& text) {
+  // One set of keys per open object (the parser's callback sees keys in document order, depth by
+  // depth); the first key seen twice in one object stops the parse.
+  std::vector<std::vector<std::string>> open;
+  return json::parse(text, [&open](int, json::parse_event_t ev, json& parsed) {
+    if (ev == json::parse_event_t::object_start) {
+      open.emplace_back();
+    } else if (ev == json::parse_event_t::object_end) {
+      if (!open.empty()) open.pop_back();
+    } else if (ev == json::parse_event_t::key && !open.empty()) {
+      const auto& k = parsed.get_ref<const std::string&>();
+      auto& keys = open.back();
+      if (std::find(keys.begin(), keys.end(), k) != keys.end())
+        throw std::invalid_argument("the key " + parsed.dump(-1, ' ', true) +
+                                    " appears twice in one object (JSON readers differ on which copy they take)");
+      keys.push_back(k);
+    }
+    return true;
+  });
+}
+
 Verdict check_certificate(const std::string& text, const Context& ctx) {
   json c;
   try {
-    c = json::parse(text);
+    c = parse_json_strict(text);
   } catch (const json::exception& e) {
+    return {false, std::string("malformed JSON: ") + e.what(), "", {}};
+  } catch (const std::invalid_argument& e) {
     return {false, std::string("malformed JSON: ") + e.what(), "", {}};
   }
   return check_certificate(c, text, ctx);

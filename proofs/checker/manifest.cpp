@@ -68,8 +68,10 @@ std::string manifest_text(const Manifest& m) {
 Manifest parse_manifest(const std::string& text_) {
   json m;
   try {
-    m = json::parse(text_);
+    m = parse_json_strict(text_);
   } catch (const json::exception& e) {
+    throw ManifestError(std::string("malformed JSON: ") + e.what());
+  } catch (const std::invalid_argument& e) {
     throw ManifestError(std::string("malformed JSON: ") + e.what());
   }
   Manifest out;
@@ -81,8 +83,12 @@ Manifest parse_manifest(const std::string& text_) {
   if (out.argv.empty()) throw ManifestError("manifest.run.argv: non-empty array expected");
   only(m["options"], "manifest.options", {"solvers"});
   out.solvers = texts(m["options"]["solvers"], "manifest.options.solvers");
-  for (const auto& v : out.solvers)
+  for (std::size_t i = 0; i < out.solvers.size(); ++i) {
+    const auto& v = out.solvers[i];
     if (v != "z3" && v != "cvc5") throw ManifestError("manifest.options.solvers: expected z3 or cvc5, got " + v);
+    if (std::find(out.solvers.begin(), out.solvers.begin() + i, v) != out.solvers.begin() + i)
+      throw ManifestError("manifest.options.solvers: " + v + " listed twice");
+  }
   const json& files = m["files"];
   if (!files.is_array()) throw ManifestError("manifest.files: not an array");
   std::set<std::string> listed;
@@ -119,11 +125,16 @@ Directory check_directory(const std::string& dir) {
                   "nothing in it is accepted as a run; finish it with the same command and --resume");
       throw Bad(std::string(kManifestName) + ": missing (not a certificate directory written by p2v)");
     }
+    if (fs::is_symlink(root / kManifestName, ec))
+      throw Bad(std::string(kManifestName) + ": a symbolic link, not the manifest the run wrote");
     const Manifest m = parse_manifest(read_file(root / kManifestName));
     for (const auto& a : m.argv) d.run += (d.run.empty() ? "" : " ") + a;
     d.context.solvers = m.solvers;
     if (m.files.empty()) throw Bad("manifest.files: non-empty array expected");
     for (const auto& f : m.files) {
+      // p2v writes regular files; a link's target is not a file of the run, wherever it points
+      if (fs::is_symlink(root / f.name, ec))
+        throw Bad(f.name + ": a symbolic link, not a file the run wrote (the manifest lists regular files)");
       const std::string content = read_file(root / f.name);
       if (f.sha256 != sha256_hex(content))
         throw Bad(f.name + ": SHA-256 differs from the manifest's (the file was changed after the run)");

@@ -436,7 +436,7 @@ std::string check_reshard(const json& c, std::vector<Claim>& claims) {
 Verdict check_reshard_certificate(const std::string& text) {
   Verdict v;
   try {
-    const json c = json::parse(text);
+    const json c = parse_json_strict(text);
     if (!c.is_object() || !c.contains("format") || c["format"] != "p2v-reshard-certificate/1")
       throw Bad("format: not p2v-reshard-certificate/1");
     v.summary = check_reshard(c, v.claims);

@@ -5,9 +5,12 @@
 #include <fmt/core.h>
 
 #include <sys/wait.h>
+#include <unistd.h>
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
@@ -571,6 +574,90 @@ TEST_CASE("end to end: p2v verify --certify, p2v check, exit codes") {
         2);
   CHECK(read(out).find("verified:") == std::string::npos);
   CHECK(read(out).find("unknown") != std::string::npos);
+}
+
+// A certificate directory is accepted only as a whole run (each certificate checked alone first):
+// a program's certificate removed, or another copied over it, with the manifest rewritten to match,
+// is refused; so is a key written twice, an integer beyond 2^63, a symbolic link; and a field's text
+// cannot put a line of its own into the output.
+TEST_CASE("end to end: p2v check DIR holds the directory to one whole run and reads strictly") {
+  namespace fs = std::filesystem;
+  const fs::path base = fs::temp_directory_path() / ("p2v-test-wholerun-" + std::to_string(::getpid()));
+  fs::remove_all(base);
+  const std::string bin = P2V_BIN, out = (base / "out.txt").string(), run0 = (base / "run").string();
+  fs::create_directories(base);
+  auto run = [&](const std::string& args) {
+    const int rc = std::system((bin + " " + args + " > " + out + " 2>&1").c_str());
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  };
+  REQUIRE(run("synth --system node=2,gpu=2 --axes 4 --reduce 0 --concrete --max-size 3 --jobs 1 --certify " + run0) ==
+          0);
+  CHECK(run("check --quiet " + run0) == 0);
+  std::vector<std::string> certs;
+  for (const auto& e : fs::directory_iterator(run0))
+    if (e.path().filename() != checker::kManifestName) certs.push_back(e.path().filename().string());
+  std::sort(certs.begin(), certs.end());
+  REQUIRE(certs.size() > 3);
+  // A copy of the run, edited by `edit`, with a manifest that lists what is there now.
+  auto variant = [&](const std::string& name, const std::function<void(const fs::path&)>& edit) {
+    const fs::path d = base / name;
+    fs::copy(run0, d);
+    edit(d);
+    auto m = checker::parse_manifest(read((d / checker::kManifestName).string()));
+    m.files.clear();
+    for (const auto& f : certs)
+      if (fs::exists(d / f)) {
+        const std::string t = read((d / f).string());
+        m.files.push_back({f, checker::sha256_hex(t), t.size()});
+      }
+    std::ofstream(d / checker::kManifestName) << checker::manifest_text(m);
+    return d.string();
+  };
+  const std::string missing = variant("missing", [&](const fs::path& d) { fs::remove(d / certs[1]); });
+  CHECK(run("check --quiet " + missing) == 1);
+  CHECK(read(out).find("the directory is not a whole run") != std::string::npos);
+  const std::string twice = variant("twice", [&](const fs::path& d) {
+    fs::copy_file(d / certs[1], d / certs[2], fs::copy_options::overwrite_existing);
+  });
+  CHECK(run("check --quiet " + twice) == 1);
+  CHECK(read(out).find("certify the same program") != std::string::npos);
+  const std::string dupkey = variant("dupkey", [&](const fs::path& d) {
+    std::string t = read((d / certs[0]).string());
+    const auto at = t.find("\"notation\":");
+    REQUIRE(at != std::string::npos);
+    t.insert(at, "\"notation\": \"Reduce@(root,Inside)\", ");
+    std::ofstream(d / certs[0]) << t;
+  });
+  CHECK(run("check --quiet " + dupkey) == 1);
+  CHECK(read(out).find("the key \"notation\" appears twice") != std::string::npos);
+  const std::string wrap = variant("wrap", [&](const fs::path& d) {
+    std::string t = read((d / certs[0]).string());
+    const auto at = t.find("\"e\": -1");
+    REQUIRE(at != std::string::npos);
+    t.replace(at, 7, "\"e\": 18446744073709551615");  // 2^64 - 1, -1 once wrapped to a long long
+    std::ofstream(d / certs[0]) << t;
+  });
+  CHECK(run("check --quiet " + wrap) == 1);
+  CHECK(read(out).find("18446744073709551615 out of range") != std::string::npos);
+  const std::string forged = variant("forged", [&](const fs::path& d) {
+    auto j = nlohmann::json::parse(read((d / certs[0]).string()));
+    j["states"][1][0] = "x\nok       forged.json: fine\n1 of 1 certificates accepted\n";
+    std::ofstream(d / certs[0]) << j.dump(1);
+  });
+  CHECK(run("check --quiet " + forged) == 1);
+  CHECK(read(out).find("\nok ") == std::string::npos);
+  CHECK(read(out).find("\n1 of 1") == std::string::npos);
+  CHECK(read(out).find("x\\x0aok") != std::string::npos);
+  const std::string linked = variant("linked", [&](const fs::path& d) {
+    fs::rename(d / certs[0], base / "elsewhere.json");
+    fs::create_symlink(base / "elsewhere.json", d / certs[0]);
+  });
+  CHECK(run("check --quiet " + linked) == 1);
+  CHECK(read(out).find("a symbolic link") != std::string::npos);
+  // The run itself named twice is checked once.
+  CHECK(run("check --quiet " + run0 + " " + run0 + "/MANIFEST.json") == 0);
+  CHECK(read(out).find(std::to_string(certs.size()) + " of " + std::to_string(certs.size())) != std::string::npos);
+  fs::remove_all(base);
 }
 #endif
 #endif

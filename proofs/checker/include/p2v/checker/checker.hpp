@@ -35,6 +35,11 @@ struct Context {
   std::vector<std::string> solvers, files;
 };
 
+// JSON as the checker reads it: nlohmann's parser, refusing what other readers take differently
+// (an object with a key twice, where readers keep the first or the last copy). Throws
+// std::invalid_argument naming the key, nlohmann::json::exception for text that is not JSON.
+nlohmann::json parse_json_strict(const std::string& text);
+
 Verdict check_certificate(const std::string& json_text, const Context& ctx = {});
 // The same on a document the caller has already parsed (p2v check parses each file once to
 // dispatch on its format); `json_text` is its text, used only by the reshard checker.
