@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <set>
 #include <vector>
 
 #include "p2v/engine/error.hpp"
@@ -27,7 +28,15 @@ class PathSax {
   bool binary(json::binary_t& v) { return value(dom_.binary(v)); }
   bool start_object(std::size_t n) { return open(false) && dom_.start_object(n); }
   bool key(json::string_t& k) {
-    frames_.back().key = k;
+    // An object with a key twice is refused: readers differ on which copy they keep (nlohmann the
+    // last), so the file would mean different things to different tools.
+    auto& f = frames_.back();
+    if (!f.keys.insert(k).second) {
+      f.key = k;
+      error_ = fmt::format("{}: the key appears twice in one object", path());
+      return false;
+    }
+    f.key = k;
     return dom_.key(k);
   }
   bool end_object() { return close(dom_.end_object()); }
@@ -52,6 +61,7 @@ class PathSax {
     bool array = false;
     std::size_t index = 0;
     std::string key;
+    std::set<std::string> keys;  // an object's keys so far
   };
 
   std::string path() const {

@@ -69,6 +69,18 @@ TEST_CASE("readers: a number beyond a double is refused naming the file and the 
   CHECK(parse_json("1e-400", "x.json").get<double>() == 0.0);
 }
 
+TEST_CASE("readers: an object holding a key twice is refused, naming where; the same key in two objects is not") {
+  CHECK(error_of([] {
+          parse_json(R"({"a":[1,{"b":1,"c":2,"b":3}]})", "x.json");
+        }).find("x.json: a[1].b: the key appears twice in one object") != std::string::npos);
+  std::string sys = kSystem;
+  sys.replace(sys.find("\"cardinality\":4"), 15, "\"cardinality\":4,\"cardinality\":8");
+  CHECK(error_of([&] {
+          parse_system_json(sys, "s.json");
+        }).find("s.json: levels[1].cardinality: the key appears twice") != std::string::npos);
+  CHECK(parse_json(R"({"a":{"k":1},"b":{"k":2},"k":3})", "x.json")["b"]["k"] == 2);
+}
+
 TEST_CASE("readers: nesting deeper than the limit is refused before anything recursive sees it") {
   const std::string deep(100000, '[');
   CHECK(error_of([&] { parse_json(deep, "d.json"); }).find("nested deeper than 256 levels") != std::string::npos);

@@ -13,7 +13,7 @@ inline constexpr std::size_t kMaxJsonDepth = 256;
 // Parses `text` as JSON; `origin` names the source in error messages. Every failure is a
 // p2v::Error naming the origin: "<origin>: malformed JSON: <where and why>", or for a value that
 // parses but cannot be held, "<origin>: <json path>: <why>" (a number beyond the range of a
-// double such as 1e400, nesting deeper than kMaxJsonDepth).
+// double such as 1e400, nesting deeper than kMaxJsonDepth, an object holding a key twice).
 nlohmann::json parse_json(const std::string& text, const std::string& origin);
 
 // A JSON value as shown in an error message: its text, cut to about 80 characters.
