@@ -79,7 +79,7 @@ class PathSax {
       error_ = fmt::format("{}: arrays and objects nested deeper than {} levels", path(), kMaxJsonDepth);
       return false;
     }
-    frames_.push_back({array, 0, {}});
+    frames_.push_back({array, 0, {}, {}});
     return true;
   }
   bool close(bool ok) {
