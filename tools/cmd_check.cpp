@@ -16,6 +16,7 @@
 #include "p2v/checker/checker.hpp"
 #include "p2v/encodings/rewrite_certificate.hpp"
 #include "p2v/encodings/rules.hpp"
+#include "p2v/engine/certificate_format.hpp"
 #include "p2v/engine/error.hpp"
 #include "p2v/engine/io.hpp"
 #include "p2v/engine/progress.hpp"
@@ -140,6 +141,18 @@ std::optional<checker::Verdict> check_text(std::string text, const checker::Cont
                                  : std::string();
   const bool rule = format == encodings::kRuleCertificateFormat;
   const bool rewrite = format.rfind(std::string(encodings::kRewriteCertificateFormat) + "/", 0) == 0;
+  // A format this p2v does not read (another version, a typo) is said to be one, not read as a program
+  // certificate whose first missing field would be the message. (Rewrite versions: their reader words it.)
+  if (!format.empty() && !rule && !rewrite && format != engine::kCertificateFormat &&
+      format != engine::kShapeCertificateFormat && format != "p2v-reshard-certificate/1")
+    return checker::Verdict{false,
+                            "format " + nlohmann::json(format).dump(-1, ' ', true) +
+                                ": not a certificate format this p2v reads (" + engine::kCertificateFormat + ", " +
+                                engine::kShapeCertificateFormat + ", p2v-reshard-certificate/1, " +
+                                encodings::kRuleCertificateFormat + ", " + encodings::kRewriteCertificateFormat + "/" +
+                                std::to_string(encodings::kRewriteCertificateVersion) + ")",
+                            "",
+                            {}};
   if (!rule && !rewrite) {
     // The document is parsed once here; a text that does not parse goes to the checker as text
     // (it words the refusal).

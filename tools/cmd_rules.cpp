@@ -99,6 +99,13 @@ struct ProveArgs {
 int prove_equation(const ProveArgs& a) {
   if (a.lhs.empty() || a.rhs.empty()) throw Error("an equation needs both --lhs \"PROGRAM\" and --rhs \"PROGRAM\"");
   if (!a.ids.empty() || a.all) throw Error("give rule ids (or --all) or --system/--lhs/--rhs, not both");
+  // Certificates are written for catalogue rules only (their queries are rebuilt from the catalogue
+  // by `p2v check`); an equation's run would otherwise end with exit 0 and no directory.
+  if (!a.certs.empty())
+    throw Error(
+        "--certify: rule certificates are written for the catalogue's rules (p2v rules prove ID... --certify DIR), "
+        "not for an equation given with --lhs/--rhs; prove it without --certify, or as a rewrite with p2v rewrite "
+        "--certificate FILE");
   Problem p = load_problem(a.problem);
   nlohmann::json out = nlohmann::json::array();
   int worst = 0;  // 0 proved, 1 refuted, 3 unknown

@@ -143,8 +143,18 @@ void fields(const json& j, const std::string& where, std::initializer_list<const
 }
 i64 integer(const json& j, i64 lo, i64 hi, const std::string& what) {
   if (!j.is_number_integer()) throw Bad(what + ": not an integer");
+  // above 2^63 - 1 an unsigned number would wrap to a negative i64 (2^64 - 1 read as -1)
+  if (j.is_number_unsigned() && (hi < 0 || j.get<std::uint64_t>() > static_cast<std::uint64_t>(hi)))
+    throw Bad(what + ": " + std::to_string(j.get<std::uint64_t>()) + " out of range");
   const i64 v = j.get<i64>();
   if (v < lo || v > hi) throw Bad(what + ": " + std::to_string(v) + " out of range");
+  return v;
+}
+// A recorded time: a finite number of seconds, not negative.
+double seconds(const json& j, const std::string& what) {
+  if (!j.is_number()) throw Bad(what + ": not a number");
+  const double v = j.get<double>();
+  if (!(v >= 0) || v > 1e300) throw Bad(what + ": " + j.dump() + " is not a time in seconds (finite, >= 0)");
   return v;
 }
 std::string text(const json& j, const std::string& what) {
@@ -173,6 +183,7 @@ Replayed replay(const json& prog, const std::string& where, const std::string& f
   const bool base = where == "baseline";
   fields(prog, where, {"steps", "cost", "peak", "bound"}, {"time_s"});
   if (topology != prog.contains("time_s")) throw Bad(where + ".time_s: present exactly with the topology cost model");
+  if (topology) seconds(prog["time_s"], where + ".time_s");
   const i64 n = m.devices();
   const auto from = parse_type(from_text, m), to = parse_type(to_text, m);
   if (from.size() != to.size()) throw Bad("global shapes differ");
@@ -185,6 +196,7 @@ Replayed replay(const json& prog, const std::string& where, const std::string& f
     throw Bad("recorded bound differs from max(localsize τ1, localsize τ2) = " + std::to_string(bound));
   if (limit < bound) throw Bad("limit below the bound");
   Replayed out;
+  bool sliced = false;  // the baseline has begun to dynslice
   i64 cost = 0, peak = volume(box[0]);
   const json& steps = prog["steps"];
   if (!steps.is_array()) throw Bad(where + ".steps: not an array");
@@ -206,10 +218,36 @@ Replayed replay(const json& prog, const std::string& where, const std::string& f
     else
       throw Bad(at + ": unknown op '" + op + "'");
     if (topology != s.contains("time_s")) throw Bad(at + ".time_s: present exactly with the topology cost model");
+    if (topology) seconds(s["time_s"], at + ".time_s");
     if (s.contains("level")) text(s["level"], at + ".level");
     if (s.contains("relabelled") && (!s["relabelled"].is_boolean() || !s["relabelled"].get<bool>()))
       throw Bad(at + ".relabelled: true or absent");
-    const std::string where_step = "step " + std::to_string(k_step) + " (" + op + ")";
+    const std::string where_step = (base ? "baseline step " : "step ") + std::to_string(k_step) + " (" + op + ")";
+    // The baseline is the naive program, allgathers then dynslices (docs/model.md §10), gathering
+    // only dimensions the redistribution changes: its cost is what the plan is compared with, so no
+    // other program may stand in for it.
+    if (base) {
+      if (op != "allgather" && op != "dynslice") throw Bad(where_step + ": the baseline is allgathers, then dynslices");
+      if (op == "allgather" && sliced)
+        throw Bad(where_step + ": an allgather after a dynslice; the baseline gathers first, then slices");
+      if (op == "allgather") {
+        // only a dimension the redistribution changes is gathered (one both layouts tile alike
+        // stays as it is)
+        const auto gd = s["dims"].is_array() && s["dims"].size() == 1 && s["dims"][0].is_number_integer()
+                            ? s["dims"][0].get<i64>()
+                            : -1;
+        bool changes = false;
+        for (i64 d = 0; d < n && gd >= 0 && gd < static_cast<i64>(from.size()); ++d) {
+          const Box a = tile(from, m, d), b = tile(to, m, d);
+          const auto k = static_cast<std::size_t>(gd);
+          changes = changes || a.off[k] != b.off[k] || a.size[k] != b.size[k];
+        }
+        if (gd >= 0 && !changes)
+          throw Bad(where_step + ": gathers dimension " + std::to_string(gd) +
+                    ", which both layouts tile alike; the baseline gathers only what the redistribution changes");
+      }
+      sliced = sliced || op == "dynslice";
+    }
     std::vector<Box> next = box;
     const i64 before = volume(box[0]);
     i64 group_size = 1, num_groups = 0;
@@ -251,19 +289,38 @@ Replayed replay(const json& prog, const std::string& where, const std::string& f
     };
     std::vector<i64> dims;
     std::string rendered;
+    i64 named_axes = 1;     // devices of the mesh axes the step names (its text shows them)
+    bool factored = false;  // a factor x[i] among them: named_axes is then a multiple of the devices
     if (op != "allpermute") {
       dims = integers(s["dims"], 0, static_cast<i64>(from.size()) - 1, at + ".dims");
       if (dims.size() != (op == "alltoall" ? 2u : 1u) || (dims.size() == 2 && dims[0] == dims[1]))
         throw Bad(at + ".dims: " + (op == "alltoall" ? "two different dimensions" : "one dimension") + " expected");
       if (!s["axes"].is_array() || s["axes"].empty()) throw Bad(at + ".axes: non-empty array expected");
       std::string axes;
-      for (const auto& a : s["axes"]) axes += (axes.empty() ? "" : ",") + text(a, at + ".axes");
+      named_axes = 1;
+      std::vector<std::string> seen_axes;
+      for (const auto& a : s["axes"]) {
+        // a mesh axis, or one of its prime factors "x[0]" (docs/model.md §10), whose size is then
+        // known only to divide the axis's
+        const std::string name = text(a, at + ".axes");
+        const std::string axis = name.substr(0, name.find('['));
+        const auto it = std::find(m.names.begin(), m.names.end(), axis);
+        if (it == m.names.end() || std::count(seen_axes.begin(), seen_axes.end(), name))
+          throw Bad(at + ".axes: " + name + " is not a mesh axis (or a factor of one), or named twice");
+        seen_axes.push_back(name);
+        named_axes *= m.sizes[static_cast<std::size_t>(it - m.names.begin())];
+        factored = factored || axis != name;
+        axes += (axes.empty() ? "" : ",") + name;
+      }
       rendered = op + "(" + std::to_string(dims[0]) + (dims.size() == 2 ? "," + std::to_string(dims[1]) : "") + "){" +
                  axes + "}";
     }
     if (op == "allgather" || op == "alltoall") {
       const std::size_t i = static_cast<std::size_t>(dims[0]);
       const i64 k = partition(i);
+      if (factored ? named_axes % k != 0 : k != named_axes)
+        throw Bad(at + ".axes: groups of " + std::to_string(k) + " devices, but the axes named hold " +
+                  std::to_string(named_axes));
       for (const auto& grp : groups) {
         const Box f = box[static_cast<std::size_t>(grp[0])];
         for (std::size_t r = 0; r < grp.size(); ++r) {
@@ -288,6 +345,9 @@ Replayed replay(const json& prog, const std::string& where, const std::string& f
       if (box[0].size[i] % cnew)
         throw Bad(where_step + ": local size " + std::to_string(box[0].size[i]) + " is not divisible into tiles of " +
                   std::to_string(cnew));
+      if (const i64 chunks = box[0].size[i] / cnew; factored ? named_axes % chunks != 0 : chunks != named_axes)
+        throw Bad(at + ".axes: a slice into " + std::to_string(chunks) + " chunks, but the axes named hold " +
+                  std::to_string(named_axes) + " devices");
       const auto slice = integers(s["slice"], 0, INT64_MAX, at + ".slice");
       if (static_cast<i64>(slice.size()) != n) throw Bad(where_step + ": slice list has the wrong length");
       for (i64 d = 0; d < n; ++d) {
@@ -344,8 +404,8 @@ Replayed replay(const json& prog, const std::string& where, const std::string& f
   for (i64 d = 0; d < n; ++d) {
     const Box want = tile(to, m, d);
     if (!(box[static_cast<std::size_t>(d)] == want))
-      throw Bad("end: device " + std::to_string(d) + " holds " + box_str(box[static_cast<std::size_t>(d)]) + " but " +
-                to_text + " puts " + box_str(want) + " there");
+      throw Bad(std::string(base ? "baseline: " : "") + "end: device " + std::to_string(d) + " holds " +
+                box_str(box[static_cast<std::size_t>(d)]) + " but " + to_text + " puts " + box_str(want) + " there");
   }
   if (integer(prog["cost"], 0, INT64_MAX, where + ".cost") != cost ||
       integer(prog["peak"], 0, INT64_MAX, where + ".peak") != peak)

@@ -654,6 +654,21 @@ TEST_CASE("end to end: p2v check DIR holds the directory to one whole run and re
   });
   CHECK(run("check --quiet " + linked) == 1);
   CHECK(read(out).find("a symbolic link") != std::string::npos);
+  // A format this p2v does not read is said to be one (not "missing field ...").
+  {
+    auto j = nlohmann::json::parse(read(run0 + "/" + certs[0]));
+    j["format"] = "p2v-certificate/2";
+    std::ofstream(base / "v2.json") << j.dump();
+    CHECK(run("check " + (base / "v2.json").string()) == 1);
+    CHECK(read(out).find("format \"p2v-certificate/2\": not a certificate format this p2v reads") != std::string::npos);
+  }
+  // rules prove writes certificates for catalogue rules only: an equation with --certify is an error,
+  // not exit 0 with no directory.
+  CHECK(run("rules prove --system node=2,gpu=2 --axes 4 --reduce 0 --lhs AllReduce --rhs \"ReduceScatter ; "
+            "AllGather\" --certify " +
+            (base / "eq").string()) == 2);
+  CHECK(read(out).find("--certify: rule certificates are written for the catalogue's rules") != std::string::npos);
+  CHECK(!fs::exists(base / "eq"));
   // The run itself named twice is checked once.
   CHECK(run("check --quiet " + run0 + " " + run0 + "/MANIFEST.json") == 0);
   CHECK(read(out).find(std::to_string(certs.size()) + " of " + std::to_string(certs.size())) != std::string::npos);

@@ -3,6 +3,8 @@
 // wrong slice, a step over the memory bound, wrong endpoint).
 #include <doctest/doctest.h>
 
+#include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -103,5 +105,39 @@ TEST_CASE("checker refuses mutated programs with a counterexample") {
     auto b = certificate("x=4", "[8{x}32]", "[32]");
     b["bound"] = 8;
     CHECK(verdict(b).find("recorded bound") != std::string::npos);
+  }
+}
+
+// The baseline is the naive program (allgather everything, then dynslice) and no other: a padded
+// one would inflate the cost the plan is compared with. A step's axes must hold as many devices as
+// its groups (its text shows them). Integers beyond 2^63 do not wrap.
+TEST_CASE("checker: the baseline is allgathers then dynslices; a step's axes match its groups; no wrap") {
+  const json base = certificate("x=2,y=2", "[8{x,y}32,16]", "[16{x}32,8{y}16]");
+  REQUIRE(verdict(base) == "");
+  {
+    json c = base;  // an allgather after a dynslice, the cost recorded to match
+    auto& st = c["baseline"]["steps"];
+    REQUIRE(st.size() >= 2);
+    REQUIRE(st[0]["op"] == "allgather");
+    REQUIRE(st[1]["op"] == "dynslice");
+    json padded = json::array({st[0], st[1], st[0]});
+    for (std::size_t i = 1; i < st.size(); ++i) padded.push_back(st[i]);
+    st = padded;
+    CHECK(verdict(c).find("baseline step 2 (allgather): an allgather after a dynslice") != std::string::npos);
+  }
+  {
+    json c = base;  // a plan step (alltoall over x and y: groups of 4) relabelled as over x alone
+    json* s = first_step(c, "alltoall");
+    REQUIRE(s != nullptr);
+    REQUIRE((*s)["axes"].size() == 2);
+    (*s)["axes"] = json::array({"x"});
+    std::string t = (*s)["text"].get<std::string>();
+    (*s)["text"] = t.substr(0, t.find('{')) + "{x}";
+    CHECK(verdict(c).find("axes: groups of 4 devices, but the axes named hold 2") != std::string::npos);
+  }
+  {
+    json c = base;
+    c["limit"] = json(std::numeric_limits<std::uint64_t>::max());
+    CHECK(verdict(c) == "limit: 18446744073709551615 out of range");
   }
 }
