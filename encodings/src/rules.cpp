@@ -829,7 +829,8 @@ std::string check_rule_certificate(const std::string& text, std::string* summary
       std::vector<int> shape;
       for (int v : sh.shape) shape.push_back(in_range(v, 1, N, at + ".shape"));
       if (i >= shapes.size() || shape != shapes[i])
-        return fmt::format("shape {} is not the {}-th shape in order", shape_text(shape), i + 1);
+        return fmt::format("{}: shape {} is not shape number {} of the rule's shapes, in order", at, shape_text(shape),
+                           i + 1);
       const bool last = i + 1 == cs.size();
       const bool differ = status == "refuted" && last;
       const std::string want = differ ? "sat" : "unsat";

@@ -60,7 +60,8 @@ std::vector<int> int_list(const json& j, long long lo, long long hi, const std::
 Groups groups_of(const json& j, int n, const std::string& what) {
   if (!j.is_array()) reject(what + ": not an array");
   Groups g;
-  for (std::size_t i = 0; i < j.size(); ++i) g.push_back(int_list(j[i], 0, n - 1, what));
+  for (std::size_t i = 0; i < j.size(); ++i)
+    g.push_back(int_list(j[i], 0, n - 1, what + "[" + std::to_string(i) + "]"));
   return g;
 }
 std::string str(const json& j, const std::string& what) {
