@@ -108,6 +108,18 @@ void sync_directory(const std::filesystem::path& dir, const std::string& what, c
   if (r != 0 && e != EINVAL && e != EROFS) fail(what, path, e);
 }
 
+// The file a write of `path` replaces: `path` itself, or for a symbolic link the file it points
+// to (a dangling or looping link: the link's own path).
+std::filesystem::path link_target(const std::string& path) {
+  struct stat lst {};
+  if (::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
+    std::error_code ec;
+    auto real = std::filesystem::canonical(path, ec);
+    if (!ec) return real;
+  }
+  return path;
+}
+
 }  // namespace
 
 void write_file_atomic(const std::string& path, std::string_view content, const std::string& what) {
@@ -126,13 +138,7 @@ void write_file_atomic(const std::string& path, std::string_view content, const 
   }
   // A symbolic link to a file: the file it points to is replaced (in its own directory), the
   // link stays a link.
-  std::filesystem::path target(path);
-  struct stat lst {};
-  if (::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
-    std::error_code ec;
-    const auto real = std::filesystem::canonical(target, ec);
-    if (!ec) target = real;
-  }
+  const std::filesystem::path target = link_target(path);
   std::string tmp;
   int err = write_temporary(target, content, file_mode(exists, st), /*sync=*/true, tmp);
   if (err == 0 && ::rename(tmp.c_str(), target.c_str()) != 0) {
@@ -157,13 +163,7 @@ void check_writable(const std::string& path, const std::string& what) {
       return;
     }
   }
-  std::filesystem::path target(path);
-  struct stat lst {};
-  if (::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
-    std::error_code ec;
-    const auto real = std::filesystem::canonical(target, ec);
-    if (!ec) target = real;
-  }
+  const std::filesystem::path target = link_target(path);
   std::string tmp;
   if (const int err = write_temporary(target, {}, 0600, /*sync=*/false, tmp); err != 0) fail(what, path, err);
   ::unlink(tmp.c_str());
