@@ -25,12 +25,6 @@
 namespace p2v::tools {
 namespace {
 
-// Dispatch on the certificate's kind: rule certificates (p2v rules prove --certify) and
-// rewrite certificates (p2v rewrite --certificate) are re-validated by the counting replay and
-// their re-derived queries; program and reshard certificates by the independent checker.
-// `deferred`: given, a rule or rewrite certificate is not checked but its text moved there and
-// nothing returned (the caller checks it on its own thread; only the independent checker is known
-// to run on several threads at once).
 // What the directory-level checks need of a program certificate (p2v-certificate/1 or
 // p2v-shape-certificate/1): the question it answers (the certificate without its own program's
 // fields), the run's problem (system, axes, reduce), its program, and how many programs it says the
@@ -47,12 +41,12 @@ std::optional<Listed> listed_of(const nlohmann::json& doc) {
     nlohmann::json question = doc;
     const nlohmann::json* inst = &doc;  // the concrete part: the certificate, or a shape's instance
     for (const char* k : {"program", "states", "lowered", "facts"}) question.erase(k);
-    if (format == "p2v-shape-certificate/1") {
+    if (format == engine::kShapeCertificateFormat) {
       inst = &doc.at("instance");
       question.erase("steps");
       question.erase("relies_on");  // worded per program (what its validity rests on)
       for (const char* k : {"program", "states", "lowered", "facts"}) question["instance"].erase(k);
-    } else if (format != "p2v-certificate/1") {
+    } else if (format != engine::kCertificateFormat) {
       return std::nullopt;
     }
     Listed l;
@@ -123,6 +117,13 @@ std::string check_listing(const std::vector<std::pair<std::string, Listed>>& cer
   return "";
 }
 
+// Dispatch on the certificate's kind: rule certificates (p2v rules prove --certify) and
+// rewrite certificates (p2v rewrite --certificate) are re-validated by the counting replay and
+// their re-derived queries; program and reshard certificates by the independent checker.
+// `deferred`: given, a rule or rewrite certificate is not checked but its text moved there and
+// nothing returned (the caller checks it on its own thread; only the independent checker is known
+// to run on several threads at once).
+// `listed`: given, what the directory-level checks need of a program certificate (check_listing).
 std::optional<checker::Verdict> check_text(std::string text, const checker::Context& ctx, bool resolve,
                                            std::string* deferred = nullptr, std::optional<Listed>* listed = nullptr) {
   // Dispatch on the format field itself (a format's name may appear in any text field). Parsed as
@@ -144,11 +145,11 @@ std::optional<checker::Verdict> check_text(std::string text, const checker::Cont
   // A format this p2v does not read (another version, a typo) is said to be one, not read as a program
   // certificate whose first missing field would be the message. (Rewrite versions: their reader words it.)
   if (!format.empty() && !rule && !rewrite && format != engine::kCertificateFormat &&
-      format != engine::kShapeCertificateFormat && format != "p2v-reshard-certificate/1")
+      format != engine::kShapeCertificateFormat && format != checker::kReshardCertificateFormat)
     return checker::Verdict{false,
                             "format " + nlohmann::json(format).dump(-1, ' ', true) +
                                 ": not a certificate format this p2v reads (" + engine::kCertificateFormat + ", " +
-                                engine::kShapeCertificateFormat + ", p2v-reshard-certificate/1, " +
+                                engine::kShapeCertificateFormat + ", " + checker::kReshardCertificateFormat + ", " +
                                 encodings::kRuleCertificateFormat + ", " + encodings::kRewriteCertificateFormat + "/" +
                                 std::to_string(encodings::kRewriteCertificateVersion) + ")",
                             "",

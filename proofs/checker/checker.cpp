@@ -15,6 +15,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -1671,19 +1672,16 @@ std::string check_shape(const json& c, const Claims& cl) {
 json parse_json_strict(const std::string& text) {
   // One set of keys per open object (the parser's callback sees keys in document order, depth by
   // depth); the first key seen twice in one object stops the parse.
-  std::vector<std::vector<std::string>> open;
+  std::vector<std::set<std::string>> open;
   return json::parse(text, [&open](int, json::parse_event_t ev, json& parsed) {
     if (ev == json::parse_event_t::object_start) {
       open.emplace_back();
     } else if (ev == json::parse_event_t::object_end) {
       if (!open.empty()) open.pop_back();
     } else if (ev == json::parse_event_t::key && !open.empty()) {
-      const auto& k = parsed.get_ref<const std::string&>();
-      auto& keys = open.back();
-      if (std::find(keys.begin(), keys.end(), k) != keys.end())
+      if (!open.back().insert(parsed.get_ref<const std::string&>()).second)
         throw std::invalid_argument("the key " + parsed.dump(-1, ' ', true) +
                                     " appears twice in one object (JSON readers differ on which copy they take)");
-      keys.push_back(k);
     }
     return true;
   });
@@ -1704,7 +1702,7 @@ Verdict check_certificate(const std::string& text, const Context& ctx) {
 Verdict check_certificate(const json& c, const std::string& text, const Context& ctx) {
   Verdict v;
   try {
-    if (c.is_object() && c.contains("format") && c["format"] == "p2v-reshard-certificate/1")
+    if (c.is_object() && c.contains("format") && c["format"] == kReshardCertificateFormat)
       return check_reshard_certificate(text);
     const bool shape = c.is_object() && c.contains("format") && c["format"] == "p2v-shape-certificate/1";
     const Claims cl{&v.claims, "", &ctx};

@@ -497,8 +497,8 @@ Verdict check_reshard_certificate(const std::string& text) {
   Verdict v;
   try {
     const json c = parse_json_strict(text);
-    if (!c.is_object() || !c.contains("format") || c["format"] != "p2v-reshard-certificate/1")
-      throw Bad("format: not p2v-reshard-certificate/1");
+    if (!c.is_object() || !c.contains("format") || c["format"] != kReshardCertificateFormat)
+      throw Bad(std::string("format: not ") + kReshardCertificateFormat);
     v.summary = check_reshard(c, v.claims);
     v.ok = true;
   } catch (const Bad& e) {

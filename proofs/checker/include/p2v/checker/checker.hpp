@@ -35,6 +35,9 @@ struct Context {
   std::vector<std::string> solvers, files;
 };
 
+// The reshard certificate's format (docs/formats.md), which check_certificate dispatches on.
+inline constexpr const char* kReshardCertificateFormat = "p2v-reshard-certificate/1";
+
 // JSON as the checker reads it: nlohmann's parser, refusing what other readers take differently
 // (an object with a key twice, where readers keep the first or the last copy). Throws
 // std::invalid_argument naming the key, nlohmann::json::exception for text that is not JSON.
