@@ -224,13 +224,17 @@ def summary(points, title):
     return out
 
 
+def kind_of(p, metas):
+    """A point's kind: (preset, nodes, GPUs per node, collective)."""
+    m = metas[p["origin"]]
+    return os.path.basename(os.path.dirname(p["origin"])), m["n_nodes"], m["n_gpus"], p["collective"]
+
+
 def by_kind(points, metas):
     """{(preset, nodes, GPUs per node, collective): {size: {log: measured seconds}}}."""
     groups = {}
     for p in points:
-        m = metas[p["origin"]]
-        key = (os.path.basename(os.path.dirname(p["origin"])), m["n_nodes"], m["n_gpus"], p["collective"])
-        groups.setdefault(key, {}).setdefault(p["bytes"], {})[p["origin"]] = p["measured_s"]
+        groups.setdefault(kind_of(p, metas), {}).setdefault(p["bytes"], {})[p["origin"]] = p["measured_s"]
     return groups
 
 
@@ -277,11 +281,17 @@ NETWORKS = set(PRESET_NETWORK.values()) | {"roce", "none"}  # none: one node, no
 CAUSES = ["data rule", "network not the preset's", "logs of one kind disagree", "model"]
 
 
+def network_of(meta):
+    """The first word of a log's '# network:' line ("" without one)."""
+    words = meta.get("network", "").split()
+    return words[0] if words else ""
+
+
 def check_networks(metas):
     """Every log states its network and the suite knows its preset's; returns the failures."""
     bad = []
     for path, m in sorted(metas.items()):
-        net = m.get("network", "").split()[0] if m.get("network", "").split() else ""
+        net = network_of(m)
         if net not in NETWORKS:
             bad.append(f"{path}: '# network:' is {net or 'missing'!r}, not one of {', '.join(sorted(NETWORKS))}")
         elif (net == "none") != (m["n_nodes"] == 1):
@@ -292,7 +302,7 @@ def check_networks(metas):
 
 
 def on_preset_network(meta):
-    net = meta["network"].split()[0]
+    net = network_of(meta)
     return net == "none" or net == PRESET_NETWORK[meta["preset"]]
 
 
@@ -315,13 +325,11 @@ def miss_causes(points, metas, factor=1.25):
         for p in ps:
             if within([p["predicted_s"] / p["measured_s"]], factor):
                 continue
-            m = metas[p["origin"]]
-            key = (os.path.basename(os.path.dirname(p["origin"])), m["n_nodes"], m["n_gpus"], p["collective"])
             if p["inconsistent"]:
                 c["data rule"] += 1
-            elif not on_preset_network(m):
+            elif not on_preset_network(metas[p["origin"]]):
                 c["network not the preset's"] += 1
-            elif (key, p["bytes"]) in apart:
+            elif (kind_of(p, metas), p["bytes"]) in apart:
                 c["logs of one kind disagree"] += 1
             else:
                 c["model"] += 1
