@@ -81,6 +81,17 @@ const char* companion_for(const std::string& sub, int argc, char** argv) {
   return nullptr;
 }
 
+// An option of `sub` given an empty value (--preset '', --system "$UNSET"), or nullptr: a usage
+// error, since taken as given it would fall back to the option's default without a word (the run on
+// another system or preset than the user meant).
+const CLI::Option* option_given_empty(const CLI::App& sub) {
+  for (const auto* o : sub.get_options())
+    if (o->count() > 0 && o->get_type_size() != 0)
+      for (const auto& v : o->results())
+        if (v.empty()) return o;
+  return nullptr;
+}
+
 // Every command's exit: stdout is flushed and checked, since a write to it that failed (a full
 // disk, /dev/full, a closed pipe) would otherwise pass unnoticed with exit 0.
 int finish(int code) {
@@ -159,21 +170,14 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "p2v: error: {}\n  see p2v{} --help\n", e.what(), sub);
     return 2;
   }
-  // An option given an empty value (--preset '', --system "$UNSET") is a usage error: taken as given
-  // it would fall back to the option's default without a word (the run on another system or preset
-  // than the user meant).
   for (const auto* s : subs)
     if (s && s->parsed())
-      for (const auto* o : s->get_options())
-        if (o->count() > 0 && o->get_type_size() != 0)
-          for (const auto& v : o->results())
-            if (v.empty()) {
-              std::fflush(stdout);
-              fmt::print(stderr,
-                         "p2v: error: {}: an empty value; give one or leave the option out\n  see p2v {} --help\n",
-                         o->get_name(), s->get_name());
-              return 2;
-            }
+      if (const auto* o = option_given_empty(*s)) {
+        std::fflush(stdout);
+        fmt::print(stderr, "p2v: error: {}: an empty value; give one or leave the option out\n  see p2v {} --help\n",
+                   o->get_name(), s->get_name());
+        return 2;
+      }
   int code = 1;
   try {
     for (std::size_t i = 0; i < cmds.size(); ++i)
